@@ -1,0 +1,160 @@
+//! Wiring: configuration in, a running server out.
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context;
+use tokio::net::TcpListener;
+use tokio::sync::oneshot;
+use tokio::task::JoinHandle;
+
+use crate::config::{Backend, Config};
+use crate::domain::now_ms;
+use crate::http::{AppState, HttpSettings, router};
+use crate::service::Social;
+use crate::store::Store;
+use crate::store::embedded::EmbeddedStore;
+use crate::telemetry;
+
+/// How often the embedded change feed is trimmed to its retention.
+const TRIM_INTERVAL: Duration = Duration::from_secs(60);
+
+/// Opens the configured storage backend.
+pub async fn open_store(config: &Config) -> anyhow::Result<Arc<dyn Store>> {
+    let storage = &config.storage;
+    Ok(match storage.backend {
+        Backend::Embedded => {
+            let path = storage.path.clone();
+            let synchronous = storage.synchronous;
+            let store =
+                tokio::task::spawn_blocking(move || EmbeddedStore::open(&path, synchronous))
+                    .await
+                    .context("opening the embedded store")??;
+            Arc::new(store)
+        }
+        Backend::Mongodb => {
+            let uri = storage
+                .mongodb_uri
+                .as_deref()
+                .context("storage.mongodb_uri is required")?;
+            crate::store::mongo::connect(uri).await?
+        }
+    })
+}
+
+pub async fn build_state(config: &Config) -> anyhow::Result<AppState> {
+    let store = open_store(config).await?;
+    Ok(AppState {
+        social: Arc::new(Social::new(store, &config.feed.settings())),
+        metrics: telemetry::metrics_handle(),
+    })
+}
+
+/// A server running in the background, as tests and `serve` use it.
+pub struct RunningServer {
+    pub addr: SocketAddr,
+    pub state: AppState,
+    shutdown: Option<oneshot::Sender<()>>,
+    handle: JoinHandle<anyhow::Result<()>>,
+}
+
+impl RunningServer {
+    /// Stops accepting, lets in-flight requests finish, and waits.
+    pub async fn stop(mut self) -> anyhow::Result<()> {
+        if let Some(shutdown) = self.shutdown.take() {
+            let _ = shutdown.send(());
+        }
+        self.handle.await.context("server task panicked")?
+    }
+}
+
+/// Binds `server.listen` (port 0 picks a free port) and serves in the background.
+pub async fn spawn(config: &Config) -> anyhow::Result<RunningServer> {
+    let state = build_state(config).await?;
+    let listener = TcpListener::bind(config.server.listen)
+        .await
+        .with_context(|| format!("binding {}", config.server.listen))?;
+    let addr = listener.local_addr()?;
+    let (tx, rx) = oneshot::channel::<()>();
+    let handle = tokio::spawn(run(listener, state.clone(), config.clone(), async {
+        let _ = rx.await;
+    }));
+    Ok(RunningServer {
+        addr,
+        state,
+        shutdown: Some(tx),
+        handle,
+    })
+}
+
+async fn run(
+    listener: TcpListener,
+    state: AppState,
+    config: Config,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> anyhow::Result<()> {
+    let app = router(
+        state.clone(),
+        &HttpSettings {
+            request_timeout: config.server.request_timeout.0,
+            body_limit_bytes: config.server.body_limit_bytes,
+        },
+    );
+    let trimmer = tokio::spawn(trim_changes(
+        state.social.store.clone(),
+        config.change_feed.retention.0,
+    ));
+    let served = axum::serve(listener, app)
+        .with_graceful_shutdown(shutdown)
+        .await;
+    trimmer.abort();
+    served.context("serving HTTP")
+}
+
+/// Keeps the change feed within its retention.
+async fn trim_changes(store: Arc<dyn Store>, retention: Duration) {
+    let mut tick = tokio::time::interval(TRIM_INTERVAL);
+    loop {
+        tick.tick().await;
+        let cutoff = now_ms() - retention.as_millis() as i64;
+        match store.trim_changes(cutoff).await {
+            Ok(0) => {}
+            Ok(dropped) => tracing::info!(dropped, "trimmed the change feed"),
+            Err(error) => tracing::warn!(error = %error, "trimming the change feed failed"),
+        }
+    }
+}
+
+/// Serves until SIGINT or SIGTERM, then drains in-flight requests.
+pub async fn serve(config: Config) -> anyhow::Result<()> {
+    let state = build_state(&config).await?;
+    let listener = TcpListener::bind(config.server.listen)
+        .await
+        .with_context(|| format!("binding {}", config.server.listen))?;
+    tracing::info!(addr = %listener.local_addr()?, "listening");
+    run(listener, state, config, shutdown_signal()).await
+}
+
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut signal) => {
+                signal.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let terminate = std::future::pending::<()>();
+    tokio::select! {
+        _ = ctrl_c => {},
+        _ = terminate => {},
+    }
+    tracing::info!("shutting down: finishing in-flight requests");
+}

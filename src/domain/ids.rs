@@ -1,0 +1,176 @@
+//! Post ids: 12-byte ObjectIds whose bytes are laid out so that ids sort in creation order
+//! and carry their creation time to the millisecond.
+//!
+//! Layout (big endian): 4 bytes of Unix seconds (as in a MongoDB ObjectId), 2 bytes of
+//! milliseconds, 6 bytes of tail. The tail starts at `node << 32` so that two processes
+//! writing to one MongoDB rarely meet, and a duplicate key is retried by the caller.
+
+use std::fmt;
+use std::str::FromStr;
+use std::sync::Mutex;
+
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct PostId([u8; 12]);
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("a post id is 24 hexadecimal characters")]
+pub struct PostIdError;
+
+impl PostId {
+    pub const MIN: PostId = PostId([0; 12]);
+
+    pub fn from_bytes(bytes: [u8; 12]) -> Self {
+        PostId(bytes)
+    }
+
+    pub fn bytes(&self) -> [u8; 12] {
+        self.0
+    }
+
+    fn as_u128(self) -> u128 {
+        let mut wide = [0u8; 16];
+        wide[4..].copy_from_slice(&self.0);
+        u128::from_be_bytes(wide)
+    }
+
+    fn from_u128(value: u128) -> Self {
+        let wide = value.to_be_bytes();
+        let mut bytes = [0u8; 12];
+        bytes.copy_from_slice(&wide[4..]);
+        PostId(bytes)
+    }
+
+    /// The smallest id whose time is `ms` and whose tail is `tail`.
+    pub fn at(ms: i64, tail: u64) -> Self {
+        let ms = ms.max(0) as u128;
+        let secs = ms / 1000;
+        let millis = ms % 1000;
+        PostId::from_u128((secs << 64) | (millis << 48) | (tail as u128 & 0xffff_ffff_ffff))
+    }
+
+    /// Creation time in milliseconds since the Unix epoch.
+    pub fn timestamp_ms(&self) -> i64 {
+        let value = self.as_u128();
+        let secs = (value >> 64) as i64;
+        let millis = ((value >> 48) & 0xffff) as i64;
+        secs * 1000 + millis
+    }
+
+    /// The next id for a post created at `now_ms`: the time-based id, or one past `last`
+    /// when the clock has not moved on, so ids strictly increase.
+    pub fn next_after(now_ms: i64, last: Option<PostId>, node: u16) -> PostId {
+        let candidate = PostId::at(now_ms, u64::from(node) << 32);
+        match last {
+            Some(last) if candidate <= last => PostId::from_u128(last.as_u128() + 1),
+            _ => candidate,
+        }
+    }
+}
+
+impl fmt::Display for PostId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for byte in self.0 {
+            write!(f, "{byte:02x}")?;
+        }
+        Ok(())
+    }
+}
+
+impl fmt::Debug for PostId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "PostId({self})")
+    }
+}
+
+impl FromStr for PostId {
+    type Err = PostIdError;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        if s.len() != 24 || !s.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return Err(PostIdError);
+        }
+        let mut bytes = [0u8; 12];
+        for (i, byte) in bytes.iter_mut().enumerate() {
+            *byte = u8::from_str_radix(&s[2 * i..2 * i + 2], 16).map_err(|_| PostIdError)?;
+        }
+        Ok(PostId(bytes))
+    }
+}
+
+impl Serialize for PostId {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for PostId {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(deserializer)?;
+        text.parse().map_err(serde::de::Error::custom)
+    }
+}
+
+/// Hands out strictly increasing ids within one process.
+#[derive(Debug)]
+pub struct PostIdGenerator {
+    node: u16,
+    last: Mutex<Option<PostId>>,
+}
+
+impl PostIdGenerator {
+    pub fn new(node: u16, last: Option<PostId>) -> Self {
+        PostIdGenerator {
+            node,
+            last: Mutex::new(last),
+        }
+    }
+
+    pub fn next(&self, now_ms: i64) -> PostId {
+        let mut last = self
+            .last
+            .lock()
+            .unwrap_or_else(|poison| poison.into_inner());
+        let id = PostId::next_after(now_ms, *last, self.node);
+        *last = Some(id);
+        id
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trips_through_hex() {
+        let id = PostId::at(1_700_000_000_123, 42);
+        let text = id.to_string();
+        assert_eq!(text.len(), 24);
+        assert_eq!(text.parse::<PostId>().unwrap(), id);
+        assert!("xyz".parse::<PostId>().is_err());
+        assert!("zz0000000000000000000000".parse::<PostId>().is_err());
+    }
+
+    #[test]
+    fn encodes_time_to_the_millisecond() {
+        let id = PostId::at(1_700_000_000_123, 7);
+        assert_eq!(id.timestamp_ms(), 1_700_000_000_123);
+        // The first four bytes are the seconds, as in a MongoDB ObjectId.
+        assert_eq!(
+            u32::from_be_bytes(id.bytes()[..4].try_into().unwrap()),
+            1_700_000_000
+        );
+    }
+
+    #[test]
+    fn ids_strictly_increase_even_when_the_clock_stalls_or_goes_back() {
+        let generator = PostIdGenerator::new(3, None);
+        let a = generator.next(5_000);
+        let b = generator.next(5_000);
+        let c = generator.next(4_000);
+        let d = generator.next(6_000);
+        assert!(a < b && b < c && c < d, "{a} {b} {c} {d}");
+        assert_eq!(d.timestamp_ms(), 6_000);
+    }
+}

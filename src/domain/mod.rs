@@ -1,0 +1,181 @@
+//! Types of the product, free of any transport or storage library.
+
+mod ids;
+mod validate;
+
+pub use ids::{PostId, PostIdError, PostIdGenerator};
+pub use validate::{validate_display_name, validate_post_text, validate_user_id};
+
+use serde::{Deserialize, Serialize};
+
+/// A user profile with counters that the store keeps consistent with the graph and the posts.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct User {
+    pub id: String,
+    pub display_name: String,
+    pub followers_count: u64,
+    pub following_count: u64,
+    pub posts_count: u64,
+    pub created_at_ms: i64,
+    /// Increases on every profile change; a fencing token for denormalised copies.
+    pub version: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewUser {
+    pub id: String,
+    pub display_name: String,
+    pub created_at_ms: i64,
+}
+
+/// A post. Its creation time is the time encoded in its id.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Post {
+    pub id: PostId,
+    pub author: String,
+    pub text: String,
+}
+
+impl Post {
+    pub fn created_at_ms(&self) -> i64 {
+        self.id.timestamp_ms()
+    }
+
+    pub fn entry(&self, embed_content: bool) -> TimelineEntry {
+        TimelineEntry {
+            id: self.id,
+            author: self.author.clone(),
+            text: embed_content.then(|| self.text.clone()),
+        }
+    }
+}
+
+/// One entry of a materialised timeline: the post id and its author, plus the text
+/// when content is embedded rather than linked.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TimelineEntry {
+    pub id: PostId,
+    pub author: String,
+    pub text: Option<String>,
+}
+
+/// A bucket document of a materialised timeline.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Bucket {
+    /// The day number for timed buckets, the sequence number for sized buckets.
+    pub key: i64,
+    /// How many entries were ever pushed into the bucket; never more than its size.
+    pub pushes: u64,
+    /// An upper bound of the entries' ids, which orders buckets on reads.
+    pub newest: PostId,
+    pub entries: Vec<TimelineEntry>,
+}
+
+/// How a materialised timeline is laid out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum BucketKind {
+    Timed,
+    Sized,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum TimelineKind {
+    Buckets(BucketKind),
+    Cache,
+}
+
+/// The state of a user's timeline cache.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CacheState {
+    /// False while the cache is still being filled from fanout on read.
+    pub ready: bool,
+    pub started_at_ms: i64,
+    /// Newest first.
+    pub entries: Vec<TimelineEntry>,
+}
+
+/// An opaque position in the change feed. The embedded store uses a decimal sequence
+/// number, MongoDB a resume token.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct ChangePosition(pub String);
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ChangeOp {
+    Insert,
+    Update,
+    Delete,
+}
+
+/// One entry of the ordered change feed.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Change {
+    pub position: ChangePosition,
+    pub collection: String,
+    pub op: ChangeOp,
+    pub key: String,
+    /// The document after the change; `None` for deletions.
+    pub document: Option<serde_json::Value>,
+}
+
+/// Which way timelines are built.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FeedStrategy {
+    FanoutOnRead,
+    TimedBuckets,
+    SizedBuckets,
+    Cache,
+}
+
+impl FeedStrategy {
+    pub const ALL: [FeedStrategy; 4] = [
+        FeedStrategy::FanoutOnRead,
+        FeedStrategy::TimedBuckets,
+        FeedStrategy::SizedBuckets,
+        FeedStrategy::Cache,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FeedStrategy::FanoutOnRead => "fanout_on_read",
+            FeedStrategy::TimedBuckets => "timed_buckets",
+            FeedStrategy::SizedBuckets => "sized_buckets",
+            FeedStrategy::Cache => "cache",
+        }
+    }
+}
+
+impl std::fmt::Display for FeedStrategy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl std::str::FromStr for FeedStrategy {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        FeedStrategy::ALL
+            .into_iter()
+            .find(|strategy| strategy.as_str() == s)
+            .ok_or_else(|| {
+                format!(
+                    "unknown feed strategy {s:?}; expected one of fanout_on_read, timed_buckets, sized_buckets, cache"
+                )
+            })
+    }
+}
+
+/// Formats milliseconds since the Unix epoch as RFC 3339 with millisecond precision.
+pub fn format_time_ms(ms: i64) -> String {
+    let time = std::time::UNIX_EPOCH + std::time::Duration::from_millis(ms.max(0) as u64);
+    humantime::format_rfc3339_millis(time).to_string()
+}
+
+pub fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or(0)
+}

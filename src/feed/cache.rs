@@ -1,0 +1,134 @@
+//! Fanout on write into a capped cache: one bounded list of the newest entries per
+//! *active* user. A cache is created on the user's first read, filled from fanout on
+//! read; posts are pushed only into caches that exist; reads past the cache's end fall
+//! back to fanout on read.
+//!
+//! Invariant: a cache holds every timeline entry at or above its oldest entry. Pushes
+//! keep the newest `cache_size` (evicting only from the bottom), removals take single
+//! entries out, and a follow backfills only entries above the oldest one, so the
+//! invariant survives all of them, and the fallback starts exactly where the cache ends.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+
+use super::fanout_on_read::read_through;
+use super::{FeedService, FeedSettings, normalise};
+use crate::domain::{FeedStrategy, Post, PostId, TimelineEntry, TimelineKind, now_ms};
+use crate::store::{Store, StoreResult};
+
+/// A cache still being built after this long was abandoned by a crashed reader.
+const STALE_BUILD_MS: i64 = 30_000;
+
+pub struct CacheFeed {
+    store: Arc<dyn Store>,
+    settings: FeedSettings,
+}
+
+impl CacheFeed {
+    pub fn new(store: Arc<dyn Store>, settings: FeedSettings) -> Self {
+        CacheFeed { store, settings }
+    }
+
+    /// Fills a cache from fanout on read. The empty cache already exists, so posts
+    /// fanned out meanwhile land in it too and nothing is lost.
+    async fn build(&self, user: &str) -> StoreResult<()> {
+        let size = self.settings.cache_size;
+        let mut entries = read_through(self.store.as_ref(), user, None, size as usize).await?;
+        if !self.settings.embed_content {
+            entries.iter_mut().for_each(|e| e.text = None);
+        }
+        self.store.cache_fill(user, &entries, size).await?;
+        metrics::counter!("socialite_cache_builds_total").increment(1);
+        Ok(())
+    }
+}
+
+#[async_trait]
+impl FeedService for CacheFeed {
+    fn strategy(&self) -> FeedStrategy {
+        FeedStrategy::Cache
+    }
+
+    async fn deliver(&self, post: &Post, targets: &[String]) -> StoreResult<u64> {
+        let entry = post.entry(self.settings.embed_content);
+        self.store
+            .cache_push(targets, &[entry], self.settings.cache_size)
+            .await
+    }
+
+    async fn retract(&self, post: PostId) -> StoreResult<()> {
+        self.store
+            .remove_post_entries(TimelineKind::Cache, post)
+            .await
+    }
+
+    async fn followed(&self, follower: &str, followee: &str) -> StoreResult<()> {
+        let Some(cache) = self.store.cache(follower).await? else {
+            return Ok(());
+        };
+        // Entries below the cache's oldest would open a gap above older entries of other
+        // authors that the cache does not hold; the fallback serves those instead.
+        let Some(oldest) = cache.entries.last().map(|e| e.id) else {
+            return Ok(());
+        };
+        let posts = self
+            .store
+            .posts_by_author(followee, None, self.settings.backfill_on_follow as usize)
+            .await?;
+        let entries: Vec<TimelineEntry> = posts
+            .iter()
+            .filter(|p| p.id > oldest)
+            .map(|p| p.entry(self.settings.embed_content))
+            .collect();
+        if !entries.is_empty() {
+            self.store
+                .cache_push(&[follower.to_owned()], &entries, self.settings.cache_size)
+                .await?;
+        }
+        Ok(())
+    }
+
+    async fn unfollowed(&self, follower: &str, followee: &str) -> StoreResult<()> {
+        self.store
+            .remove_author_entries(TimelineKind::Cache, follower, followee)
+            .await
+    }
+
+    async fn entries(
+        &self,
+        user: &str,
+        before: Option<PostId>,
+        want: usize,
+    ) -> StoreResult<Vec<TimelineEntry>> {
+        let store = self.store.as_ref();
+        let cache = match store.cache(user).await? {
+            Some(cache) if cache.ready => cache,
+            Some(cache) => {
+                if now_ms() - cache.started_at_ms > STALE_BUILD_MS {
+                    self.build(user).await?;
+                }
+                return read_through(store, user, before, want).await;
+            }
+            None => {
+                if store.cache_start(user, now_ms()).await? {
+                    self.build(user).await?;
+                }
+                return read_through(store, user, before, want).await;
+            }
+        };
+        let oldest = cache.entries.last().map(|e| e.id);
+        let mut entries = cache.entries;
+        normalise(&mut entries, before, want);
+        if entries.len() < want {
+            let below = match (before, oldest) {
+                (Some(before), Some(oldest)) => Some(before.min(oldest)),
+                (before, oldest) => before.or(oldest),
+            };
+            let rest = read_through(store, user, below, want - entries.len()).await?;
+            metrics::counter!("socialite_cache_fallbacks_total").increment(1);
+            entries.extend(rest);
+        }
+        Ok(entries)
+    }
+}

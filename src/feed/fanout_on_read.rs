@@ -1,0 +1,67 @@
+//! Fanout on read: nothing is materialised; a read merges the newest posts of the reader
+//! and everyone the reader follows, through the (author, id) index.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+
+use super::FeedService;
+use crate::domain::{FeedStrategy, Post, PostId, TimelineEntry};
+use crate::store::{Store, StoreResult};
+
+pub struct FanoutOnRead {
+    store: Arc<dyn Store>,
+}
+
+impl FanoutOnRead {
+    pub fn new(store: Arc<dyn Store>) -> Self {
+        FanoutOnRead { store }
+    }
+}
+
+/// The fanout-on-read query, shared with the cache strategy's fallback.
+pub(crate) async fn read_through(
+    store: &dyn Store,
+    user: &str,
+    before: Option<PostId>,
+    want: usize,
+) -> StoreResult<Vec<TimelineEntry>> {
+    Ok(store
+        .home_posts(user, before, want)
+        .await?
+        .iter()
+        .map(|post| post.entry(true))
+        .collect())
+}
+
+#[async_trait]
+impl FeedService for FanoutOnRead {
+    fn strategy(&self) -> FeedStrategy {
+        FeedStrategy::FanoutOnRead
+    }
+
+    async fn deliver(&self, _post: &Post, _targets: &[String]) -> StoreResult<u64> {
+        Ok(0)
+    }
+
+    async fn retract(&self, _post: PostId) -> StoreResult<()> {
+        Ok(())
+    }
+
+    async fn followed(&self, _follower: &str, _followee: &str) -> StoreResult<()> {
+        Ok(())
+    }
+
+    async fn unfollowed(&self, _follower: &str, _followee: &str) -> StoreResult<()> {
+        Ok(())
+    }
+
+    async fn entries(
+        &self,
+        user: &str,
+        before: Option<PostId>,
+        want: usize,
+    ) -> StoreResult<Vec<TimelineEntry>> {
+        read_through(self.store.as_ref(), user, before, want).await
+    }
+}

@@ -1,0 +1,291 @@
+//! Home timelines. A [`FeedService`] is one way of building them; [`Timelines`] wraps the
+//! configured one with what every strategy shares: fan-out to followers in batches,
+//! filtering out entries that went stale under races, hydration of linked content, author
+//! names, and keyset pagination.
+
+mod buckets;
+mod cache;
+mod fanout_on_read;
+mod sized_buckets;
+mod timed_buckets;
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+
+use async_trait::async_trait;
+
+pub use cache::CacheFeed;
+pub use fanout_on_read::FanoutOnRead;
+pub use sized_buckets::SizedBuckets;
+pub use timed_buckets::TimedBuckets;
+
+use crate::domain::{FeedStrategy, Post, PostId, TimelineEntry};
+use crate::store::{Store, StoreError, StoreResult};
+
+/// Followers are fanned out to in batches of this many.
+pub const FANOUT_BATCH: usize = 1000;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FeedSettings {
+    pub strategy: FeedStrategy,
+    pub cache_size: u32,
+    pub bucket_size: u32,
+    pub bucket_span_ms: i64,
+    pub embed_content: bool,
+    pub backfill_on_follow: u32,
+}
+
+impl Default for FeedSettings {
+    fn default() -> Self {
+        FeedSettings {
+            strategy: FeedStrategy::Cache,
+            cache_size: 50,
+            bucket_size: 50,
+            bucket_span_ms: 86_400_000,
+            embed_content: true,
+            backfill_on_follow: 100,
+        }
+    }
+}
+
+/// One way of building home timelines.
+#[async_trait]
+pub trait FeedService: Send + Sync {
+    fn strategy(&self) -> FeedStrategy;
+
+    /// Delivers a stored post to the timelines of `targets` (the author and a batch of
+    /// followers). Returns how many timelines were written.
+    async fn deliver(&self, post: &Post, targets: &[String]) -> StoreResult<u64>;
+
+    /// Undoes a delivery of a post that has been deleted.
+    async fn retract(&self, post: PostId) -> StoreResult<()>;
+
+    /// Brings `followee`'s recent posts into `follower`'s timeline.
+    async fn followed(&self, follower: &str, followee: &str) -> StoreResult<()>;
+
+    /// Takes `followee`'s posts out of `follower`'s timeline.
+    async fn unfollowed(&self, follower: &str, followee: &str) -> StoreResult<()>;
+
+    /// Up to `want` entries of `user`'s timeline below `before`, newest first and without
+    /// duplicates. Fewer than `want` means nothing older exists.
+    async fn entries(
+        &self,
+        user: &str,
+        before: Option<PostId>,
+        want: usize,
+    ) -> StoreResult<Vec<TimelineEntry>>;
+}
+
+/// Builds the service the settings select.
+pub fn build(store: Arc<dyn Store>, settings: &FeedSettings) -> Arc<dyn FeedService> {
+    match settings.strategy {
+        FeedStrategy::FanoutOnRead => Arc::new(FanoutOnRead::new(store)),
+        FeedStrategy::TimedBuckets => Arc::new(TimedBuckets::new(store, settings.clone())),
+        FeedStrategy::SizedBuckets => Arc::new(SizedBuckets::new(store, settings.clone())),
+        FeedStrategy::Cache => Arc::new(CacheFeed::new(store, settings.clone())),
+    }
+}
+
+/// A timeline item ready to serve.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TimelineItem {
+    pub id: PostId,
+    pub author: String,
+    pub author_display_name: String,
+    pub text: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TimelinePage {
+    pub items: Vec<TimelineItem>,
+    pub next_cursor: Option<PostId>,
+}
+
+/// The configured strategy plus everything strategies share.
+pub struct Timelines {
+    store: Arc<dyn Store>,
+    feed: Arc<dyn FeedService>,
+}
+
+/// A read that keeps finding stale entries stops refilling after this many rounds and
+/// serves what it has; each round drops only entries that raced with an unfollow.
+const MAX_READ_ROUNDS: usize = 8;
+
+impl Timelines {
+    pub fn new(store: Arc<dyn Store>, settings: &FeedSettings) -> Self {
+        let feed = build(store.clone(), settings);
+        Timelines { store, feed }
+    }
+
+    pub fn strategy(&self) -> FeedStrategy {
+        self.feed.strategy()
+    }
+
+    /// Fans a freshly stored post out to its author and every follower.
+    pub async fn post_created(&self, post: &Post) -> StoreResult<u64> {
+        let strategy = self.strategy();
+        if strategy == FeedStrategy::FanoutOnRead {
+            return Ok(0);
+        }
+        let mut written = 0;
+        let mut targets = vec![post.author.clone()];
+        let mut after: Option<String> = None;
+        loop {
+            let batch = self
+                .store
+                .followers(&post.author, after.as_deref(), FANOUT_BATCH)
+                .await?;
+            let last_batch = batch.len() < FANOUT_BATCH;
+            after = batch.last().cloned();
+            targets.extend(batch);
+            written += self.feed.deliver(post, &targets).await?;
+            targets.clear();
+            if last_batch {
+                break;
+            }
+        }
+        // A delete that ran while we fanned out may have retracted before our pushes
+        // landed; the delete removes the post first, so checking it now closes the race.
+        if self.store.post(post.id).await?.is_none() {
+            self.feed.retract(post.id).await?;
+        }
+        metrics::counter!("socialite_fanout_posts_total", "strategy" => strategy.as_str())
+            .increment(1);
+        metrics::counter!("socialite_fanout_timelines_total", "strategy" => strategy.as_str())
+            .increment(written);
+        Ok(written)
+    }
+
+    pub async fn post_deleted(&self, post: &Post) -> StoreResult<()> {
+        self.feed.retract(post.id).await
+    }
+
+    pub async fn followed(&self, follower: &str, followee: &str) -> StoreResult<()> {
+        self.feed.followed(follower, followee).await
+    }
+
+    pub async fn unfollowed(&self, follower: &str, followee: &str) -> StoreResult<()> {
+        self.feed.unfollowed(follower, followee).await
+    }
+
+    /// One page of `user`'s home timeline, newest first. `NotFound` for unknown users.
+    pub async fn page(
+        &self,
+        user: &str,
+        before: Option<PostId>,
+        limit: usize,
+    ) -> StoreResult<TimelinePage> {
+        if self.store.user(user).await?.is_none() {
+            return Err(StoreError::NotFound(format!("user {user}")));
+        }
+        let want = limit + 1;
+        let mut kept: Vec<TimelineEntry> = Vec::with_capacity(want);
+        let mut cursor = before;
+        for _ in 0..MAX_READ_ROUNDS {
+            let request = want - kept.len();
+            let candidates = self.feed.entries(user, cursor, request).await?;
+            let exhausted = candidates.len() < request;
+            cursor = candidates.last().map(|e| e.id).or(cursor);
+            kept.extend(self.current(user, candidates).await?);
+            if kept.len() >= want || exhausted {
+                break;
+            }
+        }
+        let next_cursor = (kept.len() > limit).then(|| kept[limit - 1].id);
+        kept.truncate(limit);
+        let items = self.with_author_names(kept).await?;
+        Ok(TimelinePage { items, next_cursor })
+    }
+
+    /// Drops entries whose author the reader no longer follows (an unfollow that raced
+    /// with a fan-out) and hydrates linked entries, dropping deleted posts.
+    async fn current(
+        &self,
+        user: &str,
+        entries: Vec<TimelineEntry>,
+    ) -> StoreResult<Vec<TimelineEntry>> {
+        if entries.is_empty() {
+            return Ok(entries);
+        }
+        let mut entries = entries;
+        if self.strategy() != FeedStrategy::FanoutOnRead {
+            let others: Vec<String> = distinct(entries.iter().map(|e| e.author.as_str()))
+                .filter(|author| *author != user)
+                .map(str::to_owned)
+                .collect();
+            if !others.is_empty() {
+                let followed: HashSet<String> = self
+                    .store
+                    .followed_among(user, &others)
+                    .await?
+                    .into_iter()
+                    .collect();
+                entries.retain(|e| e.author == user || followed.contains(&e.author));
+            }
+        }
+        let linked: Vec<PostId> = entries
+            .iter()
+            .filter(|e| e.text.is_none())
+            .map(|e| e.id)
+            .collect();
+        if !linked.is_empty() {
+            let texts: HashMap<PostId, String> = self
+                .store
+                .posts_by_ids(&linked)
+                .await?
+                .into_iter()
+                .map(|p| (p.id, p.text))
+                .collect();
+            entries.retain_mut(|e| {
+                if e.text.is_none() {
+                    e.text = texts.get(&e.id).cloned();
+                }
+                e.text.is_some()
+            });
+        }
+        Ok(entries)
+    }
+
+    async fn with_author_names(
+        &self,
+        entries: Vec<TimelineEntry>,
+    ) -> StoreResult<Vec<TimelineItem>> {
+        let authors: Vec<String> = distinct(entries.iter().map(|e| e.author.as_str()))
+            .map(str::to_owned)
+            .collect();
+        let names: HashMap<String, String> = self
+            .store
+            .users(&authors)
+            .await?
+            .into_iter()
+            .map(|u| (u.id, u.display_name))
+            .collect();
+        Ok(entries
+            .into_iter()
+            .map(|e| TimelineItem {
+                author_display_name: names
+                    .get(&e.author)
+                    .cloned()
+                    .unwrap_or_else(|| e.author.clone()),
+                id: e.id,
+                author: e.author,
+                text: e.text.unwrap_or_default(),
+            })
+            .collect())
+    }
+}
+
+fn distinct<'a>(items: impl Iterator<Item = &'a str>) -> impl Iterator<Item = &'a str> {
+    let mut seen = HashSet::new();
+    items.filter(move |item| seen.insert(*item))
+}
+
+/// Sorts newest first, drops duplicates and entries not below `before`, keeps `want`.
+pub(crate) fn normalise(entries: &mut Vec<TimelineEntry>, before: Option<PostId>, want: usize) {
+    if let Some(before) = before {
+        entries.retain(|e| e.id < before);
+    }
+    entries.sort_unstable_by(|a, b| b.id.cmp(&a.id));
+    entries.dedup_by_key(|e| e.id);
+    entries.truncate(want);
+}

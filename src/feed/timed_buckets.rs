@@ -1,0 +1,102 @@
+//! Fanout on write into timed buckets: one bucket per user and period, keyed by
+//! `floor(post time / span)`, so a bucket holds exactly its period's entries.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+
+use super::buckets::read_buckets;
+use super::{FeedService, FeedSettings};
+use crate::domain::{BucketKind, FeedStrategy, Post, PostId, TimelineEntry, TimelineKind};
+use crate::store::{Store, StoreResult};
+
+const KIND: BucketKind = BucketKind::Timed;
+
+pub struct TimedBuckets {
+    store: Arc<dyn Store>,
+    settings: FeedSettings,
+}
+
+impl TimedBuckets {
+    pub fn new(store: Arc<dyn Store>, settings: FeedSettings) -> Self {
+        TimedBuckets { store, settings }
+    }
+}
+
+/// The period a post belongs to. Division, not modulo: modulo would fold every period
+/// onto a handful of buckets. `div_euclid` keeps times before 1970 in order too.
+pub fn bucket_of(post: PostId, span_ms: i64) -> i64 {
+    post.timestamp_ms().div_euclid(span_ms)
+}
+
+#[async_trait]
+impl FeedService for TimedBuckets {
+    fn strategy(&self) -> FeedStrategy {
+        FeedStrategy::TimedBuckets
+    }
+
+    async fn deliver(&self, post: &Post, targets: &[String]) -> StoreResult<u64> {
+        let key = bucket_of(post.id, self.settings.bucket_span_ms);
+        let entry = post.entry(self.settings.embed_content);
+        self.store.timed_push(targets, key, &[entry]).await?;
+        Ok(targets.len() as u64)
+    }
+
+    async fn retract(&self, post: PostId) -> StoreResult<()> {
+        self.store
+            .remove_post_entries(TimelineKind::Buckets(KIND), post)
+            .await
+    }
+
+    async fn followed(&self, follower: &str, followee: &str) -> StoreResult<()> {
+        let posts = self
+            .store
+            .posts_by_author(followee, None, self.settings.backfill_on_follow as usize)
+            .await?;
+        let mut by_bucket: BTreeMap<i64, Vec<TimelineEntry>> = BTreeMap::new();
+        for post in &posts {
+            by_bucket
+                .entry(bucket_of(post.id, self.settings.bucket_span_ms))
+                .or_default()
+                .push(post.entry(self.settings.embed_content));
+        }
+        let follower = [follower.to_owned()];
+        for (key, entries) in by_bucket {
+            self.store.timed_push(&follower, key, &entries).await?;
+        }
+        Ok(())
+    }
+
+    async fn unfollowed(&self, follower: &str, followee: &str) -> StoreResult<()> {
+        self.store
+            .remove_author_entries(TimelineKind::Buckets(KIND), follower, followee)
+            .await
+    }
+
+    async fn entries(
+        &self,
+        user: &str,
+        before: Option<PostId>,
+        want: usize,
+    ) -> StoreResult<Vec<TimelineEntry>> {
+        read_buckets(self.store.as_ref(), KIND, user, before, want).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn buckets_divide_time_by_the_span() {
+        let day = 86_400_000;
+        let at = |ms| PostId::at(ms, 0);
+        assert_eq!(bucket_of(at(0), day), 0);
+        assert_eq!(bucket_of(at(day - 1), day), 0);
+        assert_eq!(bucket_of(at(day), day), 1);
+        // 2023-11-14 is day 19675 since the epoch; modulo would have given a time of day.
+        assert_eq!(bucket_of(at(1_700_000_000_000), day), 19_675);
+        assert_eq!(bucket_of(at(1_700_000_000_000), 3_600_000), 472_222);
+    }
+}

@@ -1,0 +1,135 @@
+//! The API's one error type, rendered as `application/problem+json` (RFC 9457), and
+//! extractors whose rejections render the same way.
+
+use axum::extract::rejection::{JsonRejection, QueryRejection};
+use axum::extract::{FromRequest, FromRequestParts};
+use axum::http::{StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use serde::Serialize;
+use utoipa::ToSchema;
+
+use crate::store::StoreError;
+
+/// A problem detail.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Problem {
+    /// A URI reference naming the kind of problem.
+    #[serde(rename = "type")]
+    #[schema(example = "/problems/not-found")]
+    pub kind: String,
+    #[schema(example = "Not Found")]
+    pub title: String,
+    #[schema(example = 404)]
+    pub status: u16,
+    #[schema(example = "user alice not found")]
+    pub detail: String,
+}
+
+#[derive(Debug)]
+pub struct ApiError {
+    status: StatusCode,
+    kind: &'static str,
+    detail: String,
+}
+
+impl ApiError {
+    pub fn new(status: StatusCode, kind: &'static str, detail: impl Into<String>) -> Self {
+        ApiError {
+            status,
+            kind,
+            detail: detail.into(),
+        }
+    }
+
+    pub fn not_found(detail: impl Into<String>) -> Self {
+        ApiError::new(StatusCode::NOT_FOUND, "not-found", detail)
+    }
+
+    pub fn invalid(detail: impl Into<String>) -> Self {
+        ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "validation", detail)
+    }
+
+    pub fn status(&self) -> StatusCode {
+        self.status
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let problem = Problem {
+            kind: format!("/problems/{}", self.kind),
+            title: self.status.canonical_reason().unwrap_or("Error").to_owned(),
+            status: self.status.as_u16(),
+            detail: self.detail,
+        };
+        let body = serde_json::to_vec(&problem).unwrap_or_default();
+        (
+            self.status,
+            [(header::CONTENT_TYPE, "application/problem+json")],
+            body,
+        )
+            .into_response()
+    }
+}
+
+impl From<StoreError> for ApiError {
+    fn from(error: StoreError) -> Self {
+        match error {
+            StoreError::NotFound(what) => ApiError::not_found(format!("{what} not found")),
+            StoreError::Conflict(what) => ApiError::new(
+                StatusCode::CONFLICT,
+                "conflict",
+                format!("{what} already exists"),
+            ),
+            StoreError::InvalidPosition(_) | StoreError::HistoryLost(_) => {
+                ApiError::new(StatusCode::GONE, "history-lost", error.to_string())
+            }
+            StoreError::Backend(cause) => {
+                // The cause goes to the log, never to the client.
+                tracing::error!(error = %format!("{cause:#}"), "storage failure");
+                ApiError::new(
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    "internal",
+                    "the server could not complete the request",
+                )
+            }
+        }
+    }
+}
+
+impl From<JsonRejection> for ApiError {
+    fn from(rejection: JsonRejection) -> Self {
+        let status = rejection.status();
+        let kind = match status {
+            StatusCode::PAYLOAD_TOO_LARGE => "too-large",
+            StatusCode::UNSUPPORTED_MEDIA_TYPE => "unsupported-media-type",
+            StatusCode::BAD_REQUEST => "malformed-json",
+            _ => "validation",
+        };
+        ApiError::new(status, kind, rejection.body_text())
+    }
+}
+
+impl From<QueryRejection> for ApiError {
+    fn from(rejection: QueryRejection) -> Self {
+        ApiError::invalid(rejection.body_text())
+    }
+}
+
+/// `axum::Json` with problem+json rejections.
+#[derive(Debug, FromRequest)]
+#[from_request(via(axum::Json), rejection(ApiError))]
+pub struct Json<T>(pub T);
+
+impl<T: Serialize> IntoResponse for Json<T> {
+    fn into_response(self) -> Response {
+        axum::Json(self.0).into_response()
+    }
+}
+
+/// `axum::extract::Query` with problem+json rejections.
+#[derive(Debug, FromRequestParts)]
+#[from_request(via(axum::extract::Query), rejection(ApiError))]
+pub struct Query<T>(pub T);
+
+pub type ApiResult<T> = Result<T, ApiError>;

@@ -1,0 +1,183 @@
+//! The HTTP API.
+
+pub mod error;
+mod follows;
+mod ops;
+mod posts;
+mod timeline;
+mod users;
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use axum::Router;
+use axum::extract::{DefaultBodyLimit, MatchedPath, Request};
+use axum::http::{HeaderName, StatusCode};
+use axum::middleware::{self, Next};
+use axum::response::Response;
+use axum::routing::{get, put};
+use metrics_exporter_prometheus::PrometheusHandle;
+use tower::ServiceBuilder;
+use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
+use tower_http::timeout::TimeoutLayer;
+use tower_http::trace::TraceLayer;
+use utoipa::OpenApi;
+
+use crate::domain::{PostId, validate_user_id};
+use crate::service::Social;
+use error::{ApiError, ApiResult};
+
+/// Everything a handler needs; cheap to clone.
+#[derive(Clone)]
+pub struct AppState {
+    pub social: Arc<Social>,
+    pub metrics: PrometheusHandle,
+}
+
+#[derive(OpenApi)]
+#[openapi(
+    info(
+        title = "socialite",
+        description = "A social feed service: users, a follow graph, posts and home timelines built by a configurable fan-out strategy."
+    ),
+    paths(
+        users::create_user, users::get_user, users::update_user,
+        follows::follow, follows::unfollow, follows::list_following, follows::list_followers,
+        posts::create_post, posts::get_post, posts::delete_post, posts::list_posts,
+        timeline::timeline,
+        ops::healthz, ops::readyz, ops::metrics, ops::openapi, ops::meta,
+    ),
+    components(schemas(error::Problem)),
+    tags(
+        (name = "users", description = "Profiles"),
+        (name = "graph", description = "The follow graph"),
+        (name = "posts", description = "Content"),
+        (name = "timeline", description = "Home timelines"),
+        (name = "operations", description = "Health, metrics and metadata"),
+    )
+)]
+pub struct ApiDoc;
+
+/// The spec as committed to `openapi/openapi.json`.
+pub fn openapi_json() -> String {
+    let mut json = ApiDoc::openapi()
+        .to_pretty_json()
+        .expect("the OpenAPI document serialises");
+    json.push('\n');
+    json
+}
+
+pub struct HttpSettings {
+    pub request_timeout: Duration,
+    pub body_limit_bytes: usize,
+}
+
+pub fn router(state: AppState, settings: &HttpSettings) -> Router {
+    let request_id = HeaderName::from_static("x-request-id");
+    let api = Router::new()
+        .route("/v1/users", axum::routing::post(users::create_user))
+        .route(
+            "/v1/users/{id}",
+            get(users::get_user).patch(users::update_user),
+        )
+        .route(
+            "/v1/users/{id}/following/{target}",
+            put(follows::follow).delete(follows::unfollow),
+        )
+        .route("/v1/users/{id}/following", get(follows::list_following))
+        .route("/v1/users/{id}/followers", get(follows::list_followers))
+        .route(
+            "/v1/users/{id}/posts",
+            get(posts::list_posts).post(posts::create_post),
+        )
+        .route(
+            "/v1/posts/{post_id}",
+            get(posts::get_post).delete(posts::delete_post),
+        )
+        .route("/v1/users/{id}/timeline", get(timeline::timeline))
+        .route("/v1/meta", get(ops::meta))
+        .route("/healthz", get(ops::healthz))
+        .route("/readyz", get(ops::readyz))
+        .route("/metrics", get(ops::metrics))
+        .route("/openapi.json", get(ops::openapi))
+        .fallback(not_found)
+        .method_not_allowed_fallback(method_not_allowed)
+        .with_state(state);
+    api.layer(
+        ServiceBuilder::new()
+            .layer(SetRequestIdLayer::new(request_id.clone(), MakeRequestUuid))
+            .layer(
+                TraceLayer::new_for_http().make_span_with(|request: &Request| {
+                    let id = request
+                        .headers()
+                        .get("x-request-id")
+                        .and_then(|v| v.to_str().ok())
+                        .unwrap_or("-");
+                    tracing::info_span!("request", method = %request.method(), uri = %request.uri(), request_id = %id)
+                }),
+            )
+            .layer(PropagateRequestIdLayer::new(request_id))
+            .layer(middleware::from_fn(record_metrics))
+            .layer(TimeoutLayer::with_status_code(
+                StatusCode::SERVICE_UNAVAILABLE,
+                settings.request_timeout,
+            ))
+            .layer(DefaultBodyLimit::max(settings.body_limit_bytes)),
+    )
+}
+
+async fn not_found() -> ApiError {
+    ApiError::not_found("no such resource")
+}
+
+async fn method_not_allowed() -> ApiError {
+    ApiError::new(
+        StatusCode::METHOD_NOT_ALLOWED,
+        "method-not-allowed",
+        "this resource does not support that method",
+    )
+}
+
+/// Request counts and latencies per route template, so ids do not explode cardinality.
+async fn record_metrics(request: Request, next: Next) -> Response {
+    let route = request
+        .extensions()
+        .get::<MatchedPath>()
+        .map(|path| path.as_str().to_owned())
+        .unwrap_or_else(|| "unmatched".to_owned());
+    let method = request.method().as_str().to_owned();
+    let started = Instant::now();
+    let response = next.run(request).await;
+    let status = response.status().as_u16().to_string();
+    let labels = [("method", method), ("route", route), ("status", status)];
+    metrics::counter!("http_requests_total", &labels).increment(1);
+    metrics::histogram!("http_request_duration_seconds", &labels[..2])
+        .record(started.elapsed().as_secs_f64());
+    response
+}
+
+/// A path user id that breaks the id rules names no user.
+pub(crate) fn known_user_id(id: &str) -> ApiResult<()> {
+    validate_user_id(id).map_err(|_| ApiError::not_found(format!("user {id} not found")))
+}
+
+pub(crate) fn parse_limit(raw: Option<&str>) -> ApiResult<usize> {
+    match raw {
+        None => Ok(20),
+        Some(raw) => match raw.parse::<usize>() {
+            Ok(limit) if (1..=100).contains(&limit) => Ok(limit),
+            _ => Err(ApiError::invalid(format!(
+                "limit must be an integer from 1 to 100, got {raw:?}"
+            ))),
+        },
+    }
+}
+
+pub(crate) fn parse_before(raw: Option<&str>) -> ApiResult<Option<PostId>> {
+    match raw {
+        None => Ok(None),
+        Some(raw) => raw.parse().map(Some).map_err(|_| {
+            ApiError::invalid(format!("before must be a 24-hex post id, got {raw:?}"))
+        }),
+    }
+}

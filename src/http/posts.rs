@@ -1,0 +1,164 @@
+//! Posts: `/v1/users/{id}/posts` and `/v1/posts/{post_id}`.
+
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use serde::{Deserialize, Serialize};
+use utoipa::{IntoParams, ToSchema};
+
+use super::error::{ApiError, ApiResult, Json, Problem, Query};
+use super::{AppState, known_user_id, parse_before, parse_limit};
+use crate::domain::{Post, PostId, format_time_ms, validate_post_text};
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CreatePost {
+    /// 1–500 characters.
+    #[schema(example = "hello, world")]
+    pub text: String,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct PostBody {
+    /// A 24-hex ObjectId; ids increase in creation order.
+    #[schema(example = "6740a1b2000c000000000001")]
+    pub id: String,
+    #[schema(example = "alice")]
+    pub author: String,
+    pub text: String,
+    #[schema(example = "2026-11-22T14:00:00.012Z")]
+    pub created_at: String,
+}
+
+impl From<Post> for PostBody {
+    fn from(post: Post) -> Self {
+        PostBody {
+            id: post.id.to_string(),
+            created_at: format_time_ms(post.created_at_ms()),
+            author: post.author,
+            text: post.text,
+        }
+    }
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct PostPage {
+    pub items: Vec<PostBody>,
+    /// Pass as `before` for the next page; null when nothing older exists.
+    pub next_cursor: Option<String>,
+}
+
+/// `limit` and `before`, shared by every newest-first listing.
+#[derive(Debug, Deserialize, IntoParams)]
+pub struct PageQuery {
+    /// 1–100, default 20.
+    #[param(value_type = Option<u32>, minimum = 1, maximum = 100)]
+    pub limit: Option<String>,
+    /// Exclusive: only posts older than this post id.
+    #[param(value_type = Option<String>, pattern = "^[0-9a-f]{24}$")]
+    pub before: Option<String>,
+}
+
+/// A path post id that is not 24 hex characters names no post.
+fn known_post_id(raw: &str) -> ApiResult<PostId> {
+    raw.parse()
+        .map_err(|_| ApiError::not_found(format!("post {raw} not found")))
+}
+
+/// Publish a post; it is in every follower's timeline when this answers.
+#[utoipa::path(
+    post, path = "/v1/users/{id}/posts", tag = "posts",
+    params(("id" = String, Path, description = "Author")),
+    request_body = CreatePost,
+    responses(
+        (status = 201, description = "Created", body = PostBody),
+        (status = 400, description = "Malformed JSON", body = Problem, content_type = "application/problem+json"),
+        (status = 404, description = "Unknown user", body = Problem, content_type = "application/problem+json"),
+        (status = 413, description = "Body too large", body = Problem, content_type = "application/problem+json"),
+        (status = 422, description = "Invalid text", body = Problem, content_type = "application/problem+json"),
+    )
+)]
+pub async fn create_post(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    Json(body): Json<CreatePost>,
+) -> ApiResult<(StatusCode, Json<PostBody>)> {
+    known_user_id(&id)?;
+    validate_post_text(&body.text).map_err(ApiError::invalid)?;
+    let post = state.social.post(&id, &body.text).await?;
+    Ok((StatusCode::CREATED, Json(post.into())))
+}
+
+/// Get a post.
+#[utoipa::path(
+    get, path = "/v1/posts/{post_id}", tag = "posts",
+    params(("post_id" = String, Path, description = "Post id")),
+    responses(
+        (status = 200, description = "The post", body = PostBody),
+        (status = 404, description = "Unknown or deleted post", body = Problem, content_type = "application/problem+json"),
+    )
+)]
+pub async fn get_post(
+    State(state): State<AppState>,
+    Path(post_id): Path<String>,
+) -> ApiResult<Json<PostBody>> {
+    let id = known_post_id(&post_id)?;
+    let post = state
+        .social
+        .store
+        .post(id)
+        .await?
+        .ok_or_else(|| ApiError::not_found(format!("post {post_id} not found")))?;
+    Ok(Json(post.into()))
+}
+
+/// Delete a post everywhere.
+#[utoipa::path(
+    delete, path = "/v1/posts/{post_id}", tag = "posts",
+    params(("post_id" = String, Path, description = "Post id")),
+    responses(
+        (status = 204, description = "Deleted"),
+        (status = 404, description = "Unknown or already deleted post", body = Problem, content_type = "application/problem+json"),
+    )
+)]
+pub async fn delete_post(
+    State(state): State<AppState>,
+    Path(post_id): Path<String>,
+) -> ApiResult<StatusCode> {
+    let id = known_post_id(&post_id)?;
+    match state.social.delete_post(id).await? {
+        Some(_) => Ok(StatusCode::NO_CONTENT),
+        None => Err(ApiError::not_found(format!("post {post_id} not found"))),
+    }
+}
+
+/// A user's own posts, newest first.
+#[utoipa::path(
+    get, path = "/v1/users/{id}/posts", tag = "posts",
+    params(("id" = String, Path, description = "Author"), PageQuery),
+    responses(
+        (status = 200, description = "A page of posts", body = PostPage),
+        (status = 404, description = "Unknown user", body = Problem, content_type = "application/problem+json"),
+        (status = 422, description = "Bad limit or before", body = Problem, content_type = "application/problem+json"),
+    )
+)]
+pub async fn list_posts(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    Query(query): Query<PageQuery>,
+) -> ApiResult<Json<PostPage>> {
+    known_user_id(&id)?;
+    let limit = parse_limit(query.limit.as_deref())?;
+    let before = parse_before(query.before.as_deref())?;
+    state.social.user(&id).await?;
+    let mut posts = state
+        .social
+        .store
+        .posts_by_author(&id, before, limit + 1)
+        .await?;
+    let next_cursor = (posts.len() > limit).then(|| posts[limit - 1].id.to_string());
+    posts.truncate(limit);
+    Ok(Json(PostPage {
+        items: posts.into_iter().map(PostBody::from).collect(),
+        next_cursor,
+    }))
+}

@@ -1,0 +1,68 @@
+//! `/v1/users/{id}/timeline`: the home timeline.
+
+use axum::extract::{Path, State};
+use serde::Serialize;
+use utoipa::ToSchema;
+
+use super::error::{ApiResult, Json, Problem, Query};
+use super::posts::PageQuery;
+use super::{AppState, known_user_id, parse_before, parse_limit};
+use crate::domain::format_time_ms;
+use crate::feed::TimelineItem;
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct TimelineItemBody {
+    #[schema(example = "6740a1b2000c000000000001")]
+    pub id: String,
+    #[schema(example = "bob")]
+    pub author: String,
+    #[schema(example = "Bob")]
+    pub author_display_name: String,
+    pub text: String,
+    #[schema(example = "2026-11-22T14:00:00.012Z")]
+    pub created_at: String,
+}
+
+impl From<TimelineItem> for TimelineItemBody {
+    fn from(item: TimelineItem) -> Self {
+        TimelineItemBody {
+            id: item.id.to_string(),
+            created_at: format_time_ms(item.id.timestamp_ms()),
+            author: item.author,
+            author_display_name: item.author_display_name,
+            text: item.text,
+        }
+    }
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct TimelinePageBody {
+    pub items: Vec<TimelineItemBody>,
+    /// Pass as `before` for the next page; null when nothing older exists.
+    pub next_cursor: Option<String>,
+}
+
+/// The user's home timeline: their posts and those of everyone they follow, newest first.
+#[utoipa::path(
+    get, path = "/v1/users/{id}/timeline", tag = "timeline",
+    params(("id" = String, Path, description = "Reader"), PageQuery),
+    responses(
+        (status = 200, description = "A page of the timeline", body = TimelinePageBody),
+        (status = 404, description = "Unknown user", body = Problem, content_type = "application/problem+json"),
+        (status = 422, description = "Bad limit or before", body = Problem, content_type = "application/problem+json"),
+    )
+)]
+pub async fn timeline(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    Query(query): Query<PageQuery>,
+) -> ApiResult<Json<TimelinePageBody>> {
+    known_user_id(&id)?;
+    let limit = parse_limit(query.limit.as_deref())?;
+    let before = parse_before(query.before.as_deref())?;
+    let page = state.social.timeline(&id, before, limit).await?;
+    Ok(Json(TimelinePageBody {
+        items: page.items.into_iter().map(TimelineItemBody::from).collect(),
+        next_cursor: page.next_cursor.map(|id| id.to_string()),
+    }))
+}

@@ -1,0 +1,124 @@
+//! `/v1/users`: profiles.
+
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+
+use super::error::{ApiError, ApiResult, Json, Problem};
+use super::{AppState, known_user_id};
+use crate::domain::{User, format_time_ms, validate_display_name, validate_user_id};
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CreateUser {
+    /// 1–32 characters of `[A-Za-z0-9_]`.
+    #[schema(example = "alice", pattern = "^[A-Za-z0-9_]{1,32}$")]
+    pub id: String,
+    /// 1–64 characters; defaults to the id.
+    #[schema(example = "Alice")]
+    pub display_name: Option<String>,
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct UpdateUser {
+    #[schema(example = "Alice L.")]
+    pub display_name: String,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct UserBody {
+    #[schema(example = "alice")]
+    pub id: String,
+    #[schema(example = "Alice")]
+    pub display_name: String,
+    pub followers_count: u64,
+    pub following_count: u64,
+    pub posts_count: u64,
+    /// RFC 3339.
+    #[schema(example = "2026-11-22T14:00:00.000Z")]
+    pub created_at: String,
+}
+
+impl From<User> for UserBody {
+    fn from(user: User) -> Self {
+        UserBody {
+            created_at: format_time_ms(user.created_at_ms),
+            id: user.id,
+            display_name: user.display_name,
+            followers_count: user.followers_count,
+            following_count: user.following_count,
+            posts_count: user.posts_count,
+        }
+    }
+}
+
+/// Create a user.
+#[utoipa::path(
+    post, path = "/v1/users", tag = "users",
+    request_body = CreateUser,
+    responses(
+        (status = 201, description = "Created", body = UserBody),
+        (status = 400, description = "Malformed JSON", body = Problem, content_type = "application/problem+json"),
+        (status = 409, description = "The id is taken", body = Problem, content_type = "application/problem+json"),
+        (status = 413, description = "Body too large", body = Problem, content_type = "application/problem+json"),
+        (status = 415, description = "Not JSON", body = Problem, content_type = "application/problem+json"),
+        (status = 422, description = "Invalid id or display name", body = Problem, content_type = "application/problem+json"),
+    )
+)]
+pub async fn create_user(
+    State(state): State<AppState>,
+    Json(body): Json<CreateUser>,
+) -> ApiResult<(StatusCode, Json<UserBody>)> {
+    validate_user_id(&body.id).map_err(ApiError::invalid)?;
+    let display_name = body.display_name.unwrap_or_else(|| body.id.clone());
+    validate_display_name(&display_name).map_err(ApiError::invalid)?;
+    let user = state.social.create_user(&body.id, &display_name).await?;
+    Ok((StatusCode::CREATED, Json(user.into())))
+}
+
+/// Get a user with their counters.
+#[utoipa::path(
+    get, path = "/v1/users/{id}", tag = "users",
+    params(("id" = String, Path, description = "User id")),
+    responses(
+        (status = 200, description = "The user", body = UserBody),
+        (status = 404, description = "Unknown user", body = Problem, content_type = "application/problem+json"),
+    )
+)]
+pub async fn get_user(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+) -> ApiResult<Json<UserBody>> {
+    known_user_id(&id)?;
+    Ok(Json(state.social.user(&id).await?.into()))
+}
+
+/// Change a user's display name.
+#[utoipa::path(
+    patch, path = "/v1/users/{id}", tag = "users",
+    params(("id" = String, Path, description = "User id")),
+    request_body = UpdateUser,
+    responses(
+        (status = 200, description = "The updated user", body = UserBody),
+        (status = 400, description = "Malformed JSON", body = Problem, content_type = "application/problem+json"),
+        (status = 404, description = "Unknown user", body = Problem, content_type = "application/problem+json"),
+        (status = 422, description = "Invalid display name", body = Problem, content_type = "application/problem+json"),
+    )
+)]
+pub async fn update_user(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    Json(body): Json<UpdateUser>,
+) -> ApiResult<Json<UserBody>> {
+    known_user_id(&id)?;
+    validate_display_name(&body.display_name).map_err(ApiError::invalid)?;
+    let user = state
+        .social
+        .store
+        .rename_user(&id, &body.display_name)
+        .await?
+        .ok_or_else(|| ApiError::not_found(format!("user {id} not found")))?;
+    Ok(Json(user.into()))
+}

@@ -1,0 +1,12 @@
+//! socialite: a social feed service with switchable timeline strategies over an embedded
+//! SQLite store or MongoDB.
+
+pub mod app;
+pub mod cli;
+pub mod config;
+pub mod domain;
+pub mod feed;
+pub mod http;
+pub mod service;
+pub mod store;
+pub mod telemetry;

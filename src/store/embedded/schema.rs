@@ -1,0 +1,88 @@
+//! The embedded schema. Tables mirror the MongoDB collections: `buckets` plus
+//! `bucket_entries` hold what a bucket document holds, `caches` plus `cache_entries`
+//! what a `timeline_cache` document holds.
+
+use rusqlite::Connection;
+
+const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS meta (
+    key   TEXT PRIMARY KEY,
+    value ANY
+) WITHOUT ROWID;
+
+CREATE TABLE IF NOT EXISTS users (
+    id              TEXT PRIMARY KEY,
+    display_name    TEXT NOT NULL,
+    followers_count INTEGER NOT NULL DEFAULT 0,
+    following_count INTEGER NOT NULL DEFAULT 0,
+    posts_count     INTEGER NOT NULL DEFAULT 0,
+    created_at      INTEGER NOT NULL,
+    version         INTEGER NOT NULL DEFAULT 0
+) WITHOUT ROWID;
+
+CREATE TABLE IF NOT EXISTS follows (
+    follower   TEXT NOT NULL,
+    followee   TEXT NOT NULL,
+    created_at INTEGER NOT NULL,
+    PRIMARY KEY (follower, followee)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS follows_by_followee ON follows (followee, follower);
+
+CREATE TABLE IF NOT EXISTS posts (
+    id     BLOB PRIMARY KEY,
+    author TEXT NOT NULL,
+    text   TEXT NOT NULL
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS posts_by_author ON posts (author, id);
+
+CREATE TABLE IF NOT EXISTS buckets (
+    kind INTEGER NOT NULL,
+    user TEXT NOT NULL,
+    key  INTEGER NOT NULL,
+    n    INTEGER NOT NULL,
+    mn   BLOB NOT NULL,
+    mx   BLOB NOT NULL,
+    PRIMARY KEY (kind, user, key)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS buckets_by_newest ON buckets (kind, user, mx);
+
+CREATE TABLE IF NOT EXISTS bucket_entries (
+    kind    INTEGER NOT NULL,
+    user    TEXT NOT NULL,
+    key     INTEGER NOT NULL,
+    post_id BLOB NOT NULL,
+    author  TEXT NOT NULL,
+    text    TEXT,
+    PRIMARY KEY (kind, user, key, post_id)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS bucket_entries_by_post ON bucket_entries (post_id);
+CREATE INDEX IF NOT EXISTS bucket_entries_by_author ON bucket_entries (kind, user, author);
+
+CREATE TABLE IF NOT EXISTS caches (
+    user       TEXT PRIMARY KEY,
+    ready      INTEGER NOT NULL,
+    started_at INTEGER NOT NULL
+) WITHOUT ROWID;
+
+CREATE TABLE IF NOT EXISTS cache_entries (
+    user    TEXT NOT NULL,
+    post_id BLOB NOT NULL,
+    author  TEXT NOT NULL,
+    text    TEXT,
+    PRIMARY KEY (user, post_id)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS cache_entries_by_post ON cache_entries (post_id);
+
+CREATE TABLE IF NOT EXISTS changes (
+    pos  INTEGER PRIMARY KEY AUTOINCREMENT,
+    ts   INTEGER NOT NULL,
+    coll TEXT NOT NULL,
+    op   TEXT NOT NULL,
+    key  TEXT NOT NULL,
+    doc  TEXT
+);
+";
+
+pub fn migrate(conn: &Connection) -> rusqlite::Result<()> {
+    conn.execute_batch(SCHEMA)
+}
