@@ -1,0 +1,153 @@
+//! Shared test harness: fresh stores and servers on every backend under test.
+//!
+//! The embedded backend always runs. MongoDB runs when `SOCIALITE_TEST_MONGODB_URI`
+//! points at a server (the README's test command starts the stand-in); otherwise each
+//! test says plainly that it skipped MongoDB.
+
+#![allow(dead_code)]
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use socialite::app::{RunningServer, spawn};
+use socialite::config::{Backend, Config};
+use socialite::store::Store;
+use socialite::store::embedded::{EmbeddedStore, Synchronous};
+
+pub const MONGO_ENV: &str = "SOCIALITE_TEST_MONGODB_URI";
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    Embedded,
+    Mongo,
+}
+
+/// The backends this run tests, announcing a skipped MongoDB once per call site.
+pub fn kinds(test: &str) -> Vec<Kind> {
+    if mongo_base_uri().is_some() {
+        vec![Kind::Embedded, Kind::Mongo]
+    } else {
+        eprintln!(
+            "{test}: MongoDB adapter SKIPPED: {MONGO_ENV} is not set (run the README's test command to start the stand-in server)"
+        );
+        vec![Kind::Embedded]
+    }
+}
+
+pub fn mongo_base_uri() -> Option<String> {
+    std::env::var(MONGO_ENV)
+        .ok()
+        .filter(|uri| !uri.trim().is_empty())
+}
+
+/// A unique database name per test, so tests never share state.
+pub fn fresh_name(prefix: &str) -> String {
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .subsec_nanos();
+    format!(
+        "t_{prefix}_{}_{}_{nanos}",
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::Relaxed)
+    )
+}
+
+/// `base` with its database path replaced by `database`.
+pub fn mongo_uri_with_database(base: &str, database: &str) -> String {
+    let (scheme, rest) = base.split_once("://").expect("a mongodb:// URI");
+    let (hosts_and_path, query) = match rest.split_once('?') {
+        Some((head, query)) => (head, Some(query)),
+        None => (rest, None),
+    };
+    let hosts = hosts_and_path.split('/').next().unwrap();
+    match query {
+        Some(query) => format!("{scheme}://{hosts}/{database}?{query}"),
+        None => format!("{scheme}://{hosts}/{database}"),
+    }
+}
+
+/// A fresh store; keep the guard alive as long as the store.
+pub struct TestStore {
+    pub store: Arc<dyn Store>,
+    pub kind: Kind,
+    _dir: Option<tempfile::TempDir>,
+}
+
+pub async fn fresh_store(kind: Kind) -> TestStore {
+    match kind {
+        Kind::Embedded => {
+            let dir = tempfile::tempdir().unwrap();
+            let store = EmbeddedStore::open(&dir.path().join("t.db"), Synchronous::Normal).unwrap();
+            TestStore {
+                store: Arc::new(store),
+                kind,
+                _dir: Some(dir),
+            }
+        }
+        Kind::Mongo => {
+            let base = mongo_base_uri().expect("MongoDB URI");
+            let uri = mongo_uri_with_database(&base, &fresh_name("store"));
+            let store = socialite::store::mongo::connect(&uri)
+                .await
+                .expect("connecting to MongoDB");
+            TestStore {
+                store,
+                kind,
+                _dir: None,
+            }
+        }
+    }
+}
+
+/// A configuration on a fresh database, listening on a free port.
+pub struct TestConfig {
+    pub config: Config,
+    pub dir: tempfile::TempDir,
+}
+
+pub fn fresh_config(kind: Kind) -> TestConfig {
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = Config::default();
+    config.server.listen = "127.0.0.1:0".parse().unwrap();
+    config.storage.path = dir.path().join("socialite.db");
+    if kind == Kind::Mongo {
+        config.storage.backend = Backend::Mongodb;
+        config.storage.mongodb_uri = Some(mongo_uri_with_database(
+            &mongo_base_uri().expect("MongoDB URI"),
+            &fresh_name("http"),
+        ));
+    }
+    TestConfig { config, dir }
+}
+
+pub struct TestServer {
+    pub base: String,
+    pub client: reqwest::Client,
+    pub server: RunningServer,
+    pub data_dir: PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+impl TestServer {
+    pub async fn start(test: TestConfig) -> TestServer {
+        let server = spawn(&test.config).await.expect("server starts");
+        TestServer {
+            base: format!("http://{}", server.addr),
+            client: reqwest::Client::new(),
+            server,
+            data_dir: test.dir.path().to_path_buf(),
+            _dir: test.dir,
+        }
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        format!("{}{}", self.base, path)
+    }
+
+    pub async fn stop(self) {
+        self.server.stop().await.expect("server stops cleanly");
+    }
+}
