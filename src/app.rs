@@ -133,7 +133,7 @@ pub async fn serve(config: Config) -> anyhow::Result<()> {
     let listener = TcpListener::bind(config.server.listen)
         .await
         .with_context(|| format!("binding {}", config.server.listen))?;
-    tracing::info!(addr = %listener.local_addr()?, "listening");
+    tracing::info!("listening on http://{}", listener.local_addr()?);
     run(listener, state, config, shutdown_signal()).await
 }
 

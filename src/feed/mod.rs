@@ -285,7 +285,7 @@ pub(crate) fn normalise(entries: &mut Vec<TimelineEntry>, before: Option<PostId>
     if let Some(before) = before {
         entries.retain(|e| e.id < before);
     }
-    entries.sort_unstable_by(|a, b| b.id.cmp(&a.id));
+    entries.sort_unstable_by_key(|e| std::cmp::Reverse(e.id));
     entries.dedup_by_key(|e| e.id);
     entries.truncate(want);
 }

@@ -1,0 +1,141 @@
+//! Durability: every post answered 201 survives `kill -9` and a restart.
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
+
+use serde_json::json;
+
+/// Starts the real binary on a free port and returns it with its base URL.
+fn start(data: &std::path::Path, strategy: &str) -> (Child, String) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_socialite"))
+        .args([
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--feed-strategy",
+            strategy,
+        ])
+        .env("SOCIALITE_STORAGE__PATH", data.join("socialite.db"))
+        .env("NO_COLOR", "1")
+        .env("RUST_LOG", "info")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("the binary starts");
+    let stdout = child.stdout.take().unwrap();
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines() {
+            let Ok(line) = line else { break };
+            if let Some(at) = line.find("listening on http://") {
+                let _ = tx.send(line[at + "listening on ".len()..].trim().to_owned());
+            }
+        }
+    });
+    let base = rx
+        .recv_timeout(Duration::from_secs(30))
+        .expect("the server reports its address");
+    (child, base)
+}
+
+#[tokio::test]
+async fn acknowledged_posts_survive_kill_9() {
+    let dir = tempfile::tempdir().unwrap();
+    let client = reqwest::Client::new();
+    let (mut child, base) = start(dir.path(), "sized_buckets");
+    for id in ["durable", "fan"] {
+        let r = client
+            .post(format!("{base}/v1/users"))
+            .json(&json!({"id": id}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 201);
+    }
+    let r = client
+        .put(format!("{base}/v1/users/fan/following/durable"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 204);
+
+    // Post concurrently and kill the process while requests are still in flight.
+    let mut tasks = Vec::new();
+    for i in 0..200 {
+        let (client, base) = (client.clone(), base.clone());
+        tasks.push(tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(i * 2)).await;
+            let response = client
+                .post(format!("{base}/v1/users/durable/posts"))
+                .json(&json!({"text": format!("post {i}")}))
+                .send()
+                .await
+                .ok()?;
+            if response.status() != 201 {
+                return None;
+            }
+            let body: serde_json::Value = response.json().await.ok()?;
+            Some(body["id"].as_str()?.to_owned())
+        }));
+    }
+    tokio::time::sleep(Duration::from_millis(150)).await;
+    child.kill().expect("SIGKILL");
+    child.wait().unwrap();
+    let mut acknowledged = Vec::new();
+    for task in tasks {
+        if let Some(id) = task.await.unwrap() {
+            acknowledged.push(id);
+        }
+    }
+    assert!(
+        !acknowledged.is_empty(),
+        "some posts were acknowledged before the kill"
+    );
+
+    let (mut child, base) = start(dir.path(), "sized_buckets");
+    for id in &acknowledged {
+        let r = client
+            .get(format!("{base}/v1/posts/{id}"))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 200, "acknowledged post {id} was lost");
+    }
+    let timeline: serde_json::Value = client
+        .get(format!("{base}/v1/users/fan/timeline?limit=100"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let shown: Vec<&str> = timeline["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["id"].as_str().unwrap())
+        .collect();
+    for id in acknowledged.iter().rev().take(100) {
+        assert!(
+            shown.contains(&id.as_str()),
+            "acknowledged post {id} missing from the follower's timeline"
+        );
+    }
+    let user: serde_json::Value = client
+        .get(format!("{base}/v1/users/durable"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert!(user["posts_count"].as_u64().unwrap() >= acknowledged.len() as u64);
+    child.kill().unwrap();
+    child.wait().unwrap();
+    eprintln!(
+        "{} posts acknowledged before kill -9, all present after restart",
+        acknowledged.len()
+    );
+}
