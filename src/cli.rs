@@ -1,4 +1,4 @@
-//! The command line: `serve` (the default) and `openapi`.
+//! The command line: `serve` (the default), `seed` and `openapi`.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -29,6 +29,21 @@ pub struct Cli {
 pub enum Command {
     /// Serve the API (the default).
     Serve,
+    /// Generate a Socialite-style data set into the configured storage.
+    Seed {
+        /// Number of users, named u0, u1, ...
+        #[arg(long)]
+        users: usize,
+        /// Upper bound of the Zipf-distributed number of accounts each user follows.
+        #[arg(long)]
+        max_follows: usize,
+        /// Posts written by every user.
+        #[arg(long)]
+        posts_per_user: usize,
+        /// Random seed; the same seed gives the same data set.
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+    },
     /// Print the OpenAPI document.
     Openapi,
 }
@@ -59,6 +74,38 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Some(Command::Openapi) => {
             print!("{}", crate::http::openapi_json());
             Ok(())
+        }
+        Some(Command::Seed {
+            users,
+            max_follows,
+            posts_per_user,
+            seed,
+        }) => {
+            let mut config = load_config(&cli)?;
+            // Seeding is repeatable, so it trades per-commit fsync for speed.
+            config.storage.synchronous = crate::store::embedded::Synchronous::Normal;
+            let args = crate::seed::SeedArgs {
+                users,
+                max_follows,
+                posts_per_user,
+                seed,
+            };
+            tokio::runtime::Runtime::new()?.block_on(async move {
+                let state = crate::app::build_state(&config).await?;
+                let plan = crate::seed::plan(&args);
+                let report = crate::seed::run(state.social.clone(), &plan).await?;
+                println!(
+                    "seeded {} users, {} follows, {} posts in {:.1} s: {:.0} rows/s ({} strategy, {} storage)",
+                    report.users,
+                    report.follows,
+                    report.posts,
+                    report.seconds,
+                    report.rows_per_second(),
+                    config.feed.strategy,
+                    config.storage.backend.as_str(),
+                );
+                anyhow::Ok(())
+            })
         }
         Some(Command::Serve) | None => {
             let config = load_config(&cli)?;

@@ -7,6 +7,7 @@ pub mod config;
 pub mod domain;
 pub mod feed;
 pub mod http;
+pub mod seed;
 pub mod service;
 pub mod store;
 pub mod telemetry;

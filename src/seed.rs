@@ -1,0 +1,230 @@
+//! `socialite seed`: a Socialite-style data set written straight through the storage port
+//! and the feed service, so every strategy's timelines are built as they would be live.
+//!
+//! User `u{i}` follows `min(Zipf(max_follows), i)` distinct earlier users, each picked by
+//! Zipf (θ = 0.99) over the earlier ids, so low ids become the popular accounts. Every
+//! random choice is drawn up front from one seeded generator, so the data set (users,
+//! edges, texts) is the same for the same seed whatever the write concurrency.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+use std::time::Instant;
+
+use futures::{StreamExt, TryStreamExt};
+use indicatif::{ProgressBar, ProgressStyle};
+use rand::rngs::Xoshiro256PlusPlus;
+use rand::{RngExt, SeedableRng};
+use rand_distr::{Distribution, Zipf};
+
+use crate::service::Social;
+
+pub const ZIPF_THETA: f64 = 0.99;
+/// Writes in flight at once; the embedded store serialises them anyway, MongoDB does not.
+const CONCURRENCY: usize = 16;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SeedArgs {
+    pub users: usize,
+    pub max_follows: usize,
+    pub posts_per_user: usize,
+    pub seed: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SeedPlan {
+    pub users: Vec<String>,
+    /// `(follower, followee)` index pairs.
+    pub follows: Vec<(usize, usize)>,
+    /// `(author index, text)`, in the order they are posted.
+    pub posts: Vec<(usize, String)>,
+}
+
+pub fn user_id(index: usize) -> String {
+    format!("u{index}")
+}
+
+const ALPHABET: &[u8] = b"abcdefghijklmnopqrstuvwxyz ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+
+/// Draws the whole data set from `args.seed`.
+pub fn plan(args: &SeedArgs) -> SeedPlan {
+    let mut rng = Xoshiro256PlusPlus::seed_from_u64(args.seed);
+    let users: Vec<String> = (0..args.users).map(user_id).collect();
+    let mut follows = Vec::new();
+    if args.max_follows > 0 {
+        let how_many = Zipf::new(args.max_follows as f64, ZIPF_THETA).expect("max_follows >= 1");
+        for follower in 1..args.users {
+            let wanted = (how_many.sample(&mut rng) as usize).min(follower);
+            let whom = Zipf::new(follower as f64, ZIPF_THETA).expect("follower >= 1");
+            let mut chosen = HashSet::with_capacity(wanted);
+            // Zipf favours a few ids, so bound the draws and fill up in id order.
+            for _ in 0..wanted * 8 {
+                if chosen.len() == wanted {
+                    break;
+                }
+                chosen.insert(whom.sample(&mut rng) as usize - 1);
+            }
+            let mut next = 0;
+            while chosen.len() < wanted {
+                chosen.insert(next);
+                next += 1;
+            }
+            let mut chosen: Vec<usize> = chosen.into_iter().collect();
+            chosen.sort_unstable();
+            follows.extend(chosen.into_iter().map(|followee| (follower, followee)));
+        }
+    }
+    let mut posts = Vec::with_capacity(args.users * args.posts_per_user);
+    for _round in 0..args.posts_per_user {
+        for author in 0..args.users {
+            let len = rng.random_range(10..=140);
+            let text: String = (0..len)
+                .map(|_| ALPHABET[rng.random_range(0..ALPHABET.len())] as char)
+                .collect();
+            posts.push((author, text));
+        }
+    }
+    SeedPlan {
+        users,
+        follows,
+        posts,
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct SeedReport {
+    pub users: usize,
+    pub follows: usize,
+    pub posts: usize,
+    pub seconds: f64,
+}
+
+impl SeedReport {
+    pub fn rows_per_second(&self) -> f64 {
+        (self.users + self.follows + self.posts) as f64 / self.seconds.max(1e-9)
+    }
+}
+
+fn progress(len: usize, what: &str) -> ProgressBar {
+    let bar = ProgressBar::new(len as u64);
+    bar.set_style(
+        ProgressStyle::with_template("{msg:>8} [{bar:40}] {pos}/{len} {per_sec} eta {eta}")
+            .expect("a valid template")
+            .progress_chars("=> "),
+    );
+    bar.set_message(what.to_owned());
+    bar
+}
+
+/// Writes the plan: users, then the graph, then posts (which fan out as configured).
+pub async fn run(social: Arc<Social>, plan: &SeedPlan) -> anyhow::Result<SeedReport> {
+    let started = Instant::now();
+
+    let bar = progress(plan.users.len(), "users");
+    futures::stream::iter(plan.users.iter().cloned())
+        .map(|id| {
+            let (social, bar) = (social.clone(), bar.clone());
+            async move {
+                social.create_user(&id, &id).await?;
+                bar.inc(1);
+                anyhow::Ok(())
+            }
+        })
+        .buffer_unordered(CONCURRENCY)
+        .try_collect::<()>()
+        .await?;
+    bar.finish();
+
+    let bar = progress(plan.follows.len(), "follows");
+    futures::stream::iter(plan.follows.iter().copied())
+        .map(|(follower, followee)| {
+            let (social, bar) = (social.clone(), bar.clone());
+            let (follower, followee) = (user_id(follower), user_id(followee));
+            async move {
+                social.follow(&follower, &followee).await?;
+                bar.inc(1);
+                anyhow::Ok(())
+            }
+        })
+        .buffer_unordered(CONCURRENCY)
+        .try_collect::<()>()
+        .await?;
+    bar.finish();
+
+    let bar = progress(plan.posts.len(), "posts");
+    futures::stream::iter(plan.posts.iter())
+        .map(|(author, text)| {
+            let (social, bar) = (social.clone(), bar.clone());
+            let author = user_id(*author);
+            async move {
+                social.post(&author, text).await?;
+                bar.inc(1);
+                anyhow::Ok(())
+            }
+        })
+        .buffer_unordered(CONCURRENCY)
+        .try_collect::<()>()
+        .await?;
+    bar.finish();
+
+    Ok(SeedReport {
+        users: plan.users.len(),
+        follows: plan.follows.len(),
+        posts: plan.posts.len(),
+        seconds: started.elapsed().as_secs_f64(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(seed: u64) -> SeedArgs {
+        SeedArgs {
+            users: 2000,
+            max_follows: 50,
+            posts_per_user: 2,
+            seed,
+        }
+    }
+
+    #[test]
+    fn the_same_seed_gives_the_same_data_set() {
+        assert_eq!(plan(&args(7)), plan(&args(7)));
+        assert_ne!(plan(&args(7)), plan(&args(8)));
+    }
+
+    #[test]
+    fn users_follow_distinct_earlier_users_with_popular_low_ids() {
+        let plan = plan(&args(42));
+        let mut followers = vec![0usize; 2000];
+        let mut per_user: Vec<HashSet<usize>> = vec![HashSet::new(); 2000];
+        for &(follower, followee) in &plan.follows {
+            assert!(followee < follower, "only earlier users are followed");
+            assert!(per_user[follower].insert(followee), "no duplicate edges");
+            followers[followee] += 1;
+        }
+        assert!(per_user.iter().all(|f| f.len() <= 50));
+        assert!(per_user[1].len() <= 1 && per_user[3].len() <= 3);
+        // Zipf: the first ten ids have far more followers than ten ids in the middle.
+        let head: usize = followers[..10].iter().sum();
+        let middle: usize = followers[1000..1010].iter().sum();
+        assert!(head > 20 * middle.max(1), "head {head} middle {middle}");
+        // And the number of follows per user is skewed too: many follow few.
+        let few = per_user.iter().filter(|f| f.len() <= 5).count();
+        // P(Zipf(50, 0.99) <= 5) = H(5)/H(50), about one half.
+        assert!(few > 800, "{few} users follow five or fewer");
+    }
+
+    #[test]
+    fn post_texts_are_10_to_140_characters() {
+        let plan = plan(&args(1));
+        assert_eq!(plan.posts.len(), 4000);
+        assert!(
+            plan.posts
+                .iter()
+                .all(|(_, t)| (10..=140).contains(&t.chars().count()))
+        );
+        let lengths: HashSet<usize> = plan.posts.iter().map(|(_, t)| t.len()).collect();
+        assert!(lengths.len() > 100, "lengths vary");
+    }
+}
