@@ -77,7 +77,7 @@ async fn walk(social: &Social, user: &str, limit: usize) -> Vec<(PostId, String,
     }
     let ids: Vec<PostId> = items.iter().map(|i| i.0).collect();
     let mut sorted = ids.clone();
-    sorted.sort_by(|a, b| b.cmp(a));
+    sorted.sort_by_key(|id| std::cmp::Reverse(*id));
     sorted.dedup();
     assert_eq!(ids, sorted, "newest first, no duplicates");
     items
@@ -96,7 +96,7 @@ impl Model {
             .filter(|p| authors.contains(&p.1.as_str()))
             .cloned()
             .collect();
-        expected.sort_by(|a, b| b.0.cmp(&a.0));
+        expected.sort_by_key(|p| std::cmp::Reverse(p.0));
         expected
     }
 
@@ -328,7 +328,7 @@ async fn concurrent_posts_never_overfill_buckets_or_the_cache() {
             for task in tasks {
                 posted.push(task.await.unwrap());
             }
-            posted.sort_by(|a, b| b.cmp(a));
+            posted.sort_by_key(|id| std::cmp::Reverse(*id));
             let label = format!("{kind:?}/{strategy}");
 
             match strategy {
