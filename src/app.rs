@@ -10,19 +10,23 @@ use tokio::net::TcpListener;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
+use crate::activity::{ActivityLimits, ActivityLog};
 use crate::config::{Backend, Config};
 use crate::domain::now_ms;
 use crate::http::{AppState, HttpSettings, router};
 use crate::service::Social;
-use crate::store::Store;
 use crate::store::embedded::EmbeddedStore;
+use crate::store::mongo_activity::MongoActivityStore;
+use crate::store::{ActivityStore, Store};
 use crate::telemetry;
 
 /// How often the embedded change feed is trimmed to its retention.
 const TRIM_INTERVAL: Duration = Duration::from_secs(60);
 
-/// Opens the configured storage backend.
-pub async fn open_store(config: &Config) -> anyhow::Result<Arc<dyn Store>> {
+/// Opens the configured storage backend: the main port and the activity port.
+pub async fn open_store(
+    config: &Config,
+) -> anyhow::Result<(Arc<dyn Store>, Arc<dyn ActivityStore>)> {
     let storage = &config.storage;
     Ok(match storage.backend {
         Backend::Embedded => {
@@ -32,22 +36,30 @@ pub async fn open_store(config: &Config) -> anyhow::Result<Arc<dyn Store>> {
                 tokio::task::spawn_blocking(move || EmbeddedStore::open(&path, synchronous))
                     .await
                     .context("opening the embedded store")??;
-            Arc::new(store)
+            let store = Arc::new(store);
+            (store.clone(), store)
         }
         Backend::Mongodb => {
             let uri = storage
                 .mongodb_uri
                 .as_deref()
                 .context("storage.mongodb_uri is required")?;
-            crate::store::mongo::connect(uri).await?
+            let store = crate::store::mongo::connect(uri).await?;
+            let activity = Arc::new(MongoActivityStore::connect(uri).await?);
+            (store, activity)
         }
     })
 }
 
 pub async fn build_state(config: &Config) -> anyhow::Result<AppState> {
-    let store = open_store(config).await?;
+    let (store, activity) = open_store(config).await?;
+    let limits = ActivityLimits {
+        primary_limit: config.activity.primary_limit,
+        page_size: config.activity.page_size,
+    };
     Ok(AppState {
         social: Arc::new(Social::new(store, &config.feed.settings())),
+        activity: Arc::new(ActivityLog::new(activity, limits)),
         metrics: telemetry::metrics_handle(),
     })
 }

@@ -36,12 +36,13 @@ impl Social {
     }
 
     /// The edge first, then the backfill: a post racing with the follow is either seen
-    /// by the backfill or fans out to the new edge.
-    pub async fn follow(&self, follower: &str, followee: &str) -> StoreResult<()> {
-        if self.store.follow(follower, followee, now_ms()).await? {
+    /// by the backfill or fans out to the new edge. Returns whether the edge is new.
+    pub async fn follow(&self, follower: &str, followee: &str) -> StoreResult<bool> {
+        let added = self.store.follow(follower, followee, now_ms()).await?;
+        if added {
             self.timelines.followed(follower, followee).await?;
         }
-        Ok(())
+        Ok(added)
     }
 
     pub async fn unfollow(&self, follower: &str, followee: &str) -> StoreResult<()> {

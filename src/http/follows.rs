@@ -7,6 +7,7 @@ use utoipa::{IntoParams, ToSchema};
 
 use super::error::{ApiError, ApiResult, Json, Problem, Query};
 use super::{AppState, known_user_id, parse_limit};
+use crate::activity::ActivityType;
 use crate::domain::validate_user_id;
 
 #[derive(Debug, Deserialize, IntoParams)]
@@ -58,7 +59,12 @@ pub async fn follow(
     }
     known_user_id(&id)?;
     known_user_id(&target)?;
-    state.social.follow(&id, &target).await?;
+    if state.social.follow(&id, &target).await? {
+        state
+            .activity
+            .record(&id, ActivityType::Follow, &target)
+            .await?;
+    }
     Ok(StatusCode::NO_CONTENT)
 }
 

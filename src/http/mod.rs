@@ -1,5 +1,6 @@
 //! The HTTP API.
 
+mod activity;
 pub mod error;
 mod follows;
 mod ops;
@@ -31,6 +32,7 @@ use error::{ApiError, ApiResult};
 #[derive(Clone)]
 pub struct AppState {
     pub social: Arc<Social>,
+    pub activity: Arc<crate::activity::ActivityLog>,
     pub metrics: PrometheusHandle,
 }
 
@@ -45,6 +47,7 @@ pub struct AppState {
         follows::follow, follows::unfollow, follows::list_following, follows::list_followers,
         posts::create_post, posts::get_post, posts::delete_post, posts::list_posts,
         timeline::timeline,
+        activity::like, activity::unlike, activity::list_activity,
         ops::healthz, ops::readyz, ops::metrics, ops::openapi, ops::meta,
     ),
     components(schemas(error::Problem)),
@@ -53,17 +56,22 @@ pub struct AppState {
         (name = "graph", description = "The follow graph"),
         (name = "posts", description = "Content"),
         (name = "timeline", description = "Home timelines"),
+        (name = "activity", description = "Likes and the user activity log"),
         (name = "operations", description = "Health, metrics and metadata"),
     )
 )]
 pub struct ApiDoc;
 
-/// The spec as committed to `openapi/openapi.json`.
-pub fn openapi_json() -> String {
+/// The spec, as served and as committed to `openapi/openapi.json`.
+pub fn api_doc() -> utoipa::openapi::OpenApi {
     let mut doc = ApiDoc::openapi();
     // utoipa copies Cargo.toml's license field, which this crate does not set.
     doc.info.license = None;
-    let mut json = doc
+    doc
+}
+
+pub fn openapi_json() -> String {
+    let mut json = api_doc()
         .to_pretty_json()
         .expect("the OpenAPI document serialises");
     json.push('\n');
@@ -98,6 +106,11 @@ pub fn router(state: AppState, settings: &HttpSettings) -> Router {
             get(posts::get_post).delete(posts::delete_post),
         )
         .route("/v1/users/{id}/timeline", get(timeline::timeline))
+        .route(
+            "/v1/users/{id}/likes/{post_id}",
+            put(activity::like).delete(activity::unlike),
+        )
+        .route("/v1/users/{id}/activity", get(activity::list_activity))
         .route("/v1/meta", get(ops::meta))
         .route("/healthz", get(ops::healthz))
         .route("/readyz", get(ops::readyz))
@@ -183,4 +196,10 @@ pub(crate) fn parse_before(raw: Option<&str>) -> ApiResult<Option<PostId>> {
             ApiError::invalid(format!("before must be a 24-hex post id, got {raw:?}"))
         }),
     }
+}
+
+/// A path post id that is not 24 hex characters names no post.
+pub(crate) fn known_post_id(raw: &str) -> ApiResult<PostId> {
+    raw.parse()
+        .map_err(|_| ApiError::not_found(format!("post {raw} not found")))
 }

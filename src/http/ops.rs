@@ -4,10 +4,10 @@ use axum::extract::State;
 use axum::http::{StatusCode, header};
 use axum::response::IntoResponse;
 use serde::Serialize;
-use utoipa::{OpenApi, ToSchema};
+use utoipa::ToSchema;
 
 use super::error::{ApiError, ApiResult, Json, Problem};
-use super::{ApiDoc, AppState};
+use super::{AppState, api_doc};
 
 #[derive(Debug, Serialize, ToSchema)]
 pub struct Status {
@@ -68,7 +68,7 @@ pub async fn metrics(State(state): State<AppState>) -> impl IntoResponse {
 #[utoipa::path(get, path = "/openapi.json", tag = "operations",
     responses((status = 200, description = "OpenAPI 3.1 document", body = Object)))]
 pub async fn openapi() -> Json<utoipa::openapi::OpenApi> {
-    Json(ApiDoc::openapi())
+    Json(api_doc())
 }
 
 /// Version, storage backend and feed strategy of this server.

@@ -6,8 +6,9 @@ use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
 use super::error::{ApiError, ApiResult, Json, Problem, Query};
-use super::{AppState, known_user_id, parse_before, parse_limit};
-use crate::domain::{Post, PostId, format_time_ms, validate_post_text};
+use super::{AppState, known_post_id, known_user_id, parse_before, parse_limit};
+use crate::activity::ActivityType;
+use crate::domain::{Post, format_time_ms, validate_post_text};
 
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
@@ -58,12 +59,6 @@ pub struct PageQuery {
     pub before: Option<String>,
 }
 
-/// A path post id that is not 24 hex characters names no post.
-fn known_post_id(raw: &str) -> ApiResult<PostId> {
-    raw.parse()
-        .map_err(|_| ApiError::not_found(format!("post {raw} not found")))
-}
-
 /// Publish a post; it is in every follower's timeline when this answers.
 #[utoipa::path(
     post, path = "/v1/users/{id}/posts", tag = "posts",
@@ -85,6 +80,10 @@ pub async fn create_post(
     known_user_id(&id)?;
     validate_post_text(&body.text).map_err(ApiError::invalid)?;
     let post = state.social.post(&id, &body.text).await?;
+    state
+        .activity
+        .record(&id, ActivityType::Post, &post.id.to_string())
+        .await?;
     Ok((StatusCode::CREATED, Json(post.into())))
 }
 

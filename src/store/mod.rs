@@ -4,9 +4,11 @@
 
 pub mod embedded;
 pub mod mongo;
+pub mod mongo_activity;
 
 use async_trait::async_trait;
 
+use crate::activity::{Activity, ActivityLayout, ActivityLimits, ActivityPage, ActivityType};
 use crate::domain::{
     Bucket, BucketKind, CacheState, Change, ChangePosition, NewUser, Post, PostId, TimelineEntry,
     TimelineKind, User,
@@ -172,4 +174,29 @@ pub trait Store: Send + Sync + 'static {
     ) -> StoreResult<Vec<Change>>;
     /// Drops changes recorded before `older_than_ms`. Returns how many were dropped.
     async fn trim_changes(&self, older_than_ms: i64) -> StoreResult<u64>;
+}
+
+/// The activity log and likes. A separate port from [`Store`] because it is a separate
+/// aggregate with its own collections.
+#[async_trait]
+pub trait ActivityStore: Send + Sync + 'static {
+    /// Appends an activity with the next sequence number. A user's first activity fixes
+    /// the layout of their log to `limits`. `NotFound` when the user is unknown.
+    async fn record_activity(
+        &self,
+        user: &str,
+        kind: ActivityType,
+        reference: &str,
+        ts_ms: i64,
+        limits: ActivityLimits,
+    ) -> StoreResult<Activity>;
+    /// Entries `skip..skip+limit` counted from the newest, newest first, reading only
+    /// the documents that hold them. `NotFound` when the user is unknown.
+    async fn activities(&self, user: &str, skip: u64, limit: u64) -> StoreResult<ActivityPage>;
+    /// How many entries the primary document and each page hold.
+    async fn activity_layout(&self, user: &str) -> StoreResult<ActivityLayout>;
+    /// Returns whether the like is new. `NotFound` when the user or post is unknown.
+    async fn like(&self, user: &str, post: PostId, now_ms: i64) -> StoreResult<bool>;
+    /// Returns whether a like was removed.
+    async fn unlike(&self, user: &str, post: PostId) -> StoreResult<bool>;
 }

@@ -12,8 +12,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use socialite::app::{RunningServer, spawn};
 use socialite::config::{Backend, Config};
-use socialite::store::Store;
 use socialite::store::embedded::{EmbeddedStore, Synchronous};
+use socialite::store::mongo_activity::MongoActivityStore;
+use socialite::store::{ActivityStore, Store};
 
 pub const MONGO_ENV: &str = "SOCIALITE_TEST_MONGODB_URI";
 
@@ -72,6 +73,7 @@ pub fn mongo_uri_with_database(base: &str, database: &str) -> String {
 /// A fresh store; keep the guard alive as long as the store.
 pub struct TestStore {
     pub store: Arc<dyn Store>,
+    pub activity: Arc<dyn ActivityStore>,
     pub kind: Kind,
     _dir: Option<tempfile::TempDir>,
 }
@@ -80,9 +82,12 @@ pub async fn fresh_store(kind: Kind) -> TestStore {
     match kind {
         Kind::Embedded => {
             let dir = tempfile::tempdir().unwrap();
-            let store = EmbeddedStore::open(&dir.path().join("t.db"), Synchronous::Normal).unwrap();
+            let store = Arc::new(
+                EmbeddedStore::open(&dir.path().join("t.db"), Synchronous::Normal).unwrap(),
+            );
             TestStore {
-                store: Arc::new(store),
+                activity: store.clone(),
+                store,
                 kind,
                 _dir: Some(dir),
             }
@@ -93,8 +98,12 @@ pub async fn fresh_store(kind: Kind) -> TestStore {
             let store = socialite::store::mongo::connect(&uri)
                 .await
                 .expect("connecting to MongoDB");
+            let activity = MongoActivityStore::connect(&uri)
+                .await
+                .expect("connecting to MongoDB");
             TestStore {
                 store,
+                activity: Arc::new(activity),
                 kind,
                 _dir: None,
             }

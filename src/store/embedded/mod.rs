@@ -6,6 +6,7 @@
 //! Reads use a small pool of connections and run beside the writer, which WAL allows.
 //! All SQLite calls run on tokio's blocking pool; no lock is held across an `.await`.
 
+mod activity;
 mod schema;
 
 use std::path::{Path, PathBuf};

@@ -73,6 +73,35 @@ CREATE TABLE IF NOT EXISTS cache_entries (
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS cache_entries_by_post ON cache_entries (post_id);
 
+-- The activity log: one head row per user (the primary document's counters and the
+-- layout fixed at creation) and one row per entry, tagged with its slot (-1: primary).
+CREATE TABLE IF NOT EXISTS activity_logs (
+    user           TEXT PRIMARY KEY,
+    primary_limit  INTEGER NOT NULL,
+    page_size      INTEGER NOT NULL,
+    primary_count  INTEGER NOT NULL DEFAULT 0,
+    overflow_count INTEGER NOT NULL DEFAULT 0,
+    overflow_pages INTEGER NOT NULL DEFAULT 0
+) WITHOUT ROWID;
+
+CREATE TABLE IF NOT EXISTS activity_entries (
+    user TEXT NOT NULL,
+    seq  INTEGER NOT NULL,
+    page INTEGER NOT NULL,
+    type TEXT NOT NULL,
+    ts   INTEGER NOT NULL,
+    ref  TEXT NOT NULL,
+    PRIMARY KEY (user, seq)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS activity_entries_by_page ON activity_entries (user, page);
+
+CREATE TABLE IF NOT EXISTS likes (
+    user       TEXT NOT NULL,
+    post       BLOB NOT NULL,
+    created_at INTEGER NOT NULL,
+    PRIMARY KEY (user, post)
+) WITHOUT ROWID;
+
 CREATE TABLE IF NOT EXISTS changes (
     pos  INTEGER PRIMARY KEY AUTOINCREMENT,
     ts   INTEGER NOT NULL,

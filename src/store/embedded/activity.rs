@@ -1,0 +1,188 @@
+//! The activity log on SQLite. The head row plays the primary document's counters; the
+//! write transaction makes "take the next sequence number and place the entry" atomic,
+//! as the conditional `findOneAndUpdate` and the `$inc` counter do on MongoDB.
+
+use async_trait::async_trait;
+use rusqlite::{OptionalExtension, params};
+
+use super::{EmbeddedStore, user_exists};
+use crate::activity::{
+    Activity, ActivityLayout, ActivityLimits, ActivityPage, ActivityType, Slot, window,
+};
+use crate::domain::PostId;
+use crate::store::{ActivityStore, StoreError, StoreResult};
+
+struct Head {
+    limits: ActivityLimits,
+    primary_count: u64,
+    overflow_count: u64,
+}
+
+fn head(conn: &rusqlite::Connection, user: &str) -> rusqlite::Result<Option<Head>> {
+    conn.prepare_cached(
+        "SELECT primary_limit, page_size, primary_count, overflow_count FROM activity_logs WHERE user = ?1",
+    )?
+    .query_row([user], |row| {
+        Ok(Head {
+            limits: ActivityLimits {
+                primary_limit: row.get(0)?,
+                page_size: row.get(1)?,
+            },
+            primary_count: row.get::<_, i64>(2)? as u64,
+            overflow_count: row.get::<_, i64>(3)? as u64,
+        })
+    })
+    .optional()
+}
+
+#[async_trait]
+impl ActivityStore for EmbeddedStore {
+    async fn record_activity(
+        &self,
+        user: &str,
+        kind: ActivityType,
+        reference: &str,
+        ts_ms: i64,
+        limits: ActivityLimits,
+    ) -> StoreResult<Activity> {
+        let (user, reference) = (user.to_owned(), reference.to_owned());
+        self.write(move |tx| {
+            if !user_exists(tx, &user)? {
+                return Err(StoreError::NotFound(format!("user {user}")));
+            }
+            tx.prepare_cached(
+                "INSERT OR IGNORE INTO activity_logs (user, primary_limit, page_size) VALUES (?1, ?2, ?3)",
+            )?
+            .execute(params![user, limits.primary_limit, limits.page_size])?;
+            let head = head(tx, &user)?.ok_or_else(|| StoreError::NotFound(format!("activity log of {user}")))?;
+            let fixed = head.limits;
+            let (seq, slot) = if head.primary_count < u64::from(fixed.primary_limit) {
+                tx.prepare_cached("UPDATE activity_logs SET primary_count = primary_count + 1 WHERE user = ?1")?
+                    .execute([&user])?;
+                (head.primary_count, Slot::Primary)
+            } else {
+                let seq = u64::from(fixed.primary_limit) + head.overflow_count;
+                let slot = fixed.slot(seq);
+                let Slot::Page(page) = slot else { unreachable!("past the primary limit") };
+                tx.prepare_cached(
+                    "UPDATE activity_logs SET overflow_count = overflow_count + 1,
+                         overflow_pages = max(overflow_pages, ?2) WHERE user = ?1",
+                )?
+                .execute(params![user, page as i64 + 1])?;
+                (seq, slot)
+            };
+            let page = match slot {
+                Slot::Primary => -1,
+                Slot::Page(page) => page as i64,
+            };
+            tx.prepare_cached(
+                "INSERT INTO activity_entries (user, seq, page, type, ts, ref) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+            )?
+            .execute(params![user, seq as i64, page, kind.as_str(), ts_ms, reference])?;
+            Ok(Activity { seq, kind, ts_ms, reference })
+        })
+        .await
+    }
+
+    async fn activities(&self, user: &str, skip: u64, limit: u64) -> StoreResult<ActivityPage> {
+        let user = user.to_owned();
+        self.read(move |conn| {
+            if !user_exists(conn, &user)? {
+                return Err(StoreError::NotFound(format!("user {user}")));
+            }
+            let Some(head) = head(conn, &user)? else {
+                return Ok(ActivityPage {
+                    items: Vec::new(),
+                    total: 0,
+                });
+            };
+            let total = head.primary_count + head.overflow_count;
+            let Some(range) = window(total, skip, limit) else {
+                return Ok(ActivityPage {
+                    items: Vec::new(),
+                    total,
+                });
+            };
+            let mut stmt = conn.prepare_cached(
+                "SELECT seq, type, ts, ref FROM activity_entries
+                 WHERE user = ?1 AND seq BETWEEN ?2 AND ?3 ORDER BY seq DESC",
+            )?;
+            let rows = stmt.query_map(
+                params![user, *range.start() as i64, *range.end() as i64],
+                |row| {
+                    let kind: String = row.get(1)?;
+                    Ok((row.get::<_, i64>(0)?, kind, row.get(2)?, row.get(3)?))
+                },
+            )?;
+            let mut items = Vec::new();
+            for row in rows {
+                let (seq, kind, ts_ms, reference) = row?;
+                let kind = ActivityType::parse(&kind).ok_or_else(|| {
+                    StoreError::Backend(anyhow::anyhow!("unknown activity type {kind:?}"))
+                })?;
+                items.push(Activity {
+                    seq: seq as u64,
+                    kind,
+                    ts_ms,
+                    reference,
+                });
+            }
+            Ok(ActivityPage { items, total })
+        })
+        .await
+    }
+
+    async fn activity_layout(&self, user: &str) -> StoreResult<ActivityLayout> {
+        let user = user.to_owned();
+        self.read(move |conn| {
+            let mut layout = ActivityLayout::default();
+            let mut stmt = conn.prepare_cached(
+                "SELECT page, count(*) FROM activity_entries WHERE user = ?1 GROUP BY page ORDER BY page",
+            )?;
+            let rows = stmt.query_map([&user], |row| Ok((row.get::<_, i64>(0)?, row.get::<_, i64>(1)?)))?;
+            for row in rows {
+                let (page, count) = row?;
+                if page < 0 {
+                    layout.primary = count as u64;
+                } else {
+                    layout.pages.push((page as u64, count as u64));
+                }
+            }
+            Ok(layout)
+        })
+        .await
+    }
+
+    async fn like(&self, user: &str, post: PostId, now_ms: i64) -> StoreResult<bool> {
+        let user = user.to_owned();
+        self.write(move |tx| {
+            if !user_exists(tx, &user)? {
+                return Err(StoreError::NotFound(format!("user {user}")));
+            }
+            let exists = tx
+                .prepare_cached("SELECT 1 FROM posts WHERE id = ?1")?
+                .exists([&post.bytes()[..]])?;
+            if !exists {
+                return Err(StoreError::NotFound(format!("post {post}")));
+            }
+            let added = tx
+                .prepare_cached(
+                    "INSERT OR IGNORE INTO likes (user, post, created_at) VALUES (?1, ?2, ?3)",
+                )?
+                .execute(params![user, &post.bytes()[..], now_ms])?;
+            Ok(added > 0)
+        })
+        .await
+    }
+
+    async fn unlike(&self, user: &str, post: PostId) -> StoreResult<bool> {
+        let user = user.to_owned();
+        self.write(move |tx| {
+            let removed = tx
+                .prepare_cached("DELETE FROM likes WHERE user = ?1 AND post = ?2")?
+                .execute(params![user, &post.bytes()[..]])?;
+            Ok(removed > 0)
+        })
+        .await
+    }
+}

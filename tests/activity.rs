@@ -1,0 +1,368 @@
+//! The activity log: race-free overflow under concurrent writers, pagination across the
+//! primary document and the pages, and bad input over HTTP. Runs on every backend.
+
+mod common;
+
+use std::sync::Arc;
+
+use common::{TestServer, fresh_config, fresh_store, kinds};
+use serde_json::json;
+use socialite::activity::{ActivityLimits, ActivityLog, ActivityType};
+use socialite::domain::{NewUser, now_ms};
+
+async fn log_with_user(
+    kind: common::Kind,
+    limits: ActivityLimits,
+) -> (common::TestStore, Arc<ActivityLog>) {
+    let t = fresh_store(kind).await;
+    t.store
+        .create_user(&NewUser {
+            id: "power".into(),
+            display_name: "Power".into(),
+            created_at_ms: now_ms(),
+        })
+        .await
+        .unwrap();
+    let log = Arc::new(ActivityLog::new(t.activity.clone(), limits));
+    (t, log)
+}
+
+#[tokio::test]
+async fn concurrent_writers_overflow_without_races() {
+    const START: usize = 990;
+    const WRITERS: usize = 64;
+    const TOTAL: usize = 2500;
+    let limits = ActivityLimits {
+        primary_limit: 1000,
+        page_size: 250,
+    };
+    for kind in kinds("concurrent_writers_overflow_without_races") {
+        let (t, log) = log_with_user(kind, limits).await;
+        for i in 0..START {
+            log.record("power", ActivityType::Post, &format!("seed{i}"))
+                .await
+                .unwrap();
+        }
+        let mut tasks = Vec::new();
+        for w in 0..WRITERS {
+            let log = log.clone();
+            tasks.push(tokio::spawn(async move {
+                let mut seqs = Vec::new();
+                for i in (w..TOTAL).step_by(WRITERS) {
+                    seqs.push(
+                        log.record("power", ActivityType::Like, &format!("c{i}"))
+                            .await
+                            .unwrap()
+                            .seq,
+                    );
+                }
+                seqs
+            }));
+        }
+        let mut seqs = Vec::new();
+        for task in tasks {
+            seqs.extend(task.await.unwrap());
+        }
+        seqs.sort_unstable();
+        let expected: Vec<u64> = (START as u64..(START + TOTAL) as u64).collect();
+        assert_eq!(
+            seqs, expected,
+            "{kind:?}: every sequence number handed out exactly once"
+        );
+
+        let layout = t.activity.activity_layout("power").await.unwrap();
+        assert_eq!(
+            layout.primary, 1000,
+            "{kind:?}: the primary document holds exactly the limit"
+        );
+        assert!(
+            layout.pages.iter().all(|&(_, n)| n <= 250),
+            "{kind:?}: a page over size: {layout:?}"
+        );
+        let stored: u64 = layout.primary + layout.pages.iter().map(|p| p.1).sum::<u64>();
+        assert_eq!(stored, (START + TOTAL) as u64, "{kind:?}: {layout:?}");
+        assert_eq!(
+            layout.pages.len(),
+            (START + TOTAL - 1000).div_ceil(250),
+            "{kind:?}"
+        );
+
+        // Reading every page returns each activity once, newest first.
+        let mut refs = Vec::new();
+        let mut skip = 0;
+        loop {
+            let page = log.page("power", skip, 100).await.unwrap();
+            assert_eq!(page.total, (START + TOTAL) as u64);
+            if page.items.is_empty() {
+                break;
+            }
+            skip += page.items.len() as u64;
+            refs.extend(page.items.into_iter().map(|a| (a.seq, a.reference)));
+        }
+        assert_eq!(refs.len(), START + TOTAL);
+        assert!(
+            refs.windows(2).all(|w| w[0].0 == w[1].0 + 1),
+            "{kind:?}: contiguous, newest first"
+        );
+        let mut names: Vec<&str> = refs.iter().map(|r| r.1.as_str()).collect();
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(
+            names.len(),
+            START + TOTAL,
+            "{kind:?}: every activity exactly once"
+        );
+    }
+}
+
+#[tokio::test]
+async fn pages_cross_the_primary_document_and_page_boundaries() {
+    let limits = ActivityLimits {
+        primary_limit: 5,
+        page_size: 3,
+    };
+    for kind in kinds("pages_cross_the_primary_document_and_page_boundaries") {
+        let (t, log) = log_with_user(kind, limits).await;
+        let empty = log.page("power", 0, 10).await.unwrap();
+        assert_eq!((empty.items.len(), empty.total), (0, 0));
+        for i in 0..12 {
+            let kind = [ActivityType::Post, ActivityType::Like, ActivityType::Follow][i % 3];
+            assert_eq!(
+                log.record("power", kind, &format!("r{i}"))
+                    .await
+                    .unwrap()
+                    .seq,
+                i as u64
+            );
+        }
+        let layout = t.activity.activity_layout("power").await.unwrap();
+        assert_eq!(
+            (layout.primary, layout.pages.clone()),
+            (5, vec![(0, 3), (1, 3), (2, 1)]),
+            "{kind:?}"
+        );
+        for (skip, limit) in [
+            (0, 1),
+            (0, 7),
+            (1, 3),
+            (4, 3),
+            (6, 2),
+            (6, 6),
+            (7, 5),
+            (10, 5),
+            (11, 1),
+            (12, 1),
+            (0, 12),
+        ] {
+            let page = log.page("power", skip, limit).await.unwrap();
+            let got: Vec<String> = page.items.iter().map(|a| a.reference.clone()).collect();
+            let want: Vec<String> = (0..12u64)
+                .rev()
+                .skip(skip as usize)
+                .take(limit as usize)
+                .map(|i| format!("r{i}"))
+                .collect();
+            assert_eq!(got, want, "{kind:?} skip={skip} limit={limit}");
+            assert_eq!(page.total, 12);
+        }
+        let newest = &log.page("power", 0, 1).await.unwrap().items[0];
+        assert_eq!((newest.kind, newest.seq), (ActivityType::Follow, 11));
+        // A new log takes the configured layout; an existing one keeps its own.
+        let other = ActivityLog::new(
+            t.activity.clone(),
+            ActivityLimits {
+                primary_limit: 100,
+                page_size: 100,
+            },
+        );
+        assert_eq!(
+            other
+                .record("power", ActivityType::Post, "r12")
+                .await
+                .unwrap()
+                .seq,
+            12
+        );
+        let layout = t.activity.activity_layout("power").await.unwrap();
+        assert_eq!(layout.pages.last(), Some(&(2, 2)), "{kind:?}");
+    }
+}
+
+#[tokio::test]
+async fn activity_over_http() {
+    for kind in kinds("activity_over_http") {
+        let mut config = fresh_config(kind);
+        config.config.activity.primary_limit = 3;
+        config.config.activity.page_size = 2;
+        let server = TestServer::start(config).await;
+        let client = &server.client;
+        for id in ["ann", "ben"] {
+            let r = client
+                .post(server.url("/v1/users"))
+                .json(&json!({"id": id}))
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(r.status(), 201);
+        }
+        let post: serde_json::Value = client
+            .post(server.url("/v1/users/ben/posts"))
+            .json(&json!({"text": "like me"}))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        let post_id = post["id"].as_str().unwrap();
+        let status = |r: reqwest::Response| r.status().as_u16();
+        assert_eq!(
+            status(
+                client
+                    .put(server.url("/v1/users/ann/following/ben"))
+                    .send()
+                    .await
+                    .unwrap()
+            ),
+            204
+        );
+        assert_eq!(
+            status(
+                client
+                    .put(server.url(&format!("/v1/users/ann/likes/{post_id}")))
+                    .send()
+                    .await
+                    .unwrap()
+            ),
+            204
+        );
+        assert_eq!(
+            status(
+                client
+                    .put(server.url(&format!("/v1/users/ann/likes/{post_id}")))
+                    .send()
+                    .await
+                    .unwrap()
+            ),
+            204,
+            "idempotent"
+        );
+        for i in 0..3 {
+            client
+                .post(server.url("/v1/users/ann/posts"))
+                .json(&json!({"text": format!("p{i}")}))
+                .send()
+                .await
+                .unwrap();
+        }
+        let log: serde_json::Value = client
+            .get(server.url("/v1/users/ann/activity?limit=10"))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        assert_eq!(
+            log["total"], 5,
+            "a repeated like is not recorded twice: {log}"
+        );
+        let types: Vec<&str> = log["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|i| i["type"].as_str().unwrap())
+            .collect();
+        assert_eq!(types, ["post", "post", "post", "like", "follow"]);
+        assert_eq!(log["items"][3]["ref"], post_id);
+        assert_eq!(log["items"][4]["ref"], "ben");
+        assert!(log["items"][0]["ts"].as_str().unwrap().ends_with('Z'));
+        let deep: serde_json::Value = client
+            .get(server.url("/v1/users/ann/activity?skip=3&limit=2"))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        let types: Vec<&str> = deep["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|i| i["type"].as_str().unwrap())
+            .collect();
+        assert_eq!(types, ["like", "follow"]);
+        assert_eq!(
+            status(
+                client
+                    .delete(server.url(&format!("/v1/users/ann/likes/{post_id}")))
+                    .send()
+                    .await
+                    .unwrap()
+            ),
+            204
+        );
+        assert_eq!(
+            status(
+                client
+                    .delete(server.url(&format!("/v1/users/ann/likes/{post_id}")))
+                    .send()
+                    .await
+                    .unwrap()
+            ),
+            204,
+            "idempotent"
+        );
+
+        for (path, code) in [
+            ("/v1/users/ghost/activity", 404),
+            ("/v1/users/ann/activity?skip=-1", 422),
+            ("/v1/users/ann/activity?skip=x", 422),
+            ("/v1/users/ann/activity?skip=10000001", 422),
+            ("/v1/users/ann/activity?limit=0", 422),
+            ("/v1/users/ann/activity?limit=101", 422),
+        ] {
+            let r = client.get(server.url(path)).send().await.unwrap();
+            assert_eq!(r.status().as_u16(), code, "{path}");
+            assert_eq!(r.headers()["content-type"], "application/problem+json");
+        }
+        let beyond: serde_json::Value = client
+            .get(server.url("/v1/users/ann/activity?skip=50"))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        assert_eq!(
+            (
+                beyond["items"].as_array().unwrap().len(),
+                beyond["total"].as_u64()
+            ),
+            (0, Some(5))
+        );
+        for (method, path) in [
+            (
+                reqwest::Method::PUT,
+                "/v1/users/ghost/likes/000000000000000000000000".to_owned(),
+            ),
+            (
+                reqwest::Method::PUT,
+                "/v1/users/ann/likes/000000000000000000000000".to_owned(),
+            ),
+            (reqwest::Method::PUT, "/v1/users/ann/likes/nope".to_owned()),
+            (
+                reqwest::Method::DELETE,
+                format!("/v1/users/ghost/likes/{post_id}"),
+            ),
+        ] {
+            let r = client
+                .request(method.clone(), server.url(&path))
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(r.status().as_u16(), 404, "{method} {path}");
+        }
+        server.stop().await;
+    }
+}
