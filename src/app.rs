@@ -16,7 +16,7 @@ use crate::domain::now_ms;
 use crate::http::{AppState, HttpSettings, router};
 use crate::service::Social;
 use crate::store::embedded::EmbeddedStore;
-use crate::store::mongo_activity::MongoActivityStore;
+use crate::store::mongo::activity::MongoActivityStore;
 use crate::store::{ActivityStore, Store};
 use crate::telemetry;
 

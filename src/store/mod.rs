@@ -4,7 +4,6 @@
 
 pub mod embedded;
 pub mod mongo;
-pub mod mongo_activity;
 
 use async_trait::async_trait;
 

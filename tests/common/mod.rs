@@ -13,7 +13,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use socialite::app::{RunningServer, spawn};
 use socialite::config::{Backend, Config};
 use socialite::store::embedded::{EmbeddedStore, Synchronous};
-use socialite::store::mongo_activity::MongoActivityStore;
+use socialite::store::mongo::activity::MongoActivityStore;
 use socialite::store::{ActivityStore, Store};
 
 pub const MONGO_ENV: &str = "SOCIALITE_TEST_MONGODB_URI";

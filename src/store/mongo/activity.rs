@@ -13,15 +13,14 @@
 //!   `$setOnInsert`; then `hasOverflow` and `overflowPages` are kept with `$set`/`$max`.
 //! - `likes` `{_id: {u: user, p: post}}`.
 
-use std::collections::BTreeSet;
-
 use anyhow::Context;
 use async_trait::async_trait;
 use futures::TryStreamExt;
-use mongodb::bson::{Bson, Document, doc, oid::ObjectId};
-use mongodb::options::{IndexOptions, ReturnDocument};
-use mongodb::{Client, Collection, Database, IndexModel};
+use mongodb::bson::{Document, doc, oid::ObjectId};
+use mongodb::options::ReturnDocument;
+use mongodb::{Collection, Database};
 
+use super::{backend, is_duplicate_key};
 use crate::activity::{
     Activity, ActivityLayout, ActivityLimits, ActivityPage, ActivityType, Slot, window,
 };
@@ -32,26 +31,9 @@ pub struct MongoActivityStore {
     db: Database,
 }
 
-fn backend(error: mongodb::error::Error) -> StoreError {
-    StoreError::Backend(anyhow::Error::new(error))
-}
-
-fn is_duplicate_key(error: &mongodb::error::Error) -> bool {
-    use mongodb::error::{ErrorKind, WriteFailure};
-    match error.kind.as_ref() {
-        ErrorKind::Write(WriteFailure::WriteError(e)) => e.code == 11000,
-        ErrorKind::Command(e) => e.code == 11000,
-        _ => error.to_string().contains("E11000"),
-    }
-}
-
+/// A counter field as a count.
 fn int(doc: &Document, key: &str) -> u64 {
-    match doc.get(key) {
-        Some(Bson::Int32(v)) => *v as u64,
-        Some(Bson::Int64(v)) => *v as u64,
-        Some(Bson::Double(v)) => *v as u64,
-        _ => 0,
-    }
+    super::int(doc, key).max(0) as u64
 }
 
 fn entry(kind: ActivityType, ts_ms: i64, reference: &str) -> Document {
@@ -72,21 +54,12 @@ fn activity(seq: u64, doc: &Document) -> StoreResult<Activity> {
 
 impl MongoActivityStore {
     pub async fn connect(uri: &str) -> anyhow::Result<Self> {
-        let client = Client::with_uri_str(uri)
-            .await
-            .context("connecting to MongoDB")?;
-        let db = client
-            .default_database()
-            .unwrap_or_else(|| client.database("socialite"));
-        let store = MongoActivityStore { db };
+        let store = MongoActivityStore {
+            db: super::open_database(uri).await?,
+        };
         store
             .pages()
-            .create_index(
-                IndexModel::builder()
-                    .keys(doc! { "user": 1, "page": 1 })
-                    .options(IndexOptions::builder().unique(true).build())
-                    .build(),
-            )
+            .create_index(super::index(doc! { "user": 1, "page": 1 }, true))
             .await
             .context("creating the activity_pages index")?;
         Ok(store)
@@ -266,14 +239,14 @@ impl ActivityStore for MongoActivityStore {
             });
         };
         let mut items = Vec::new();
-        let needed: BTreeSet<u64> = [*range.start(), *range.end()]
-            .into_iter()
-            .filter_map(|seq| match fixed.slot(seq) {
-                Slot::Page(page) => Some(page),
-                Slot::Primary => None,
-            })
-            .collect();
-        if let (Some(&first), Some(&last)) = (needed.first(), needed.last()) {
+        // The pages holding the window's overflow part, and only those.
+        let first_overflow = (*range.start()).max(u64::from(fixed.primary_limit));
+        if first_overflow <= *range.end() {
+            let (Slot::Page(first), Slot::Page(last)) =
+                (fixed.slot(first_overflow), fixed.slot(*range.end()))
+            else {
+                unreachable!("sequence numbers past the primary limit live in pages");
+            };
             let pages: Vec<i64> = (first..=last).map(|p| p as i64).collect();
             let mut cursor = self
                 .pages()

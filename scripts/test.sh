@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Runs every test: unit, conformance, HTTP, activity, durability, OpenAPI drift, on the
+# embedded backend and, through the MongoDB stand-in (mongo-java-server), on MongoDB.
+# Extra arguments go to `cargo test`.
+#
+# With SOCIALITE_TEST_MONGODB_URI already set (say, to a real replica set), that server
+# is used and no stand-in is started.
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$root"
+
+stand_in_pid=""
+cleanup() {
+  if [[ -n "$stand_in_pid" ]]; then
+    kill "$stand_in_pid" 2>/dev/null || true
+    wait "$stand_in_pid" 2>/dev/null || true
+  fi
+}
+trap cleanup EXIT
+
+if [[ -z "${SOCIALITE_TEST_MONGODB_URI:-}" ]]; then
+  pidfile="$(mktemp)"
+  SOCIALITE_TEST_MONGODB_URI="$(tests/mongo-server/start.sh "$pidfile")"
+  stand_in_pid="$(cat "$pidfile")"
+  rm -f "$pidfile"
+  export SOCIALITE_TEST_MONGODB_URI
+  echo "MongoDB stand-in (mongo-java-server) at $SOCIALITE_TEST_MONGODB_URI" >&2
+fi
+
+cargo test --locked "$@"
