@@ -1,0 +1,83 @@
+// Shared helpers for the socialite k6 scripts.
+import http from 'k6/http';
+import { Counter, Rate, Trend } from 'k6/metrics';
+
+export const BASE_URL = __ENV.BASE_URL || 'http://127.0.0.1:8080';
+export const USERS = parseInt(__ENV.USERS || '10000', 10);
+const JSON_HEADERS = { headers: { 'Content-Type': 'application/json' } };
+
+export const serverErrors = new Counter('server_errors');
+export const opErrors = new Rate('op_errors');
+const trends = {};
+
+// Metrics must exist at init time, before any threshold names them.
+const OPS = ['op_read', 'op_scroll', 'op_post', 'op_follow', 'op_unfollow', 'op_like', 'op_healthz'];
+
+export function trend(name) {
+  if (!trends[name]) {
+    trends[name] = new Trend(name, true);
+  }
+  return trends[name];
+}
+
+// Records an operation's latency and whether its status was one we expected.
+export function record(name, response, expected) {
+  trend(name).add(response.timings.duration);
+  if (response.status >= 500) {
+    serverErrors.add(1);
+  }
+  const ok = expected.includes(response.status);
+  opErrors.add(!ok);
+  return ok;
+}
+
+for (const op of OPS) {
+  trend(op);
+}
+
+export function randomUser() {
+  return `u${Math.floor(Math.random() * USERS)}`;
+}
+
+export function get(path, tags) {
+  return http.get(`${BASE_URL}${path}`, { tags });
+}
+
+export function put(path, tags) {
+  return http.put(`${BASE_URL}${path}`, null, { tags });
+}
+
+export function del(path, tags) {
+  return http.del(`${BASE_URL}${path}`, null, { tags });
+}
+
+export function postJson(path, body, tags) {
+  return http.post(`${BASE_URL}${path}`, JSON.stringify(body), Object.assign({ tags }, JSON_HEADERS));
+}
+
+const LETTERS = 'abcdefghijklmnopqrstuvwxyz ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789';
+export function randomText() {
+  const length = 10 + Math.floor(Math.random() * 131);
+  let text = '';
+  for (let i = 0; i < length; i += 1) {
+    text += LETTERS[Math.floor(Math.random() * LETTERS.length)];
+  }
+  return text;
+}
+
+// p95/p99 per operation (override with P95_MS / P99_MS), under 0.1% errors, no 5xx at all.
+export function thresholds(ops) {
+  const p95 = __ENV.P95_MS || '500';
+  const p99 = __ENV.P99_MS || '1500';
+  const result = {
+    op_errors: ['rate<0.001'],
+    server_errors: ['count<1'],
+  };
+  for (const op of ops) {
+    trend(op);
+    result[op] = [`p(95)<${p95}`, `p(99)<${p99}`];
+  }
+  return result;
+}
+
+export const summaryTrendStats = ['avg', 'min', 'med', 'p(95)', 'p(99)', 'max', 'count'];

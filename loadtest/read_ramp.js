@@ -1,0 +1,38 @@
+// Timeline read latency against followee count: the cost fanout on read pays. setup()
+// creates readers rd1 ... rd1000 following that many seeded users, then each reads
+// READS_PER_READER times (after one unrecorded read that builds a cache where one is used).
+import http from 'k6/http';
+import { BASE_URL, get, postJson, record, summaryTrendStats, thresholds } from './lib.js';
+
+const COUNTS = (__ENV.FOLLOWEE_COUNTS || '1,10,100,1000').split(',').map((c) => parseInt(c, 10));
+const READS = parseInt(__ENV.READS_PER_READER || '100', 10);
+
+export const options = {
+  scenarios: { read_ramp: { executor: 'per-vu-iterations', vus: 1, iterations: 1, maxDuration: '30m' } },
+  thresholds: thresholds(COUNTS.map((c) => `read_f${c}`)),
+  summaryTrendStats,
+  setupTimeout: '30m',
+};
+
+export function setup() {
+  for (const count of COUNTS) {
+    const reader = `rd${count}`;
+    postJson('/v1/users', { id: reader }, { op: 'setup' });
+    for (let start = 0; start < count; start += 200) {
+      const batch = [];
+      for (let i = start; i < Math.min(start + 200, count); i += 1) {
+        batch.push(['PUT', `${BASE_URL}/v1/users/${reader}/following/u${i}`, null, { tags: { op: 'setup' } }]);
+      }
+      http.batch(batch);
+    }
+    get(`/v1/users/${reader}/timeline?limit=20`, { op: 'setup' });
+  }
+}
+
+export default function () {
+  for (const count of COUNTS) {
+    for (let i = 0; i < READS; i += 1) {
+      record(`read_f${count}`, get(`/v1/users/rd${count}/timeline?limit=20`, { op: `read_f${count}` }), [200]);
+    }
+  }
+}

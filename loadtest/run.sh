@@ -1,0 +1,99 @@
+#!/usr/bin/env bash
+# Usage: loadtest/run.sh STRATEGY [SCENARIO]
+#   STRATEGY: fanout_on_read | timed_buckets | sized_buckets | cache
+#   SCENARIO: mixed (default) | fanout | read_ramp | smoke
+# Builds the release binary, seeds a fresh embedded data directory (or, with MONGODB_URI
+# set, a fresh database on that server), starts the server, warms up, runs the scenario
+# and writes the k6 summary JSON and a markdown table to loadtest/results/.
+#
+# The standard data set: SEED_USERS=10000 SEED_MAX_FOLLOWS=200 SEED_POSTS=20 (seed 42);
+# smoke uses 500/20/5. Seeded files are kept in target/loadtest-seed/ and copied, so
+# repeated runs skip seeding. Other knobs: RATE, DURATION, VUS (mixed), K6 (binary).
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+strategy="${1:?usage: run.sh STRATEGY [mixed|fanout|read_ramp|smoke]}"
+scenario="${2:-mixed}"
+cd "$root"
+
+k6="${K6:-$(loadtest/install-k6.sh)}"
+cargo build --release --locked --quiet
+bin="$root/target/release/socialite"
+
+if [[ "$scenario" == smoke ]]; then
+  users=500 follows=20 posts=5
+else
+  users="${SEED_USERS:-10000}" follows="${SEED_MAX_FOLLOWS:-200}" posts="${SEED_POSTS:-20}"
+fi
+work="$(mktemp -d)"
+server_pid=""
+cleanup() {
+  if [[ -n "$server_pid" ]]; then kill "$server_pid" 2>/dev/null || true; wait "$server_pid" 2>/dev/null || true; fi
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+export SOCIALITE_FEED__STRATEGY="$strategy"
+if [[ -n "${MONGODB_URI:-}" ]]; then
+  export SOCIALITE_STORAGE__BACKEND=mongodb
+  base="${MONGODB_URI%%\?*}"; base="${base%/}"; base="${base%/*}"
+  query=""; [[ "$MONGODB_URI" == *\?* ]] && query="?${MONGODB_URI#*\?}"
+  export SOCIALITE_STORAGE__MONGODB_URI="${base}/loadtest_$(date +%s)_$$${query}"
+  storage=mongodb
+  "$bin" seed --users "$users" --max-follows "$follows" --posts-per-user "$posts" --seed 42
+else
+  export SOCIALITE_STORAGE__PATH="$work/socialite.db"
+  storage=embedded
+  cache_dir="$root/target/loadtest-seed"
+  seeded="$cache_dir/$strategy-$users-$follows-$posts.db"
+  if [[ ! -f "$seeded" ]]; then
+    mkdir -p "$cache_dir"
+    # Seed before the server starts: seeding writes straight through the storage port.
+    SOCIALITE_STORAGE__PATH="$seeded.tmp" "$bin" seed --users "$users" --max-follows "$follows" \
+      --posts-per-user "$posts" --seed 42
+    sqlite3 "$seeded.tmp" 'PRAGMA wal_checkpoint(TRUNCATE);' >/dev/null 2>&1 || true
+    rm -f "$seeded.tmp-wal" "$seeded.tmp-shm"
+    mv "$seeded.tmp" "$seeded"
+  fi
+  cp "$seeded" "$work/socialite.db"
+fi
+
+RUST_LOG=warn,socialite=info NO_COLOR=1 "$bin" serve --listen 127.0.0.1:0 > "$work/server.log" 2>&1 &
+server_pid=$!
+base_url=""
+for _ in $(seq 1 300); do
+  base_url="$(grep -o 'listening on http://[0-9.:]*' "$work/server.log" | head -1 | sed 's/listening on //')" || true
+  [[ -n "$base_url" ]] && break
+  sleep 0.1
+done
+[[ -n "$base_url" ]] || { cat "$work/server.log" >&2; echo "server did not start" >&2; exit 1; }
+curl -fsS "$base_url/readyz" >/dev/null
+export BASE_URL="$base_url" USERS="$users"
+
+stamp="$(date -u +%Y%m%dT%H%M%SZ)"
+out="$root/loadtest/results/$storage-$strategy-$scenario-$stamp"
+mkdir -p "$root/loadtest/results"
+run_k6() { "$k6" run --quiet --no-color "$@"; }
+
+case "$scenario" in
+  smoke)
+    RATE="${RATE:-30}" DURATION=15s VUS=10 run_k6 --summary-export "$out.json" loadtest/mixed.js
+    ;;
+  mixed)
+    conc="${VUS:-32}"
+    RATE=100 DURATION=10s run_k6 loadtest/mixed.js >/dev/null || true   # warm-up, not recorded
+    for op in healthz read mixed; do
+      OP="$op" VUS="$conc" DURATION="${CEILING_DURATION:-15s}" run_k6 --summary-export "$out.ceiling-$op.json" loadtest/ceiling.js >/dev/null
+    done
+    RATE="${RATE:-200}" DURATION="${DURATION:-60s}" VUS="$conc" run_k6 --summary-export "$out.json" loadtest/mixed.js
+    ;;
+  fanout)
+    run_k6 --summary-export "$out.json" loadtest/fanout.js
+    ;;
+  read_ramp)
+    run_k6 --summary-export "$out.json" loadtest/read_ramp.js
+    ;;
+  *) echo "unknown scenario $scenario" >&2; exit 2 ;;
+esac
+
+rss_kb="$(awk '/VmRSS/ {print $2}' "/proc/$server_pid/status")"
+python3 loadtest/report.py "$out" "$strategy" "$scenario" "$storage" "$rss_kb" "$users/$follows/$posts" | tee "$out.md"
