@@ -7,6 +7,7 @@
 //! edges, texts) is the same for the same seed whatever the write concurrency.
 
 use std::collections::HashSet;
+use std::future::Future;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -115,57 +116,50 @@ fn progress(len: usize, what: &str) -> ProgressBar {
     bar
 }
 
+/// Runs `write` over `items` with bounded concurrency, counting them on a progress bar.
+async fn phase<T, F, Fut>(what: &str, items: Vec<T>, write: F) -> anyhow::Result<()>
+where
+    F: Fn(T) -> Fut,
+    Fut: Future<Output = crate::store::StoreResult<()>>,
+{
+    let bar = progress(items.len(), what);
+    futures::stream::iter(items)
+        .map(|item| {
+            let (bar, written) = (bar.clone(), write(item));
+            async move {
+                written.await?;
+                bar.inc(1);
+                anyhow::Ok(())
+            }
+        })
+        .buffer_unordered(CONCURRENCY)
+        .try_collect::<()>()
+        .await?;
+    bar.finish();
+    Ok(())
+}
+
 /// Writes the plan: users, then the graph, then posts (which fan out as configured).
 pub async fn run(social: Arc<Social>, plan: &SeedPlan) -> anyhow::Result<SeedReport> {
     let started = Instant::now();
-
-    let bar = progress(plan.users.len(), "users");
-    futures::stream::iter(plan.users.iter().cloned())
-        .map(|id| {
-            let (social, bar) = (social.clone(), bar.clone());
-            async move {
-                social.create_user(&id, &id).await?;
-                bar.inc(1);
-                anyhow::Ok(())
-            }
-        })
-        .buffer_unordered(CONCURRENCY)
-        .try_collect::<()>()
-        .await?;
-    bar.finish();
-
-    let bar = progress(plan.follows.len(), "follows");
-    futures::stream::iter(plan.follows.iter().copied())
-        .map(|(follower, followee)| {
-            let (social, bar) = (social.clone(), bar.clone());
+    phase("users", plan.users.clone(), |id| {
+        let social = social.clone();
+        async move { social.create_user(&id, &id).await.map(drop) }
+    })
+    .await?;
+    phase("follows", plan.follows.clone(), |(follower, followee)| {
+        let social = social.clone();
+        async move {
             let (follower, followee) = (user_id(follower), user_id(followee));
-            async move {
-                social.follow(&follower, &followee).await?;
-                bar.inc(1);
-                anyhow::Ok(())
-            }
-        })
-        .buffer_unordered(CONCURRENCY)
-        .try_collect::<()>()
-        .await?;
-    bar.finish();
-
-    let bar = progress(plan.posts.len(), "posts");
-    futures::stream::iter(plan.posts.iter())
-        .map(|(author, text)| {
-            let (social, bar) = (social.clone(), bar.clone());
-            let author = user_id(*author);
-            async move {
-                social.post(&author, text).await?;
-                bar.inc(1);
-                anyhow::Ok(())
-            }
-        })
-        .buffer_unordered(CONCURRENCY)
-        .try_collect::<()>()
-        .await?;
-    bar.finish();
-
+            social.follow(&follower, &followee).await.map(drop)
+        }
+    })
+    .await?;
+    phase("posts", plan.posts.iter().collect(), |(author, text)| {
+        let social = social.clone();
+        async move { social.post(&user_id(*author), text).await.map(drop) }
+    })
+    .await?;
     Ok(SeedReport {
         users: plan.users.len(),
         follows: plan.follows.len(),

@@ -72,8 +72,9 @@ impl EmbeddedStore {
             Synchronous::Full => "FULL",
             Synchronous::Normal => "NORMAL",
         };
+        // A 64 MiB page cache keeps the hot B-tree pages of fan-out writes in memory.
         writer.execute_batch(&format!(
-            "PRAGMA synchronous={sync}; PRAGMA foreign_keys=OFF;"
+            "PRAGMA synchronous={sync}; PRAGMA foreign_keys=OFF; PRAGMA cache_size=-65536;"
         ))?;
         schema::migrate(&writer)?;
         Ok(EmbeddedStore {
@@ -121,6 +122,7 @@ impl EmbeddedStore {
                 None => {
                     let conn = Connection::open(&inner.path)?;
                     conn.busy_timeout(std::time::Duration::from_secs(5))?;
+                    conn.execute_batch("PRAGMA cache_size=-16384;")?;
                     conn
                 }
             };

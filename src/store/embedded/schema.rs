@@ -56,7 +56,9 @@ CREATE TABLE IF NOT EXISTS bucket_entries (
     PRIMARY KEY (kind, user, key, post_id)
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS bucket_entries_by_post ON bucket_entries (post_id);
-CREATE INDEX IF NOT EXISTS bucket_entries_by_author ON bucket_entries (kind, user, author);
+-- Removing an author's entries scans the (kind, user) primary-key prefix: one user's
+-- timeline, so no author index is kept on the hot write path.
+DROP INDEX IF EXISTS bucket_entries_by_author;
 
 CREATE TABLE IF NOT EXISTS caches (
     user       TEXT PRIMARY KEY,

@@ -60,6 +60,15 @@ pub(crate) fn is_duplicate_key(error: &mongodb::error::Error) -> bool {
     error_code(error) == Some(11000) || error.to_string().contains("E11000")
 }
 
+/// Every document a find returns.
+async fn all(find: mongodb::action::Find<'_, Document>) -> StoreResult<Vec<Document>> {
+    find.await
+        .map_err(backend)?
+        .try_collect()
+        .await
+        .map_err(backend)
+}
+
 pub(crate) fn oid(id: PostId) -> ObjectId {
     ObjectId::from_bytes(id.bytes())
 }
@@ -243,17 +252,13 @@ impl MongoStore {
         if let Some(after) = after {
             filter.insert("to", doc! { "$gt": after });
         }
-        let docs: Vec<Document> = self
+        let docs = all(self
             .collection(collection)
             .find(filter)
             .sort(doc! { "to": 1 })
             .limit(limit as i64)
-            .projection(doc! { "to": 1, "_id": 0 })
-            .await
-            .map_err(backend)?
-            .try_collect()
-            .await
-            .map_err(backend)?;
+            .projection(doc! { "to": 1, "_id": 0 }))
+        .await?;
         Ok(docs
             .iter()
             .filter_map(|d| d.get_str("to").ok().map(str::to_owned))
@@ -261,16 +266,12 @@ impl MongoStore {
     }
 
     async fn find_posts(&self, filter: Document, limit: usize) -> StoreResult<Vec<Post>> {
-        let docs: Vec<Document> = self
+        let docs = all(self
             .content()
             .find(filter)
             .sort(doc! { "_id": -1 })
-            .limit(limit as i64)
-            .await
-            .map_err(backend)?
-            .try_collect()
-            .await
-            .map_err(backend)?;
+            .limit(limit as i64))
+        .await?;
         docs.iter().map(post_from).collect()
     }
 
@@ -372,14 +373,7 @@ impl Store for MongoStore {
         if ids.is_empty() {
             return Ok(Vec::new());
         }
-        let docs: Vec<Document> = self
-            .users_coll()
-            .find(doc! { "_id": { "$in": ids } })
-            .await
-            .map_err(backend)?
-            .try_collect()
-            .await
-            .map_err(backend)?;
+        let docs = all(self.users_coll().find(doc! { "_id": { "$in": ids } })).await?;
         docs.iter().map(user_from).collect()
     }
 
@@ -484,15 +478,11 @@ impl Store for MongoStore {
         if candidates.is_empty() {
             return Ok(Vec::new());
         }
-        let docs: Vec<Document> = self
+        let docs = all(self
             .collection("following")
             .find(doc! { "from": user, "to": { "$in": candidates } })
-            .projection(doc! { "to": 1, "_id": 0 })
-            .await
-            .map_err(backend)?
-            .try_collect()
-            .await
-            .map_err(backend)?;
+            .projection(doc! { "to": 1, "_id": 0 }))
+        .await?;
         Ok(docs
             .iter()
             .filter_map(|d| d.get_str("to").ok().map(str::to_owned))
@@ -572,14 +562,7 @@ impl Store for MongoStore {
             return Ok(Vec::new());
         }
         let ids: Vec<ObjectId> = ids.iter().map(|id| oid(*id)).collect();
-        let docs: Vec<Document> = self
-            .content()
-            .find(doc! { "_id": { "$in": ids } })
-            .await
-            .map_err(backend)?
-            .try_collect()
-            .await
-            .map_err(backend)?;
+        let docs = all(self.content().find(doc! { "_id": { "$in": ids } })).await?;
         docs.iter().map(post_from).collect()
     }
 
@@ -662,17 +645,13 @@ impl Store for MongoStore {
         if let Some(before) = before {
             filter.insert("mn", doc! { "$lt": oid(before) });
         }
-        let docs: Vec<Document> = self
+        let docs = all(self
             .bucket_coll(kind)
             .find(filter)
             .sort(sort)
             .skip(skip as u64)
-            .limit(limit as i64)
-            .await
-            .map_err(backend)?
-            .try_collect()
-            .await
-            .map_err(backend)?;
+            .limit(limit as i64))
+        .await?;
         docs.iter()
             .map(|doc| {
                 let key = match kind {
