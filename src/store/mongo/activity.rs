@@ -136,31 +136,35 @@ impl ActivityStore for MongoActivityStore {
             page_size: int(&head, "pageSize").max(1) as u32,
         };
         let item = entry(kind, ts_ms, reference);
-        let pushed = self
-            .primary()
-            .find_one_and_update(
-                doc! { "_id": user, "count": { "$lt": i64::from(fixed.primary_limit) } },
-                doc! { "$push": { "activities": item.clone() }, "$inc": { "count": 1_i64 } },
-            )
-            .return_document(ReturnDocument::After)
-            .projection(doc! { "count": 1 })
-            .await
-            .map_err(backend)?;
-        if let Some(after) = pushed {
-            let seq = int(&after, "count") - 1;
-            return Ok(Activity {
-                seq,
-                kind,
-                ts_ms,
-                reference: reference.to_owned(),
-            });
+        // The head just read says whether the primary can still take entries; when it
+        // is full, skip the conditional push that would only miss.
+        if int(&head, "count") < u64::from(fixed.primary_limit) {
+            let pushed = self
+                .primary()
+                .find_one_and_update(
+                    doc! { "_id": user, "count": { "$lt": i64::from(fixed.primary_limit) } },
+                    doc! { "$push": { "activities": item.clone() }, "$inc": { "count": 1_i64 } },
+                )
+                .return_document(ReturnDocument::After)
+                .projection(doc! { "count": 1 })
+                .await
+                .map_err(backend)?;
+            if let Some(after) = pushed {
+                let seq = int(&after, "count") - 1;
+                return Ok(Activity {
+                    seq,
+                    kind,
+                    ts_ms,
+                    reference: reference.to_owned(),
+                });
+            }
         }
 
         let counter = self
             .primary()
             .find_one_and_update(
                 doc! { "_id": user },
-                doc! { "$inc": { "overflowSeq": 1_i64 } },
+                doc! { "$inc": { "overflowSeq": 1_i64 }, "$set": { "hasOverflow": true } },
             )
             .return_document(ReturnDocument::After)
             .projection(doc! { "overflowSeq": 1 })
@@ -199,7 +203,7 @@ impl ActivityStore for MongoActivityStore {
         self.primary()
             .update_one(
                 doc! { "_id": user },
-                doc! { "$set": { "hasOverflow": true }, "$max": { "overflowPages": page as i64 + 1 } },
+                doc! { "$max": { "overflowPages": page as i64 + 1 } },
             )
             .await
             .map_err(backend)?;
