@@ -434,7 +434,11 @@ async fn concurrent_sized_pushes_into_one_user_roll_over_cleanly() {
         assert_eq!(
             buckets.len(),
             96usize.div_ceil(7),
-            "{kind:?}: buckets are filled before rolling over"
+            "{kind:?}: buckets are filled before rolling over: {:?}",
+            buckets
+                .iter()
+                .map(|b| (b.key, b.pushes))
+                .collect::<Vec<_>>()
         );
         stored.sort();
         assert_eq!(stored, ids, "{kind:?}: lost or duplicated entries");

@@ -280,8 +280,9 @@ impl MongoStore {
     /// size`), so no bucket ever passes its size; a new bucket is an insert guarded by the
     /// unique `{u, s}` index, so two writers that both saw a full bucket cannot both
     /// create bucket `s + 1` — the loser gets 11000 and retries the push, which now finds
-    /// the winner's bucket. Each entry is written by exactly one successful operation, so
-    /// nothing is lost or duplicated.
+    /// the winner's bucket. A new bucket is only opened after the newest one was seen
+    /// full, so buckets fill in order. Each entry is written by exactly one successful
+    /// operation, so nothing is lost or duplicated.
     async fn sized_push_one(
         &self,
         user: &str,
@@ -311,9 +312,17 @@ impl MongoStore {
             let newest = coll
                 .find_one(doc! { "u": user })
                 .sort(doc! { "s": -1 })
-                .projection(doc! { "s": 1 })
+                .projection(doc! { "s": 1, "n": 1 })
                 .await
                 .map_err(backend)?;
+            // A writer that created the newest bucket after our push missed it has left
+            // room: push again rather than open a bucket past a non-full one.
+            if newest
+                .as_ref()
+                .is_some_and(|d| int(d, "n") < i64::from(size))
+            {
+                continue;
+            }
             let next = newest.map(|d| int(&d, "s") + 1).unwrap_or(0);
             let bucket = doc! {
                 "_id": ObjectId::new(), "u": user, "s": next, "n": 1_i64,
@@ -695,6 +704,20 @@ impl Store for MongoStore {
             written += result.matched_count;
         }
         Ok(written)
+    }
+
+    /// The author, then the followers in batches, each one `updateMany` that matches
+    /// only existing caches.
+    async fn cache_push_to_audience(
+        &self,
+        author: &str,
+        entries: &[TimelineEntry],
+        cache_size: u32,
+    ) -> StoreResult<u64> {
+        crate::feed::in_follower_batches(self, author, |batch| async move {
+            self.cache_push(&batch, entries, cache_size).await
+        })
+        .await
     }
 
     async fn cache(&self, user: &str) -> StoreResult<Option<CacheState>> {
