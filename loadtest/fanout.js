@@ -20,7 +20,7 @@ export function setup() {
     for (let start = 0; start < count; start += 200) {
       const batch = [];
       for (let i = start; i < Math.min(start + 200, count); i += 1) {
-        batch.push(['PUT', `${BASE_URL}/v1/users/u${i}/following/${author}`, null, { tags: { op: 'setup' } }]);
+        batch.push(['PUT', `${BASE_URL}/v1/users/u${i}/following/${author}`, null, { tags: { op: 'setup', name: 'setup' } }]);
       }
       http.batch(batch);
     }

@@ -80,7 +80,10 @@ case "$scenario" in
     ;;
   mixed)
     conc="${VUS:-32}"
-    RATE=100 DURATION=10s run_k6 loadtest/mixed.js >/dev/null || true   # warm-up, not recorded
+    # Warm-up, not recorded: every user reads once (building caches where the strategy
+    # keeps them), then a short mixed run.
+    run_k6 loadtest/warm.js >/dev/null
+    RATE=100 DURATION=10s run_k6 loadtest/mixed.js >/dev/null || true
     for op in healthz read mixed; do
       OP="$op" VUS="$conc" DURATION="${CEILING_DURATION:-15s}" run_k6 --summary-export "$out.ceiling-$op.json" loadtest/ceiling.js >/dev/null
     done

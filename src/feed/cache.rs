@@ -50,10 +50,10 @@ impl FeedService for CacheFeed {
         FeedStrategy::Cache
     }
 
-    async fn deliver(&self, post: &Post, targets: &[String]) -> StoreResult<u64> {
-        let entry = post.entry(self.settings.embed_content);
+    async fn fan_out(&self, post: &Post) -> StoreResult<u64> {
+        let entry = [post.entry(self.settings.embed_content)];
         self.store
-            .cache_push(targets, &[entry], self.settings.cache_size)
+            .cache_push_to_audience(&post.author, &entry, self.settings.cache_size)
             .await
     }
 

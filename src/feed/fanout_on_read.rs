@@ -40,7 +40,7 @@ impl FeedService for FanoutOnRead {
         FeedStrategy::FanoutOnRead
     }
 
-    async fn deliver(&self, _post: &Post, _targets: &[String]) -> StoreResult<u64> {
+    async fn fan_out(&self, _post: &Post) -> StoreResult<u64> {
         Ok(0)
     }
 

@@ -53,9 +53,9 @@ impl Default for FeedSettings {
 pub trait FeedService: Send + Sync {
     fn strategy(&self) -> FeedStrategy;
 
-    /// Delivers a stored post to the timelines of `targets` (the author and a batch of
-    /// followers). Returns how many timelines were written.
-    async fn deliver(&self, post: &Post, targets: &[String]) -> StoreResult<u64>;
+    /// Delivers a stored post to the timelines of its author and followers. Returns how
+    /// many timelines were written.
+    async fn fan_out(&self, post: &Post) -> StoreResult<u64>;
 
     /// Undoes a delivery of a post that has been deleted.
     async fn retract(&self, post: PostId) -> StoreResult<()>;
@@ -127,23 +127,7 @@ impl Timelines {
         if strategy == FeedStrategy::FanoutOnRead {
             return Ok(0);
         }
-        let mut written = 0;
-        let mut targets = vec![post.author.clone()];
-        let mut after: Option<String> = None;
-        loop {
-            let batch = self
-                .store
-                .followers(&post.author, after.as_deref(), FANOUT_BATCH)
-                .await?;
-            let last_batch = batch.len() < FANOUT_BATCH;
-            after = batch.last().cloned();
-            targets.extend(batch);
-            written += self.feed.deliver(post, &targets).await?;
-            targets.clear();
-            if last_batch {
-                break;
-            }
-        }
+        let written = self.feed.fan_out(post).await?;
         // A delete that ran while we fanned out may have retracted before our pushes
         // landed; the delete removes the post first, so checking it now closes the race.
         if self.store.post(post.id).await?.is_none() {
@@ -272,6 +256,34 @@ impl Timelines {
                 text: e.text.unwrap_or_default(),
             })
             .collect())
+    }
+}
+
+/// Calls `deliver` with the author and then the followers, in batches of
+/// [`FANOUT_BATCH`]. Returns the sum of what `deliver` reports.
+pub(crate) async fn in_follower_batches<F, Fut>(
+    store: &dyn Store,
+    author: &str,
+    mut deliver: F,
+) -> StoreResult<u64>
+where
+    F: FnMut(Vec<String>) -> Fut,
+    Fut: std::future::Future<Output = StoreResult<u64>>,
+{
+    let mut written = deliver(vec![author.to_owned()]).await?;
+    let mut after: Option<String> = None;
+    loop {
+        let batch = store
+            .followers(author, after.as_deref(), FANOUT_BATCH)
+            .await?;
+        let last_batch = batch.len() < FANOUT_BATCH;
+        after = batch.last().cloned();
+        if !batch.is_empty() {
+            written += deliver(batch).await?;
+        }
+        if last_batch {
+            return Ok(written);
+        }
     }
 }
 

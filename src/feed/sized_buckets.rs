@@ -7,7 +7,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 
 use super::buckets::read_buckets;
-use super::{FeedService, FeedSettings};
+use super::{FeedService, FeedSettings, in_follower_batches};
 use crate::domain::{BucketKind, FeedStrategy, Post, PostId, TimelineEntry, TimelineKind};
 use crate::store::{Store, StoreResult};
 
@@ -30,12 +30,15 @@ impl FeedService for SizedBuckets {
         FeedStrategy::SizedBuckets
     }
 
-    async fn deliver(&self, post: &Post, targets: &[String]) -> StoreResult<u64> {
-        let entry = post.entry(self.settings.embed_content);
-        self.store
-            .sized_push(targets, &[entry], self.settings.bucket_size)
-            .await?;
-        Ok(targets.len() as u64)
+    async fn fan_out(&self, post: &Post) -> StoreResult<u64> {
+        let entry = [post.entry(self.settings.embed_content)];
+        let entry = &entry;
+        let (store, size) = (self.store.as_ref(), self.settings.bucket_size);
+        in_follower_batches(store, &post.author, |targets| async move {
+            store.sized_push(&targets, entry, size).await?;
+            Ok(targets.len() as u64)
+        })
+        .await
     }
 
     async fn retract(&self, post: PostId) -> StoreResult<()> {

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 
 use super::buckets::read_buckets;
-use super::{FeedService, FeedSettings};
+use super::{FeedService, FeedSettings, in_follower_batches};
 use crate::domain::{BucketKind, FeedStrategy, Post, PostId, TimelineEntry, TimelineKind};
 use crate::store::{Store, StoreResult};
 
@@ -36,11 +36,16 @@ impl FeedService for TimedBuckets {
         FeedStrategy::TimedBuckets
     }
 
-    async fn deliver(&self, post: &Post, targets: &[String]) -> StoreResult<u64> {
+    async fn fan_out(&self, post: &Post) -> StoreResult<u64> {
         let key = bucket_of(post.id, self.settings.bucket_span_ms);
-        let entry = post.entry(self.settings.embed_content);
-        self.store.timed_push(targets, key, &[entry]).await?;
-        Ok(targets.len() as u64)
+        let entry = [post.entry(self.settings.embed_content)];
+        let entry = &entry;
+        let store = self.store.as_ref();
+        in_follower_batches(store, &post.author, |targets| async move {
+            store.timed_push(&targets, key, entry).await?;
+            Ok(targets.len() as u64)
+        })
+        .await
     }
 
     async fn retract(&self, post: PostId) -> StoreResult<()> {

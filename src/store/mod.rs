@@ -139,6 +139,15 @@ pub trait Store: Send + Sync + 'static {
         entries: &[TimelineEntry],
         cache_size: u32,
     ) -> StoreResult<u64>;
+    /// Pushes `entries` into the caches of `author` and of `author`'s followers, where
+    /// they have one. The embedded store walks whichever is smaller, the followers or the
+    /// caches, so a post costs nothing per follower without a cache when few users read.
+    async fn cache_push_to_audience(
+        &self,
+        author: &str,
+        entries: &[TimelineEntry],
+        cache_size: u32,
+    ) -> StoreResult<u64>;
     async fn cache(&self, user: &str) -> StoreResult<Option<CacheState>>;
     /// Creates an empty, not yet ready cache. Returns false when one already exists.
     async fn cache_start(&self, user: &str, now_ms: i64) -> StoreResult<bool>;

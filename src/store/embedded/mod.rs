@@ -744,6 +744,47 @@ impl Store for EmbeddedStore {
         .await
     }
 
+    async fn cache_push_to_audience(
+        &self,
+        author: &str,
+        entries: &[TimelineEntry],
+        cache_size: u32,
+    ) -> StoreResult<u64> {
+        let (author, entries) = (author.to_owned(), entries.to_vec());
+        self.write(move |tx| {
+            let caches: i64 = tx
+                .prepare_cached("SELECT value FROM meta WHERE key = 'cache_count'")?
+                .query_row([], |row| row.get(0))
+                .optional()?
+                .unwrap_or(0);
+            let followers: i64 = tx
+                .prepare_cached("SELECT followers_count FROM users WHERE id = ?1")?
+                .query_row([&author], |row| row.get(0))
+                .optional()?
+                .unwrap_or(0);
+            // Walk the smaller side: with few active readers, a post to many followers
+            // touches only the caches that exist.
+            let sql = if caches <= followers {
+                "SELECT c.user FROM caches c WHERE c.user = ?1 OR EXISTS (
+                     SELECT 1 FROM follows f WHERE f.follower = c.user AND f.followee = ?1)"
+            } else {
+                "SELECT c.user FROM caches c WHERE c.user = ?1
+                 UNION ALL
+                 SELECT f.follower FROM follows f CROSS JOIN caches c ON c.user = f.follower
+                 WHERE f.followee = ?1"
+            };
+            let owners: Vec<String> = tx
+                .prepare_cached(sql)?
+                .query_map([&author], |row| row.get(0))?
+                .collect::<rusqlite::Result<_>>()?;
+            for owner in &owners {
+                insert_cache_entries(tx, owner, &entries, cache_size)?;
+            }
+            Ok(owners.len() as u64)
+        })
+        .await
+    }
+
     async fn cache(&self, user: &str) -> StoreResult<Option<CacheState>> {
         let user = user.to_owned();
         self.read(move |conn| {
@@ -773,6 +814,10 @@ impl Store for EmbeddedStore {
                     "INSERT OR IGNORE INTO caches (user, ready, started_at) VALUES (?1, 0, ?2)",
                 )?
                 .execute(params![user, now_ms])?;
+            if created > 0 {
+                tx.prepare_cached("UPDATE meta SET value = value + 1 WHERE key = 'cache_count'")?
+                    .execute([])?;
+            }
             Ok(created > 0)
         })
         .await

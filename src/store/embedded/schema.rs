@@ -115,5 +115,10 @@ CREATE TABLE IF NOT EXISTS changes (
 ";
 
 pub fn migrate(conn: &Connection) -> rusqlite::Result<()> {
-    conn.execute_batch(SCHEMA)
+    conn.execute_batch(SCHEMA)?;
+    // How many caches exist, so a fan-out can walk the caches instead of the followers
+    // when there are fewer of them.
+    conn.execute_batch(
+        "INSERT OR IGNORE INTO meta (key, value) SELECT 'cache_count', count(*) FROM caches;",
+    )
 }
