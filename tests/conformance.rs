@@ -288,6 +288,14 @@ async fn the_cache_exists_only_for_users_who_read() {
                 "never read, never built"
             );
             assert!(store.store.cache("author").await.unwrap().is_none());
+            assert!(matches!(
+                social.timeline("ghost", None, 5).await,
+                Err(StoreError::NotFound(_))
+            ));
+            assert!(
+                store.store.cache("ghost").await.unwrap().is_none(),
+                "no cache for users that do not exist"
+            );
         }
     }
 }

@@ -50,6 +50,15 @@ impl Post {
     }
 }
 
+/// What a timeline page needs to know about one of its authors.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AuthorView {
+    pub id: String,
+    pub display_name: String,
+    /// Whether the reader currently follows this author.
+    pub followed: bool,
+}
+
 /// One entry of a materialised timeline: the post id and its author, plus the text
 /// when content is embedded rather than linked.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -111,6 +111,10 @@ impl FeedService for CacheFeed {
                 return read_through(store, user, before, want).await;
             }
             None => {
+                // Caches are for existing users only; the page reports the unknown user.
+                if store.user(user).await?.is_none() {
+                    return Ok(Vec::new());
+                }
                 if store.cache_start(user, now_ms()).await? {
                     self.build(user).await?;
                 }

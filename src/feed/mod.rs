@@ -153,60 +153,76 @@ impl Timelines {
     }
 
     /// One page of `user`'s home timeline, newest first. `NotFound` for unknown users.
+    ///
+    /// A read is the strategy's own read plus one lookup of the page's authors (names
+    /// and whether the reader still follows them); whether the user exists is only asked
+    /// when the page comes back empty.
     pub async fn page(
         &self,
         user: &str,
         before: Option<PostId>,
         limit: usize,
     ) -> StoreResult<TimelinePage> {
-        if self.store.user(user).await?.is_none() {
-            return Err(StoreError::NotFound(format!("user {user}")));
-        }
         let want = limit + 1;
         let mut kept: Vec<TimelineEntry> = Vec::with_capacity(want);
+        let mut names: HashMap<String, String> = HashMap::new();
         let mut cursor = before;
         for _ in 0..MAX_READ_ROUNDS {
             let request = want - kept.len();
             let candidates = self.feed.entries(user, cursor, request).await?;
             let exhausted = candidates.len() < request;
             cursor = candidates.last().map(|e| e.id).or(cursor);
-            kept.extend(self.current(user, candidates).await?);
+            kept.extend(self.current(user, candidates, &mut names).await?);
             if kept.len() >= want || exhausted {
                 break;
             }
         }
+        if kept.is_empty() && self.store.user(user).await?.is_none() {
+            return Err(StoreError::NotFound(format!("user {user}")));
+        }
         let next_cursor = (kept.len() > limit).then(|| kept[limit - 1].id);
         kept.truncate(limit);
-        let items = self.with_author_names(kept).await?;
+        let items = kept
+            .into_iter()
+            .map(|e| TimelineItem {
+                author_display_name: names
+                    .get(&e.author)
+                    .cloned()
+                    .unwrap_or_else(|| e.author.clone()),
+                id: e.id,
+                author: e.author,
+                text: e.text.unwrap_or_default(),
+            })
+            .collect();
         Ok(TimelinePage { items, next_cursor })
     }
 
     /// Drops entries whose author the reader no longer follows (an unfollow that raced
-    /// with a fan-out) and hydrates linked entries, dropping deleted posts.
+    /// with a fan-out) and hydrates linked entries, dropping deleted posts. Collects the
+    /// authors' display names into `names`.
     async fn current(
         &self,
         user: &str,
         entries: Vec<TimelineEntry>,
+        names: &mut HashMap<String, String>,
     ) -> StoreResult<Vec<TimelineEntry>> {
         if entries.is_empty() {
             return Ok(entries);
         }
         let mut entries = entries;
+        let authors: Vec<String> = distinct(entries.iter().map(|e| e.author.as_str()))
+            .map(str::to_owned)
+            .collect();
+        let views = self.store.authors(user, &authors).await?;
         if self.strategy() != FeedStrategy::FanoutOnRead {
-            let others: Vec<String> = distinct(entries.iter().map(|e| e.author.as_str()))
-                .filter(|author| *author != user)
-                .map(str::to_owned)
+            let followed: HashSet<&str> = views
+                .iter()
+                .filter(|v| v.followed)
+                .map(|v| v.id.as_str())
                 .collect();
-            if !others.is_empty() {
-                let followed: HashSet<String> = self
-                    .store
-                    .followed_among(user, &others)
-                    .await?
-                    .into_iter()
-                    .collect();
-                entries.retain(|e| e.author == user || followed.contains(&e.author));
-            }
+            entries.retain(|e| e.author == user || followed.contains(e.author.as_str()));
         }
+        names.extend(views.into_iter().map(|v| (v.id, v.display_name)));
         let linked: Vec<PostId> = entries
             .iter()
             .filter(|e| e.text.is_none())
@@ -228,34 +244,6 @@ impl Timelines {
             });
         }
         Ok(entries)
-    }
-
-    async fn with_author_names(
-        &self,
-        entries: Vec<TimelineEntry>,
-    ) -> StoreResult<Vec<TimelineItem>> {
-        let authors: Vec<String> = distinct(entries.iter().map(|e| e.author.as_str()))
-            .map(str::to_owned)
-            .collect();
-        let names: HashMap<String, String> = self
-            .store
-            .users(&authors)
-            .await?
-            .into_iter()
-            .map(|u| (u.id, u.display_name))
-            .collect();
-        Ok(entries
-            .into_iter()
-            .map(|e| TimelineItem {
-                author_display_name: names
-                    .get(&e.author)
-                    .cloned()
-                    .unwrap_or_else(|| e.author.clone()),
-                id: e.id,
-                author: e.author,
-                text: e.text.unwrap_or_default(),
-            })
-            .collect())
     }
 }
 

@@ -9,8 +9,8 @@ use async_trait::async_trait;
 
 use crate::activity::{Activity, ActivityLayout, ActivityLimits, ActivityPage, ActivityType};
 use crate::domain::{
-    Bucket, BucketKind, CacheState, Change, ChangePosition, NewUser, Post, PostId, TimelineEntry,
-    TimelineKind, User,
+    AuthorView, Bucket, BucketKind, CacheState, Change, ChangePosition, NewUser, Post, PostId,
+    TimelineEntry, TimelineKind, User,
 };
 
 #[derive(Debug, thiserror::Error)]
@@ -70,6 +70,9 @@ pub trait Store: Send + Sync + 'static {
         after: Option<&str>,
         limit: usize,
     ) -> StoreResult<Vec<String>>;
+    /// The existing users among `authors`, with their display names and whether `reader`
+    /// follows them: everything a timeline page needs about its authors, in one call.
+    async fn authors(&self, reader: &str, authors: &[String]) -> StoreResult<Vec<AuthorView>>;
     /// The subset of `candidates` that `user` follows.
     async fn followed_among(&self, user: &str, candidates: &[String]) -> StoreResult<Vec<String>>;
 

@@ -19,8 +19,8 @@ use serde::Serialize;
 
 use super::{Store, StoreError, StoreResult};
 use crate::domain::{
-    Bucket, BucketKind, CacheState, Change, ChangeOp, ChangePosition, NewUser, Post, PostId,
-    TimelineEntry, TimelineKind, User,
+    AuthorView, Bucket, BucketKind, CacheState, Change, ChangeOp, ChangePosition, NewUser, Post,
+    PostId, TimelineEntry, TimelineKind, User,
 };
 
 /// How hard SQLite works to make a commit durable.
@@ -40,6 +40,7 @@ impl From<rusqlite::Error> for StoreError {
 }
 
 const MAX_IDLE_READERS: usize = 8;
+const STATEMENT_CACHE: usize = 256;
 /// Keeps `IN (...)` lists well under SQLite's variable limit.
 const IN_CHUNK: usize = 500;
 
@@ -63,6 +64,9 @@ impl EmbeddedStore {
         let writer =
             Connection::open(path).with_context(|| format!("opening {}", path.display()))?;
         writer.busy_timeout(std::time::Duration::from_secs(5))?;
+        // `IN (...)` lists of every length up to a page are distinct statements; the
+        // default cache of 16 would re-prepare them on every read.
+        writer.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
         let mode: String = writer.query_row("PRAGMA journal_mode=WAL", [], |row| row.get(0))?;
         anyhow::ensure!(
             mode.eq_ignore_ascii_case("wal"),
@@ -122,6 +126,7 @@ impl EmbeddedStore {
                 None => {
                     let conn = Connection::open(&inner.path)?;
                     conn.busy_timeout(std::time::Duration::from_secs(5))?;
+                    conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
                     conn.execute_batch("PRAGMA cache_size=-16384;")?;
                     conn
                 }
@@ -488,6 +493,35 @@ impl Store for EmbeddedStore {
             )?;
             let rows = stmt.query_map(params![user, after, limit as i64], |row| row.get(0))?;
             Ok(rows.collect::<rusqlite::Result<_>>()?)
+        })
+        .await
+    }
+
+    async fn authors(&self, reader: &str, authors: &[String]) -> StoreResult<Vec<AuthorView>> {
+        let (reader, authors) = (reader.to_owned(), authors.to_vec());
+        self.read(move |conn| {
+            let mut found = Vec::with_capacity(authors.len());
+            for chunk in authors.chunks(IN_CHUNK) {
+                let sql = format!(
+                    "SELECT u.id, u.display_name,
+                            EXISTS (SELECT 1 FROM follows f WHERE f.follower = ? AND f.followee = u.id)
+                     FROM users u WHERE u.id IN ({})",
+                    placeholders(chunk.len())
+                );
+                let mut stmt = conn.prepare_cached(&sql)?;
+                let params = std::iter::once(&reader).chain(chunk);
+                let rows = stmt.query_map(rusqlite::params_from_iter(params), |row| {
+                    Ok(AuthorView {
+                        id: row.get(0)?,
+                        display_name: row.get(1)?,
+                        followed: row.get(2)?,
+                    })
+                })?;
+                for row in rows {
+                    found.push(row?);
+                }
+            }
+            Ok(found)
         })
         .await
     }

@@ -17,8 +17,8 @@ use mongodb::{Client, Collection, Database, IndexModel};
 
 use super::{Store, StoreError, StoreResult};
 use crate::domain::{
-    Bucket, BucketKind, CacheState, Change, ChangePosition, NewUser, Post, PostId, PostIdGenerator,
-    TimelineEntry, TimelineKind, User,
+    AuthorView, Bucket, BucketKind, CacheState, Change, ChangePosition, NewUser, Post, PostId,
+    PostIdGenerator, TimelineEntry, TimelineKind, User,
 };
 
 /// Fan-out writes in flight at once.
@@ -481,6 +481,21 @@ impl Store for MongoStore {
         limit: usize,
     ) -> StoreResult<Vec<String>> {
         self.ids_from("followers", user, after, limit).await
+    }
+
+    /// Two queries, run at once.
+    async fn authors(&self, reader: &str, authors: &[String]) -> StoreResult<Vec<AuthorView>> {
+        let (users, followed) =
+            futures::try_join!(self.users(authors), self.followed_among(reader, authors))?;
+        let followed: std::collections::HashSet<String> = followed.into_iter().collect();
+        Ok(users
+            .into_iter()
+            .map(|user| AuthorView {
+                followed: followed.contains(&user.id),
+                id: user.id,
+                display_name: user.display_name,
+            })
+            .collect())
     }
 
     async fn followed_among(&self, user: &str, candidates: &[String]) -> StoreResult<Vec<String>> {
