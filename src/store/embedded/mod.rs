@@ -39,7 +39,11 @@ impl From<rusqlite::Error> for StoreError {
     }
 }
 
-const MAX_IDLE_READERS: usize = 8;
+/// Read transactions running at once. More than the cores can run only adds threads
+/// and context switches; SQLite reads are CPU-bound once the pages are cached.
+fn reader_count() -> usize {
+    std::thread::available_parallelism().map_or(4, |n| n.get() * 2)
+}
 const STATEMENT_CACHE: usize = 256;
 /// Keeps `IN (...)` lists well under SQLite's variable limit.
 const IN_CHUNK: usize = 500;
@@ -52,6 +56,8 @@ struct Inner {
     path: PathBuf,
     writer: Mutex<Connection>,
     readers: Mutex<Vec<Connection>>,
+    /// One permit per pooled reader connection, so the pool never grows past it.
+    read_slots: Arc<tokio::sync::Semaphore>,
 }
 
 impl EmbeddedStore {
@@ -86,6 +92,7 @@ impl EmbeddedStore {
                 path: path.to_path_buf(),
                 writer: Mutex::new(writer),
                 readers: Mutex::new(Vec::new()),
+                read_slots: Arc::new(tokio::sync::Semaphore::new(reader_count())),
             }),
         })
     }
@@ -115,7 +122,17 @@ impl EmbeddedStore {
         F: FnOnce(&Connection) -> StoreResult<T> + Send + 'static,
     {
         let inner = self.inner.clone();
+        // Owned, and moved into the task, so that a cancelled caller cannot free the slot
+        // while its connection is still in use.
+        let slot = self
+            .inner
+            .read_slots
+            .clone()
+            .acquire_owned()
+            .await
+            .map_err(|e| StoreError::Backend(anyhow::anyhow!("reader pool closed: {e}")))?;
         run_blocking(move || {
+            let _slot = slot;
             let pooled = inner
                 .readers
                 .lock()
@@ -137,10 +154,11 @@ impl EmbeddedStore {
                 tx.finish()?;
                 value
             };
-            let mut idle = inner.readers.lock().unwrap_or_else(|p| p.into_inner());
-            if idle.len() < MAX_IDLE_READERS {
-                idle.push(conn);
-            }
+            inner
+                .readers
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .push(conn);
             result
         })
         .await
