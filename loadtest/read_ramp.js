@@ -1,15 +1,18 @@
 // Timeline read latency against followee count: the cost fanout on read pays. setup()
 // creates readers rd1 ... rd1000 following that many seeded users, then each reads
 // READS_PER_READER times (after one unrecorded read that builds a cache where one is used).
+// /healthz is read as often, one request at a time like the reads: the HTTP floor that no
+// timeline read can go below on this machine.
 import http from 'k6/http';
 import { BASE_URL, get, postJson, record, summaryTrendStats, thresholds } from './lib.js';
+import { healthz } from './mixed.js';
 
 const COUNTS = (__ENV.FOLLOWEE_COUNTS || '1,10,100,1000').split(',').map((c) => parseInt(c, 10));
 const READS = parseInt(__ENV.READS_PER_READER || '100', 10);
 
 export const options = {
   scenarios: { read_ramp: { executor: 'per-vu-iterations', vus: 1, iterations: 1, maxDuration: '30m' } },
-  thresholds: thresholds(COUNTS.map((c) => `read_f${c}`)),
+  thresholds: thresholds(['op_healthz', ...COUNTS.map((c) => `read_f${c}`)]),
   summaryTrendStats,
   setupTimeout: '30m',
 };
@@ -30,6 +33,9 @@ export function setup() {
 }
 
 export default function () {
+  for (let i = 0; i < READS; i += 1) {
+    healthz();
+  }
   for (const count of COUNTS) {
     for (let i = 0; i < READS; i += 1) {
       record(`read_f${count}`, get(`/v1/users/rd${count}/timeline?limit=20`, { op: `read_f${count}` }), [200]);
