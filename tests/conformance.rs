@@ -343,7 +343,7 @@ async fn concurrent_posts_never_overfill_buckets_or_the_cache() {
                 FeedStrategy::SizedBuckets => {
                     let buckets = store
                         .store
-                        .buckets(BucketKind::Sized, "fan", None, 0, 10_000)
+                        .buckets(BucketKind::Sized, "fan", None, 0, 10_000, usize::MAX)
                         .await
                         .unwrap();
                     let mut seen = HashSet::new();
@@ -426,7 +426,7 @@ async fn concurrent_sized_pushes_into_one_user_roll_over_cleanly() {
         }
         let buckets = store
             .store
-            .buckets(BucketKind::Sized, "solo", None, 0, 1000)
+            .buckets(BucketKind::Sized, "solo", None, 0, 1000, usize::MAX)
             .await
             .unwrap();
         let mut stored: Vec<PostId> = buckets
@@ -450,6 +450,42 @@ async fn concurrent_sized_pushes_into_one_user_roll_over_cleanly() {
         );
         stored.sort();
         assert_eq!(stored, ids, "{kind:?}: lost or duplicated entries");
+
+        // A page read asks each bucket only for its newest entries below the cursor.
+        let before = ids[50];
+        let trimmed = store
+            .store
+            .buckets(BucketKind::Sized, "solo", Some(before), 0, 1000, 3)
+            .await
+            .unwrap();
+        for bucket in &trimmed {
+            let whole = buckets.iter().find(|b| b.key == bucket.key).unwrap();
+            let expected: Vec<PostId> = whole
+                .entries
+                .iter()
+                .map(|e| e.id)
+                .filter(|id| *id < before)
+                .take(3)
+                .collect();
+            let got: Vec<PostId> = bucket.entries.iter().map(|e| e.id).collect();
+            assert_eq!(got, expected, "{kind:?}: bucket {} trimmed", bucket.key);
+        }
+        assert!(
+            trimmed.iter().all(|b| !b.entries.is_empty()),
+            "{kind:?}: a bucket with nothing below the cursor was returned"
+        );
+        let mut expected_keys: Vec<i64> = buckets
+            .iter()
+            .filter(|b| b.entries.iter().any(|e| e.id < before))
+            .map(|b| b.key)
+            .collect();
+        let mut got_keys: Vec<i64> = trimmed.iter().map(|b| b.key).collect();
+        expected_keys.sort();
+        got_keys.sort();
+        assert_eq!(
+            got_keys, expected_keys,
+            "{kind:?}: buckets below the cursor"
+        );
     }
 }
 

@@ -25,7 +25,7 @@ pub(crate) async fn read_buckets(
     let mut skip = 0;
     let mut batch = FIRST_BATCH;
     loop {
-        let buckets = store.buckets(kind, user, before, skip, batch).await?;
+        let buckets = store.buckets(kind, user, before, skip, batch, want).await?;
         let last_batch = buckets.len() < batch;
         skip += buckets.len();
         for bucket in buckets {

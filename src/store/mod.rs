@@ -122,7 +122,9 @@ pub trait Store: Send + Sync + 'static {
         bucket_size: u32,
     ) -> StoreResult<()>;
     /// The user's buckets that may hold entries below `before`, ordered by their newest
-    /// entry, newest first; entries inside each bucket newest first.
+    /// entry, newest first; in each, its newest `per_bucket` distinct entries below
+    /// `before`, newest first. A page of N needs no more than N from any one bucket, and a
+    /// timed bucket of a user who follows many can hold thousands.
     async fn buckets(
         &self,
         kind: BucketKind,
@@ -130,6 +132,7 @@ pub trait Store: Send + Sync + 'static {
         before: Option<PostId>,
         skip: usize,
         limit: usize,
+        per_bucket: usize,
     ) -> StoreResult<Vec<Bucket>>;
 
     // Materialised timelines: the capped cache.

@@ -738,8 +738,10 @@ impl Store for EmbeddedStore {
         before: Option<PostId>,
         skip: usize,
         limit: usize,
+        per_bucket: usize,
     ) -> StoreResult<Vec<Bucket>> {
         let user = user.to_owned();
+        let per_bucket = i64::try_from(per_bucket).unwrap_or(i64::MAX);
         let before = before.map(|b| b.bytes().to_vec());
         self.read(move |conn| {
             let kind = kind_code(kind);
@@ -754,12 +756,13 @@ impl Store for EmbeddedStore {
                 .collect::<rusqlite::Result<_>>()?;
             let mut entries_stmt = conn.prepare_cached(
                 "SELECT post_id, author, text FROM bucket_entries WHERE kind = ?1 AND user = ?2 AND key = ?3
-                 ORDER BY post_id DESC",
+                   AND (?4 IS NULL OR post_id < ?4)
+                 ORDER BY post_id DESC LIMIT ?5",
             )?;
             let mut buckets = Vec::with_capacity(heads.len());
             for (key, pushes, newest) in heads {
                 let entries = entries_stmt
-                    .query_map(params![kind, user, key], entry_from_row)?
+                    .query_map(params![kind, user, key, before, per_bucket], entry_from_row)?
                     .collect::<rusqlite::Result<_>>()?;
                 buckets.push(Bucket { key, pushes: pushes as u64, newest, entries });
             }

@@ -139,6 +139,20 @@ fn entries_from(doc: &Document) -> StoreResult<Vec<TimelineEntry>> {
     Ok(entries)
 }
 
+/// The newest `limit` distinct entries below `before` of entries sorted newest first.
+fn newest_below(
+    mut entries: Vec<TimelineEntry>,
+    before: Option<PostId>,
+    limit: usize,
+) -> Vec<TimelineEntry> {
+    entries.dedup_by_key(|e| e.id);
+    if let Some(before) = before {
+        entries.retain(|e| e.id < before);
+    }
+    entries.truncate(limit);
+    entries
+}
+
 fn bounds(entries: &[TimelineEntry]) -> Option<(ObjectId, ObjectId)> {
     let min = entries.iter().map(|e| e.id).min()?;
     let max = entries.iter().map(|e| e.id).max()?;
@@ -661,6 +675,7 @@ impl Store for MongoStore {
         before: Option<PostId>,
         skip: usize,
         limit: usize,
+        per_bucket: usize,
     ) -> StoreResult<Vec<Bucket>> {
         let (mut filter, sort) = match kind {
             BucketKind::Timed => (doc! { "_id.u": user }, doc! { "mx": -1, "_id.t": -1 }),
@@ -689,7 +704,7 @@ impl Store for MongoStore {
                     key,
                     pushes: int(doc, "n").max(0) as u64,
                     newest: post_id(doc.get("mx"))?,
-                    entries: entries_from(doc)?,
+                    entries: newest_below(entries_from(doc)?, before, per_bucket),
                 })
             })
             .collect()
