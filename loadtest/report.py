@@ -21,7 +21,7 @@ print("| operation | count | p50 (ms) | p95 (ms) | p99 (ms) |")
 print("|---|---:|---:|---:|---:|")
 for name in sorted(main):
     values = main[name]
-    if (name.startswith("op_") or name.startswith("post_f") or name.startswith("read_f")) and "p(99)" in values:
+    if (name.startswith("op_") or name.startswith("post_") or name.startswith("read_f")) and "p(99)" in values:
         print(f"| {name} | {values.get('count', 0):.0f} | {values['med']:.1f} | {values['p(95)']:.1f} | {values['p(99)']:.1f} |")
 print()
 print(f"- throughput: {rate(main):.0f} req/s; errors: {main.get('op_errors', {}).get('value', 0):.4%}; "
