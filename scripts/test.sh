@@ -27,4 +27,12 @@ if [[ -z "${SOCIALITE_TEST_MONGODB_URI:-}" ]]; then
   echo "MongoDB stand-in (mongo-java-server) at $SOCIALITE_TEST_MONGODB_URI" >&2
 fi
 
-cargo test --locked "$@"
+log="$(mktemp)"
+trap 'cleanup; rm -f "$log"' EXIT
+status=0
+cargo test --locked "$@" 2>&1 | tee "$log" || status=$?
+# One line for the whole run, after cargo's per-binary results.
+awk '/^test result:/ { p += $4; f += $6; i += $8; n++ }
+     END { printf "\n== summary: %d passed, %d failed, %d ignored in %d test binaries\n", p, f, i, n }' "$log"
+grep -h 'SKIPPED' "$log" | sort -u || true
+exit "$status"
