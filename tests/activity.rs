@@ -6,7 +6,8 @@ mod common;
 use std::sync::Arc;
 
 use common::{TestServer, fresh_config, fresh_store, kinds};
-use serde_json::json;
+use reqwest::StatusCode;
+use serde_json::Value;
 use socialite::activity::{ActivityLimits, ActivityLog, ActivityType};
 use socialite::domain::{NewUser, now_ms};
 
@@ -195,125 +196,40 @@ async fn activity_over_http() {
         config.config.activity.primary_limit = 3;
         config.config.activity.page_size = 2;
         let server = TestServer::start(config).await;
-        let client = &server.client;
+        let api = server.api();
         for id in ["ann", "ben"] {
-            let r = client
-                .post(server.url("/v1/users"))
-                .json(&json!({"id": id}))
-                .send()
-                .await
-                .unwrap();
-            assert_eq!(r.status(), 201);
+            api.user(id).await;
         }
-        let post: serde_json::Value = client
-            .post(server.url("/v1/users/ben/posts"))
-            .json(&json!({"text": "like me"}))
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
-        let post_id = post["id"].as_str().unwrap();
-        let status = |r: reqwest::Response| r.status().as_u16();
+        let post_id = api.say("ben", "like me").await;
+        let like = format!("/v1/users/ann/likes/{post_id}");
         assert_eq!(
-            status(
-                client
-                    .put(server.url("/v1/users/ann/following/ben"))
-                    .send()
-                    .await
-                    .unwrap()
-            ),
-            204
+            api.put("/v1/users/ann/following/ben").await.0,
+            StatusCode::NO_CONTENT
         );
-        assert_eq!(
-            status(
-                client
-                    .put(server.url(&format!("/v1/users/ann/likes/{post_id}")))
-                    .send()
-                    .await
-                    .unwrap()
-            ),
-            204
-        );
-        assert_eq!(
-            status(
-                client
-                    .put(server.url(&format!("/v1/users/ann/likes/{post_id}")))
-                    .send()
-                    .await
-                    .unwrap()
-            ),
-            204,
-            "idempotent"
-        );
+        assert_eq!(api.put(&like).await.0, StatusCode::NO_CONTENT);
+        assert_eq!(api.put(&like).await.0, StatusCode::NO_CONTENT, "idempotent");
         for i in 0..3 {
-            client
-                .post(server.url("/v1/users/ann/posts"))
-                .json(&json!({"text": format!("p{i}")}))
-                .send()
-                .await
-                .unwrap();
+            api.say("ann", &format!("p{i}")).await;
         }
-        let log: serde_json::Value = client
-            .get(server.url("/v1/users/ann/activity?limit=10"))
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
+        let (_, log) = api.get("/v1/users/ann/activity?limit=10").await;
         assert_eq!(
             log["total"], 5,
             "a repeated like is not recorded twice: {log}"
         );
-        let types: Vec<&str> = log["items"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|i| i["type"].as_str().unwrap())
-            .collect();
-        assert_eq!(types, ["post", "post", "post", "like", "follow"]);
+        assert_eq!(types(&log), ["post", "post", "post", "like", "follow"]);
         assert_eq!(log["items"][3]["ref"], post_id);
         assert_eq!(log["items"][4]["ref"], "ben");
         assert!(log["items"][0]["ts"].as_str().unwrap().ends_with('Z'));
-        let deep: serde_json::Value = client
-            .get(server.url("/v1/users/ann/activity?skip=3&limit=2"))
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
-        let types: Vec<&str> = deep["items"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|i| i["type"].as_str().unwrap())
-            .collect();
-        assert_eq!(types, ["like", "follow"]);
+        let (_, deep) = api.get("/v1/users/ann/activity?skip=3&limit=2").await;
+        assert_eq!(types(&deep), ["like", "follow"]);
+        assert_eq!(api.delete(&like).await.0, StatusCode::NO_CONTENT);
         assert_eq!(
-            status(
-                client
-                    .delete(server.url(&format!("/v1/users/ann/likes/{post_id}")))
-                    .send()
-                    .await
-                    .unwrap()
-            ),
-            204
-        );
-        assert_eq!(
-            status(
-                client
-                    .delete(server.url(&format!("/v1/users/ann/likes/{post_id}")))
-                    .send()
-                    .await
-                    .unwrap()
-            ),
-            204,
+            api.delete(&like).await.0,
+            StatusCode::NO_CONTENT,
             "idempotent"
         );
 
+        // `Api` also checks that each of these is a complete problem+json body.
         for (path, code) in [
             ("/v1/users/ghost/activity", 404),
             ("/v1/users/ann/activity?skip=-1", 422),
@@ -322,18 +238,9 @@ async fn activity_over_http() {
             ("/v1/users/ann/activity?limit=0", 422),
             ("/v1/users/ann/activity?limit=101", 422),
         ] {
-            let r = client.get(server.url(path)).send().await.unwrap();
-            assert_eq!(r.status().as_u16(), code, "{path}");
-            assert_eq!(r.headers()["content-type"], "application/problem+json");
+            assert_eq!(api.get(path).await.0.as_u16(), code, "{path}");
         }
-        let beyond: serde_json::Value = client
-            .get(server.url("/v1/users/ann/activity?skip=50"))
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
+        let (_, beyond) = api.get("/v1/users/ann/activity?skip=50").await;
         assert_eq!(
             (
                 beyond["items"].as_array().unwrap().len(),
@@ -356,13 +263,19 @@ async fn activity_over_http() {
                 format!("/v1/users/ghost/likes/{post_id}"),
             ),
         ] {
-            let r = client
-                .request(method.clone(), server.url(&path))
-                .send()
-                .await
-                .unwrap();
-            assert_eq!(r.status().as_u16(), 404, "{method} {path}");
+            let (status, _) = api.send(method.clone(), &path, None).await;
+            assert_eq!(status, StatusCode::NOT_FOUND, "{method} {path}");
         }
         server.stop().await;
     }
+}
+
+/// The `type` of each item of an activity page, in order.
+fn types(page: &Value) -> Vec<&str> {
+    page["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["type"].as_str().unwrap())
+        .collect()
 }

@@ -17,83 +17,11 @@ async fn server_with(kind: Kind, strategy: FeedStrategy) -> TestServer {
     TestServer::start(config).await
 }
 
-struct Api<'a>(&'a TestServer);
-
-impl Api<'_> {
-    async fn send(
-        &self,
-        method: reqwest::Method,
-        path: &str,
-        body: Option<Value>,
-    ) -> (StatusCode, Value) {
-        let mut request = self.0.client.request(method, self.0.url(path));
-        if let Some(body) = body {
-            request = request.json(&body);
-        }
-        let response = request.send().await.unwrap();
-        let status = response.status();
-        let problem = response
-            .headers()
-            .get("content-type")
-            .is_some_and(|v| v.to_str().unwrap().starts_with("application/problem+json"));
-        let text = response.text().await.unwrap();
-        let value: Value = if text.is_empty() {
-            Value::Null
-        } else {
-            serde_json::from_str(&text).unwrap_or(Value::String(text))
-        };
-        if status.is_client_error() || status.is_server_error() {
-            assert!(problem, "{status} must be problem+json: {value}");
-            assert_eq!(value["status"], status.as_u16(), "{value}");
-            assert!(
-                value["title"].is_string()
-                    && value["type"].is_string()
-                    && value["detail"].is_string(),
-                "{value}"
-            );
-        }
-        (status, value)
-    }
-
-    async fn get(&self, path: &str) -> (StatusCode, Value) {
-        self.send(reqwest::Method::GET, path, None).await
-    }
-
-    async fn post(&self, path: &str, body: Value) -> (StatusCode, Value) {
-        self.send(reqwest::Method::POST, path, Some(body)).await
-    }
-
-    async fn put(&self, path: &str) -> (StatusCode, Value) {
-        self.send(reqwest::Method::PUT, path, None).await
-    }
-
-    async fn delete(&self, path: &str) -> (StatusCode, Value) {
-        self.send(reqwest::Method::DELETE, path, None).await
-    }
-
-    async fn patch(&self, path: &str, body: Value) -> (StatusCode, Value) {
-        self.send(reqwest::Method::PATCH, path, Some(body)).await
-    }
-
-    async fn user(&self, id: &str) {
-        let (status, _) = self.post("/v1/users", json!({ "id": id })).await;
-        assert_eq!(status, StatusCode::CREATED);
-    }
-
-    async fn say(&self, id: &str, text: &str) -> String {
-        let (status, body) = self
-            .post(&format!("/v1/users/{id}/posts"), json!({ "text": text }))
-            .await;
-        assert_eq!(status, StatusCode::CREATED, "{body}");
-        body["id"].as_str().unwrap().to_owned()
-    }
-}
-
 #[tokio::test]
 async fn users_are_created_read_and_renamed() {
     for kind in kinds("users_are_created_read_and_renamed") {
         let server = server(kind).await;
-        let api = Api(&server);
+        let api = server.api();
         let (status, body) = api.post("/v1/users", json!({"id": "alice"})).await;
         assert_eq!(status, StatusCode::CREATED);
         assert_eq!(body["display_name"], "alice", "defaults to the id");
@@ -175,7 +103,7 @@ async fn users_are_created_read_and_renamed() {
 async fn malformed_requests_get_clear_client_errors() {
     for kind in kinds("malformed_requests_get_clear_client_errors") {
         let server = server(kind).await;
-        let api = Api(&server);
+        let api = server.api();
         let client = &server.client;
 
         let response = client
@@ -222,7 +150,7 @@ async fn malformed_requests_get_clear_client_errors() {
 async fn the_follow_graph_is_idempotent_and_paginated() {
     for kind in kinds("the_follow_graph_is_idempotent_and_paginated") {
         let server = server(kind).await;
-        let api = Api(&server);
+        let api = server.api();
         for id in ["hub", "f1", "f2", "f3", "f4", "f5"] {
             api.user(id).await;
         }
@@ -328,7 +256,7 @@ async fn the_follow_graph_is_idempotent_and_paginated() {
 async fn posts_are_created_listed_and_deleted() {
     for kind in kinds("posts_are_created_listed_and_deleted") {
         let server = server(kind).await;
-        let api = Api(&server);
+        let api = server.api();
         api.user("writer").await;
         let mut ids = Vec::new();
         for i in 0..5 {
@@ -435,7 +363,7 @@ async fn timelines_over_http_for_every_strategy() {
     for kind in kinds("timelines_over_http_for_every_strategy") {
         for strategy in FeedStrategy::ALL {
             let server = server_with(kind, strategy).await;
-            let api = Api(&server);
+            let api = server.api();
             for id in ["reader", "star", "other"] {
                 api.user(id).await;
             }
@@ -537,7 +465,7 @@ async fn timelines_over_http_for_every_strategy() {
 async fn operations_endpoints() {
     for kind in kinds("operations_endpoints") {
         let server = server(kind).await;
-        let api = Api(&server);
+        let api = server.api();
         assert_eq!(
             api.get("/healthz").await,
             (StatusCode::OK, json!({"status": "ok"}))

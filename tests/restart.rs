@@ -1,10 +1,14 @@
 //! Durability: every post answered 201 survives `kill -9` and a restart.
 
+mod common;
+
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::Duration;
 
+use common::Api;
+use reqwest::StatusCode;
 use serde_json::json;
 
 /// Starts the real binary on a free port and returns it with its base URL.
@@ -45,21 +49,14 @@ async fn acknowledged_posts_survive_kill_9() {
     let dir = tempfile::tempdir().unwrap();
     let client = reqwest::Client::new();
     let (mut child, base) = start(dir.path(), "sized_buckets");
+    let api = Api::new(client.clone(), &base);
     for id in ["durable", "fan"] {
-        let r = client
-            .post(format!("{base}/v1/users"))
-            .json(&json!({"id": id}))
-            .send()
-            .await
-            .unwrap();
-        assert_eq!(r.status(), 201);
+        api.user(id).await;
     }
-    let r = client
-        .put(format!("{base}/v1/users/fan/following/durable"))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status(), 204);
+    assert_eq!(
+        api.put("/v1/users/fan/following/durable").await.0,
+        StatusCode::NO_CONTENT
+    );
 
     // Post concurrently and kill the process while requests are still in flight.
     let mut tasks = Vec::new();
@@ -95,22 +92,12 @@ async fn acknowledged_posts_survive_kill_9() {
     );
 
     let (mut child, base) = start(dir.path(), "sized_buckets");
+    let api = Api::new(client, base);
     for id in &acknowledged {
-        let r = client
-            .get(format!("{base}/v1/posts/{id}"))
-            .send()
-            .await
-            .unwrap();
-        assert_eq!(r.status(), 200, "acknowledged post {id} was lost");
+        let (status, _) = api.get(&format!("/v1/posts/{id}")).await;
+        assert_eq!(status, StatusCode::OK, "acknowledged post {id} was lost");
     }
-    let timeline: serde_json::Value = client
-        .get(format!("{base}/v1/users/fan/timeline?limit=100"))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let (_, timeline) = api.get("/v1/users/fan/timeline?limit=100").await;
     let shown: Vec<&str> = timeline["items"]
         .as_array()
         .unwrap()
@@ -123,14 +110,7 @@ async fn acknowledged_posts_survive_kill_9() {
             "acknowledged post {id} missing from the follower's timeline"
         );
     }
-    let user: serde_json::Value = client
-        .get(format!("{base}/v1/users/durable"))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let (_, user) = api.get("/v1/users/durable").await;
     assert!(user["posts_count"].as_u64().unwrap() >= acknowledged.len() as u64);
     child.kill().unwrap();
     child.wait().unwrap();

@@ -10,6 +10,8 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use reqwest::StatusCode;
+use serde_json::{Value, json};
 use socialite::app::{RunningServer, spawn};
 use socialite::config::{Backend, Config};
 use socialite::store::embedded::{EmbeddedStore, Synchronous};
@@ -156,7 +158,95 @@ impl TestServer {
         format!("{}{}", self.base, path)
     }
 
+    pub fn api(&self) -> Api {
+        Api::new(self.client.clone(), self.base.clone())
+    }
+
     pub async fn stop(self) {
         self.server.stop().await.expect("server stops cleanly");
+    }
+}
+
+/// A JSON client for one server. Every 4xx and 5xx it sees must be a complete
+/// problem+json body.
+pub struct Api {
+    client: reqwest::Client,
+    base: String,
+}
+
+impl Api {
+    pub fn new(client: reqwest::Client, base: impl Into<String>) -> Api {
+        Api {
+            client,
+            base: base.into(),
+        }
+    }
+
+    pub async fn send(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        body: Option<Value>,
+    ) -> (StatusCode, Value) {
+        let mut request = self.client.request(method, format!("{}{path}", self.base));
+        if let Some(body) = body {
+            request = request.json(&body);
+        }
+        let response = request.send().await.unwrap();
+        let status = response.status();
+        let problem = response
+            .headers()
+            .get("content-type")
+            .is_some_and(|v| v == "application/problem+json");
+        let text = response.text().await.unwrap();
+        let value: Value = if text.is_empty() {
+            Value::Null
+        } else {
+            serde_json::from_str(&text).unwrap_or(Value::String(text))
+        };
+        if status.is_client_error() || status.is_server_error() {
+            assert!(problem, "{status} must be problem+json: {value}");
+            assert_eq!(value["status"], status.as_u16(), "{value}");
+            assert!(
+                value["title"].is_string()
+                    && value["type"].is_string()
+                    && value["detail"].is_string(),
+                "{value}"
+            );
+        }
+        (status, value)
+    }
+
+    pub async fn get(&self, path: &str) -> (StatusCode, Value) {
+        self.send(reqwest::Method::GET, path, None).await
+    }
+
+    pub async fn post(&self, path: &str, body: Value) -> (StatusCode, Value) {
+        self.send(reqwest::Method::POST, path, Some(body)).await
+    }
+
+    pub async fn put(&self, path: &str) -> (StatusCode, Value) {
+        self.send(reqwest::Method::PUT, path, None).await
+    }
+
+    pub async fn delete(&self, path: &str) -> (StatusCode, Value) {
+        self.send(reqwest::Method::DELETE, path, None).await
+    }
+
+    pub async fn patch(&self, path: &str, body: Value) -> (StatusCode, Value) {
+        self.send(reqwest::Method::PATCH, path, Some(body)).await
+    }
+
+    pub async fn user(&self, id: &str) {
+        let (status, _) = self.post("/v1/users", json!({ "id": id })).await;
+        assert_eq!(status, StatusCode::CREATED);
+    }
+
+    pub async fn say(&self, id: &str, text: &str) -> String {
+        let (status, body) = self
+            .post(&format!("/v1/users/{id}/posts"), json!({ "text": text }))
+            .await;
+        assert_eq!(status, StatusCode::CREATED, "{body}");
+        body["id"].as_str().unwrap().to_owned()
     }
 }
