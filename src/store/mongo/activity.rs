@@ -20,7 +20,7 @@ use mongodb::bson::{Document, doc, oid::ObjectId};
 use mongodb::options::ReturnDocument;
 use mongodb::{Collection, Database};
 
-use super::{backend, is_duplicate_key};
+use super::{backend, exists, is_duplicate_key, oid};
 use crate::activity::{
     Activity, ActivityLayout, ActivityLimits, ActivityPage, ActivityType, Slot, window,
 };
@@ -74,14 +74,7 @@ impl MongoActivityStore {
     }
 
     async fn user_exists(&self, user: &str) -> StoreResult<bool> {
-        let found = self
-            .db
-            .collection::<Document>("users")
-            .find_one(doc! { "_id": user })
-            .projection(doc! { "_id": 1 })
-            .await
-            .map_err(backend)?;
-        Ok(found.is_some())
+        exists(&self.db.collection("users"), doc! { "_id": user }).await
     }
 
     /// The primary document's counters and layout, creating the document on first use.
@@ -321,16 +314,8 @@ impl ActivityStore for MongoActivityStore {
         if !self.user_exists(user).await? {
             return Err(StoreError::NotFound(format!("user {user}")));
         }
-        let oid = ObjectId::from_bytes(post.bytes());
-        let exists = self
-            .db
-            .collection::<Document>("content")
-            .find_one(doc! { "_id": oid })
-            .projection(doc! { "_id": 1 })
-            .await
-            .map_err(backend)?
-            .is_some();
-        if !exists {
+        let oid = oid(post);
+        if !exists(&self.db.collection("content"), doc! { "_id": oid }).await? {
             return Err(StoreError::NotFound(format!("post {post}")));
         }
         let like = doc! { "_id": { "u": user, "p": oid }, "createdAt": now_ms };

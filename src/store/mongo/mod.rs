@@ -69,6 +69,19 @@ async fn all(find: mongodb::action::Find<'_, Document>) -> StoreResult<Vec<Docum
         .map_err(backend)
 }
 
+/// Whether a document matches, fetching no more than its `_id`.
+pub(crate) async fn exists(
+    collection: &Collection<Document>,
+    filter: Document,
+) -> StoreResult<bool> {
+    Ok(collection
+        .find_one(filter)
+        .projection(doc! { "_id": 1 })
+        .await
+        .map_err(backend)?
+        .is_some())
+}
+
 pub(crate) fn oid(id: PostId) -> ObjectId {
     ObjectId::from_bytes(id.bytes())
 }
@@ -238,13 +251,7 @@ impl MongoStore {
     }
 
     async fn exists(&self, collection: &str, filter: Document) -> StoreResult<bool> {
-        Ok(self
-            .collection(collection)
-            .find_one(filter)
-            .projection(doc! { "_id": 1 })
-            .await
-            .map_err(backend)?
-            .is_some())
+        exists(&self.collection(collection), filter).await
     }
 
     async fn inc_user(&self, id: &str, field: &str, delta: i64) -> StoreResult<()> {
