@@ -544,10 +544,14 @@ async fn users_follows_and_posts_keep_their_counters() {
             store.followers("bob", None, 10).await.unwrap(),
             ["alice", "carol"]
         );
-        let mut among = store
-            .followed_among("alice", &["dave".into(), "carol".into(), "bob".into()])
+        let mut among: Vec<String> = store
+            .authors("alice", &["dave".into(), "carol".into(), "bob".into()])
             .await
-            .unwrap();
+            .unwrap()
+            .into_iter()
+            .filter(|a| a.followed)
+            .map(|a| a.id)
+            .collect();
         among.sort();
         assert_eq!(among, ["bob", "dave"]);
 
@@ -614,15 +618,16 @@ async fn users_follows_and_posts_keep_their_counters() {
         );
         assert_eq!(store.user("bob").await.unwrap().unwrap().posts_count, 1);
 
-        let mut names: Vec<String> = store
-            .users(&["bob".into(), "zed".into(), "alice".into()])
+        let mut names: Vec<(String, String)> = store
+            .authors("alice", &["bob".into(), "zed".into(), "alice".into()])
             .await
             .unwrap()
             .into_iter()
-            .map(|u| u.id)
+            .map(|a| (a.id, a.display_name))
             .collect();
         names.sort();
-        assert_eq!(names, ["alice", "bob"]);
+        let expected = [("alice", "Alice"), ("bob", "BOB")];
+        assert_eq!(names, expected.map(|(i, n)| (i.to_owned(), n.to_owned())));
         store.ping().await.unwrap();
     }
 }

@@ -45,8 +45,6 @@ pub trait Store: Send + Sync + 'static {
     /// `Conflict` when the id is taken.
     async fn create_user(&self, user: &NewUser) -> StoreResult<User>;
     async fn user(&self, id: &str) -> StoreResult<Option<User>>;
-    /// The users that exist among `ids`, in no particular order.
-    async fn users(&self, ids: &[String]) -> StoreResult<Vec<User>>;
     /// `None` when the user is unknown.
     async fn rename_user(&self, id: &str, display_name: &str) -> StoreResult<Option<User>>;
 
@@ -73,8 +71,6 @@ pub trait Store: Send + Sync + 'static {
     /// The existing users among `authors`, with their display names and whether `reader`
     /// follows them: everything a timeline page needs about its authors, in one call.
     async fn authors(&self, reader: &str, authors: &[String]) -> StoreResult<Vec<AuthorView>>;
-    /// The subset of `candidates` that `user` follows.
-    async fn followed_among(&self, user: &str, candidates: &[String]) -> StoreResult<Vec<String>>;
 
     // Content.
 

@@ -393,26 +393,6 @@ impl Store for EmbeddedStore {
         self.read(move |conn| Ok(get_user(conn, &id)?)).await
     }
 
-    async fn users(&self, ids: &[String]) -> StoreResult<Vec<User>> {
-        let ids = ids.to_vec();
-        self.read(move |conn| {
-            let mut users = Vec::with_capacity(ids.len());
-            for chunk in ids.chunks(IN_CHUNK) {
-                let sql = format!(
-                    "SELECT {USER_COLUMNS} FROM users WHERE id IN ({})",
-                    placeholders(chunk.len())
-                );
-                let mut stmt = conn.prepare_cached(&sql)?;
-                let rows = stmt.query_map(rusqlite::params_from_iter(chunk), user_from_row)?;
-                for row in rows {
-                    users.push(row?);
-                }
-            }
-            Ok(users)
-        })
-        .await
-    }
-
     async fn rename_user(&self, id: &str, display_name: &str) -> StoreResult<Option<User>> {
         let (id, name) = (id.to_owned(), display_name.to_owned());
         self.write(move |tx| {
@@ -535,27 +515,6 @@ impl Store for EmbeddedStore {
                         followed: row.get(2)?,
                     })
                 })?;
-                for row in rows {
-                    found.push(row?);
-                }
-            }
-            Ok(found)
-        })
-        .await
-    }
-
-    async fn followed_among(&self, user: &str, candidates: &[String]) -> StoreResult<Vec<String>> {
-        let (user, candidates) = (user.to_owned(), candidates.to_vec());
-        self.read(move |conn| {
-            let mut found = Vec::new();
-            for chunk in candidates.chunks(IN_CHUNK) {
-                let sql = format!(
-                    "SELECT followee FROM follows WHERE follower = ? AND followee IN ({})",
-                    placeholders(chunk.len())
-                );
-                let mut stmt = conn.prepare_cached(&sql)?;
-                let params = std::iter::once(&user).chain(chunk);
-                let rows = stmt.query_map(rusqlite::params_from_iter(params), |row| row.get(0))?;
                 for row in rows {
                     found.push(row?);
                 }

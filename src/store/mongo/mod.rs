@@ -250,6 +250,31 @@ impl MongoStore {
         })
     }
 
+    /// The users that exist among `ids`, in no particular order.
+    async fn users(&self, ids: &[String]) -> StoreResult<Vec<User>> {
+        if ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let docs = all(self.users_coll().find(doc! { "_id": { "$in": ids } })).await?;
+        docs.iter().map(user_from).collect()
+    }
+
+    /// The subset of `candidates` that `user` follows.
+    async fn followed_among(&self, user: &str, candidates: &[String]) -> StoreResult<Vec<String>> {
+        if candidates.is_empty() {
+            return Ok(Vec::new());
+        }
+        let docs = all(self
+            .collection("following")
+            .find(doc! { "from": user, "to": { "$in": candidates } })
+            .projection(doc! { "to": 1, "_id": 0 }))
+        .await?;
+        Ok(docs
+            .iter()
+            .filter_map(|d| d.get_str("to").ok().map(str::to_owned))
+            .collect())
+    }
+
     async fn exists(&self, collection: &str, filter: Document) -> StoreResult<bool> {
         exists(&self.collection(collection), filter).await
     }
@@ -399,14 +424,6 @@ impl Store for MongoStore {
         found.as_ref().map(user_from).transpose()
     }
 
-    async fn users(&self, ids: &[String]) -> StoreResult<Vec<User>> {
-        if ids.is_empty() {
-            return Ok(Vec::new());
-        }
-        let docs = all(self.users_coll().find(doc! { "_id": { "$in": ids } })).await?;
-        docs.iter().map(user_from).collect()
-    }
-
     /// A read and a guarded `replace_one`, retried when a counter moved in between:
     /// replace events carry the whole document on every server, which keeps the change
     /// feed's user documents complete.
@@ -516,21 +533,6 @@ impl Store for MongoStore {
                 id: user.id,
                 display_name: user.display_name,
             })
-            .collect())
-    }
-
-    async fn followed_among(&self, user: &str, candidates: &[String]) -> StoreResult<Vec<String>> {
-        if candidates.is_empty() {
-            return Ok(Vec::new());
-        }
-        let docs = all(self
-            .collection("following")
-            .find(doc! { "from": user, "to": { "$in": candidates } })
-            .projection(doc! { "to": 1, "_id": 0 }))
-        .await?;
-        Ok(docs
-            .iter()
-            .filter_map(|d| d.get_str("to").ok().map(str::to_owned))
             .collect())
     }
 
