@@ -10,11 +10,9 @@ use std::time::Instant;
 
 use mongodb::bson::{Document, doc};
 use rusqlite::Connection;
-use socialite::activity::{ActivityLimits, ActivityType};
-use socialite::domain::{NewUser, now_ms};
+use socialite::domain::{ActivityLimits, ActivityType, NewUser, now_ms};
+use socialite::store::Store;
 use socialite::store::embedded::{EmbeddedStore, Synchronous};
-use socialite::store::mongo::activity::MongoActivityStore;
-use socialite::store::{ActivityStore, Store};
 
 const SIZES: [usize; 4] = [100, 1_000, 5_000, 10_000];
 const PUSHES: usize = 300;
@@ -50,9 +48,10 @@ fn sqlite_unbounded(dir: &std::path::Path, size: usize) -> f64 {
     started.elapsed().as_secs_f64() * 1e6 / PUSHES as f64
 }
 
-async fn bounded(store: &Arc<dyn Store>, activity: &Arc<dyn ActivityStore>, size: usize) -> f64 {
+async fn bounded(store: &Store, size: usize) -> f64 {
     let user = format!("user{size}");
     store
+        .users
         .create_user(&NewUser {
             id: user.clone(),
             display_name: user.clone(),
@@ -61,7 +60,8 @@ async fn bounded(store: &Arc<dyn Store>, activity: &Arc<dyn ActivityStore>, size
         .await
         .unwrap();
     for i in 0..size {
-        activity
+        store
+            .activity
             .record_activity(
                 &user,
                 ActivityType::Like,
@@ -74,7 +74,8 @@ async fn bounded(store: &Arc<dyn Store>, activity: &Arc<dyn ActivityStore>, size
     }
     let started = Instant::now();
     for i in 0..PUSHES {
-        activity
+        store
+            .activity
             .record_activity(
                 &user,
                 ActivityType::Post,
@@ -132,13 +133,13 @@ fn print_table(backend: &str, rows: &[(usize, f64, f64)]) {
 #[tokio::main]
 async fn main() {
     let dir = tempfile::tempdir().unwrap();
-    let embedded =
-        Arc::new(EmbeddedStore::open(&dir.path().join("bounded.db"), Synchronous::Normal).unwrap());
-    let (store, activity): (Arc<dyn Store>, Arc<dyn ActivityStore>) = (embedded.clone(), embedded);
+    let store = Store::new(Arc::new(
+        EmbeddedStore::open(&dir.path().join("bounded.db"), Synchronous::Normal).unwrap(),
+    ));
     let mut rows = Vec::new();
     for size in SIZES {
         let unbounded = sqlite_unbounded(dir.path(), size);
-        let bounded = bounded(&store, &activity, size).await;
+        let bounded = bounded(&store, size).await;
         rows.push((size, unbounded, bounded));
     }
     print_table("embedded (SQLite)", &rows);
@@ -146,8 +147,6 @@ async fn main() {
     match std::env::var("SOCIALITE_BENCH_MONGODB_URI") {
         Ok(uri) => {
             let store = socialite::store::mongo::connect(&uri).await.unwrap();
-            let activity: Arc<dyn ActivityStore> =
-                Arc::new(MongoActivityStore::connect(&uri).await.unwrap());
             let db = mongodb::Client::with_uri_str(&uri)
                 .await
                 .unwrap()
@@ -158,7 +157,7 @@ async fn main() {
                 rows.push((
                     size,
                     mongo_unbounded(&db, size).await,
-                    bounded(&store, &activity, size).await,
+                    bounded(&store, size).await,
                 ));
             }
             print_table("MongoDB", &rows);

@@ -10,23 +10,19 @@ use tokio::net::TcpListener;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
-use crate::activity::{ActivityLimits, ActivityLog};
 use crate::config::{Backend, Config};
-use crate::domain::now_ms;
+use crate::domain::{ActivityLimits, now_ms};
 use crate::http::{AppState, HttpSettings, router};
 use crate::service::Social;
 use crate::store::embedded::EmbeddedStore;
-use crate::store::mongo::activity::MongoActivityStore;
-use crate::store::{ActivityStore, Store};
+use crate::store::{ChangeFeed, Store};
 use crate::telemetry;
 
 /// How often the embedded change feed is trimmed to its retention.
 const TRIM_INTERVAL: Duration = Duration::from_secs(60);
 
-/// Opens the configured storage backend: the main port and the activity port.
-pub async fn open_store(
-    config: &Config,
-) -> anyhow::Result<(Arc<dyn Store>, Arc<dyn ActivityStore>)> {
+/// Opens the configured storage backend.
+pub async fn open_store(config: &Config) -> anyhow::Result<Store> {
     let storage = &config.storage;
     Ok(match storage.backend {
         Backend::Embedded => {
@@ -36,32 +32,28 @@ pub async fn open_store(
                 tokio::task::spawn_blocking(move || EmbeddedStore::open(&path, synchronous))
                     .await
                     .context("opening the embedded store")??;
-            let store = Arc::new(store);
-            (store.clone(), store)
+            Store::new(Arc::new(store))
         }
         Backend::Mongodb => {
             let uri = storage
                 .mongodb_uri
                 .as_deref()
                 .context("storage.mongodb_uri is required")?;
-            let store = crate::store::mongo::connect(uri).await?;
-            let activity = Arc::new(MongoActivityStore::connect(uri).await?);
-            (store, activity)
+            crate::store::mongo::connect(uri).await?
         }
     })
 }
 
-pub async fn build_state(config: &Config) -> anyhow::Result<AppState> {
-    let (store, activity) = open_store(config).await?;
+/// The handlers' state over an open store.
+pub fn build_state(config: &Config, store: Store) -> AppState {
     let limits = ActivityLimits {
         primary_limit: config.activity.primary_limit,
         page_size: config.activity.page_size,
     };
-    Ok(AppState {
-        social: Arc::new(Social::new(store, &config.feed.settings())),
-        activity: Arc::new(ActivityLog::new(activity, limits)),
+    AppState {
+        social: Arc::new(Social::new(store, &config.feed.settings(), limits)),
         metrics: telemetry::metrics_handle(),
-    })
+    }
 }
 
 /// A server running in the background, as tests and `serve` use it.
@@ -84,13 +76,14 @@ impl RunningServer {
 
 /// Binds `server.listen` (port 0 picks a free port) and serves in the background.
 pub async fn spawn(config: &Config) -> anyhow::Result<RunningServer> {
-    let state = build_state(config).await?;
+    let store = open_store(config).await?;
+    let state = build_state(config, store.clone());
     let listener = TcpListener::bind(config.server.listen)
         .await
         .with_context(|| format!("binding {}", config.server.listen))?;
     let addr = listener.local_addr()?;
     let (tx, rx) = oneshot::channel::<()>();
-    let handle = tokio::spawn(run(listener, state.clone(), config.clone(), async {
+    let handle = tokio::spawn(run(listener, state.clone(), store, config.clone(), async {
         let _ = rx.await;
     }));
     Ok(RunningServer {
@@ -104,18 +97,19 @@ pub async fn spawn(config: &Config) -> anyhow::Result<RunningServer> {
 async fn run(
     listener: TcpListener,
     state: AppState,
+    store: Store,
     config: Config,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<()> {
     let app = router(
-        state.clone(),
+        state,
         &HttpSettings {
             request_timeout: config.server.request_timeout.0,
             body_limit_bytes: config.server.body_limit_bytes,
         },
     );
     let trimmer = tokio::spawn(trim_changes(
-        state.social.store.clone(),
+        store.change_feed.clone(),
         config.change_feed.retention.0,
     ));
     let served = axum::serve(listener, app)
@@ -126,12 +120,12 @@ async fn run(
 }
 
 /// Keeps the change feed within its retention.
-async fn trim_changes(store: Arc<dyn Store>, retention: Duration) {
+async fn trim_changes(feed: Arc<dyn ChangeFeed>, retention: Duration) {
     let mut tick = tokio::time::interval(TRIM_INTERVAL);
     loop {
         tick.tick().await;
         let cutoff = now_ms() - retention.as_millis() as i64;
-        match store.trim_changes(cutoff).await {
+        match feed.trim_changes(cutoff).await {
             Ok(0) => {}
             Ok(dropped) => tracing::info!(dropped, "trimmed the change feed"),
             Err(error) => tracing::warn!(error = %error, "trimming the change feed failed"),
@@ -141,12 +135,13 @@ async fn trim_changes(store: Arc<dyn Store>, retention: Duration) {
 
 /// Serves until SIGINT or SIGTERM, then drains in-flight requests.
 pub async fn serve(config: Config) -> anyhow::Result<()> {
-    let state = build_state(&config).await?;
+    let store = open_store(&config).await?;
+    let state = build_state(&config, store.clone());
     let listener = TcpListener::bind(config.server.listen)
         .await
         .with_context(|| format!("binding {}", config.server.listen))?;
     tracing::info!("listening on http://{}", listener.local_addr()?);
-    run(listener, state, config, shutdown_signal()).await
+    run(listener, state, store, config, shutdown_signal()).await
 }
 
 async fn shutdown_signal() {

@@ -91,7 +91,8 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 seed,
             };
             tokio::runtime::Runtime::new()?.block_on(async move {
-                let state = crate::app::build_state(&config).await?;
+                let store = crate::app::open_store(&config).await?;
+                let state = crate::app::build_state(&config, store);
                 let plan = crate::seed::plan(&args);
                 let report = crate::seed::run(state.social.clone(), &plan).await?;
                 println!(

@@ -1,7 +1,6 @@
 //! socialite: a social feed service with switchable timeline strategies over an embedded
 //! SQLite store or MongoDB.
 
-pub mod activity;
 pub mod app;
 pub mod cli;
 pub mod config;

@@ -8,8 +8,10 @@ use std::sync::Arc;
 use common::{TestServer, fresh_config, fresh_store, kinds};
 use reqwest::StatusCode;
 use serde_json::Value;
-use socialite::activity::{ActivityLimits, ActivityLog, ActivityType};
-use socialite::domain::{NewUser, now_ms};
+use socialite::domain::{ActivityLimits, ActivityType, NewUser, now_ms};
+use socialite::feed::FeedSettings;
+use socialite::seed::{SeedArgs, plan, user_id};
+use socialite::service::{ActivityLog, Social};
 
 async fn log_with_user(
     kind: common::Kind,
@@ -17,6 +19,7 @@ async fn log_with_user(
 ) -> (common::TestStore, Arc<ActivityLog>) {
     let t = fresh_store(kind).await;
     t.store
+        .users
         .create_user(&NewUser {
             id: "power".into(),
             display_name: "Power".into(),
@@ -24,7 +27,7 @@ async fn log_with_user(
         })
         .await
         .unwrap();
-    let log = Arc::new(ActivityLog::new(t.activity.clone(), limits));
+    let log = Arc::new(ActivityLog::new(t.store.clone(), limits));
     (t, log)
 }
 
@@ -71,7 +74,7 @@ async fn concurrent_writers_overflow_without_races() {
             "{kind:?}: every sequence number handed out exactly once"
         );
 
-        let layout = t.activity.activity_layout("power").await.unwrap();
+        let layout = t.store.activity.activity_layout("power").await.unwrap();
         assert_eq!(
             layout.primary, 1000,
             "{kind:?}: the primary document holds exactly the limit"
@@ -136,7 +139,7 @@ async fn pages_cross_the_primary_document_and_page_boundaries() {
                 i as u64
             );
         }
-        let layout = t.activity.activity_layout("power").await.unwrap();
+        let layout = t.store.activity.activity_layout("power").await.unwrap();
         assert_eq!(
             (layout.primary, layout.pages.clone()),
             (5, vec![(0, 3), (1, 3), (2, 1)]),
@@ -170,7 +173,7 @@ async fn pages_cross_the_primary_document_and_page_boundaries() {
         assert_eq!((newest.kind, newest.seq), (ActivityType::Follow, 11));
         // A new log takes the configured layout; an existing one keeps its own.
         let other = ActivityLog::new(
-            t.activity.clone(),
+            t.store.clone(),
             ActivityLimits {
                 primary_limit: 100,
                 page_size: 100,
@@ -184,8 +187,65 @@ async fn pages_cross_the_primary_document_and_page_boundaries() {
                 .seq,
             12
         );
-        let layout = t.activity.activity_layout("power").await.unwrap();
+        let layout = t.store.activity.activity_layout("power").await.unwrap();
         assert_eq!(layout.pages.last(), Some(&(2, 2)), "{kind:?}");
+    }
+}
+
+/// The seeder writes through the same service operations as the API, so every seeded
+/// follow and post is in its user's activity log, newest first.
+#[tokio::test]
+async fn seeding_records_the_same_activities_as_the_api() {
+    for kind in kinds("seeding_records_the_same_activities_as_the_api") {
+        let t = fresh_store(kind).await;
+        let social = Arc::new(Social::new(
+            t.store.clone(),
+            &FeedSettings::default(),
+            ActivityLimits::default(),
+        ));
+        let plan = plan(&SeedArgs {
+            users: 30,
+            max_follows: 5,
+            posts_per_user: 2,
+            seed: 3,
+        });
+        socialite::seed::run(social.clone(), &plan).await.unwrap();
+        let mut seen = 0;
+        for (index, id) in plan.users.iter().enumerate() {
+            let mut want: Vec<String> = plan
+                .follows
+                .iter()
+                .filter(|(follower, _)| *follower == index)
+                .map(|(_, followee)| user_id(*followee))
+                .collect();
+            let posts = plan
+                .posts
+                .iter()
+                .filter(|(author, _)| *author == index)
+                .count();
+            let page = social.activity().page(id, 0, 100).await.unwrap();
+            assert_eq!(page.total as usize, want.len() + posts, "{kind:?} {id}");
+            let mut got: Vec<String> = page
+                .items
+                .iter()
+                .filter(|a| a.kind == ActivityType::Follow)
+                .map(|a| a.reference.clone())
+                .collect();
+            got.sort();
+            want.sort();
+            assert_eq!(got, want, "{kind:?} {id}");
+            let own_posts = social.posts(id, None, 100).await.unwrap().items;
+            for post in own_posts {
+                assert!(
+                    page.items.iter().any(|a| a.kind == ActivityType::Post
+                        && a.reference == post.id.to_string()),
+                    "{kind:?} {id}: post {} is in the log",
+                    post.id
+                );
+            }
+            seen += page.items.len();
+        }
+        assert_eq!(seen, plan.follows.len() + plan.posts.len(), "{kind:?}");
     }
 }
 

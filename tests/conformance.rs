@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use common::{TestStore, fresh_store, kinds};
 use socialite::domain::{
-    BucketKind, ChangeOp, FeedStrategy, NewUser, PostId, TimelineEntry, now_ms,
+    ActivityLimits, BucketKind, ChangeOp, FeedStrategy, NewUser, PostId, TimelineEntry, now_ms,
 };
 use socialite::feed::FeedSettings;
 use socialite::service::Social;
@@ -29,7 +29,7 @@ fn settings(strategy: FeedStrategy, embed_content: bool) -> FeedSettings {
 struct Setup {
     label: String,
     social: Social,
-    _store: TestStore,
+    store: TestStore,
 }
 
 async fn setups(test: &str) -> Vec<Setup> {
@@ -38,11 +38,15 @@ async fn setups(test: &str) -> Vec<Setup> {
         for strategy in FeedStrategy::ALL {
             for embed in [true, false] {
                 let store = fresh_store(kind).await;
-                let social = Social::new(store.store.clone(), &settings(strategy, embed));
+                let social = Social::new(
+                    store.store.clone(),
+                    &settings(strategy, embed),
+                    ActivityLimits::default(),
+                );
                 all.push(Setup {
                     label: format!("{kind:?}/{strategy}/embed={embed}"),
                     social,
-                    _store: store,
+                    store,
                 });
             }
         }
@@ -185,7 +189,16 @@ async fn timelines_follow_the_same_semantics_under_every_strategy() {
             model.expected(&["a", "c"]),
             "{label}: delete"
         );
-        assert!(social.store.post(c_post).await.unwrap().is_none());
+        assert!(
+            setup
+                .store
+                .store
+                .content
+                .post(c_post)
+                .await
+                .unwrap()
+                .is_none()
+        );
 
         // A user with no follows sees only their own posts; one with nothing sees nothing.
         model.post(social, "d").await;
@@ -202,7 +215,7 @@ async fn timelines_follow_the_same_semantics_under_every_strategy() {
         );
 
         // Author names come from the current profile.
-        social.store.rename_user("c", "Cee").await.unwrap();
+        social.rename("c", "Cee").await.unwrap();
         let page = social.timeline("a", None, 100).await.unwrap();
         let from_c = page.items.iter().find(|i| i.author == "c").unwrap();
         assert_eq!(from_c.author_display_name, "Cee", "{label}");
@@ -224,7 +237,7 @@ async fn follow_backfills_at_least_the_configured_number_of_posts() {
             settings.backfill_on_follow = 5;
             settings.cache_size = 50;
             settings.bucket_size = 50;
-            let social = Social::new(store.store.clone(), &settings);
+            let social = Social::new(store.store.clone(), &settings, ActivityLimits::default());
             users(&social, &["reader", "writer"]).await;
             social.timeline("reader", None, 10).await.unwrap();
             let mut model = Model { posts: Vec::new() };
@@ -250,7 +263,11 @@ async fn the_cache_exists_only_for_users_who_read() {
     for kind in kinds("the_cache_exists_only_for_users_who_read") {
         for embed in [true, false] {
             let store = fresh_store(kind).await;
-            let social = Social::new(store.store.clone(), &settings(FeedStrategy::Cache, embed));
+            let social = Social::new(
+                store.store.clone(),
+                &settings(FeedStrategy::Cache, embed),
+                ActivityLimits::default(),
+            );
             users(&social, &["author", "reader", "dormant"]).await;
             social.follow("reader", "author").await.unwrap();
             social.follow("dormant", "author").await.unwrap();
@@ -258,13 +275,22 @@ async fn the_cache_exists_only_for_users_who_read() {
             for _ in 0..3 {
                 model.post(&social, "author").await;
             }
-            assert!(store.store.cache("reader").await.unwrap().is_none());
+            assert!(
+                store
+                    .store
+                    .timelines
+                    .cache("reader")
+                    .await
+                    .unwrap()
+                    .is_none()
+            );
             social.timeline("reader", None, 2).await.unwrap();
             for _ in 0..6 {
                 model.post(&social, "author").await;
             }
             let cache = store
                 .store
+                .timelines
                 .cache("reader")
                 .await
                 .unwrap()
@@ -284,16 +310,36 @@ async fn the_cache_exists_only_for_users_who_read() {
                 "embedding follows the setting"
             );
             assert!(
-                store.store.cache("dormant").await.unwrap().is_none(),
+                store
+                    .store
+                    .timelines
+                    .cache("dormant")
+                    .await
+                    .unwrap()
+                    .is_none(),
                 "never read, never built"
             );
-            assert!(store.store.cache("author").await.unwrap().is_none());
+            assert!(
+                store
+                    .store
+                    .timelines
+                    .cache("author")
+                    .await
+                    .unwrap()
+                    .is_none()
+            );
             assert!(matches!(
                 social.timeline("ghost", None, 5).await,
                 Err(StoreError::NotFound(_))
             ));
             assert!(
-                store.store.cache("ghost").await.unwrap().is_none(),
+                store
+                    .store
+                    .timelines
+                    .cache("ghost")
+                    .await
+                    .unwrap()
+                    .is_none(),
                 "no cache for users that do not exist"
             );
         }
@@ -310,7 +356,11 @@ async fn concurrent_posts_never_overfill_buckets_or_the_cache() {
             let mut settings = settings(strategy, true);
             settings.bucket_size = 5;
             settings.cache_size = 10;
-            let social = Arc::new(Social::new(store.store.clone(), &settings));
+            let social = Arc::new(Social::new(
+                store.store.clone(),
+                &settings,
+                ActivityLimits::default(),
+            ));
             social.create_user("fan", "fan").await.unwrap();
             for a in 0..AUTHORS {
                 let author = format!("author{a}");
@@ -343,6 +393,7 @@ async fn concurrent_posts_never_overfill_buckets_or_the_cache() {
                 FeedStrategy::SizedBuckets => {
                     let buckets = store
                         .store
+                        .timelines
                         .buckets(BucketKind::Sized, "fan", None, 0, 10_000, usize::MAX)
                         .await
                         .unwrap();
@@ -373,7 +424,7 @@ async fn concurrent_posts_never_overfill_buckets_or_the_cache() {
                     );
                 }
                 _ => {
-                    let cache = store.store.cache("fan").await.unwrap().unwrap();
+                    let cache = store.store.timelines.cache("fan").await.unwrap().unwrap();
                     let ids: Vec<PostId> = cache.entries.iter().map(|e| e.id).collect();
                     let mut distinct = ids.clone();
                     distinct.dedup();
@@ -418,7 +469,11 @@ async fn concurrent_sized_pushes_into_one_user_roll_over_cleanly() {
                         text: Some("t".into()),
                     })
                     .collect();
-                store.sized_push(&users, &entries, 7).await.unwrap();
+                store
+                    .timelines
+                    .sized_push(&users, &entries, 7)
+                    .await
+                    .unwrap();
             }));
         }
         for task in tasks {
@@ -426,6 +481,7 @@ async fn concurrent_sized_pushes_into_one_user_roll_over_cleanly() {
         }
         let buckets = store
             .store
+            .timelines
             .buckets(BucketKind::Sized, "solo", None, 0, 1000, usize::MAX)
             .await
             .unwrap();
@@ -455,6 +511,7 @@ async fn concurrent_sized_pushes_into_one_user_roll_over_cleanly() {
         let before = ids[50];
         let trimmed = store
             .store
+            .timelines
             .buckets(BucketKind::Sized, "solo", Some(before), 0, 1000, 3)
             .await
             .unwrap();
@@ -499,52 +556,72 @@ async fn users_follows_and_posts_keep_their_counters() {
             display_name: id.to_uppercase(),
             created_at_ms: now_ms(),
         };
-        let alice = store.create_user(&new("alice")).await.unwrap();
+        let alice = store.users.create_user(&new("alice")).await.unwrap();
         assert_eq!((alice.display_name.as_str(), alice.version), ("ALICE", 0));
         assert!(matches!(
-            store.create_user(&new("alice")).await,
+            store.users.create_user(&new("alice")).await,
             Err(StoreError::Conflict(_))
         ));
         for id in ["bob", "carol", "dave"] {
-            store.create_user(&new(id)).await.unwrap();
+            store.users.create_user(&new(id)).await.unwrap();
         }
-        let renamed = store.rename_user("alice", "Alice").await.unwrap().unwrap();
+        let renamed = store
+            .users
+            .rename_user("alice", "Alice")
+            .await
+            .unwrap()
+            .unwrap();
         assert_eq!(
             (renamed.display_name.as_str(), renamed.version),
             ("Alice", 1)
         );
-        assert!(store.rename_user("nobody", "x").await.unwrap().is_none());
-
-        assert!(store.follow("alice", "bob", now_ms()).await.unwrap());
         assert!(
-            !store.follow("alice", "bob", now_ms()).await.unwrap(),
+            store
+                .users
+                .rename_user("nobody", "x")
+                .await
+                .unwrap()
+                .is_none()
+        );
+
+        assert!(store.graph.follow("alice", "bob", now_ms()).await.unwrap());
+        assert!(
+            !store.graph.follow("alice", "bob", now_ms()).await.unwrap(),
             "idempotent"
         );
-        assert!(store.follow("alice", "dave", now_ms()).await.unwrap());
-        assert!(store.follow("carol", "bob", now_ms()).await.unwrap());
+        assert!(store.graph.follow("alice", "dave", now_ms()).await.unwrap());
+        assert!(store.graph.follow("carol", "bob", now_ms()).await.unwrap());
         assert!(matches!(
-            store.follow("alice", "nobody", now_ms()).await,
+            store.graph.follow("alice", "nobody", now_ms()).await,
             Err(StoreError::NotFound(_))
         ));
         assert!(matches!(
-            store.follow("nobody", "alice", now_ms()).await,
+            store.graph.follow("nobody", "alice", now_ms()).await,
             Err(StoreError::NotFound(_))
         ));
 
         assert_eq!(
-            store.following("alice", None, 10).await.unwrap(),
+            store.graph.following("alice", None, 10).await.unwrap(),
             ["bob", "dave"]
         );
         assert_eq!(
-            store.following("alice", Some("bob"), 10).await.unwrap(),
+            store
+                .graph
+                .following("alice", Some("bob"), 10)
+                .await
+                .unwrap(),
             ["dave"]
         );
-        assert_eq!(store.following("alice", None, 1).await.unwrap(), ["bob"]);
         assert_eq!(
-            store.followers("bob", None, 10).await.unwrap(),
+            store.graph.following("alice", None, 1).await.unwrap(),
+            ["bob"]
+        );
+        assert_eq!(
+            store.graph.followers("bob", None, 10).await.unwrap(),
             ["alice", "carol"]
         );
         let mut among: Vec<String> = store
+            .users
             .authors("alice", &["dave".into(), "carol".into(), "bob".into()])
             .await
             .unwrap()
@@ -555,8 +632,13 @@ async fn users_follows_and_posts_keep_their_counters() {
         among.sort();
         assert_eq!(among, ["bob", "dave"]);
 
-        let first = store.insert_post("bob", "one", now_ms()).await.unwrap();
+        let first = store
+            .content
+            .insert_post("bob", "one", now_ms())
+            .await
+            .unwrap();
         let second = store
+            .content
             .insert_post("bob", "two", now_ms() - 60_000)
             .await
             .unwrap();
@@ -565,28 +647,47 @@ async fn users_follows_and_posts_keep_their_counters() {
             "ids increase even when the clock steps back"
         );
         assert!(matches!(
-            store.insert_post("nobody", "x", now_ms()).await,
+            store.content.insert_post("nobody", "x", now_ms()).await,
             Err(StoreError::NotFound(_))
         ));
 
-        let bob = store.user("bob").await.unwrap().unwrap();
+        let bob = store.users.user("bob").await.unwrap().unwrap();
         assert_eq!(
             (bob.followers_count, bob.following_count, bob.posts_count),
             (2, 0, 2)
         );
-        let alice = store.user("alice").await.unwrap().unwrap();
+        let alice = store.users.user("alice").await.unwrap().unwrap();
         assert_eq!((alice.followers_count, alice.following_count), (0, 2));
 
-        assert!(store.unfollow("alice", "bob").await.unwrap());
-        assert!(!store.unfollow("alice", "bob").await.unwrap(), "idempotent");
-        assert_eq!(store.user("bob").await.unwrap().unwrap().followers_count, 1);
+        assert!(store.graph.unfollow("alice", "bob").await.unwrap());
+        assert!(
+            !store.graph.unfollow("alice", "bob").await.unwrap(),
+            "idempotent"
+        );
         assert_eq!(
-            store.user("alice").await.unwrap().unwrap().following_count,
+            store
+                .users
+                .user("bob")
+                .await
+                .unwrap()
+                .unwrap()
+                .followers_count,
+            1
+        );
+        assert_eq!(
+            store
+                .users
+                .user("alice")
+                .await
+                .unwrap()
+                .unwrap()
+                .following_count,
             1
         );
 
         assert_eq!(
             store
+                .content
                 .posts_by_author("bob", None, 10)
                 .await
                 .unwrap()
@@ -597,6 +698,7 @@ async fn users_follows_and_posts_keep_their_counters() {
         );
         assert_eq!(
             store
+                .content
                 .posts_by_author("bob", Some(second.id), 10)
                 .await
                 .unwrap()[0]
@@ -604,21 +706,32 @@ async fn users_follows_and_posts_keep_their_counters() {
             first.id
         );
         assert_eq!(
-            store.delete_post(first.id).await.unwrap().unwrap().text,
+            store
+                .content
+                .delete_post(first.id)
+                .await
+                .unwrap()
+                .unwrap()
+                .text,
             "one"
         );
-        assert!(store.delete_post(first.id).await.unwrap().is_none());
+        assert!(store.content.delete_post(first.id).await.unwrap().is_none());
         assert_eq!(
             store
+                .content
                 .posts_by_ids(&[first.id, second.id])
                 .await
                 .unwrap()
                 .len(),
             1
         );
-        assert_eq!(store.user("bob").await.unwrap().unwrap().posts_count, 1);
+        assert_eq!(
+            store.users.user("bob").await.unwrap().unwrap().posts_count,
+            1
+        );
 
         let mut names: Vec<(String, String)> = store
+            .users
             .authors("alice", &["bob".into(), "zed".into(), "alice".into()])
             .await
             .unwrap()
@@ -628,7 +741,7 @@ async fn users_follows_and_posts_keep_their_counters() {
         names.sort();
         let expected = [("alice", "Alice"), ("bob", "BOB")];
         assert_eq!(names, expected.map(|(i, n)| (i.to_owned(), n.to_owned())));
-        store.ping().await.unwrap();
+        store.health.ping().await.unwrap();
     }
 }
 
@@ -642,19 +755,27 @@ async fn the_change_feed_is_ordered_and_resumable() {
             display_name: id.into(),
             created_at_ms: now_ms(),
         };
-        store.create_user(&new("u1")).await.unwrap();
-        store.create_user(&new("u2")).await.unwrap();
-        store.follow("u1", "u2", now_ms()).await.unwrap();
-        let post = store.insert_post("u2", "hello", now_ms()).await.unwrap();
-        store.rename_user("u1", "Ursula").await.unwrap();
-        store.unfollow("u1", "u2").await.unwrap();
-        store.delete_post(post.id).await.unwrap();
+        store.users.create_user(&new("u1")).await.unwrap();
+        store.users.create_user(&new("u2")).await.unwrap();
+        store.graph.follow("u1", "u2", now_ms()).await.unwrap();
+        let post = store
+            .content
+            .insert_post("u2", "hello", now_ms())
+            .await
+            .unwrap();
+        store.users.rename_user("u1", "Ursula").await.unwrap();
+        store.graph.unfollow("u1", "u2").await.unwrap();
+        store.content.delete_post(post.id).await.unwrap();
 
         // Read it all in small batches, resuming from each batch's last position.
         let mut changes = Vec::new();
         let mut position = None;
         for _ in 0..100 {
-            let batch = store.changes(position.as_ref(), 2).await.unwrap();
+            let batch = store
+                .change_feed
+                .changes(position.as_ref(), 2)
+                .await
+                .unwrap();
             if batch.is_empty() {
                 break;
             }
@@ -705,6 +826,7 @@ async fn the_change_feed_is_ordered_and_resumable() {
         // Resuming from the end yields nothing new.
         assert!(
             store
+                .change_feed
                 .changes(position.as_ref(), 10)
                 .await
                 .unwrap()
@@ -713,7 +835,11 @@ async fn the_change_feed_is_ordered_and_resumable() {
 
         // Trimming loses history for readers behind it, with a distinct error.
         let first = changes[0].position.clone();
-        let dropped = store.trim_changes(now_ms() + 1_000).await.unwrap();
+        let dropped = store
+            .change_feed
+            .trim_changes(now_ms() + 1_000)
+            .await
+            .unwrap();
         if dropped == 0 {
             eprintln!(
                 "{kind:?}: history-lost check SKIPPED: this backend's retention is the server's (oplog size)"
@@ -721,11 +847,12 @@ async fn the_change_feed_is_ordered_and_resumable() {
             continue;
         }
         assert!(matches!(
-            store.changes(Some(&first), 10).await,
+            store.change_feed.changes(Some(&first), 10).await,
             Err(StoreError::HistoryLost(_))
         ));
         assert!(
             store
+                .change_feed
                 .changes(position.as_ref(), 10)
                 .await
                 .unwrap()

@@ -1,8 +1,12 @@
 //! Types of the product, free of any transport or storage library.
 
+mod activity;
 mod ids;
 mod validate;
 
+pub use activity::{
+    Activity, ActivityLayout, ActivityLimits, ActivityPage, ActivityType, Slot, window,
+};
 pub use ids::{PostId, PostIdError, PostIdGenerator};
 pub use validate::{validate_display_name, validate_post_text, validate_user_id};
 
@@ -114,6 +118,24 @@ pub enum ChangeOp {
     Insert,
     Update,
     Delete,
+}
+
+impl ChangeOp {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ChangeOp::Insert => "insert",
+            ChangeOp::Update => "update",
+            ChangeOp::Delete => "delete",
+        }
+    }
+
+    /// `None` for text that names no operation, which a reader must treat as corrupt
+    /// rather than guess.
+    pub fn parse(text: &str) -> Option<Self> {
+        [ChangeOp::Insert, ChangeOp::Update, ChangeOp::Delete]
+            .into_iter()
+            .find(|op| op.as_str() == text)
+    }
 }
 
 /// One entry of the ordered change feed.

@@ -15,7 +15,7 @@ const MAX_BATCH: usize = 16;
 /// sized bucket can hold old posts next to new ones (a follow backfills old posts into the
 /// newest bucket), so sequence order is not id order. With that bound the stop is exact.
 pub(crate) async fn read_buckets(
-    store: &dyn Store,
+    store: &Store,
     kind: BucketKind,
     user: &str,
     before: Option<PostId>,
@@ -25,7 +25,10 @@ pub(crate) async fn read_buckets(
     let mut skip = 0;
     let mut batch = FIRST_BATCH;
     loop {
-        let buckets = store.buckets(kind, user, before, skip, batch, want).await?;
+        let buckets = store
+            .timelines
+            .buckets(kind, user, before, skip, batch, want)
+            .await?;
         let last_batch = buckets.len() < batch;
         skip += buckets.len();
         for bucket in buckets {

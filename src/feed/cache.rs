@@ -8,8 +8,6 @@
 //! entries out, and a follow backfills only entries above the oldest one, so the
 //! invariant survives all of them, and the fallback starts exactly where the cache ends.
 
-use std::sync::Arc;
-
 use async_trait::async_trait;
 
 use super::fanout_on_read::read_through;
@@ -21,12 +19,12 @@ use crate::store::{Store, StoreResult};
 const STALE_BUILD_MS: i64 = 30_000;
 
 pub struct CacheFeed {
-    store: Arc<dyn Store>,
+    store: Store,
     settings: FeedSettings,
 }
 
 impl CacheFeed {
-    pub fn new(store: Arc<dyn Store>, settings: FeedSettings) -> Self {
+    pub fn new(store: Store, settings: FeedSettings) -> Self {
         CacheFeed { store, settings }
     }
 
@@ -34,11 +32,14 @@ impl CacheFeed {
     /// fanned out meanwhile land in it too and nothing is lost.
     async fn build(&self, user: &str) -> StoreResult<()> {
         let size = self.settings.cache_size;
-        let mut entries = read_through(self.store.as_ref(), user, None, size as usize).await?;
+        let mut entries = read_through(&self.store, user, None, size as usize).await?;
         if !self.settings.embed_content {
             entries.iter_mut().for_each(|e| e.text = None);
         }
-        self.store.cache_fill(user, &entries, size).await?;
+        self.store
+            .timelines
+            .cache_fill(user, &entries, size)
+            .await?;
         metrics::counter!("socialite_cache_builds_total").increment(1);
         Ok(())
     }
@@ -53,18 +54,20 @@ impl FeedService for CacheFeed {
     async fn fan_out(&self, post: &Post) -> StoreResult<u64> {
         let entry = [post.entry(self.settings.embed_content)];
         self.store
+            .timelines
             .cache_push_to_audience(&post.author, &entry, self.settings.cache_size)
             .await
     }
 
     async fn retract(&self, post: PostId) -> StoreResult<()> {
         self.store
+            .timelines
             .remove_post_entries(TimelineKind::Cache, post)
             .await
     }
 
     async fn followed(&self, follower: &str, followee: &str) -> StoreResult<()> {
-        let Some(cache) = self.store.cache(follower).await? else {
+        let Some(cache) = self.store.timelines.cache(follower).await? else {
             return Ok(());
         };
         // Entries below the cache's oldest would open a gap above older entries of other
@@ -74,6 +77,7 @@ impl FeedService for CacheFeed {
         };
         let posts = self
             .store
+            .content
             .posts_by_author(followee, None, self.settings.backfill_on_follow as usize)
             .await?;
         let entries: Vec<TimelineEntry> = posts
@@ -83,6 +87,7 @@ impl FeedService for CacheFeed {
             .collect();
         if !entries.is_empty() {
             self.store
+                .timelines
                 .cache_push(&[follower.to_owned()], &entries, self.settings.cache_size)
                 .await?;
         }
@@ -91,6 +96,7 @@ impl FeedService for CacheFeed {
 
     async fn unfollowed(&self, follower: &str, followee: &str) -> StoreResult<()> {
         self.store
+            .timelines
             .remove_author_entries(TimelineKind::Cache, follower, followee)
             .await
     }
@@ -101,8 +107,8 @@ impl FeedService for CacheFeed {
         before: Option<PostId>,
         want: usize,
     ) -> StoreResult<Vec<TimelineEntry>> {
-        let store = self.store.as_ref();
-        let cache = match store.cache(user).await? {
+        let store = &self.store;
+        let cache = match store.timelines.cache(user).await? {
             Some(cache) if cache.ready => cache,
             Some(cache) => {
                 if now_ms() - cache.started_at_ms > STALE_BUILD_MS {
@@ -112,10 +118,10 @@ impl FeedService for CacheFeed {
             }
             None => {
                 // Caches are for existing users only; the page reports the unknown user.
-                if store.user(user).await?.is_none() {
+                if store.users.user(user).await?.is_none() {
                     return Ok(Vec::new());
                 }
-                if store.cache_start(user, now_ms()).await? {
+                if store.timelines.cache_start(user, now_ms()).await? {
                     self.build(user).await?;
                 }
                 return read_through(store, user, before, want).await;

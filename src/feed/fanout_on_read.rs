@@ -1,8 +1,6 @@
 //! Fanout on read: nothing is materialised; a read merges the newest posts of the reader
 //! and everyone the reader follows, through the (author, id) index.
 
-use std::sync::Arc;
-
 use async_trait::async_trait;
 
 use super::FeedService;
@@ -10,23 +8,24 @@ use crate::domain::{FeedStrategy, Post, PostId, TimelineEntry};
 use crate::store::{Store, StoreResult};
 
 pub struct FanoutOnRead {
-    store: Arc<dyn Store>,
+    store: Store,
 }
 
 impl FanoutOnRead {
-    pub fn new(store: Arc<dyn Store>) -> Self {
+    pub fn new(store: Store) -> Self {
         FanoutOnRead { store }
     }
 }
 
 /// The fanout-on-read query, shared with the cache strategy's fallback.
 pub(crate) async fn read_through(
-    store: &dyn Store,
+    store: &Store,
     user: &str,
     before: Option<PostId>,
     want: usize,
 ) -> StoreResult<Vec<TimelineEntry>> {
     Ok(store
+        .content
         .home_posts(user, before, want)
         .await?
         .iter()
@@ -62,6 +61,6 @@ impl FeedService for FanoutOnRead {
         before: Option<PostId>,
         want: usize,
     ) -> StoreResult<Vec<TimelineEntry>> {
-        read_through(self.store.as_ref(), user, before, want).await
+        read_through(&self.store, user, before, want).await
     }
 }

@@ -22,9 +22,6 @@ pub use timed_buckets::TimedBuckets;
 use crate::domain::{FeedStrategy, Post, PostId, TimelineEntry};
 use crate::store::{Store, StoreError, StoreResult};
 
-/// Followers are fanned out to in batches of this many.
-pub const FANOUT_BATCH: usize = 1000;
-
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FeedSettings {
     pub strategy: FeedStrategy,
@@ -77,7 +74,7 @@ pub trait FeedService: Send + Sync {
 }
 
 /// Builds the service the settings select.
-pub fn build(store: Arc<dyn Store>, settings: &FeedSettings) -> Arc<dyn FeedService> {
+pub fn build(store: Store, settings: &FeedSettings) -> Arc<dyn FeedService> {
     match settings.strategy {
         FeedStrategy::FanoutOnRead => Arc::new(FanoutOnRead::new(store)),
         FeedStrategy::TimedBuckets => Arc::new(TimedBuckets::new(store, settings.clone())),
@@ -103,7 +100,7 @@ pub struct TimelinePage {
 
 /// The configured strategy plus everything strategies share.
 pub struct Timelines {
-    store: Arc<dyn Store>,
+    store: Store,
     feed: Arc<dyn FeedService>,
 }
 
@@ -112,7 +109,7 @@ pub struct Timelines {
 const MAX_READ_ROUNDS: usize = 8;
 
 impl Timelines {
-    pub fn new(store: Arc<dyn Store>, settings: &FeedSettings) -> Self {
+    pub fn new(store: Store, settings: &FeedSettings) -> Self {
         let feed = build(store.clone(), settings);
         Timelines { store, feed }
     }
@@ -130,7 +127,7 @@ impl Timelines {
         let written = self.feed.fan_out(post).await?;
         // A delete that ran while we fanned out may have retracted before our pushes
         // landed; the delete removes the post first, so checking it now closes the race.
-        if self.store.post(post.id).await?.is_none() {
+        if self.store.content.post(post.id).await?.is_none() {
             self.feed.retract(post.id).await?;
         }
         metrics::counter!("socialite_fanout_posts_total", "strategy" => strategy.as_str())
@@ -177,7 +174,7 @@ impl Timelines {
                 break;
             }
         }
-        if kept.is_empty() && self.store.user(user).await?.is_none() {
+        if kept.is_empty() && self.store.users.user(user).await?.is_none() {
             return Err(StoreError::NotFound(format!("user {user}")));
         }
         let next_cursor = (kept.len() > limit).then(|| kept[limit - 1].id);
@@ -213,7 +210,7 @@ impl Timelines {
         let authors: Vec<String> = distinct(entries.iter().map(|e| e.author.as_str()))
             .map(str::to_owned)
             .collect();
-        let views = self.store.authors(user, &authors).await?;
+        let views = self.store.users.authors(user, &authors).await?;
         if self.strategy() != FeedStrategy::FanoutOnRead {
             let followed: HashSet<&str> = views
                 .iter()
@@ -231,6 +228,7 @@ impl Timelines {
         if !linked.is_empty() {
             let texts: HashMap<PostId, String> = self
                 .store
+                .content
                 .posts_by_ids(&linked)
                 .await?
                 .into_iter()
@@ -244,34 +242,6 @@ impl Timelines {
             });
         }
         Ok(entries)
-    }
-}
-
-/// Calls `deliver` with the author and then the followers, in batches of
-/// [`FANOUT_BATCH`]. Returns the sum of what `deliver` reports.
-pub(crate) async fn in_follower_batches<F, Fut>(
-    store: &dyn Store,
-    author: &str,
-    mut deliver: F,
-) -> StoreResult<u64>
-where
-    F: FnMut(Vec<String>) -> Fut,
-    Fut: std::future::Future<Output = StoreResult<u64>>,
-{
-    let mut written = deliver(vec![author.to_owned()]).await?;
-    let mut after: Option<String> = None;
-    loop {
-        let batch = store
-            .followers(author, after.as_deref(), FANOUT_BATCH)
-            .await?;
-        let last_batch = batch.len() < FANOUT_BATCH;
-        after = batch.last().cloned();
-        if !batch.is_empty() {
-            written += deliver(batch).await?;
-        }
-        if last_batch {
-            return Ok(written);
-        }
     }
 }
 

@@ -2,24 +2,22 @@
 //! `bucket_size` entries, then roll over to the next. The store makes the rollover
 //! race-free; see `Store::sized_push`.
 
-use std::sync::Arc;
-
 use async_trait::async_trait;
 
 use super::buckets::read_buckets;
-use super::{FeedService, FeedSettings, in_follower_batches};
+use super::{FeedService, FeedSettings};
 use crate::domain::{BucketKind, FeedStrategy, Post, PostId, TimelineEntry, TimelineKind};
-use crate::store::{Store, StoreResult};
+use crate::store::{Store, StoreResult, in_follower_batches};
 
 const KIND: BucketKind = BucketKind::Sized;
 
 pub struct SizedBuckets {
-    store: Arc<dyn Store>,
+    store: Store,
     settings: FeedSettings,
 }
 
 impl SizedBuckets {
-    pub fn new(store: Arc<dyn Store>, settings: FeedSettings) -> Self {
+    pub fn new(store: Store, settings: FeedSettings) -> Self {
         SizedBuckets { store, settings }
     }
 }
@@ -33,9 +31,9 @@ impl FeedService for SizedBuckets {
     async fn fan_out(&self, post: &Post) -> StoreResult<u64> {
         let entry = [post.entry(self.settings.embed_content)];
         let entry = &entry;
-        let (store, size) = (self.store.as_ref(), self.settings.bucket_size);
-        in_follower_batches(store, &post.author, |targets| async move {
-            store.sized_push(&targets, entry, size).await?;
+        let (store, size) = (&self.store, self.settings.bucket_size);
+        in_follower_batches(store.graph.as_ref(), &post.author, |targets| async move {
+            store.timelines.sized_push(&targets, entry, size).await?;
             Ok(targets.len() as u64)
         })
         .await
@@ -43,6 +41,7 @@ impl FeedService for SizedBuckets {
 
     async fn retract(&self, post: PostId) -> StoreResult<()> {
         self.store
+            .timelines
             .remove_post_entries(TimelineKind::Buckets(KIND), post)
             .await
     }
@@ -50,6 +49,7 @@ impl FeedService for SizedBuckets {
     async fn followed(&self, follower: &str, followee: &str) -> StoreResult<()> {
         let mut posts = self
             .store
+            .content
             .posts_by_author(followee, None, self.settings.backfill_on_follow as usize)
             .await?;
         posts.reverse();
@@ -58,12 +58,14 @@ impl FeedService for SizedBuckets {
             .map(|p| p.entry(self.settings.embed_content))
             .collect();
         self.store
+            .timelines
             .sized_push(&[follower.to_owned()], &entries, self.settings.bucket_size)
             .await
     }
 
     async fn unfollowed(&self, follower: &str, followee: &str) -> StoreResult<()> {
         self.store
+            .timelines
             .remove_author_entries(TimelineKind::Buckets(KIND), follower, followee)
             .await
     }
@@ -74,6 +76,6 @@ impl FeedService for SizedBuckets {
         before: Option<PostId>,
         want: usize,
     ) -> StoreResult<Vec<TimelineEntry>> {
-        read_buckets(self.store.as_ref(), KIND, user, before, want).await
+        read_buckets(&self.store, KIND, user, before, want).await
     }
 }

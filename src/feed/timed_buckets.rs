@@ -2,24 +2,23 @@
 //! `floor(post time / span)`, so a bucket holds exactly its period's entries.
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
 
 use async_trait::async_trait;
 
 use super::buckets::read_buckets;
-use super::{FeedService, FeedSettings, in_follower_batches};
+use super::{FeedService, FeedSettings};
 use crate::domain::{BucketKind, FeedStrategy, Post, PostId, TimelineEntry, TimelineKind};
-use crate::store::{Store, StoreResult};
+use crate::store::{Store, StoreResult, in_follower_batches};
 
 const KIND: BucketKind = BucketKind::Timed;
 
 pub struct TimedBuckets {
-    store: Arc<dyn Store>,
+    store: Store,
     settings: FeedSettings,
 }
 
 impl TimedBuckets {
-    pub fn new(store: Arc<dyn Store>, settings: FeedSettings) -> Self {
+    pub fn new(store: Store, settings: FeedSettings) -> Self {
         TimedBuckets { store, settings }
     }
 }
@@ -40,9 +39,9 @@ impl FeedService for TimedBuckets {
         let key = bucket_of(post.id, self.settings.bucket_span_ms);
         let entry = [post.entry(self.settings.embed_content)];
         let entry = &entry;
-        let store = self.store.as_ref();
-        in_follower_batches(store, &post.author, |targets| async move {
-            store.timed_push(&targets, key, entry).await?;
+        let store = &self.store;
+        in_follower_batches(store.graph.as_ref(), &post.author, |targets| async move {
+            store.timelines.timed_push(&targets, key, entry).await?;
             Ok(targets.len() as u64)
         })
         .await
@@ -50,6 +49,7 @@ impl FeedService for TimedBuckets {
 
     async fn retract(&self, post: PostId) -> StoreResult<()> {
         self.store
+            .timelines
             .remove_post_entries(TimelineKind::Buckets(KIND), post)
             .await
     }
@@ -57,6 +57,7 @@ impl FeedService for TimedBuckets {
     async fn followed(&self, follower: &str, followee: &str) -> StoreResult<()> {
         let posts = self
             .store
+            .content
             .posts_by_author(followee, None, self.settings.backfill_on_follow as usize)
             .await?;
         let mut by_bucket: BTreeMap<i64, Vec<TimelineEntry>> = BTreeMap::new();
@@ -68,13 +69,17 @@ impl FeedService for TimedBuckets {
         }
         let follower = [follower.to_owned()];
         for (key, entries) in by_bucket {
-            self.store.timed_push(&follower, key, &entries).await?;
+            self.store
+                .timelines
+                .timed_push(&follower, key, &entries)
+                .await?;
         }
         Ok(())
     }
 
     async fn unfollowed(&self, follower: &str, followee: &str) -> StoreResult<()> {
         self.store
+            .timelines
             .remove_author_entries(TimelineKind::Buckets(KIND), follower, followee)
             .await
     }
@@ -85,7 +90,7 @@ impl FeedService for TimedBuckets {
         before: Option<PostId>,
         want: usize,
     ) -> StoreResult<Vec<TimelineEntry>> {
-        read_buckets(self.store.as_ref(), KIND, user, before, want).await
+        read_buckets(&self.store, KIND, user, before, want).await
     }
 }
 

@@ -7,8 +7,7 @@ use utoipa::{IntoParams, ToSchema};
 
 use super::error::{ApiError, ApiResult, Json, Problem, Query};
 use super::{AppState, known_post_id, known_user_id, parse_limit};
-use crate::activity::Activity;
-use crate::domain::format_time_ms;
+use crate::domain::{Activity, format_time_ms};
 
 /// The deepest `skip` accepted.
 const MAX_SKIP: u64 = 10_000_000;
@@ -73,7 +72,7 @@ pub async fn like(
 ) -> ApiResult<StatusCode> {
     known_user_id(&id)?;
     let post = known_post_id(&post_id)?;
-    state.activity.like(&id, post).await?;
+    state.social.activity().like(&id, post).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -92,8 +91,7 @@ pub async fn unlike(
 ) -> ApiResult<StatusCode> {
     known_user_id(&id)?;
     let post = known_post_id(&post_id)?;
-    state.social.user(&id).await?;
-    state.activity.unlike(&id, post).await?;
+    state.social.activity().unlike(&id, post).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -125,7 +123,7 @@ pub async fn list_activity(
             }
         },
     };
-    let page = state.activity.page(&id, skip, limit).await?;
+    let page = state.social.activity().page(&id, skip, limit).await?;
     Ok(Json(ActivityPageBody {
         items: page.items.into_iter().map(ActivityBody::from).collect(),
         total: page.total,

@@ -81,10 +81,11 @@ impl From<StoreError> for ApiError {
                 "conflict",
                 format!("{what} already exists"),
             ),
-            StoreError::InvalidPosition(_) | StoreError::HistoryLost(_) => {
-                ApiError::new(StatusCode::GONE, "history-lost", error.to_string())
-            }
-            StoreError::Backend(cause) => {
+            StoreError::Invalid(why) => ApiError::invalid(why),
+            // No route reads the change feed, so a position error is a server fault.
+            cause @ (StoreError::InvalidPosition(_)
+            | StoreError::HistoryLost(_)
+            | StoreError::Backend(_)) => {
                 // The cause goes to the log, never to the client.
                 tracing::error!(error = %format!("{cause:#}"), "storage failure");
                 ApiError::new(

@@ -7,8 +7,8 @@ use utoipa::{IntoParams, ToSchema};
 
 use super::error::{ApiError, ApiResult, Json, Problem, Query};
 use super::{AppState, known_user_id, parse_limit};
-use crate::activity::ActivityType;
 use crate::domain::validate_user_id;
+use crate::service::Direction;
 
 #[derive(Debug, Deserialize, IntoParams)]
 pub struct ListQuery {
@@ -32,14 +32,6 @@ pub struct UserRefPage {
     pub next_cursor: Option<String>,
 }
 
-async fn ensure_users_exist(state: &AppState, ids: [&str; 2]) -> ApiResult<()> {
-    for id in ids {
-        known_user_id(id)?;
-        state.social.user(id).await?;
-    }
-    Ok(())
-}
-
 /// Follow a user. Idempotent.
 #[utoipa::path(
     put, path = "/v1/users/{id}/following/{target}", tag = "graph",
@@ -54,17 +46,9 @@ pub async fn follow(
     State(state): State<AppState>,
     Path((id, target)): Path<(String, String)>,
 ) -> ApiResult<StatusCode> {
-    if id == target {
-        return Err(ApiError::invalid("a user cannot follow themselves"));
-    }
     known_user_id(&id)?;
     known_user_id(&target)?;
-    if state.social.follow(&id, &target).await? {
-        state
-            .activity
-            .record(&id, ActivityType::Follow, &target)
-            .await?;
-    }
+    state.social.follow(&id, &target).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -81,7 +65,8 @@ pub async fn unfollow(
     State(state): State<AppState>,
     Path((id, target)): Path<(String, String)>,
 ) -> ApiResult<StatusCode> {
-    ensure_users_exist(&state, [&id, &target]).await?;
+    known_user_id(&id)?;
+    known_user_id(&target)?;
     state.social.unfollow(&id, &target).await?;
     Ok(StatusCode::NO_CONTENT)
 }
@@ -102,23 +87,18 @@ async fn page(
     state: &AppState,
     id: &str,
     query: &ListQuery,
-    followers: bool,
+    direction: Direction,
 ) -> ApiResult<Json<UserRefPage>> {
     known_user_id(id)?;
     let limit = parse_limit(query.limit.as_deref())?;
     let cursor = parse_cursor(query.cursor.as_deref())?;
-    state.social.user(id).await?;
-    let store = &state.social.store;
-    let mut ids = if followers {
-        store.followers(id, cursor, limit + 1).await?
-    } else {
-        store.following(id, cursor, limit + 1).await?
-    };
-    let next_cursor = (ids.len() > limit).then(|| ids[limit - 1].clone());
-    ids.truncate(limit);
+    let page = state
+        .social
+        .follow_list(id, direction, cursor, limit)
+        .await?;
     Ok(Json(UserRefPage {
-        items: ids.into_iter().map(|id| UserRef { id }).collect(),
-        next_cursor,
+        items: page.items.into_iter().map(|id| UserRef { id }).collect(),
+        next_cursor: page.next,
     }))
 }
 
@@ -137,7 +117,7 @@ pub async fn list_following(
     Path(id): Path<String>,
     Query(query): Query<ListQuery>,
 ) -> ApiResult<Json<UserRefPage>> {
-    page(&state, &id, &query, false).await
+    page(&state, &id, &query, Direction::Following).await
 }
 
 /// Who follows a user, by id ascending.
@@ -155,5 +135,5 @@ pub async fn list_followers(
     Path(id): Path<String>,
     Query(query): Query<ListQuery>,
 ) -> ApiResult<Json<UserRefPage>> {
-    page(&state, &id, &query, true).await
+    page(&state, &id, &query, Direction::Followers).await
 }

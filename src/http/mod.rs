@@ -32,7 +32,6 @@ use error::{ApiError, ApiResult};
 #[derive(Clone)]
 pub struct AppState {
     pub social: Arc<Social>,
-    pub activity: Arc<crate::activity::ActivityLog>,
     pub metrics: PrometheusHandle,
 }
 

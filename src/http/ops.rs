@@ -41,7 +41,7 @@ pub async fn healthz() -> Json<Status> {
         (status = 503, description = "Storage unavailable", body = Problem, content_type = "application/problem+json"),
     ))]
 pub async fn readyz(State(state): State<AppState>) -> ApiResult<Json<Status>> {
-    match state.social.store.ping().await {
+    match state.social.ping().await {
         Ok(()) => Ok(Json(Status { status: "ok" })),
         Err(error) => {
             tracing::warn!(error = %error, "readiness check failed");
@@ -77,7 +77,7 @@ pub async fn openapi() -> Json<utoipa::openapi::OpenApi> {
 pub async fn meta(State(state): State<AppState>) -> Json<Meta> {
     Json(Meta {
         version: env!("CARGO_PKG_VERSION"),
-        storage: state.social.store.backend(),
-        feed_strategy: state.social.timelines.strategy().as_str(),
+        storage: state.social.backend(),
+        feed_strategy: state.social.strategy().as_str(),
     })
 }

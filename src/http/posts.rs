@@ -7,7 +7,6 @@ use utoipa::{IntoParams, ToSchema};
 
 use super::error::{ApiError, ApiResult, Json, Problem, Query};
 use super::{AppState, known_post_id, known_user_id, parse_before, parse_limit};
-use crate::activity::ActivityType;
 use crate::domain::{Post, format_time_ms, validate_post_text};
 
 #[derive(Debug, Deserialize, ToSchema)]
@@ -80,10 +79,6 @@ pub async fn create_post(
     known_user_id(&id)?;
     validate_post_text(&body.text).map_err(ApiError::invalid)?;
     let post = state.social.post(&id, &body.text).await?;
-    state
-        .activity
-        .record(&id, ActivityType::Post, &post.id.to_string())
-        .await?;
     Ok((StatusCode::CREATED, Json(post.into())))
 }
 
@@ -101,13 +96,7 @@ pub async fn get_post(
     Path(post_id): Path<String>,
 ) -> ApiResult<Json<PostBody>> {
     let id = known_post_id(&post_id)?;
-    let post = state
-        .social
-        .store
-        .post(id)
-        .await?
-        .ok_or_else(|| ApiError::not_found(format!("post {post_id} not found")))?;
-    Ok(Json(post.into()))
+    Ok(Json(state.social.get_post(id).await?.into()))
 }
 
 /// Delete a post everywhere.
@@ -148,16 +137,9 @@ pub async fn list_posts(
     known_user_id(&id)?;
     let limit = parse_limit(query.limit.as_deref())?;
     let before = parse_before(query.before.as_deref())?;
-    state.social.user(&id).await?;
-    let mut posts = state
-        .social
-        .store
-        .posts_by_author(&id, before, limit + 1)
-        .await?;
-    let next_cursor = (posts.len() > limit).then(|| posts[limit - 1].id.to_string());
-    posts.truncate(limit);
+    let page = state.social.posts(&id, before, limit).await?;
     Ok(Json(PostPage {
-        items: posts.into_iter().map(PostBody::from).collect(),
-        next_cursor,
+        items: page.items.into_iter().map(PostBody::from).collect(),
+        next_cursor: page.next.map(|id| id.to_string()),
     }))
 }

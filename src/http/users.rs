@@ -114,11 +114,7 @@ pub async fn update_user(
 ) -> ApiResult<Json<UserBody>> {
     known_user_id(&id)?;
     validate_display_name(&body.display_name).map_err(ApiError::invalid)?;
-    let user = state
-        .social
-        .store
-        .rename_user(&id, &body.display_name)
-        .await?
-        .ok_or_else(|| ApiError::not_found(format!("user {id} not found")))?;
-    Ok(Json(user.into()))
+    Ok(Json(
+        state.social.rename(&id, &body.display_name).await?.into(),
+    ))
 }

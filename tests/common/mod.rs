@@ -14,9 +14,8 @@ use reqwest::StatusCode;
 use serde_json::{Value, json};
 use socialite::app::{RunningServer, spawn};
 use socialite::config::{Backend, Config};
+use socialite::store::Store;
 use socialite::store::embedded::{EmbeddedStore, Synchronous};
-use socialite::store::mongo::activity::MongoActivityStore;
-use socialite::store::{ActivityStore, Store};
 
 pub const MONGO_ENV: &str = "SOCIALITE_TEST_MONGODB_URI";
 
@@ -74,8 +73,7 @@ pub fn mongo_uri_with_database(base: &str, database: &str) -> String {
 
 /// A fresh store; keep the guard alive as long as the store.
 pub struct TestStore {
-    pub store: Arc<dyn Store>,
-    pub activity: Arc<dyn ActivityStore>,
+    pub store: Store,
     pub kind: Kind,
     _dir: Option<tempfile::TempDir>,
 }
@@ -84,11 +82,10 @@ pub async fn fresh_store(kind: Kind) -> TestStore {
     match kind {
         Kind::Embedded => {
             let dir = tempfile::tempdir().unwrap();
-            let store = Arc::new(
+            let store = Store::new(Arc::new(
                 EmbeddedStore::open(&dir.path().join("t.db"), Synchronous::Normal).unwrap(),
-            );
+            ));
             TestStore {
-                activity: store.clone(),
                 store,
                 kind,
                 _dir: Some(dir),
@@ -100,12 +97,8 @@ pub async fn fresh_store(kind: Kind) -> TestStore {
             let store = socialite::store::mongo::connect(&uri)
                 .await
                 .expect("connecting to MongoDB");
-            let activity = MongoActivityStore::connect(&uri)
-                .await
-                .expect("connecting to MongoDB");
             TestStore {
                 store,
-                activity: Arc::new(activity),
                 kind,
                 _dir: None,
             }

@@ -6,10 +6,9 @@ use async_trait::async_trait;
 use rusqlite::{OptionalExtension, params};
 
 use super::{EmbeddedStore, user_exists};
-use crate::activity::{
-    Activity, ActivityLayout, ActivityLimits, ActivityPage, ActivityType, Slot, window,
+use crate::domain::{
+    Activity, ActivityLayout, ActivityLimits, ActivityPage, ActivityType, PostId, Slot, window,
 };
-use crate::domain::PostId;
 use crate::store::{ActivityStore, StoreError, StoreResult};
 
 struct Head {

@@ -13,23 +13,17 @@
 //!   `$setOnInsert`; then `hasOverflow` and `overflowPages` are kept with `$set`/`$max`.
 //! - `likes` `{_id: {u: user, p: post}}`.
 
-use anyhow::Context;
 use async_trait::async_trait;
 use futures::TryStreamExt;
+use mongodb::Collection;
 use mongodb::bson::{Document, doc, oid::ObjectId};
 use mongodb::options::ReturnDocument;
-use mongodb::{Collection, Database};
 
-use super::{backend, exists, is_duplicate_key, oid};
-use crate::activity::{
-    Activity, ActivityLayout, ActivityLimits, ActivityPage, ActivityType, Slot, window,
+use super::{MongoStore, db_error, exists, is_duplicate_key, oid};
+use crate::domain::{
+    Activity, ActivityLayout, ActivityLimits, ActivityPage, ActivityType, PostId, Slot, window,
 };
-use crate::domain::PostId;
 use crate::store::{ActivityStore, StoreError, StoreResult};
-
-pub struct MongoActivityStore {
-    db: Database,
-}
 
 /// A counter field as a count.
 fn int(doc: &Document, key: &str) -> u64 {
@@ -52,19 +46,7 @@ fn activity(seq: u64, doc: &Document) -> StoreResult<Activity> {
     })
 }
 
-impl MongoActivityStore {
-    pub async fn connect(uri: &str) -> anyhow::Result<Self> {
-        let store = MongoActivityStore {
-            db: super::open_database(uri).await?,
-        };
-        store
-            .pages()
-            .create_index(super::index(doc! { "user": 1, "page": 1 }, true))
-            .await
-            .context("creating the activity_pages index")?;
-        Ok(store)
-    }
-
+impl MongoStore {
     fn primary(&self) -> Collection<Document> {
         self.db.collection("user_activity")
     }
@@ -74,7 +56,7 @@ impl MongoActivityStore {
     }
 
     async fn user_exists(&self, user: &str) -> StoreResult<bool> {
-        exists(&self.db.collection("users"), doc! { "_id": user }).await
+        self.exists("users", doc! { "_id": user }).await
     }
 
     /// The primary document's counters and layout, creating the document on first use.
@@ -85,7 +67,7 @@ impl MongoActivityStore {
             .find_one(doc! { "_id": user })
             .projection(projection.clone())
             .await
-            .map_err(backend)?
+            .map_err(db_error)?
         {
             return Ok(head);
         }
@@ -108,13 +90,13 @@ impl MongoActivityStore {
             .return_document(ReturnDocument::After)
             .projection(projection)
             .await
-            .map_err(backend)?;
+            .map_err(db_error)?;
         created.ok_or_else(|| StoreError::NotFound(format!("activity log of {user}")))
     }
 }
 
 #[async_trait]
-impl ActivityStore for MongoActivityStore {
+impl ActivityStore for MongoStore {
     async fn record_activity(
         &self,
         user: &str,
@@ -141,7 +123,7 @@ impl ActivityStore for MongoActivityStore {
                 .return_document(ReturnDocument::After)
                 .projection(doc! { "count": 1 })
                 .await
-                .map_err(backend)?;
+                .map_err(db_error)?;
             if let Some(after) = pushed {
                 let seq = int(&after, "count") - 1;
                 return Ok(Activity {
@@ -162,7 +144,7 @@ impl ActivityStore for MongoActivityStore {
             .return_document(ReturnDocument::After)
             .projection(doc! { "overflowSeq": 1 })
             .await
-            .map_err(backend)?
+            .map_err(db_error)?
             .ok_or_else(|| StoreError::NotFound(format!("activity log of {user}")))?;
         let seq = u64::from(fixed.primary_limit) + int(&counter, "overflowSeq") - 1;
         let Slot::Page(page) = fixed.slot(seq) else {
@@ -190,7 +172,7 @@ impl ActivityStore for MongoActivityStore {
             {
                 Ok(_) => break,
                 Err(error) if is_duplicate_key(&error) && attempts < 8 => attempts += 1,
-                Err(error) => return Err(backend(error)),
+                Err(error) => return Err(db_error(error)),
             }
         }
         self.primary()
@@ -199,7 +181,7 @@ impl ActivityStore for MongoActivityStore {
                 doc! { "$max": { "overflowPages": page as i64 + 1 } },
             )
             .await
-            .map_err(backend)?;
+            .map_err(db_error)?;
         Ok(Activity {
             seq,
             kind,
@@ -214,7 +196,7 @@ impl ActivityStore for MongoActivityStore {
             .primary()
             .find_one(doc! { "_id": user })
             .await
-            .map_err(backend)?
+            .map_err(db_error)?
         else {
             if self.user_exists(user).await? {
                 return Ok(ActivityPage {
@@ -249,8 +231,8 @@ impl ActivityStore for MongoActivityStore {
                 .pages()
                 .find(doc! { "user": user, "page": { "$in": pages } })
                 .await
-                .map_err(backend)?;
-            while let Some(page) = cursor.try_next().await.map_err(backend)? {
+                .map_err(db_error)?;
+            while let Some(page) = cursor.try_next().await.map_err(db_error)? {
                 for item in page
                     .get_array("activities")
                     .map(|a| a.as_slice())
@@ -287,7 +269,7 @@ impl ActivityStore for MongoActivityStore {
             .primary()
             .find_one(doc! { "_id": user })
             .await
-            .map_err(backend)?
+            .map_err(db_error)?
         {
             layout.primary = head
                 .get_array("activities")
@@ -299,8 +281,8 @@ impl ActivityStore for MongoActivityStore {
             .find(doc! { "user": user })
             .sort(doc! { "page": 1 })
             .await
-            .map_err(backend)?;
-        while let Some(page) = cursor.try_next().await.map_err(backend)? {
+            .map_err(db_error)?;
+        while let Some(page) = cursor.try_next().await.map_err(db_error)? {
             let entries = page
                 .get_array("activities")
                 .map(|a| a.len() as u64)
@@ -327,7 +309,7 @@ impl ActivityStore for MongoActivityStore {
         {
             Ok(_) => Ok(true),
             Err(error) if is_duplicate_key(&error) => Ok(false),
-            Err(error) => Err(backend(error)),
+            Err(error) => Err(db_error(error)),
         }
     }
 
@@ -338,7 +320,7 @@ impl ActivityStore for MongoActivityStore {
             .collection::<Document>("likes")
             .delete_one(doc! { "_id": { "u": user, "p": oid } })
             .await
-            .map_err(backend)?;
+            .map_err(db_error)?;
         Ok(result.deleted_count > 0)
     }
 }

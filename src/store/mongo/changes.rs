@@ -6,14 +6,15 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+use async_trait::async_trait;
 use mongodb::Database;
 use mongodb::bson::{Bson, Document, Timestamp, doc};
 use mongodb::change_stream::event::{ChangeStreamEvent, OperationType, ResumeToken};
 use mongodb::options::FullDocumentType;
 
-use super::{backend, error_code, post_from, user_from};
+use super::{MongoStore, db_error, error_code, post_from, user_from};
 use crate::domain::{Change, ChangeOp, ChangePosition};
-use crate::store::{StoreError, StoreResult};
+use crate::store::{ChangeFeed, StoreError, StoreResult};
 
 const CHANGE_STREAM_HISTORY_LOST: i32 = 286;
 /// How long a read waits for changes that are not there yet.
@@ -67,7 +68,7 @@ fn map_error(error: mongodb::error::Error, position: Option<&ChangePosition>) ->
     if error_code(&error) == Some(CHANGE_STREAM_HISTORY_LOST) {
         return StoreError::HistoryLost(position.map(|p| p.0.clone()).unwrap_or_default());
     }
-    backend(error)
+    db_error(error)
 }
 
 fn key_of(value: Option<&Bson>) -> Option<String> {
@@ -182,4 +183,20 @@ pub(super) async fn read(
         }
     }
     Ok(changes)
+}
+
+#[async_trait]
+impl ChangeFeed for MongoStore {
+    async fn changes(
+        &self,
+        after: Option<&ChangePosition>,
+        limit: usize,
+    ) -> StoreResult<Vec<Change>> {
+        read(&self.db, after, limit).await
+    }
+
+    /// The oplog's size is MongoDB's retention; nothing to trim here.
+    async fn trim_changes(&self, _older_than_ms: i64) -> StoreResult<u64> {
+        Ok(0)
+    }
 }

@@ -1,4 +1,4 @@
-//! The user activity log, kept with the outlier pattern: the first `primary_limit`
+//! Activity log types and slot math. The log is kept with the outlier pattern: the first `primary_limit`
 //! entries live in the user's primary activity document, later ones in overflow pages of
 //! `page_size` entries.
 //!
@@ -9,12 +9,8 @@
 //! separate read) cannot happen.
 
 use std::ops::RangeInclusive;
-use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
-
-use crate::domain::{PostId, now_ms};
-use crate::store::{ActivityStore, StoreResult};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -55,6 +51,15 @@ pub struct Activity {
 pub struct ActivityLimits {
     pub primary_limit: u32,
     pub page_size: u32,
+}
+
+impl Default for ActivityLimits {
+    fn default() -> Self {
+        ActivityLimits {
+            primary_limit: 1000,
+            page_size: 1000,
+        }
+    }
 }
 
 /// Where an entry lives.
@@ -99,51 +104,6 @@ pub fn window(total: u64, skip: u64, limit: u64) -> Option<RangeInclusive<u64>> 
     let newest = total - 1 - skip;
     let oldest = newest.saturating_sub(limit - 1);
     Some(oldest..=newest)
-}
-
-/// Records activities and reads them back.
-pub struct ActivityLog {
-    store: Arc<dyn ActivityStore>,
-    limits: ActivityLimits,
-}
-
-impl ActivityLog {
-    pub fn new(store: Arc<dyn ActivityStore>, limits: ActivityLimits) -> Self {
-        ActivityLog { store, limits }
-    }
-
-    pub fn store(&self) -> &Arc<dyn ActivityStore> {
-        &self.store
-    }
-
-    pub async fn record(
-        &self,
-        user: &str,
-        kind: ActivityType,
-        reference: &str,
-    ) -> StoreResult<Activity> {
-        self.store
-            .record_activity(user, kind, reference, now_ms(), self.limits)
-            .await
-    }
-
-    /// Likes a post; records the activity only when the like is new.
-    pub async fn like(&self, user: &str, post: PostId) -> StoreResult<()> {
-        if self.store.like(user, post, now_ms()).await? {
-            self.record(user, ActivityType::Like, &post.to_string())
-                .await?;
-        }
-        Ok(())
-    }
-
-    pub async fn unlike(&self, user: &str, post: PostId) -> StoreResult<()> {
-        self.store.unlike(user, post).await?;
-        Ok(())
-    }
-
-    pub async fn page(&self, user: &str, skip: u64, limit: u64) -> StoreResult<ActivityPage> {
-        self.store.activities(user, skip, limit).await
-    }
 }
 
 #[cfg(test)]

@@ -1,0 +1,29 @@
+//! The activity port: each user's activity log, kept with the outlier pattern, and likes.
+
+use async_trait::async_trait;
+
+use super::StoreResult;
+use crate::domain::{Activity, ActivityLayout, ActivityLimits, ActivityPage, ActivityType, PostId};
+
+#[async_trait]
+pub trait ActivityStore: Send + Sync + 'static {
+    /// Appends an activity with the next sequence number. A user's first activity fixes
+    /// the layout of their log to `limits`. `NotFound` when the user is unknown.
+    async fn record_activity(
+        &self,
+        user: &str,
+        kind: ActivityType,
+        reference: &str,
+        ts_ms: i64,
+        limits: ActivityLimits,
+    ) -> StoreResult<Activity>;
+    /// Entries `skip..skip+limit` counted from the newest, newest first, reading only
+    /// the documents that hold them. `NotFound` when the user is unknown.
+    async fn activities(&self, user: &str, skip: u64, limit: u64) -> StoreResult<ActivityPage>;
+    /// How many entries the primary document and each page hold.
+    async fn activity_layout(&self, user: &str) -> StoreResult<ActivityLayout>;
+    /// Returns whether the like is new. `NotFound` when the user or post is unknown.
+    async fn like(&self, user: &str, post: PostId, now_ms: i64) -> StoreResult<bool>;
+    /// Returns whether a like was removed.
+    async fn unlike(&self, user: &str, post: PostId) -> StoreResult<bool>;
+}

@@ -1,0 +1,19 @@
+//! The change feed port: every change to users, follows and posts, in order.
+
+use async_trait::async_trait;
+
+use super::StoreResult;
+use crate::domain::{Change, ChangePosition};
+
+#[async_trait]
+pub trait ChangeFeed: Send + Sync + 'static {
+    /// Up to `limit` changes after `after` (from the oldest retained one when `None`),
+    /// in order. `HistoryLost` when `after` has been trimmed away.
+    async fn changes(
+        &self,
+        after: Option<&ChangePosition>,
+        limit: usize,
+    ) -> StoreResult<Vec<Change>>;
+    /// Drops changes recorded before `older_than_ms`. Returns how many were dropped.
+    async fn trim_changes(&self, older_than_ms: i64) -> StoreResult<u64>;
+}

@@ -1,0 +1,35 @@
+//! The content port: posts.
+
+use async_trait::async_trait;
+
+use super::StoreResult;
+use crate::domain::{Post, PostId};
+
+/// Changes here are appended to the change feed atomically with the change, and keep
+/// the author's post counter.
+#[async_trait]
+pub trait ContentStore: Send + Sync + 'static {
+    /// Stores a post with a fresh id greater than every earlier one. `NotFound` when the
+    /// author is unknown.
+    async fn insert_post(&self, author: &str, text: &str, now_ms: i64) -> StoreResult<Post>;
+    async fn post(&self, id: PostId) -> StoreResult<Option<Post>>;
+    /// Returns the deleted post, `None` when it did not exist.
+    async fn delete_post(&self, id: PostId) -> StoreResult<Option<Post>>;
+    /// Newest first, ids strictly below `before`.
+    async fn posts_by_author(
+        &self,
+        author: &str,
+        before: Option<PostId>,
+        limit: usize,
+    ) -> StoreResult<Vec<Post>>;
+    /// The posts that exist among `ids`, in no particular order.
+    async fn posts_by_ids(&self, ids: &[PostId]) -> StoreResult<Vec<Post>>;
+    /// Fanout on read: the newest posts by `user` and everyone `user` follows, newest
+    /// first, ids strictly below `before`.
+    async fn home_posts(
+        &self,
+        user: &str,
+        before: Option<PostId>,
+        limit: usize,
+    ) -> StoreResult<Vec<Post>>;
+}

@@ -1,0 +1,96 @@
+//! The change feed on SQLite: the `changes` table, written in the same transaction as
+//! the change it records, read in `pos` order.
+
+use async_trait::async_trait;
+use rusqlite::{OptionalExtension, params};
+
+use super::EmbeddedStore;
+use crate::domain::{Change, ChangeOp, ChangePosition};
+use crate::store::{ChangeFeed, StoreError, StoreResult};
+
+#[async_trait]
+impl ChangeFeed for EmbeddedStore {
+    async fn changes(
+        &self,
+        after: Option<&ChangePosition>,
+        limit: usize,
+    ) -> StoreResult<Vec<Change>> {
+        let after = match after {
+            None => None,
+            Some(position) => Some(
+                position
+                    .0
+                    .parse::<i64>()
+                    .map_err(|_| StoreError::InvalidPosition(position.0.clone()))?,
+            ),
+        };
+        self.read(move |conn| {
+            let trimmed: i64 = conn
+                .prepare_cached("SELECT value FROM meta WHERE key = 'changes_trimmed_through'")?
+                .query_row([], |row| row.get(0))
+                .optional()?
+                .unwrap_or(0);
+            if let Some(after) = after
+                && after < trimmed
+            {
+                return Err(StoreError::HistoryLost(after.to_string()));
+            }
+            let mut stmt = conn.prepare_cached(
+                "SELECT pos, coll, op, key, doc FROM changes WHERE pos > ?1 ORDER BY pos LIMIT ?2",
+            )?;
+            let rows = stmt.query_map(params![after.unwrap_or(0), limit as i64], |row| {
+                let pos: i64 = row.get(0)?;
+                let op: String = row.get(2)?;
+                let doc: Option<String> = row.get(4)?;
+                Ok((
+                    pos,
+                    row.get::<_, String>(1)?,
+                    op,
+                    row.get::<_, String>(3)?,
+                    doc,
+                ))
+            })?;
+            let mut changes = Vec::new();
+            for row in rows {
+                let (pos, collection, op, key, doc) = row?;
+                let op = ChangeOp::parse(&op).ok_or_else(|| {
+                    StoreError::Backend(anyhow::anyhow!("change {pos} has unknown op {op:?}"))
+                })?;
+                let document = doc
+                    .map(|d| serde_json::from_str(&d))
+                    .transpose()
+                    .map_err(|e| StoreError::Backend(e.into()))?;
+                changes.push(Change {
+                    position: ChangePosition(pos.to_string()),
+                    collection,
+                    op,
+                    key,
+                    document,
+                });
+            }
+            Ok(changes)
+        })
+        .await
+    }
+
+    async fn trim_changes(&self, older_than_ms: i64) -> StoreResult<u64> {
+        self.write(move |tx| {
+            let through: Option<i64> = tx
+                .prepare_cached("SELECT max(pos) FROM changes WHERE ts < ?1")?
+                .query_row([older_than_ms], |row| row.get(0))?;
+            let Some(through) = through else {
+                return Ok(0);
+            };
+            let dropped = tx
+                .prepare_cached("DELETE FROM changes WHERE pos <= ?1")?
+                .execute([through])?;
+            tx.prepare_cached(
+                "INSERT INTO meta (key, value) VALUES ('changes_trimmed_through', ?1)
+                 ON CONFLICT (key) DO UPDATE SET value = max(value, excluded.value)",
+            )?
+            .execute([through])?;
+            Ok(dropped as u64)
+        })
+        .await
+    }
+}

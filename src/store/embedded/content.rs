@@ -1,0 +1,129 @@
+//! Posts on SQLite. Ids come from the last one handed out, kept in `meta`.
+
+use async_trait::async_trait;
+use rusqlite::{OptionalExtension, params};
+
+use super::{
+    EmbeddedStore, IN_CHUNK, add_to_counter, placeholders, post_from_row, record_change,
+    user_exists,
+};
+use crate::domain::{ChangeOp, Post, PostId};
+use crate::store::{ContentStore, StoreError, StoreResult};
+
+#[async_trait]
+impl ContentStore for EmbeddedStore {
+    async fn insert_post(&self, author: &str, text: &str, now_ms: i64) -> StoreResult<Post> {
+        let (author, text) = (author.to_owned(), text.to_owned());
+        self.write(move |tx| {
+            if !user_exists(tx, &author)? {
+                return Err(StoreError::NotFound(format!("user {author}")));
+            }
+            // The last id handed out lives in `meta`, so ids never go back or repeat,
+            // even after the newest post is deleted or the clock steps back.
+            let last: Option<Vec<u8>> = tx
+                .prepare_cached("SELECT value FROM meta WHERE key = 'last_post_id'")?
+                .query_row([], |row| row.get(0))
+                .optional()?;
+            let last = last
+                .and_then(|b| <[u8; 12]>::try_from(b.as_slice()).ok())
+                .map(PostId::from_bytes);
+            let id = PostId::next_after(now_ms, last, 0);
+            tx.prepare_cached(
+                "INSERT OR REPLACE INTO meta (key, value) VALUES ('last_post_id', ?1)",
+            )?
+            .execute([&id.bytes()[..]])?;
+            tx.prepare_cached("INSERT INTO posts (id, author, text) VALUES (?1, ?2, ?3)")?
+                .execute(params![&id.bytes()[..], author, text])?;
+            add_to_counter(tx, "posts_count", &author, 1)?;
+            let post = Post { id, author, text };
+            record_change(tx, "posts", ChangeOp::Insert, &id.to_string(), Some(&post))?;
+            Ok(post)
+        })
+        .await
+    }
+
+    async fn post(&self, id: PostId) -> StoreResult<Option<Post>> {
+        self.read(move |conn| {
+            Ok(conn
+                .prepare_cached("SELECT id, author, text FROM posts WHERE id = ?1")?
+                .query_row([&id.bytes()[..]], post_from_row)
+                .optional()?)
+        })
+        .await
+    }
+
+    async fn delete_post(&self, id: PostId) -> StoreResult<Option<Post>> {
+        self.write(move |tx| {
+            let post = tx
+                .prepare_cached("DELETE FROM posts WHERE id = ?1 RETURNING id, author, text")?
+                .query_row([&id.bytes()[..]], post_from_row)
+                .optional()?;
+            if let Some(post) = &post {
+                add_to_counter(tx, "posts_count", &post.author, -1)?;
+                record_change::<()>(tx, "posts", ChangeOp::Delete, &id.to_string(), None)?;
+            }
+            Ok(post)
+        })
+        .await
+    }
+
+    async fn posts_by_author(
+        &self,
+        author: &str,
+        before: Option<PostId>,
+        limit: usize,
+    ) -> StoreResult<Vec<Post>> {
+        let author = author.to_owned();
+        let before = before.map(|b| b.bytes().to_vec());
+        self.read(move |conn| {
+            let mut stmt = conn.prepare_cached(
+                "SELECT id, author, text FROM posts WHERE author = ?1 AND (?2 IS NULL OR id < ?2)
+                 ORDER BY id DESC LIMIT ?3",
+            )?;
+            let rows = stmt.query_map(params![author, before, limit as i64], post_from_row)?;
+            Ok(rows.collect::<rusqlite::Result<_>>()?)
+        })
+        .await
+    }
+
+    async fn posts_by_ids(&self, ids: &[PostId]) -> StoreResult<Vec<Post>> {
+        let ids: Vec<Vec<u8>> = ids.iter().map(|id| id.bytes().to_vec()).collect();
+        self.read(move |conn| {
+            let mut posts = Vec::with_capacity(ids.len());
+            for chunk in ids.chunks(IN_CHUNK) {
+                let sql = format!(
+                    "SELECT id, author, text FROM posts WHERE id IN ({})",
+                    placeholders(chunk.len())
+                );
+                let mut stmt = conn.prepare_cached(&sql)?;
+                let rows = stmt.query_map(rusqlite::params_from_iter(chunk), post_from_row)?;
+                for row in rows {
+                    posts.push(row?);
+                }
+            }
+            Ok(posts)
+        })
+        .await
+    }
+
+    async fn home_posts(
+        &self,
+        user: &str,
+        before: Option<PostId>,
+        limit: usize,
+    ) -> StoreResult<Vec<Post>> {
+        let user = user.to_owned();
+        let before = before.map(|b| b.bytes().to_vec());
+        self.read(move |conn| {
+            let mut stmt = conn.prepare_cached(
+                "SELECT id, author, text FROM posts
+                 WHERE author IN (SELECT followee FROM follows WHERE follower = ?1 UNION ALL SELECT ?1)
+                   AND (?2 IS NULL OR id < ?2)
+                 ORDER BY id DESC LIMIT ?3",
+            )?;
+            let rows = stmt.query_map(params![user, before, limit as i64], post_from_row)?;
+            Ok(rows.collect::<rusqlite::Result<_>>()?)
+        })
+        .await
+    }
+}

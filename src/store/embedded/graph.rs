@@ -1,0 +1,110 @@
+//! The follow graph on SQLite: one `follows` row per edge, indexed both ways, so the
+//! two directions can never disagree; counters move in the same transaction.
+
+use async_trait::async_trait;
+use rusqlite::params;
+use serde::Serialize;
+
+use super::{EmbeddedStore, add_to_counter, record_change, user_exists};
+use crate::domain::ChangeOp;
+use crate::store::{GraphStore, StoreError, StoreResult};
+
+#[derive(Serialize)]
+struct FollowDoc<'a> {
+    follower: &'a str,
+    followee: &'a str,
+}
+
+#[async_trait]
+impl GraphStore for EmbeddedStore {
+    async fn follow(&self, follower: &str, followee: &str, now_ms: i64) -> StoreResult<bool> {
+        let (follower, followee) = (follower.to_owned(), followee.to_owned());
+        self.write(move |tx| {
+            for id in [&follower, &followee] {
+                if !user_exists(tx, id)? {
+                    return Err(StoreError::NotFound(format!("user {id}")));
+                }
+            }
+            let added = tx
+                .prepare_cached(
+                    "INSERT OR IGNORE INTO follows (follower, followee, created_at) VALUES (?1, ?2, ?3)",
+                )?
+                .execute(params![follower, followee, now_ms])?;
+            if added == 0 {
+                return Ok(false);
+            }
+            add_to_counter(tx, "following_count", &follower, 1)?;
+            add_to_counter(tx, "followers_count", &followee, 1)?;
+            let doc = FollowDoc { follower: &follower, followee: &followee };
+            record_change(tx, "follows", ChangeOp::Insert, &format!("{follower}/{followee}"), Some(&doc))?;
+            Ok(true)
+        })
+        .await
+    }
+
+    async fn unfollow(&self, follower: &str, followee: &str) -> StoreResult<bool> {
+        let (follower, followee) = (follower.to_owned(), followee.to_owned());
+        self.write(move |tx| {
+            let removed = tx
+                .prepare_cached("DELETE FROM follows WHERE follower = ?1 AND followee = ?2")?
+                .execute(params![follower, followee])?;
+            if removed == 0 {
+                return Ok(false);
+            }
+            add_to_counter(tx, "following_count", &follower, -1)?;
+            add_to_counter(tx, "followers_count", &followee, -1)?;
+            record_change::<()>(
+                tx,
+                "follows",
+                ChangeOp::Delete,
+                &format!("{follower}/{followee}"),
+                None,
+            )?;
+            Ok(true)
+        })
+        .await
+    }
+
+    async fn following(
+        &self,
+        user: &str,
+        after: Option<&str>,
+        limit: usize,
+    ) -> StoreResult<Vec<String>> {
+        self.neighbours(FOLLOWING, user, after, limit).await
+    }
+
+    async fn followers(
+        &self,
+        user: &str,
+        after: Option<&str>,
+        limit: usize,
+    ) -> StoreResult<Vec<String>> {
+        self.neighbours(FOLLOWERS, user, after, limit).await
+    }
+}
+
+/// One direction of the graph: the query for the ids on the far side of `user`'s edges.
+const FOLLOWING: &str = "SELECT followee FROM follows WHERE follower = ?1 AND followee > ?2
+                         ORDER BY followee LIMIT ?3";
+const FOLLOWERS: &str = "SELECT follower FROM follows WHERE followee = ?1 AND follower > ?2
+                         ORDER BY follower LIMIT ?3";
+
+impl EmbeddedStore {
+    /// Ids across `user`'s edges in one direction, ascending, strictly after `after`.
+    async fn neighbours(
+        &self,
+        query: &'static str,
+        user: &str,
+        after: Option<&str>,
+        limit: usize,
+    ) -> StoreResult<Vec<String>> {
+        let (user, after) = (user.to_owned(), after.unwrap_or("").to_owned());
+        self.read(move |conn| {
+            let mut stmt = conn.prepare_cached(query)?;
+            let rows = stmt.query_map(params![user, after, limit as i64], |row| row.get(0))?;
+            Ok(rows.collect::<rusqlite::Result<_>>()?)
+        })
+        .await
+    }
+}

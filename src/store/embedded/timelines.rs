@@ -1,0 +1,352 @@
+//! Materialised timelines on SQLite: `buckets` plus `bucket_entries` hold what a bucket
+//! document holds, `caches` plus `cache_entries` what a `timeline_cache` document holds.
+//! Each port call is one write transaction, so bucket sizes and cache bounds hold.
+
+use async_trait::async_trait;
+use rusqlite::{OptionalExtension, Transaction, params};
+
+use super::{EmbeddedStore, IN_CHUNK, placeholders, post_id_at};
+use crate::domain::{Bucket, BucketKind, CacheState, PostId, TimelineEntry, TimelineKind};
+use crate::store::{StoreResult, TimelineStore};
+
+fn kind_code(kind: BucketKind) -> i64 {
+    match kind {
+        BucketKind::Timed => 0,
+        BucketKind::Sized => 1,
+    }
+}
+
+fn entry_from_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<TimelineEntry> {
+    Ok(TimelineEntry {
+        id: post_id_at(row, 0)?,
+        author: row.get(1)?,
+        text: row.get(2)?,
+    })
+}
+
+fn insert_cache_entries(
+    tx: &Transaction<'_>,
+    user: &str,
+    entries: &[TimelineEntry],
+    cache_size: u32,
+) -> StoreResult<()> {
+    let mut insert = tx.prepare_cached(
+        "INSERT OR IGNORE INTO cache_entries (user, post_id, author, text) VALUES (?1, ?2, ?3, ?4)",
+    )?;
+    for entry in entries {
+        insert.execute(params![
+            user,
+            &entry.id.bytes()[..],
+            entry.author,
+            entry.text
+        ])?;
+    }
+    // Keep the newest `cache_size` entries, as `$push` with `$sort` and `$slice` does.
+    tx.prepare_cached(
+        "DELETE FROM cache_entries WHERE user = ?1 AND post_id < (
+             SELECT post_id FROM cache_entries WHERE user = ?1
+             ORDER BY post_id DESC LIMIT 1 OFFSET ?2)",
+    )?
+    .execute(params![user, i64::from(cache_size) - 1])?;
+    Ok(())
+}
+
+fn upsert_bucket_entries(
+    tx: &Transaction<'_>,
+    kind: BucketKind,
+    user: &str,
+    key: i64,
+    entries: &[TimelineEntry],
+) -> StoreResult<()> {
+    let (Some(min), Some(max)) = (
+        entries.iter().map(|e| e.id).min(),
+        entries.iter().map(|e| e.id).max(),
+    ) else {
+        return Ok(());
+    };
+    let kind = kind_code(kind);
+    tx.prepare_cached(
+        "INSERT INTO buckets (kind, user, key, n, mn, mx) VALUES (?1, ?2, ?3, ?4, ?5, ?6)
+         ON CONFLICT (kind, user, key) DO UPDATE SET
+             n = n + excluded.n, mn = min(mn, excluded.mn), mx = max(mx, excluded.mx)",
+    )?
+    .execute(params![
+        kind,
+        user,
+        key,
+        entries.len() as i64,
+        &min.bytes()[..],
+        &max.bytes()[..]
+    ])?;
+    let mut insert = tx.prepare_cached(
+        "INSERT OR IGNORE INTO bucket_entries (kind, user, key, post_id, author, text)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+    )?;
+    for entry in entries {
+        insert.execute(params![
+            kind,
+            user,
+            key,
+            &entry.id.bytes()[..],
+            entry.author,
+            entry.text
+        ])?;
+    }
+    Ok(())
+}
+
+#[async_trait]
+impl TimelineStore for EmbeddedStore {
+    async fn timed_push(
+        &self,
+        users: &[String],
+        key: i64,
+        entries: &[TimelineEntry],
+    ) -> StoreResult<()> {
+        let (users, entries) = (users.to_vec(), entries.to_vec());
+        self.write(move |tx| {
+            for user in &users {
+                upsert_bucket_entries(tx, BucketKind::Timed, user, key, &entries)?;
+            }
+            Ok(())
+        })
+        .await
+    }
+
+    async fn sized_push(
+        &self,
+        users: &[String],
+        entries: &[TimelineEntry],
+        bucket_size: u32,
+    ) -> StoreResult<()> {
+        let (users, entries) = (users.to_vec(), entries.to_vec());
+        self.write(move |tx| {
+            let mut newest_stmt = tx.prepare_cached(
+                "SELECT key, n FROM buckets WHERE kind = 1 AND user = ?1 ORDER BY key DESC LIMIT 1",
+            )?;
+            for user in &users {
+                for entry in &entries {
+                    let newest: Option<(i64, i64)> = newest_stmt
+                        .query_row([user], |row| Ok((row.get(0)?, row.get(1)?)))
+                        .optional()?;
+                    let key = match newest {
+                        Some((key, pushes)) if pushes < i64::from(bucket_size) => key,
+                        Some((key, _)) => key + 1,
+                        None => 0,
+                    };
+                    upsert_bucket_entries(
+                        tx,
+                        BucketKind::Sized,
+                        user,
+                        key,
+                        std::slice::from_ref(entry),
+                    )?;
+                }
+            }
+            Ok(())
+        })
+        .await
+    }
+
+    async fn buckets(
+        &self,
+        kind: BucketKind,
+        user: &str,
+        before: Option<PostId>,
+        skip: usize,
+        limit: usize,
+        per_bucket: usize,
+    ) -> StoreResult<Vec<Bucket>> {
+        let user = user.to_owned();
+        let per_bucket = i64::try_from(per_bucket).unwrap_or(i64::MAX);
+        let before = before.map(|b| b.bytes().to_vec());
+        self.read(move |conn| {
+            let kind = kind_code(kind);
+            let heads: Vec<(i64, i64, PostId)> = conn
+                .prepare_cached(
+                    "SELECT key, n, mx FROM buckets WHERE kind = ?1 AND user = ?2 AND (?3 IS NULL OR mn < ?3)
+                     ORDER BY mx DESC, key DESC LIMIT ?4 OFFSET ?5",
+                )?
+                .query_map(params![kind, user, before, limit as i64, skip as i64], |row| {
+                    Ok((row.get(0)?, row.get(1)?, post_id_at(row, 2)?))
+                })?
+                .collect::<rusqlite::Result<_>>()?;
+            let mut entries_stmt = conn.prepare_cached(
+                "SELECT post_id, author, text FROM bucket_entries WHERE kind = ?1 AND user = ?2 AND key = ?3
+                   AND (?4 IS NULL OR post_id < ?4)
+                 ORDER BY post_id DESC LIMIT ?5",
+            )?;
+            let mut buckets = Vec::with_capacity(heads.len());
+            for (key, pushes, newest) in heads {
+                let entries = entries_stmt
+                    .query_map(params![kind, user, key, before, per_bucket], entry_from_row)?
+                    .collect::<rusqlite::Result<_>>()?;
+                buckets.push(Bucket { key, pushes: pushes as u64, newest, entries });
+            }
+            Ok(buckets)
+        })
+        .await
+    }
+
+    async fn cache_push(
+        &self,
+        users: &[String],
+        entries: &[TimelineEntry],
+        cache_size: u32,
+    ) -> StoreResult<u64> {
+        let (users, entries) = (users.to_vec(), entries.to_vec());
+        self.write(move |tx| {
+            let mut written = 0;
+            for chunk in users.chunks(IN_CHUNK) {
+                let sql = format!(
+                    "SELECT user FROM caches WHERE user IN ({})",
+                    placeholders(chunk.len())
+                );
+                let owners: Vec<String> = tx
+                    .prepare_cached(&sql)?
+                    .query_map(rusqlite::params_from_iter(chunk), |row| row.get(0))?
+                    .collect::<rusqlite::Result<_>>()?;
+                for owner in owners {
+                    insert_cache_entries(tx, &owner, &entries, cache_size)?;
+                    written += 1;
+                }
+            }
+            Ok(written)
+        })
+        .await
+    }
+
+    async fn cache_push_to_audience(
+        &self,
+        author: &str,
+        entries: &[TimelineEntry],
+        cache_size: u32,
+    ) -> StoreResult<u64> {
+        let (author, entries) = (author.to_owned(), entries.to_vec());
+        self.write(move |tx| {
+            let caches: i64 = tx
+                .prepare_cached("SELECT value FROM meta WHERE key = 'cache_count'")?
+                .query_row([], |row| row.get(0))
+                .optional()?
+                .unwrap_or(0);
+            let followers: i64 = tx
+                .prepare_cached("SELECT followers_count FROM users WHERE id = ?1")?
+                .query_row([&author], |row| row.get(0))
+                .optional()?
+                .unwrap_or(0);
+            // Walk the smaller side: with few active readers, a post to many followers
+            // touches only the caches that exist.
+            let sql = if caches <= followers {
+                "SELECT c.user FROM caches c WHERE c.user = ?1 OR EXISTS (
+                     SELECT 1 FROM follows f WHERE f.follower = c.user AND f.followee = ?1)"
+            } else {
+                "SELECT c.user FROM caches c WHERE c.user = ?1
+                 UNION ALL
+                 SELECT f.follower FROM follows f CROSS JOIN caches c ON c.user = f.follower
+                 WHERE f.followee = ?1"
+            };
+            let owners: Vec<String> = tx
+                .prepare_cached(sql)?
+                .query_map([&author], |row| row.get(0))?
+                .collect::<rusqlite::Result<_>>()?;
+            for owner in &owners {
+                insert_cache_entries(tx, owner, &entries, cache_size)?;
+            }
+            Ok(owners.len() as u64)
+        })
+        .await
+    }
+
+    async fn cache(&self, user: &str) -> StoreResult<Option<CacheState>> {
+        let user = user.to_owned();
+        self.read(move |conn| {
+            let head: Option<(bool, i64)> = conn
+                .prepare_cached("SELECT ready, started_at FROM caches WHERE user = ?1")?
+                .query_row([&user], |row| Ok((row.get(0)?, row.get(1)?)))
+                .optional()?;
+            let Some((ready, started_at_ms)) = head else {
+                return Ok(None);
+            };
+            let entries = conn
+                .prepare_cached(
+                    "SELECT post_id, author, text FROM cache_entries WHERE user = ?1 ORDER BY post_id DESC",
+                )?
+                .query_map([&user], entry_from_row)?
+                .collect::<rusqlite::Result<_>>()?;
+            Ok(Some(CacheState { ready, started_at_ms, entries }))
+        })
+        .await
+    }
+
+    async fn cache_start(&self, user: &str, now_ms: i64) -> StoreResult<bool> {
+        let user = user.to_owned();
+        self.write(move |tx| {
+            let created = tx
+                .prepare_cached(
+                    "INSERT OR IGNORE INTO caches (user, ready, started_at) VALUES (?1, 0, ?2)",
+                )?
+                .execute(params![user, now_ms])?;
+            if created > 0 {
+                tx.prepare_cached("UPDATE meta SET value = value + 1 WHERE key = 'cache_count'")?
+                    .execute([])?;
+            }
+            Ok(created > 0)
+        })
+        .await
+    }
+
+    async fn cache_fill(
+        &self,
+        user: &str,
+        entries: &[TimelineEntry],
+        cache_size: u32,
+    ) -> StoreResult<()> {
+        let (user, entries) = (user.to_owned(), entries.to_vec());
+        self.write(move |tx| {
+            insert_cache_entries(tx, &user, &entries, cache_size)?;
+            tx.prepare_cached("UPDATE caches SET ready = 1 WHERE user = ?1")?
+                .execute([&user])?;
+            Ok(())
+        })
+        .await
+    }
+
+    async fn remove_author_entries(
+        &self,
+        kind: TimelineKind,
+        user: &str,
+        author: &str,
+    ) -> StoreResult<()> {
+        let (user, author) = (user.to_owned(), author.to_owned());
+        self.write(move |tx| {
+            match kind {
+                TimelineKind::Buckets(kind) => tx
+                    .prepare_cached(
+                        "DELETE FROM bucket_entries WHERE kind = ?1 AND user = ?2 AND author = ?3",
+                    )?
+                    .execute(params![kind_code(kind), user, author])?,
+                TimelineKind::Cache => tx
+                    .prepare_cached("DELETE FROM cache_entries WHERE user = ?1 AND author = ?2")?
+                    .execute(params![user, author])?,
+            };
+            Ok(())
+        })
+        .await
+    }
+
+    async fn remove_post_entries(&self, kind: TimelineKind, post: PostId) -> StoreResult<()> {
+        self.write(move |tx| {
+            let id = &post.bytes()[..];
+            match kind {
+                TimelineKind::Buckets(kind) => tx
+                    .prepare_cached("DELETE FROM bucket_entries WHERE post_id = ?1 AND kind = ?2")?
+                    .execute(params![id, kind_code(kind)])?,
+                TimelineKind::Cache => tx
+                    .prepare_cached("DELETE FROM cache_entries WHERE post_id = ?1")?
+                    .execute([id])?,
+            };
+            Ok(())
+        })
+        .await
+    }
+}

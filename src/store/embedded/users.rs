@@ -1,0 +1,104 @@
+//! Users on SQLite: one row per profile; renames bump `version` in the same statement.
+
+use async_trait::async_trait;
+use rusqlite::{Connection, OptionalExtension, params};
+
+use super::{EmbeddedStore, IN_CHUNK, placeholders, record_change};
+use crate::domain::{AuthorView, ChangeOp, NewUser, User};
+use crate::store::{StoreError, StoreResult, UserStore};
+
+fn user_from_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<User> {
+    Ok(User {
+        id: row.get(0)?,
+        display_name: row.get(1)?,
+        followers_count: row.get::<_, i64>(2)? as u64,
+        following_count: row.get::<_, i64>(3)? as u64,
+        posts_count: row.get::<_, i64>(4)? as u64,
+        created_at_ms: row.get(5)?,
+        version: row.get::<_, i64>(6)? as u64,
+    })
+}
+
+const USER_COLUMNS: &str =
+    "id, display_name, followers_count, following_count, posts_count, created_at, version";
+
+fn get_user(conn: &Connection, id: &str) -> rusqlite::Result<Option<User>> {
+    conn.prepare_cached(&format!("SELECT {USER_COLUMNS} FROM users WHERE id = ?1"))?
+        .query_row([id], user_from_row)
+        .optional()
+}
+
+#[async_trait]
+impl UserStore for EmbeddedStore {
+    async fn create_user(&self, user: &NewUser) -> StoreResult<User> {
+        let user = user.clone();
+        self.write(move |tx| {
+            let inserted = tx
+                .prepare_cached(
+                    "INSERT INTO users (id, display_name, created_at) VALUES (?1, ?2, ?3)
+                     ON CONFLICT (id) DO NOTHING",
+                )?
+                .execute(params![user.id, user.display_name, user.created_at_ms])?;
+            if inserted == 0 {
+                return Err(StoreError::Conflict(format!("user {}", user.id)));
+            }
+            let created = get_user(tx, &user.id)?
+                .ok_or_else(|| StoreError::NotFound(format!("user {}", user.id)))?;
+            record_change(tx, "users", ChangeOp::Insert, &created.id, Some(&created))?;
+            Ok(created)
+        })
+        .await
+    }
+
+    async fn user(&self, id: &str) -> StoreResult<Option<User>> {
+        let id = id.to_owned();
+        self.read(move |conn| Ok(get_user(conn, &id)?)).await
+    }
+
+    async fn rename_user(&self, id: &str, display_name: &str) -> StoreResult<Option<User>> {
+        let (id, name) = (id.to_owned(), display_name.to_owned());
+        self.write(move |tx| {
+            let changed = tx
+                .prepare_cached(
+                    "UPDATE users SET display_name = ?1, version = version + 1 WHERE id = ?2",
+                )?
+                .execute(params![name, id])?;
+            if changed == 0 {
+                return Ok(None);
+            }
+            let user = get_user(tx, &id)?;
+            record_change(tx, "users", ChangeOp::Update, &id, user.as_ref())?;
+            Ok(user)
+        })
+        .await
+    }
+
+    async fn authors(&self, reader: &str, authors: &[String]) -> StoreResult<Vec<AuthorView>> {
+        let (reader, authors) = (reader.to_owned(), authors.to_vec());
+        self.read(move |conn| {
+            let mut found = Vec::with_capacity(authors.len());
+            for chunk in authors.chunks(IN_CHUNK) {
+                let sql = format!(
+                    "SELECT u.id, u.display_name,
+                            EXISTS (SELECT 1 FROM follows f WHERE f.follower = ? AND f.followee = u.id)
+                     FROM users u WHERE u.id IN ({})",
+                    placeholders(chunk.len())
+                );
+                let mut stmt = conn.prepare_cached(&sql)?;
+                let params = std::iter::once(&reader).chain(chunk);
+                let rows = stmt.query_map(rusqlite::params_from_iter(params), |row| {
+                    Ok(AuthorView {
+                        id: row.get(0)?,
+                        display_name: row.get(1)?,
+                        followed: row.get(2)?,
+                    })
+                })?;
+                for row in rows {
+                    found.push(row?);
+                }
+            }
+            Ok(found)
+        })
+        .await
+    }
+}

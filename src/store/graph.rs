@@ -1,0 +1,60 @@
+//! The follow graph port.
+
+use async_trait::async_trait;
+
+use super::StoreResult;
+
+/// Followers are fanned out to in batches of this many.
+pub const FANOUT_BATCH: usize = 1000;
+
+/// Changes here are appended to the change feed atomically with the change, and keep
+/// the users' follower and following counters.
+#[async_trait]
+pub trait GraphStore: Send + Sync + 'static {
+    /// Returns whether an edge was added. `NotFound` when either user is unknown.
+    async fn follow(&self, follower: &str, followee: &str, now_ms: i64) -> StoreResult<bool>;
+    /// Returns whether an edge was removed.
+    async fn unfollow(&self, follower: &str, followee: &str) -> StoreResult<bool>;
+    /// Ids `user` follows, ascending, strictly after `after`.
+    async fn following(
+        &self,
+        user: &str,
+        after: Option<&str>,
+        limit: usize,
+    ) -> StoreResult<Vec<String>>;
+    /// Ids following `user`, ascending, strictly after `after`.
+    async fn followers(
+        &self,
+        user: &str,
+        after: Option<&str>,
+        limit: usize,
+    ) -> StoreResult<Vec<String>>;
+}
+
+/// Calls `deliver` with the author and then the followers, in batches of
+/// [`FANOUT_BATCH`]. Returns the sum of what `deliver` reports.
+pub async fn in_follower_batches<F, Fut>(
+    graph: &dyn GraphStore,
+    author: &str,
+    mut deliver: F,
+) -> StoreResult<u64>
+where
+    F: FnMut(Vec<String>) -> Fut,
+    Fut: std::future::Future<Output = StoreResult<u64>>,
+{
+    let mut written = deliver(vec![author.to_owned()]).await?;
+    let mut after: Option<String> = None;
+    loop {
+        let batch = graph
+            .followers(author, after.as_deref(), FANOUT_BATCH)
+            .await?;
+        let last_batch = batch.len() < FANOUT_BATCH;
+        after = batch.last().cloned();
+        if !batch.is_empty() {
+            written += deliver(batch).await?;
+        }
+        if last_batch {
+            return Ok(written);
+        }
+    }
+}

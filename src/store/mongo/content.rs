@@ -1,0 +1,117 @@
+//! Posts on MongoDB: `content` `{_id: ObjectId, author, text}`, indexed `{author: 1, _id: -1}`.
+
+use async_trait::async_trait;
+use mongodb::bson::{Document, doc, oid::ObjectId};
+
+use super::{MongoStore, all, db_error, is_duplicate_key, oid, post_from};
+use crate::domain::{Post, PostId};
+use crate::store::{ContentStore, StoreError, StoreResult};
+
+impl MongoStore {
+    async fn find_posts(&self, filter: Document, limit: usize) -> StoreResult<Vec<Post>> {
+        let docs = all(self
+            .content_coll()
+            .find(filter)
+            .sort(doc! { "_id": -1 })
+            .limit(limit as i64))
+        .await?;
+        docs.iter().map(post_from).collect()
+    }
+}
+
+#[async_trait]
+impl ContentStore for MongoStore {
+    async fn insert_post(&self, author: &str, text: &str, now_ms: i64) -> StoreResult<Post> {
+        if !self.exists("users", doc! { "_id": author }).await? {
+            return Err(StoreError::NotFound(format!("user {author}")));
+        }
+        // Another process may hand out the same id; the unique `_id` sends us round again.
+        for _ in 0..16 {
+            let id = self.ids.next(now_ms);
+            let post = Post {
+                id,
+                author: author.to_owned(),
+                text: text.to_owned(),
+            };
+            let doc = doc! { "_id": oid(id), "author": author, "text": text };
+            match self.content_coll().insert_one(doc).await {
+                Ok(_) => {
+                    self.inc_user(author, "posts_count", 1).await?;
+                    return Ok(post);
+                }
+                Err(error) if is_duplicate_key(&error) => continue,
+                Err(error) => return Err(db_error(error)),
+            }
+        }
+        Err(StoreError::Backend(anyhow::anyhow!(
+            "could not find a free post id"
+        )))
+    }
+
+    async fn post(&self, id: PostId) -> StoreResult<Option<Post>> {
+        let found = self
+            .content_coll()
+            .find_one(doc! { "_id": oid(id) })
+            .await
+            .map_err(db_error)?;
+        found.as_ref().map(post_from).transpose()
+    }
+
+    /// A read, then `delete_one`: only the caller whose delete removed the document
+    /// reports the post. (`findOneAndDelete` would be one round trip, but the test
+    /// stand-in leaves it out of the oplog, and so out of the change feed.)
+    async fn delete_post(&self, id: PostId) -> StoreResult<Option<Post>> {
+        let Some(post) = self.post(id).await? else {
+            return Ok(None);
+        };
+        let deleted = self
+            .content_coll()
+            .delete_one(doc! { "_id": oid(id) })
+            .await
+            .map_err(db_error)?;
+        if deleted.deleted_count == 0 {
+            return Ok(None);
+        }
+        self.inc_user(&post.author, "posts_count", -1).await?;
+        Ok(Some(post))
+    }
+
+    async fn posts_by_author(
+        &self,
+        author: &str,
+        before: Option<PostId>,
+        limit: usize,
+    ) -> StoreResult<Vec<Post>> {
+        let mut filter = doc! { "author": author };
+        if let Some(before) = before {
+            filter.insert("_id", doc! { "$lt": oid(before) });
+        }
+        self.find_posts(filter, limit).await
+    }
+
+    async fn posts_by_ids(&self, ids: &[PostId]) -> StoreResult<Vec<Post>> {
+        if ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let ids: Vec<ObjectId> = ids.iter().map(|id| oid(*id)).collect();
+        let docs = all(self.content_coll().find(doc! { "_id": { "$in": ids } })).await?;
+        docs.iter().map(post_from).collect()
+    }
+
+    async fn home_posts(
+        &self,
+        user: &str,
+        before: Option<PostId>,
+        limit: usize,
+    ) -> StoreResult<Vec<Post>> {
+        let mut authors = self
+            .ids_from("following", user, None, usize::MAX >> 2)
+            .await?;
+        authors.push(user.to_owned());
+        let mut filter = doc! { "author": { "$in": authors } };
+        if let Some(before) = before {
+            filter.insert("_id", doc! { "$lt": oid(before) });
+        }
+        self.find_posts(filter, limit).await
+    }
+}
