@@ -77,6 +77,11 @@ impl RunningServer {
 /// Binds `server.listen` (port 0 picks a free port) and serves in the background.
 pub async fn spawn(config: &Config) -> anyhow::Result<RunningServer> {
     let store = open_store(config).await?;
+    spawn_with_store(config, store).await
+}
+
+/// As [`spawn`], over a store the caller opened (tests wrap ports to inject faults).
+pub async fn spawn_with_store(config: &Config, store: Store) -> anyhow::Result<RunningServer> {
     let state = build_state(config, store.clone());
     let listener = TcpListener::bind(config.server.listen)
         .await

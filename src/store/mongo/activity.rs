@@ -19,11 +19,15 @@ use mongodb::Collection;
 use mongodb::bson::{Document, doc, oid::ObjectId};
 use mongodb::options::ReturnDocument;
 
-use super::{MongoStore, db_error, exists, is_duplicate_key, oid};
+use super::{IndexSpec, MongoStore, db_error, exists, index, is_duplicate_key, oid};
 use crate::domain::{
     Activity, ActivityLayout, ActivityLimits, ActivityPage, ActivityType, PostId, Slot, window,
 };
 use crate::store::{ActivityStore, StoreError, StoreResult};
+
+pub(super) fn indexes() -> Vec<IndexSpec> {
+    vec![("activity_pages", index(doc! { "user": 1, "page": 1 }, true))]
+}
 
 /// A counter field as a count.
 fn int(doc: &Document, key: &str) -> u64 {

@@ -114,8 +114,13 @@ fn to_change(
     Ok(Some((op, key, document)))
 }
 
+/// Change streams kept open between reads. (Not yet used: every read opens its streams.)
+#[derive(Default)]
+pub(super) struct Streams {}
+
 pub(super) async fn read(
     db: &Database,
+    _streams: &Streams,
     after: Option<&ChangePosition>,
     limit: usize,
 ) -> StoreResult<Vec<Change>> {
@@ -192,7 +197,7 @@ impl ChangeFeed for MongoStore {
         after: Option<&ChangePosition>,
         limit: usize,
     ) -> StoreResult<Vec<Change>> {
-        read(&self.db, after, limit).await
+        read(&self.db, &self.streams, after, limit).await
     }
 
     /// The oplog's size is MongoDB's retention; nothing to trim here.

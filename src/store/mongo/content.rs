@@ -3,9 +3,13 @@
 use async_trait::async_trait;
 use mongodb::bson::{Document, doc, oid::ObjectId};
 
-use super::{MongoStore, all, db_error, is_duplicate_key, oid, post_from};
+use super::{IndexSpec, MongoStore, all, db_error, index, is_duplicate_key, oid, post_from};
 use crate::domain::{Post, PostId};
 use crate::store::{ContentStore, StoreError, StoreResult};
+
+pub(super) fn indexes() -> Vec<IndexSpec> {
+    vec![("content", index(doc! { "author": 1, "_id": -1 }, false))]
+}
 
 impl MongoStore {
     async fn find_posts(&self, filter: Document, limit: usize) -> StoreResult<Vec<Post>> {

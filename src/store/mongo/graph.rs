@@ -4,8 +4,15 @@
 use async_trait::async_trait;
 use mongodb::bson::doc;
 
-use super::{MongoStore, db_error, is_duplicate_key};
+use super::{IndexSpec, MongoStore, db_error, index, is_duplicate_key};
 use crate::store::{GraphStore, StoreError, StoreResult};
+
+pub(super) fn indexes() -> Vec<IndexSpec> {
+    vec![
+        ("following", index(doc! { "from": 1, "to": 1 }, true)),
+        ("followers", index(doc! { "from": 1, "to": 1 }, true)),
+    ]
+}
 
 #[async_trait]
 impl GraphStore for MongoStore {

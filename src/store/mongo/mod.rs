@@ -28,7 +28,12 @@ use crate::domain::{BucketKind, Post, PostId, PostIdGenerator, User};
 pub struct MongoStore {
     db: Database,
     ids: PostIdGenerator,
+    /// Open change streams kept between reads of the change feed.
+    streams: changes::Streams,
 }
+
+/// A collection and one index on it.
+pub(super) type IndexSpec = (&'static str, IndexModel);
 
 /// Connects to the database named in the URI, or `socialite`, and creates indexes.
 pub async fn connect(uri: &str) -> anyhow::Result<Store> {
@@ -144,19 +149,14 @@ pub(super) async fn open_database(uri: &str) -> anyhow::Result<Database> {
 impl MongoStore {
     pub async fn connect(uri: &str) -> anyhow::Result<MongoStore> {
         let db = open_database(uri).await?;
+        // Each port file declares the indexes its queries need.
         let indexes = [
-            ("following", index(doc! { "from": 1, "to": 1 }, true)),
-            ("followers", index(doc! { "from": 1, "to": 1 }, true)),
-            ("content", index(doc! { "author": 1, "_id": -1 }, false)),
-            ("timed_buckets", index(doc! { "_id.u": 1, "mx": -1 }, false)),
-            ("timed_buckets", index(doc! { "c._id": 1 }, false)),
-            ("sized_buckets", index(doc! { "u": 1, "s": 1 }, true)),
-            ("sized_buckets", index(doc! { "u": 1, "mx": -1 }, false)),
-            ("sized_buckets", index(doc! { "c._id": 1 }, false)),
-            ("timeline_cache", index(doc! { "c._id": 1 }, false)),
-            ("activity_pages", index(doc! { "user": 1, "page": 1 }, true)),
+            graph::indexes(),
+            content::indexes(),
+            timelines::indexes(),
+            activity::indexes(),
         ];
-        for (collection, model) in indexes {
+        for (collection, model) in indexes.into_iter().flatten() {
             db.collection::<Document>(collection)
                 .create_index(model)
                 .await
@@ -177,6 +177,7 @@ impl MongoStore {
         Ok(MongoStore {
             db,
             ids: PostIdGenerator::new(node, last),
+            streams: changes::Streams::default(),
         })
     }
 

@@ -7,7 +7,7 @@ use std::future::IntoFuture;
 use async_trait::async_trait;
 use mongodb::bson::{Document, doc, oid::ObjectId};
 
-use super::{MongoStore, all, db_error, int, is_duplicate_key, oid, post_id};
+use super::{IndexSpec, MongoStore, all, db_error, index, int, is_duplicate_key, oid, post_id};
 use crate::domain::{Bucket, BucketKind, CacheState, PostId, TimelineEntry, TimelineKind};
 use crate::store::{StoreError, StoreResult, TimelineStore, in_follower_batches};
 
@@ -62,6 +62,17 @@ fn bounds(entries: &[TimelineEntry]) -> Option<(ObjectId, ObjectId)> {
     let min = entries.iter().map(|e| e.id).min()?;
     let max = entries.iter().map(|e| e.id).max()?;
     Some((oid(min), oid(max)))
+}
+
+pub(super) fn indexes() -> Vec<IndexSpec> {
+    vec![
+        ("timed_buckets", index(doc! { "_id.u": 1, "mx": -1 }, false)),
+        ("timed_buckets", index(doc! { "c._id": 1 }, false)),
+        ("sized_buckets", index(doc! { "u": 1, "s": 1 }, true)),
+        ("sized_buckets", index(doc! { "u": 1, "mx": -1 }, false)),
+        ("sized_buckets", index(doc! { "c._id": 1 }, false)),
+        ("timeline_cache", index(doc! { "c._id": 1 }, false)),
+    ]
 }
 
 impl MongoStore {
