@@ -4,7 +4,7 @@ mod common;
 
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
-use std::sync::mpsc;
+use std::sync::{Arc, Mutex, mpsc};
 use std::time::Duration;
 
 use common::Api;
@@ -58,34 +58,47 @@ async fn acknowledged_posts_survive_kill_9() {
         StatusCode::NO_CONTENT
     );
 
-    // Post concurrently and kill the process while requests are still in flight.
+    // Post from several loops and kill the process once KILL_AFTER posts were
+    // acknowledged, with more requests still in flight: the kill lands mid-load however
+    // fast or slow this build is.
+    const KILL_AFTER: usize = 40;
+    let acknowledged = Arc::new(Mutex::new(Vec::<String>::new()));
+    let enough = Arc::new(tokio::sync::Notify::new());
     let mut tasks = Vec::new();
-    for i in 0..200 {
+    for writer in 0..8 {
         let (client, base) = (client.clone(), base.clone());
+        let (acknowledged, enough) = (acknowledged.clone(), enough.clone());
         tasks.push(tokio::spawn(async move {
-            tokio::time::sleep(Duration::from_millis(i * 2)).await;
-            let response = client
-                .post(format!("{base}/v1/users/durable/posts"))
-                .json(&json!({"text": format!("post {i}")}))
-                .send()
-                .await
-                .ok()?;
-            if response.status() != 201 {
-                return None;
+            for i in 0.. {
+                let sent = client
+                    .post(format!("{base}/v1/users/durable/posts"))
+                    .json(&json!({"text": format!("post {writer}.{i}")}))
+                    .send()
+                    .await;
+                let Ok(response) = sent else { return };
+                if response.status() != 201 {
+                    return;
+                }
+                let Ok(body) = response.json::<serde_json::Value>().await else {
+                    return;
+                };
+                let mut acknowledged = acknowledged.lock().unwrap();
+                acknowledged.push(body["id"].as_str().unwrap().to_owned());
+                if acknowledged.len() >= KILL_AFTER {
+                    enough.notify_one();
+                }
             }
-            let body: serde_json::Value = response.json().await.ok()?;
-            Some(body["id"].as_str()?.to_owned())
         }));
     }
-    tokio::time::sleep(Duration::from_millis(150)).await;
+    tokio::time::timeout(Duration::from_secs(120), enough.notified())
+        .await
+        .expect("the server acknowledges posts");
     child.kill().expect("SIGKILL");
     child.wait().unwrap();
-    let mut acknowledged = Vec::new();
     for task in tasks {
-        if let Some(id) = task.await.unwrap() {
-            acknowledged.push(id);
-        }
+        task.await.unwrap();
     }
+    let acknowledged = std::mem::take(&mut *acknowledged.lock().unwrap());
     assert!(
         !acknowledged.is_empty(),
         "some posts were acknowledged before the kill"

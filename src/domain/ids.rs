@@ -2,8 +2,9 @@
 //! and carry their creation time to the millisecond.
 //!
 //! Layout (big endian): 4 bytes of Unix seconds (as in a MongoDB ObjectId), 2 bytes of
-//! milliseconds, 6 bytes of tail. The tail starts at `node << 32` so that two processes
-//! writing to one MongoDB rarely meet, and a duplicate key is retried by the caller.
+//! milliseconds, 6 bytes of tail. Each process starts every millisecond's tail at its own
+//! random 48-bit value (not the pid, which is 1 in many containers), so two processes
+//! writing to one MongoDB rarely meet; a duplicate key is retried by the caller.
 
 use std::fmt;
 use std::str::FromStr;
@@ -58,10 +59,10 @@ impl PostId {
         secs * 1000 + millis
     }
 
-    /// The next id for a post created at `now_ms`: the time-based id, or one past `last`
-    /// when the clock has not moved on, so ids strictly increase.
-    pub fn next_after(now_ms: i64, last: Option<PostId>, node: u16) -> PostId {
-        let candidate = PostId::at(now_ms, u64::from(node) << 32);
+    /// The next id for a post created at `now_ms`: the time-based id with tail `start`,
+    /// or one past `last` when the clock has not moved on, so ids strictly increase.
+    pub fn next_after(now_ms: i64, last: Option<PostId>, start: u64) -> PostId {
+        let candidate = PostId::at(now_ms, start);
         match last {
             Some(last) if candidate <= last => PostId::from_u128(last.as_u128() + 1),
             _ => candidate,
@@ -115,16 +116,28 @@ impl<'de> Deserialize<'de> for PostId {
 /// Hands out strictly increasing ids within one process.
 #[derive(Debug)]
 pub struct PostIdGenerator {
-    node: u16,
+    /// Where each millisecond's tails start in this process.
+    start: u64,
     last: Mutex<Option<PostId>>,
 }
 
+/// Tails a process can hand out within one millisecond before carrying into the next.
+const TAIL_HEADROOM: u64 = 1 << 32;
+const TAIL_BITS: u64 = 48;
+
 impl PostIdGenerator {
-    pub fn new(node: u16, last: Option<PostId>) -> Self {
+    /// Starts each millisecond's tails at `start`, kept below 2^48 - 2^32 so a burst of
+    /// ids within one millisecond never carries into the time bits.
+    pub fn new(start: u64, last: Option<PostId>) -> Self {
         PostIdGenerator {
-            node,
+            start: start % ((1 << TAIL_BITS) - TAIL_HEADROOM),
             last: Mutex::new(last),
         }
+    }
+
+    /// A generator whose tails start at a fresh random 48-bit value.
+    pub fn random(last: Option<PostId>) -> Self {
+        PostIdGenerator::new(rand::random::<u64>(), last)
     }
 
     pub fn next(&self, now_ms: i64) -> PostId {
@@ -132,7 +145,7 @@ impl PostIdGenerator {
             .last
             .lock()
             .unwrap_or_else(|poison| poison.into_inner());
-        let id = PostId::next_after(now_ms, *last, self.node);
+        let id = PostId::next_after(now_ms, *last, self.start);
         *last = Some(id);
         id
     }
@@ -172,5 +185,23 @@ mod tests {
         let d = generator.next(6_000);
         assert!(a < b && b < c && c < d, "{a} {b} {c} {d}");
         assert_eq!(d.timestamp_ms(), 6_000);
+    }
+
+    #[test]
+    fn processes_start_their_tails_at_random_48_bit_values() {
+        let starts: std::collections::HashSet<u64> = (0..64)
+            .map(|_| PostIdGenerator::random(None).next(5_000).as_u128() as u64 & 0xffff_ffff_ffff)
+            .collect();
+        // Sixty-four draws from 2^48 - 2^32 values: a collision would be a broken source.
+        assert_eq!(starts.len(), 64);
+        // And they use the high bits, which pid-based starts never reached.
+        assert!(starts.iter().any(|s| *s >= 1 << 40));
+        let top = PostIdGenerator::new(u64::MAX, None);
+        let id = top.next(5_000);
+        assert_eq!(
+            id.timestamp_ms(),
+            5_000,
+            "the start leaves headroom below the time bits"
+        );
     }
 }

@@ -30,6 +30,8 @@ pub struct ApiError {
     status: StatusCode,
     kind: &'static str,
     detail: String,
+    /// Seconds a client should wait before retrying, sent as `Retry-After`.
+    retry_after: Option<u32>,
 }
 
 impl ApiError {
@@ -38,6 +40,19 @@ impl ApiError {
             status,
             kind,
             detail: detail.into(),
+            retry_after: None,
+        }
+    }
+
+    /// The storage failed or timed out: retryable, and the cause stays in the log.
+    pub fn unavailable() -> Self {
+        ApiError {
+            retry_after: Some(1),
+            ..ApiError::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "unavailable",
+                "the service could not reach its storage; try again shortly",
+            )
         }
     }
 
@@ -63,9 +78,13 @@ impl IntoResponse for ApiError {
             detail: self.detail,
         };
         let body = serde_json::to_vec(&problem).unwrap_or_default();
+        let retry_after = self
+            .retry_after
+            .map(|s| (header::RETRY_AFTER, s.to_string()));
         (
             self.status,
             [(header::CONTENT_TYPE, "application/problem+json")],
+            axum::response::AppendHeaders(retry_after),
             body,
         )
             .into_response()
@@ -82,17 +101,13 @@ impl From<StoreError> for ApiError {
                 format!("{what} already exists"),
             ),
             StoreError::Invalid(why) => ApiError::invalid(why),
-            // No route reads the change feed, so a position error is a server fault.
+            // No route reads the change feed, so a position error is a storage fault too.
             cause @ (StoreError::InvalidPosition(_)
             | StoreError::HistoryLost(_)
             | StoreError::Backend(_)) => {
                 // The cause goes to the log, never to the client.
                 tracing::error!(error = %format!("{cause:#}"), "storage failure");
-                ApiError::new(
-                    StatusCode::INTERNAL_SERVER_ERROR,
-                    "internal",
-                    "the server could not complete the request",
-                )
+                ApiError::unavailable()
             }
         }
     }

@@ -15,12 +15,11 @@ use axum::Router;
 use axum::extract::{DefaultBodyLimit, MatchedPath, Request};
 use axum::http::{HeaderName, StatusCode};
 use axum::middleware::{self, Next};
-use axum::response::Response;
+use axum::response::{IntoResponse, Response};
 use axum::routing::{get, put};
 use metrics_exporter_prometheus::PrometheusHandle;
 use tower::ServiceBuilder;
 use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
-use tower_http::timeout::TimeoutLayer;
 use tower_http::trace::TraceLayer;
 use utoipa::OpenApi;
 
@@ -66,7 +65,52 @@ pub fn api_doc() -> utoipa::openapi::OpenApi {
     let mut doc = ApiDoc::openapi();
     // utoipa copies Cargo.toml's license field, which this crate does not set.
     doc.info.license = None;
+    document_unavailable(&mut doc);
     doc
+}
+
+/// Every operation can answer 503: any request that runs past `server.request_timeout`,
+/// and any that touches storage when storage fails. Added here once rather than on each
+/// handler.
+fn document_unavailable(doc: &mut utoipa::openapi::OpenApi) {
+    use utoipa::openapi::{ContentBuilder, Ref, ResponseBuilder};
+    let response = ResponseBuilder::new()
+        .description(
+            "Storage unavailable or the request timed out; retry after `Retry-After` seconds",
+        )
+        .header(
+            "Retry-After",
+            utoipa::openapi::HeaderBuilder::new()
+                .schema(
+                    utoipa::openapi::ObjectBuilder::new()
+                        .schema_type(utoipa::openapi::Type::Integer),
+                )
+                .description(Some("Seconds to wait before retrying"))
+                .build(),
+        )
+        .content(
+            "application/problem+json",
+            ContentBuilder::new()
+                .schema(Some(Ref::from_schema_name("Problem")))
+                .build(),
+        )
+        .build();
+    for item in doc.paths.paths.values_mut() {
+        let operations = [
+            &mut item.get,
+            &mut item.put,
+            &mut item.post,
+            &mut item.delete,
+            &mut item.patch,
+        ];
+        for operation in operations.into_iter().flatten() {
+            operation
+                .responses
+                .responses
+                .entry("503".to_owned())
+                .or_insert_with(|| response.clone().into());
+        }
+    }
 }
 
 pub fn openapi_json() -> String {
@@ -133,12 +177,27 @@ pub fn router(state: AppState, settings: &HttpSettings) -> Router {
             )
             .layer(PropagateRequestIdLayer::new(request_id))
             .layer(middleware::from_fn(record_metrics))
-            .layer(TimeoutLayer::with_status_code(
-                StatusCode::SERVICE_UNAVAILABLE,
+            .layer(middleware::from_fn_with_state(
                 settings.request_timeout,
+                time_limit,
             ))
             .layer(DefaultBodyLimit::max(settings.body_limit_bytes)),
     )
+}
+
+/// Answers 503 problem+json when a request runs past `server.request_timeout`.
+async fn time_limit(
+    axum::extract::State(limit): axum::extract::State<Duration>,
+    request: Request,
+    next: Next,
+) -> Response {
+    match tokio::time::timeout(limit, next.run(request)).await {
+        Ok(response) => response,
+        Err(_) => {
+            tracing::warn!(?limit, "request timed out");
+            ApiError::unavailable().into_response()
+        }
+    }
 }
 
 async fn not_found() -> ApiError {

@@ -1,7 +1,7 @@
 //! Health, readiness, metrics, the spec and build information.
 
 use axum::extract::State;
-use axum::http::{StatusCode, header};
+use axum::http::header;
 use axum::response::IntoResponse;
 use serde::Serialize;
 use utoipa::ToSchema;
@@ -45,11 +45,7 @@ pub async fn readyz(State(state): State<AppState>) -> ApiResult<Json<Status>> {
         Ok(()) => Ok(Json(Status { status: "ok" })),
         Err(error) => {
             tracing::warn!(error = %error, "readiness check failed");
-            Err(ApiError::new(
-                StatusCode::SERVICE_UNAVAILABLE,
-                "unavailable",
-                "storage is not available",
-            ))
+            Err(ApiError::unavailable())
         }
     }
 }

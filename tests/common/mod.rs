@@ -243,3 +243,4 @@ impl Api {
         body["id"].as_str().unwrap().to_owned()
     }
 }
+pub mod faults;

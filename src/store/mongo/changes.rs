@@ -1,4 +1,4 @@
-//! The port's change feed as MongoDB change streams over `users`, `following` and
+//! The port's change feed as MongoDB change streams over `users`, `follows` and
 //! `content`. A reader with no position starts at the oldest oplog entry, so no write
 //! made before the first reader started is missed; one whose position has rolled off the
 //! oplog gets `HistoryLost` (server error 286).
@@ -24,7 +24,7 @@ const MAX_AWAIT: Duration = Duration::from_millis(200);
 /// database-level stream would do, but the test stand-in does not implement one.)
 const WATCHED: [(&str, &str); 3] = [
     ("users", "users"),
-    ("following", "follows"),
+    ("follows", "follows"),
     ("content", "posts"),
 ];
 

@@ -3,7 +3,7 @@
 use async_trait::async_trait;
 use mongodb::bson::{Document, doc, oid::ObjectId};
 
-use super::{IndexSpec, MongoStore, all, db_error, index, is_duplicate_key, oid, post_from};
+use super::{IndexSpec, MongoStore, Side, all, db_error, index, is_duplicate_key, oid, post_from};
 use crate::domain::{Post, PostId};
 use crate::store::{ContentStore, StoreError, StoreResult};
 
@@ -109,7 +109,7 @@ impl ContentStore for MongoStore {
         limit: usize,
     ) -> StoreResult<Vec<Post>> {
         let mut authors = self
-            .ids_from("following", user, None, usize::MAX >> 2)
+            .neighbours(Side::Followees, user, None, usize::MAX >> 2)
             .await?;
         authors.push(user.to_owned());
         let mut filter = doc! { "author": { "$in": authors } };

@@ -1,17 +1,59 @@
-//! The follow graph on MongoDB: `following` `{_id: "a/b", from: a, to: b}` and its
-//! twin `followers` `{_id: "a/b", from: b, to: a}`, each unique on `{from, to}`.
+//! The follow graph on MongoDB: one document per edge in `follows`
+//! `{_id: "a/b", from: a, to: b, created_at}`, unique on `{from, to}` and indexed
+//! `{to, from}` for the followers' side.
+//!
+//! One document per pair means the two directions can never disagree: there is no twin
+//! to keep in step, so no interleaving of follows and unfollows can leave a "following"
+//! edge without its "followers" edge (the layout before this one kept two collections,
+//! and a follow racing an unfollow broke them apart). Each counter move is tied to the
+//! operation that actually inserted or deleted the edge (the insert's duplicate key, the
+//! delete's count), so under any interleaving the counters equal the edges once the
+//! calls return; a crash between the edge and its counters is repaired from the change
+//! feed.
 
 use async_trait::async_trait;
-use mongodb::bson::doc;
+use futures::TryStreamExt;
+use mongodb::Database;
+use mongodb::bson::{Document, doc};
+use mongodb::options::InsertManyOptions;
 
-use super::{IndexSpec, MongoStore, db_error, index, is_duplicate_key};
+use super::{IndexSpec, MongoStore, Side, db_error, index, is_duplicate_key};
 use crate::store::{GraphStore, StoreError, StoreResult};
+
+pub(super) const FOLLOWS: &str = "follows";
 
 pub(super) fn indexes() -> Vec<IndexSpec> {
     vec![
-        ("following", index(doc! { "from": 1, "to": 1 }, true)),
-        ("followers", index(doc! { "from": 1, "to": 1 }, true)),
+        (FOLLOWS, index(doc! { "from": 1, "to": 1 }, true)),
+        (FOLLOWS, index(doc! { "to": 1, "from": 1 }, false)),
     ]
+}
+
+/// Copies a graph kept in the earlier two-collection layout (`following`, `followers`)
+/// into `follows` once, when `follows` is still empty. Idempotent: a copy interrupted
+/// half-way is finished by the next start (duplicates are skipped). The old collections
+/// are left for the operator to drop.
+pub(super) async fn migrate(db: &Database) -> anyhow::Result<()> {
+    let follows = db.collection::<Document>(FOLLOWS);
+    let old = db.collection::<Document>("following");
+    if follows.find_one(doc! {}).await?.is_some() || old.find_one(doc! {}).await?.is_none() {
+        return Ok(());
+    }
+    let edges: Vec<Document> = old.find(doc! {}).await?.try_collect().await?;
+    let copied = edges.len();
+    for chunk in edges.chunks(1000) {
+        let options = InsertManyOptions::builder().ordered(false).build();
+        match follows.insert_many(chunk).with_options(options).await {
+            Ok(_) => {}
+            Err(error) if is_duplicate_key(&error) => {}
+            Err(error) => return Err(error.into()),
+        }
+    }
+    tracing::warn!(
+        copied,
+        "copied the follow graph from `following` into `follows`; `following` and `followers` are no longer used and can be dropped"
+    );
+    Ok(())
 }
 
 #[async_trait]
@@ -22,21 +64,11 @@ impl GraphStore for MongoStore {
                 return Err(StoreError::NotFound(format!("user {id}")));
             }
         }
-        // The reverse edge first (an idempotent upsert), then the forward edge, whose
-        // insert decides whether this call added the follow and so moves the counters.
-        // A crash between the insert and the counters leaves them one short; the change
-        // feed carries the edge, so a repair job can recount.
+        // The insert decides whether this call added the follow, and so whether it moves
+        // the counters.
         let key = format!("{follower}/{followee}");
-        self.collection("followers")
-            .update_one(
-                doc! { "_id": &key },
-                doc! { "$setOnInsert": { "from": followee, "to": follower, "created_at": now_ms } },
-            )
-            .upsert(true)
-            .await
-            .map_err(db_error)?;
         let edge = doc! { "_id": &key, "from": follower, "to": followee, "created_at": now_ms };
-        match self.collection("following").insert_one(edge).await {
+        match self.collection(FOLLOWS).insert_one(edge).await {
             Ok(_) => {}
             Err(error) if is_duplicate_key(&error) => return Ok(false),
             Err(error) => return Err(db_error(error)),
@@ -49,11 +81,7 @@ impl GraphStore for MongoStore {
     async fn unfollow(&self, follower: &str, followee: &str) -> StoreResult<bool> {
         let key = format!("{follower}/{followee}");
         let removed = self
-            .collection("following")
-            .delete_one(doc! { "_id": &key })
-            .await
-            .map_err(db_error)?;
-        self.collection("followers")
+            .collection(FOLLOWS)
             .delete_one(doc! { "_id": &key })
             .await
             .map_err(db_error)?;
@@ -71,7 +99,7 @@ impl GraphStore for MongoStore {
         after: Option<&str>,
         limit: usize,
     ) -> StoreResult<Vec<String>> {
-        self.ids_from("following", user, after, limit).await
+        self.neighbours(Side::Followees, user, after, limit).await
     }
 
     async fn followers(
@@ -80,6 +108,6 @@ impl GraphStore for MongoStore {
         after: Option<&str>,
         limit: usize,
     ) -> StoreResult<Vec<String>> {
-        self.ids_from("followers", user, after, limit).await
+        self.neighbours(Side::Followers, user, after, limit).await
     }
 }

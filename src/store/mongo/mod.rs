@@ -19,7 +19,10 @@ use anyhow::Context;
 use async_trait::async_trait;
 use futures::TryStreamExt;
 use mongodb::bson::{Bson, Document, doc, oid::ObjectId};
-use mongodb::options::IndexOptions;
+use mongodb::options::{
+    Acknowledgment, ClientOptions, IndexOptions, ReadConcern, ReadPreference, SelectionCriteria,
+    WriteConcern,
+};
 use mongodb::{Client, Collection, Database, IndexModel};
 
 use super::{Health, Store, StoreError, StoreResult};
@@ -34,6 +37,15 @@ pub struct MongoStore {
 
 /// A collection and one index on it.
 pub(super) type IndexSpec = (&'static str, IndexModel);
+
+/// Which end of a user's follow edges to list.
+#[derive(Debug, Clone, Copy)]
+pub(super) enum Side {
+    /// The users they follow.
+    Followees,
+    /// The users following them.
+    Followers,
+}
 
 /// Connects to the database named in the URI, or `socialite`, and creates indexes.
 pub async fn connect(uri: &str) -> anyhow::Result<Store> {
@@ -137,10 +149,26 @@ pub(super) fn index(keys: Document, unique: bool) -> IndexModel {
 }
 
 /// The database the URI names, or `socialite`.
-pub(super) async fn open_database(uri: &str) -> anyhow::Result<Database> {
-    let client = Client::with_uri_str(uri)
+///
+/// Concerns are pinned here rather than left to the URI, because correctness depends on
+/// them: every write waits for a journaled majority (`w: majority, j: true`), so an
+/// acknowledged post, follow or lease survives a primary failover; every read uses read
+/// concern `majority`, so nothing read can be rolled back later (a worker never derives
+/// data from a write that then vanishes); and reads go to the primary, so a client
+/// reads its own acknowledged writes.
+async fn open_database(uri: &str) -> anyhow::Result<Database> {
+    let mut options = ClientOptions::parse(uri)
         .await
-        .context("connecting to MongoDB")?;
+        .context("parsing the MongoDB URI")?;
+    options.write_concern = Some(
+        WriteConcern::builder()
+            .w(Acknowledgment::Majority)
+            .journal(true)
+            .build(),
+    );
+    options.read_concern = Some(ReadConcern::majority());
+    options.selection_criteria = Some(SelectionCriteria::ReadPreference(ReadPreference::Primary));
+    let client = Client::with_options(options).context("connecting to MongoDB")?;
     Ok(client
         .default_database()
         .unwrap_or_else(|| client.database("socialite")))
@@ -156,6 +184,9 @@ impl MongoStore {
             timelines::indexes(),
             activity::indexes(),
         ];
+        graph::migrate(&db)
+            .await
+            .context("migrating the follow graph")?;
         for (collection, model) in indexes.into_iter().flatten() {
             db.collection::<Document>(collection)
                 .create_index(model)
@@ -173,10 +204,9 @@ impl MongoStore {
             Some(doc) => Some(post_id(doc.get("_id"))?),
             None => None,
         };
-        let node = (std::process::id() as u16) ^ (crate::domain::now_ms() as u16);
         Ok(MongoStore {
             db,
-            ids: PostIdGenerator::new(node, last),
+            ids: PostIdGenerator::random(last),
             streams: changes::Streams::default(),
         })
     }
@@ -215,30 +245,6 @@ impl MongoStore {
             .map_err(db_error)?;
         Ok(())
     }
-
-    async fn ids_from(
-        &self,
-        collection: &str,
-        from: &str,
-        after: Option<&str>,
-        limit: usize,
-    ) -> StoreResult<Vec<String>> {
-        let mut filter = doc! { "from": from };
-        if let Some(after) = after {
-            filter.insert("to", doc! { "$gt": after });
-        }
-        let docs = all(self
-            .collection(collection)
-            .find(filter)
-            .sort(doc! { "to": 1 })
-            .limit(limit as i64)
-            .projection(doc! { "to": 1, "_id": 0 }))
-        .await?;
-        Ok(docs
-            .iter()
-            .filter_map(|d| d.get_str("to").ok().map(str::to_owned))
-            .collect())
-    }
 }
 
 #[async_trait]
@@ -253,5 +259,37 @@ impl Health for MongoStore {
             .await
             .map_err(db_error)?;
         Ok(())
+    }
+}
+
+impl MongoStore {
+    /// Ids across `user`'s follow edges on one side, ascending, strictly after `after`,
+    /// read from the `{from, to}` or `{to, from}` index alone.
+    pub(super) async fn neighbours(
+        &self,
+        side: Side,
+        user: &str,
+        after: Option<&str>,
+        limit: usize,
+    ) -> StoreResult<Vec<String>> {
+        let (mine, theirs) = match side {
+            Side::Followees => ("from", "to"),
+            Side::Followers => ("to", "from"),
+        };
+        let mut filter = doc! { mine: user };
+        if let Some(after) = after {
+            filter.insert(theirs, doc! { "$gt": after });
+        }
+        let docs = all(self
+            .collection(graph::FOLLOWS)
+            .find(filter)
+            .sort(doc! { mine: 1, theirs: 1 })
+            .limit(limit as i64)
+            .projection(doc! { theirs: 1, "_id": 0 }))
+        .await?;
+        Ok(docs
+            .iter()
+            .filter_map(|d| d.get_str(theirs).ok().map(str::to_owned))
+            .collect())
     }
 }

@@ -4,7 +4,7 @@
 use async_trait::async_trait;
 use mongodb::bson::doc;
 
-use super::{MongoStore, all, db_error, int, is_duplicate_key, user_from};
+use super::{MongoStore, all, db_error, is_duplicate_key, user_from};
 use crate::domain::{AuthorView, NewUser, User};
 use crate::store::{StoreError, StoreResult, UserStore};
 
@@ -24,7 +24,7 @@ impl MongoStore {
             return Ok(Vec::new());
         }
         let docs = all(self
-            .collection("following")
+            .collection(super::graph::FOLLOWS)
             .find(doc! { "from": user, "to": { "$in": candidates } })
             .projection(doc! { "to": 1, "_id": 0 }))
         .await?;
@@ -61,34 +61,25 @@ impl UserStore for MongoStore {
         found.as_ref().map(user_from).transpose()
     }
 
-    /// A read and a guarded `replace_one`, retried when a counter moved in between:
-    /// replace events carry the whole document on every server, which keeps the change
-    /// feed's user documents complete.
+    /// One `update_one` that sets the name and bumps the version, so no counter `$inc`
+    /// can make it fail or retry, then a read of the profile as it stands. (Not
+    /// `findOneAndUpdate`: the test stand-in leaves it out of the oplog, and so out of
+    /// the change feed; an update event reaches the feed with the full document through
+    /// `updateLookup`.) With renames racing, the answer is the newest profile, which may
+    /// carry the other rename's name.
     async fn rename_user(&self, id: &str, display_name: &str) -> StoreResult<Option<User>> {
-        for _ in 0..16 {
-            let Some(current) = self
-                .users_coll()
-                .find_one(doc! { "_id": id })
-                .await
-                .map_err(db_error)?
-            else {
-                return Ok(None);
-            };
-            let mut next = current.clone();
-            next.insert("display_name", display_name);
-            next.insert("version", int(&current, "version") + 1);
-            let replaced = self
-                .users_coll()
-                .replace_one(current, next.clone())
-                .await
-                .map_err(db_error)?;
-            if replaced.matched_count == 1 {
-                return user_from(&next).map(Some);
-            }
+        let renamed = self
+            .users_coll()
+            .update_one(
+                doc! { "_id": id },
+                doc! { "$set": { "display_name": display_name }, "$inc": { "version": 1_i64 } },
+            )
+            .await
+            .map_err(db_error)?;
+        if renamed.matched_count == 0 {
+            return Ok(None);
         }
-        Err(StoreError::Backend(anyhow::anyhow!(
-            "renaming {id} kept racing with counter updates"
-        )))
+        self.user(id).await
     }
 
     /// Two queries, run at once.
