@@ -11,3 +11,4 @@ pub mod seed;
 pub mod service;
 pub mod store;
 pub mod telemetry;
+pub mod workers;

@@ -142,11 +142,25 @@ impl ChangeOp {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Change {
     pub position: ChangePosition,
+    /// Increases along the feed: the embedded sequence number, MongoDB's cluster time.
+    /// Derived data records the last `seq` applied, so a replay is recognised.
+    pub seq: u64,
+    /// When the change was committed, in milliseconds since the Unix epoch (MongoDB:
+    /// the event's wall time, or its cluster time to the second).
+    pub at_ms: i64,
     pub collection: String,
     pub op: ChangeOp,
     pub key: String,
     /// The document after the change; `None` for deletions.
     pub document: Option<serde_json::Value>,
+}
+
+/// What a worker's effects are conditional on: the lease it acts under.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Fence {
+    pub lease: String,
+    pub holder: String,
+    pub version: u64,
 }
 
 /// Which way timelines are built.

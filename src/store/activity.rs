@@ -3,7 +3,9 @@
 use async_trait::async_trait;
 
 use super::StoreResult;
-use crate::domain::{Activity, ActivityLayout, ActivityLimits, ActivityPage, ActivityType, PostId};
+use crate::domain::{
+    Activity, ActivityLayout, ActivityLimits, ActivityPage, ActivityType, Fence, PostId,
+};
 
 #[async_trait]
 pub trait ActivityStore: Send + Sync + 'static {
@@ -17,6 +19,22 @@ pub trait ActivityStore: Send + Sync + 'static {
         ts_ms: i64,
         limits: ActivityLimits,
     ) -> StoreResult<Activity>;
+    /// Appends the activity derived from the change at feed order `seq`, at most once:
+    /// a log that already applied `seq` or a later change is left as it is, so a replay
+    /// changes nothing, and `None` is returned. The entry's time is raised to the log's
+    /// newest, so the log stays newest first by time. Fenced by `fence` (embedded: the
+    /// lease, in the write's transaction; both: the log's own `seq` watermark).
+    #[allow(clippy::too_many_arguments)]
+    async fn apply_activity(
+        &self,
+        fence: &Fence,
+        seq: u64,
+        user: &str,
+        kind: ActivityType,
+        reference: &str,
+        ts_ms: i64,
+        limits: ActivityLimits,
+    ) -> StoreResult<Option<Activity>>;
     /// Entries `skip..skip+limit` counted from the newest, newest first, reading only
     /// the documents that hold them. `NotFound` when the user is unknown.
     async fn activities(&self, user: &str, skip: u64, limit: u64) -> StoreResult<ActivityPage>;

@@ -14,6 +14,9 @@ pub trait ChangeFeed: Send + Sync + 'static {
         after: Option<&ChangePosition>,
         limit: usize,
     ) -> StoreResult<Vec<Change>>;
+    /// The position of the newest change, `None` when the feed is empty. A reader that
+    /// continues from it sees only changes made afterwards.
+    async fn head(&self) -> StoreResult<Option<ChangePosition>>;
     /// Drops changes recorded before `older_than_ms`. Returns how many were dropped.
     async fn trim_changes(&self, older_than_ms: i64) -> StoreResult<u64>;
 }

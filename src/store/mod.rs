@@ -14,6 +14,7 @@ pub mod changes;
 pub mod content;
 pub mod embedded;
 pub mod graph;
+pub mod leases;
 pub mod mongo;
 pub mod timelines;
 pub mod users;
@@ -26,6 +27,7 @@ pub use activity::ActivityStore;
 pub use changes::ChangeFeed;
 pub use content::ContentStore;
 pub use graph::{GraphStore, in_follower_batches};
+pub use leases::{Lease, LeaseStore};
 pub use timelines::TimelineStore;
 pub use users::UserStore;
 
@@ -43,6 +45,10 @@ pub enum StoreError {
     HistoryLost(String),
     #[error("invalid change feed position {0:?}")]
     InvalidPosition(String),
+    /// A worker's write was refused because it no longer holds lease `{0}` at the
+    /// version it acted under: a newer holder may have applied newer changes.
+    #[error("fenced off: lease {0} is no longer held at this version")]
+    Fenced(String),
     #[error("storage failure: {0:#}")]
     Backend(#[from] anyhow::Error),
 }
@@ -60,12 +66,26 @@ pub trait Health: Send + Sync + 'static {
 
 /// Every port an adapter implements.
 pub trait Adapter:
-    Health + UserStore + GraphStore + ContentStore + TimelineStore + ChangeFeed + ActivityStore
+    Health
+    + UserStore
+    + GraphStore
+    + ContentStore
+    + TimelineStore
+    + ChangeFeed
+    + ActivityStore
+    + LeaseStore
 {
 }
 
 impl<T> Adapter for T where
-    T: Health + UserStore + GraphStore + ContentStore + TimelineStore + ChangeFeed + ActivityStore
+    T: Health
+        + UserStore
+        + GraphStore
+        + ContentStore
+        + TimelineStore
+        + ChangeFeed
+        + ActivityStore
+        + LeaseStore
 {
 }
 
@@ -79,6 +99,7 @@ pub struct Store {
     pub timelines: Arc<dyn TimelineStore>,
     pub change_feed: Arc<dyn ChangeFeed>,
     pub activity: Arc<dyn ActivityStore>,
+    pub leases: Arc<dyn LeaseStore>,
 }
 
 impl Store {
@@ -90,7 +111,8 @@ impl Store {
             content: adapter.clone(),
             timelines: adapter.clone(),
             change_feed: adapter.clone(),
-            activity: adapter,
+            activity: adapter.clone(),
+            leases: adapter,
         }
     }
 

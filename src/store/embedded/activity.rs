@@ -3,11 +3,13 @@
 //! as the conditional `findOneAndUpdate` and the `$inc` counter do on MongoDB.
 
 use async_trait::async_trait;
-use rusqlite::{OptionalExtension, params};
+use rusqlite::{Connection, OptionalExtension, params};
 
-use super::{EmbeddedStore, user_exists};
+use super::leases::check_fence;
+use super::{EmbeddedStore, record_change, user_exists};
 use crate::domain::{
-    Activity, ActivityLayout, ActivityLimits, ActivityPage, ActivityType, PostId, Slot, window,
+    Activity, ActivityLayout, ActivityLimits, ActivityPage, ActivityType, ChangeOp, Fence, PostId,
+    Slot, window,
 };
 use crate::store::{ActivityStore, StoreError, StoreResult};
 
@@ -34,6 +36,81 @@ fn head(conn: &rusqlite::Connection, user: &str) -> rusqlite::Result<Option<Head
     .optional()
 }
 
+/// Creates the user's log with `limits` unless it exists. `NotFound` for unknown users.
+fn ensure_log(tx: &Connection, user: &str, limits: ActivityLimits) -> StoreResult<()> {
+    if !user_exists(tx, user)? {
+        return Err(StoreError::NotFound(format!("user {user}")));
+    }
+    tx.prepare_cached(
+        "INSERT OR IGNORE INTO activity_logs (user, primary_limit, page_size) VALUES (?1, ?2, ?3)",
+    )?
+    .execute(params![user, limits.primary_limit, limits.page_size])?;
+    Ok(())
+}
+
+/// Takes the next sequence number and writes the entry in its slot, in the caller's
+/// transaction.
+fn append(
+    tx: &Connection,
+    user: &str,
+    kind: ActivityType,
+    reference: String,
+    ts_ms: i64,
+    limits: ActivityLimits,
+) -> StoreResult<Activity> {
+    ensure_log(tx, user, limits)?;
+    let head =
+        head(tx, user)?.ok_or_else(|| StoreError::NotFound(format!("activity log of {user}")))?;
+    let fixed = head.limits;
+    let (seq, slot) = if head.primary_count < u64::from(fixed.primary_limit) {
+        tx.prepare_cached(
+            "UPDATE activity_logs SET primary_count = primary_count + 1 WHERE user = ?1",
+        )?
+        .execute([&user])?;
+        (head.primary_count, Slot::Primary)
+    } else {
+        let seq = u64::from(fixed.primary_limit) + head.overflow_count;
+        let slot = fixed.slot(seq);
+        let Slot::Page(page) = slot else {
+            unreachable!("past the primary limit")
+        };
+        tx.prepare_cached(
+            "UPDATE activity_logs SET overflow_count = overflow_count + 1,
+                         overflow_pages = max(overflow_pages, ?2) WHERE user = ?1",
+        )?
+        .execute(params![user, page as i64 + 1])?;
+        (seq, slot)
+    };
+    let page = match slot {
+        Slot::Primary => -1,
+        Slot::Page(page) => page as i64,
+    };
+    tx.prepare_cached(
+                "INSERT INTO activity_entries (user, seq, page, type, ts, ref) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+            )?
+            .execute(params![user, seq as i64, page, kind.as_str(), ts_ms, reference])?;
+    Ok(Activity {
+        seq,
+        kind,
+        ts_ms,
+        reference,
+    })
+}
+
+/// Adds the columns the activity worker's watermark needs to logs made before it.
+pub(super) fn migrate(conn: &Connection) -> rusqlite::Result<()> {
+    let has_applied = conn
+        .prepare("SELECT 1 FROM pragma_table_info('activity_logs') WHERE name = 'applied'")?
+        .exists([])?;
+    if !has_applied {
+        conn.execute_batch(
+            "ALTER TABLE activity_logs ADD COLUMN applied INTEGER NOT NULL DEFAULT -1;
+             ALTER TABLE activity_logs ADD COLUMN last_ts INTEGER NOT NULL DEFAULT 0;",
+        )?;
+    }
+    Ok(())
+}
+
 #[async_trait]
 impl ActivityStore for EmbeddedStore {
     async fn record_activity(
@@ -45,40 +122,39 @@ impl ActivityStore for EmbeddedStore {
         limits: ActivityLimits,
     ) -> StoreResult<Activity> {
         let (user, reference) = (user.to_owned(), reference.to_owned());
+        self.write(move |tx| append(tx, &user, kind, reference, ts_ms, limits))
+            .await
+    }
+
+    async fn apply_activity(
+        &self,
+        fence: &Fence,
+        seq: u64,
+        user: &str,
+        kind: ActivityType,
+        reference: &str,
+        ts_ms: i64,
+        limits: ActivityLimits,
+    ) -> StoreResult<Option<Activity>> {
+        let (fence, user, reference) = (fence.clone(), user.to_owned(), reference.to_owned());
         self.write(move |tx| {
-            if !user_exists(tx, &user)? {
-                return Err(StoreError::NotFound(format!("user {user}")));
+            // Fence: the lease, checked in the transaction that writes the entry.
+            check_fence(tx, &fence.lease, &fence.holder, fence.version)?;
+            ensure_log(tx, &user, limits)?;
+            let (applied, last_ts): (i64, i64) = tx
+                .prepare_cached("SELECT applied, last_ts FROM activity_logs WHERE user = ?1")?
+                .query_row([&user], |row| Ok((row.get(0)?, row.get(1)?)))?;
+            // Replay: this change, or a later one, is already in the log.
+            if applied >= seq as i64 {
+                return Ok(None);
             }
+            let ts_ms = ts_ms.max(last_ts);
+            let activity = append(tx, &user, kind, reference, ts_ms, limits)?;
             tx.prepare_cached(
-                "INSERT OR IGNORE INTO activity_logs (user, primary_limit, page_size) VALUES (?1, ?2, ?3)",
+                "UPDATE activity_logs SET applied = ?2, last_ts = ?3 WHERE user = ?1",
             )?
-            .execute(params![user, limits.primary_limit, limits.page_size])?;
-            let head = head(tx, &user)?.ok_or_else(|| StoreError::NotFound(format!("activity log of {user}")))?;
-            let fixed = head.limits;
-            let (seq, slot) = if head.primary_count < u64::from(fixed.primary_limit) {
-                tx.prepare_cached("UPDATE activity_logs SET primary_count = primary_count + 1 WHERE user = ?1")?
-                    .execute([&user])?;
-                (head.primary_count, Slot::Primary)
-            } else {
-                let seq = u64::from(fixed.primary_limit) + head.overflow_count;
-                let slot = fixed.slot(seq);
-                let Slot::Page(page) = slot else { unreachable!("past the primary limit") };
-                tx.prepare_cached(
-                    "UPDATE activity_logs SET overflow_count = overflow_count + 1,
-                         overflow_pages = max(overflow_pages, ?2) WHERE user = ?1",
-                )?
-                .execute(params![user, page as i64 + 1])?;
-                (seq, slot)
-            };
-            let page = match slot {
-                Slot::Primary => -1,
-                Slot::Page(page) => page as i64,
-            };
-            tx.prepare_cached(
-                "INSERT INTO activity_entries (user, seq, page, type, ts, ref) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-            )?
-            .execute(params![user, seq as i64, page, kind.as_str(), ts_ms, reference])?;
-            Ok(Activity { seq, kind, ts_ms, reference })
+            .execute(params![user, seq as i64, ts_ms])?;
+            Ok(Some(activity))
         })
         .await
     }
@@ -169,6 +245,16 @@ impl ActivityStore for EmbeddedStore {
                     "INSERT OR IGNORE INTO likes (user, post, created_at) VALUES (?1, ?2, ?3)",
                 )?
                 .execute(params![user, &post.bytes()[..], now_ms])?;
+            if added > 0 {
+                let doc = serde_json::json!({ "user": user, "post": post.to_string() });
+                record_change(
+                    tx,
+                    "likes",
+                    ChangeOp::Insert,
+                    &format!("{user}/{post}"),
+                    Some(&doc),
+                )?;
+            }
             Ok(added > 0)
         })
         .await
@@ -180,6 +266,15 @@ impl ActivityStore for EmbeddedStore {
             let removed = tx
                 .prepare_cached("DELETE FROM likes WHERE user = ?1 AND post = ?2")?
                 .execute(params![user, &post.bytes()[..]])?;
+            if removed > 0 {
+                record_change::<()>(
+                    tx,
+                    "likes",
+                    ChangeOp::Delete,
+                    &format!("{user}/{post}"),
+                    None,
+                )?;
+            }
             Ok(removed > 0)
         })
         .await

@@ -36,7 +36,7 @@ impl ChangeFeed for EmbeddedStore {
                 return Err(StoreError::HistoryLost(after.to_string()));
             }
             let mut stmt = conn.prepare_cached(
-                "SELECT pos, coll, op, key, doc FROM changes WHERE pos > ?1 ORDER BY pos LIMIT ?2",
+                "SELECT pos, coll, op, key, doc, ts FROM changes WHERE pos > ?1 ORDER BY pos LIMIT ?2",
             )?;
             let rows = stmt.query_map(params![after.unwrap_or(0), limit as i64], |row| {
                 let pos: i64 = row.get(0)?;
@@ -48,11 +48,12 @@ impl ChangeFeed for EmbeddedStore {
                     op,
                     row.get::<_, String>(3)?,
                     doc,
+                    row.get::<_, i64>(5)?,
                 ))
             })?;
             let mut changes = Vec::new();
             for row in rows {
-                let (pos, collection, op, key, doc) = row?;
+                let (pos, collection, op, key, doc, at_ms) = row?;
                 let op = ChangeOp::parse(&op).ok_or_else(|| {
                     StoreError::Backend(anyhow::anyhow!("change {pos} has unknown op {op:?}"))
                 })?;
@@ -62,6 +63,8 @@ impl ChangeFeed for EmbeddedStore {
                     .map_err(|e| StoreError::Backend(e.into()))?;
                 changes.push(Change {
                     position: ChangePosition(pos.to_string()),
+                    seq: pos as u64,
+                    at_ms,
                     collection,
                     op,
                     key,
@@ -69,6 +72,16 @@ impl ChangeFeed for EmbeddedStore {
                 });
             }
             Ok(changes)
+        })
+        .await
+    }
+
+    async fn head(&self) -> StoreResult<Option<ChangePosition>> {
+        self.read(|conn| {
+            let newest: Option<i64> = conn
+                .prepare_cached("SELECT max(pos) FROM changes")?
+                .query_row([], |row| row.get(0))?;
+            Ok(newest.map(|pos| ChangePosition(pos.to_string())))
         })
         .await
     }

@@ -10,6 +10,7 @@ mod activity;
 mod changes;
 mod content;
 mod graph;
+mod leases;
 mod schema;
 mod timelines;
 mod users;
@@ -89,6 +90,8 @@ impl EmbeddedStore {
             "PRAGMA synchronous={sync}; PRAGMA foreign_keys=OFF; PRAGMA cache_size=-65536;"
         ))?;
         schema::migrate(&writer)?;
+        writer.execute_batch(leases::SCHEMA)?;
+        activity::migrate(&writer)?;
         Ok(EmbeddedStore {
             inner: Arc::new(Inner {
                 path: path.to_path_buf(),

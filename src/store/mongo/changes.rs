@@ -178,8 +178,18 @@ pub(super) async fn read(
     for (_, order, collection, event) in pending.into_iter().take(limit) {
         tokens.insert(WATCHED[order].0.to_owned(), event.id.clone());
         if let Some((op, key, document)) = to_change(collection, &event)? {
+            let at_ms = event
+                .wall_time
+                .map(|t| t.timestamp_millis())
+                .or(event.cluster_time.map(|t| i64::from(t.time) * 1000))
+                .unwrap_or_default();
             changes.push(Change {
                 position: encode(&tokens)?,
+                seq: event
+                    .cluster_time
+                    .map(|t| (u64::from(t.time) << 32) | u64::from(t.increment))
+                    .unwrap_or_default(),
+                at_ms,
                 collection: collection.to_owned(),
                 op,
                 key,
@@ -198,6 +208,12 @@ impl ChangeFeed for MongoStore {
         limit: usize,
     ) -> StoreResult<Vec<Change>> {
         read(&self.db, &self.streams, after, limit).await
+    }
+
+    /// Not yet known on MongoDB without reading to the end: `None` makes a rebuilt
+    /// worker replay what the oplog still holds, which its idempotent effects allow.
+    async fn head(&self) -> StoreResult<Option<ChangePosition>> {
+        Ok(None)
     }
 
     /// The oplog's size is MongoDB's retention; nothing to trim here.

@@ -10,6 +10,7 @@ mod activity;
 mod changes;
 mod content;
 mod graph;
+mod leases;
 mod timelines;
 mod users;
 

@@ -19,9 +19,12 @@ use mongodb::Collection;
 use mongodb::bson::{Document, doc, oid::ObjectId};
 use mongodb::options::ReturnDocument;
 
+mod apply;
+
 use super::{IndexSpec, MongoStore, db_error, exists, index, is_duplicate_key, oid};
 use crate::domain::{
-    Activity, ActivityLayout, ActivityLimits, ActivityPage, ActivityType, PostId, Slot, window,
+    Activity, ActivityLayout, ActivityLimits, ActivityPage, ActivityType, Fence, PostId, Slot,
+    window,
 };
 use crate::store::{ActivityStore, StoreError, StoreResult};
 
@@ -192,6 +195,22 @@ impl ActivityStore for MongoStore {
             ts_ms,
             reference: reference.to_owned(),
         })
+    }
+
+    /// Fenced by the log's `applied` watermark (see `apply.rs`); the lease itself is not
+    /// consulted per write on MongoDB.
+    async fn apply_activity(
+        &self,
+        _fence: &Fence,
+        seq: u64,
+        user: &str,
+        kind: ActivityType,
+        reference: &str,
+        ts_ms: i64,
+        limits: ActivityLimits,
+    ) -> StoreResult<Option<Activity>> {
+        self.apply_activity_once(seq, user, kind, reference, ts_ms, limits)
+            .await
     }
 
     async fn activities(&self, user: &str, skip: u64, limit: u64) -> StoreResult<ActivityPage> {

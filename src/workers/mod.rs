@@ -1,0 +1,11 @@
+//! Background workers that keep derived data in step with the change feed, each under a
+//! lease with a fencing token (see [`runtime`]), one file per worker.
+
+pub mod activity;
+pub mod runtime;
+
+pub use crate::domain::Fence;
+pub use runtime::{
+    Clock, Hooks, ManualClock, NoHooks, Point, Runner, RunnerSettings, Status, Step, SystemClock,
+    Worker,
+};

@@ -1,0 +1,357 @@
+//! The worker runtime: one [`Runner`] per worker, driven one [`Runner::step`] at a time.
+//!
+//! A step is: take or extend the lease; on a change of ownership re-read the committed
+//! position from the lease (never trust memory); read at most one batch after it; apply
+//! it with every effect fenced by the lease's version; commit the batch's last position,
+//! conditional on still holding the lease at that version. So:
+//! - the position moves only after the effect (a crash in between replays the batch, and
+//!   effects are idempotent);
+//! - a holder that paused past its lease cannot commit, and its effects are refused by
+//!   the fence, so it stops and goes back to acquiring;
+//! - with no position at all the read starts at the oldest change the feed still holds;
+//! - when the feed no longer holds the position (`HistoryLost`), the worker rebuilds its
+//!   derived data from the sources and continues from the feed's head as it was before
+//!   the rebuild, logged and counted, never skipped silently.
+
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use async_trait::async_trait;
+use serde::Serialize;
+
+use crate::domain::{Change, ChangePosition, Fence};
+use crate::store::{ChangeFeed, LeaseStore, StoreError, StoreResult};
+
+/// Milliseconds since the Unix epoch, injectable so tests can move time by hand.
+pub trait Clock: Send + Sync + 'static {
+    fn now_ms(&self) -> i64;
+}
+
+pub struct SystemClock;
+
+impl Clock for SystemClock {
+    fn now_ms(&self) -> i64 {
+        crate::domain::now_ms()
+    }
+}
+
+/// A clock that moves only when told.
+#[derive(Default)]
+pub struct ManualClock(AtomicI64);
+
+impl ManualClock {
+    pub fn at(ms: i64) -> Self {
+        ManualClock(AtomicI64::new(ms))
+    }
+
+    pub fn advance(&self, ms: i64) {
+        self.0.fetch_add(ms, Ordering::SeqCst);
+    }
+}
+
+impl Clock for ManualClock {
+    fn now_ms(&self) -> i64 {
+        self.0.load(Ordering::SeqCst)
+    }
+}
+
+/// A consumer of the change feed that keeps some derived data in step.
+#[async_trait]
+pub trait Worker: Send + Sync + 'static {
+    /// The lease name, and the label in metrics and `/v1/workers`.
+    fn name(&self) -> &'static str;
+    /// Applies `changes` in order. Every effect is idempotent (a replay changes nothing)
+    /// and fenced: an effect refused by the fence returns `StoreError::Fenced`.
+    async fn apply(&self, changes: &[Change], fence: &Fence) -> StoreResult<()>;
+    /// Recomputes all derived data from the sources, for when history was lost.
+    async fn rebuild(&self, fence: &Fence) -> StoreResult<()>;
+}
+
+/// Named points in a step where a test can pause or fail it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Point {
+    /// The lease is held and the batch was read; nothing applied yet.
+    Read,
+    /// The batch was applied; the position is not committed yet.
+    Applied,
+}
+
+/// Fault points: a test's hook can wait (to pause a step) or return an error (a crash at
+/// that point: the step ends there, as a killed process would).
+#[async_trait]
+pub trait Hooks: Send + Sync + 'static {
+    async fn at(&self, worker: &str, point: Point) -> StoreResult<()>;
+}
+
+pub struct NoHooks;
+
+#[async_trait]
+impl Hooks for NoHooks {
+    async fn at(&self, _worker: &str, _point: Point) -> StoreResult<()> {
+        Ok(())
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RunnerSettings {
+    pub lease_ttl_ms: i64,
+    pub batch_size: usize,
+}
+
+/// What one step did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Step {
+    /// Another process holds the lease.
+    Standby,
+    /// Holding the lease, nothing new to apply.
+    Idle,
+    /// Applied and committed this many changes.
+    Applied(usize),
+    /// History was lost: derived data was rebuilt and the position moved to the head.
+    Rebuilt,
+    /// The lease was lost during the step; nothing was committed.
+    LostLease,
+}
+
+/// What `/v1/workers` shows of a worker in this process.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Status {
+    pub held: bool,
+    pub version: Option<u64>,
+    pub position: Option<String>,
+    /// Seconds between the newest applied change and the step that applied it, 0 when
+    /// caught up.
+    pub lag_seconds: f64,
+    /// Changes known to be waiting after the last step (a full batch means at least one).
+    pub lag_changes: u64,
+    pub processed: u64,
+    pub rebuilds: u64,
+    pub last_error: Option<String>,
+}
+
+pub struct Runner {
+    worker: Arc<dyn Worker>,
+    leases: Arc<dyn LeaseStore>,
+    feed: Arc<dyn ChangeFeed>,
+    clock: Arc<dyn Clock>,
+    hooks: Arc<dyn Hooks>,
+    settings: RunnerSettings,
+    holder: String,
+    /// The version held and the position committed under it, as read from the lease.
+    held: Option<(u64, Option<ChangePosition>)>,
+    status: Arc<Mutex<Status>>,
+}
+
+impl Runner {
+    pub fn new(
+        worker: Arc<dyn Worker>,
+        leases: Arc<dyn LeaseStore>,
+        feed: Arc<dyn ChangeFeed>,
+        clock: Arc<dyn Clock>,
+        holder: impl Into<String>,
+        settings: RunnerSettings,
+    ) -> Self {
+        Runner {
+            worker,
+            leases,
+            feed,
+            clock,
+            hooks: Arc::new(NoHooks),
+            settings,
+            holder: holder.into(),
+            held: None,
+            status: Arc::default(),
+        }
+    }
+
+    pub fn with_hooks(mut self, hooks: Arc<dyn Hooks>) -> Self {
+        self.hooks = hooks;
+        self
+    }
+
+    pub fn name(&self) -> &'static str {
+        self.worker.name()
+    }
+
+    pub fn status(&self) -> Arc<Mutex<Status>> {
+        self.status.clone()
+    }
+
+    fn fence(&self, version: u64) -> Fence {
+        Fence {
+            lease: self.worker.name().to_owned(),
+            holder: self.holder.clone(),
+            version,
+        }
+    }
+
+    fn update(&self, f: impl FnOnce(&mut Status)) {
+        f(&mut self.status.lock().unwrap_or_else(|p| p.into_inner()));
+    }
+
+    fn lost(&mut self) -> Step {
+        self.held = None;
+        self.update(|s| s.held = false);
+        metrics::counter!("socialite_worker_lease_losses_total", "worker" => self.name())
+            .increment(1);
+        metrics::gauge!("socialite_worker_lease_held", "worker" => self.name()).set(0.0);
+        tracing::warn!(worker = self.name(), "lease lost; back to acquiring");
+        Step::LostLease
+    }
+
+    /// At most one batch: acquire, read, apply, commit. An error leaves the position
+    /// where it was.
+    pub async fn step(&mut self) -> StoreResult<Step> {
+        let result = self.step_inner().await;
+        if let Err(error) = &result {
+            let text = error.to_string();
+            self.update(|s| s.last_error = Some(text));
+        }
+        result
+    }
+
+    async fn step_inner(&mut self) -> StoreResult<Step> {
+        let name = self.worker.name();
+        let ttl = self.settings.lease_ttl_ms;
+        let lease = self
+            .leases
+            .acquire(name, &self.holder, self.clock.now_ms(), ttl)
+            .await?;
+        if !lease.held_by(&self.holder) {
+            if self.held.take().is_some() {
+                self.lost();
+            }
+            return Ok(Step::Standby);
+        }
+        // A new or regained lease: the committed position is the lease's, not ours.
+        if self.held.as_ref().map(|(v, _)| *v) != Some(lease.version) {
+            metrics::counter!("socialite_worker_lease_acquisitions_total", "worker" => name)
+                .increment(1);
+            metrics::gauge!("socialite_worker_lease_held", "worker" => name).set(1.0);
+            tracing::info!(worker = name, version = lease.version, "lease acquired");
+            self.held = Some((lease.version, lease.position.clone()));
+        }
+        let (version, position) = self.held.clone().expect("held");
+        let fence = self.fence(version);
+        self.update(|s| {
+            s.held = true;
+            s.version = Some(version);
+        });
+
+        let batch = match self
+            .feed
+            .changes(position.as_ref(), self.settings.batch_size)
+            .await
+        {
+            Ok(batch) => batch,
+            Err(StoreError::HistoryLost(at)) => return self.rebuild(&fence, &at).await,
+            Err(error) => return Err(error),
+        };
+        self.hooks.at(name, Point::Read).await?;
+        let Some(last) = batch.last() else {
+            self.update(|s| {
+                s.lag_seconds = 0.0;
+                s.lag_changes = 0;
+            });
+            metrics::gauge!("socialite_worker_lag_seconds", "worker" => name).set(0.0);
+            metrics::gauge!("socialite_worker_lag_changes", "worker" => name).set(0.0);
+            return Ok(Step::Idle);
+        };
+        match self.worker.apply(&batch, &fence).await {
+            Ok(()) => {}
+            Err(StoreError::Fenced(_)) => {
+                metrics::counter!("socialite_worker_fenced_total", "worker" => name).increment(1);
+                return Ok(self.lost());
+            }
+            Err(error) => return Err(error),
+        }
+        self.hooks.at(name, Point::Applied).await?;
+        let committed = self
+            .leases
+            .commit(
+                name,
+                &self.holder,
+                version,
+                &last.position,
+                self.clock.now_ms(),
+                ttl,
+            )
+            .await?;
+        if !committed {
+            return Ok(self.lost());
+        }
+        let applied = batch.len();
+        let full = applied >= self.settings.batch_size;
+        let lag_seconds = if full {
+            ((self.clock.now_ms() - last.at_ms).max(0) as f64) / 1000.0
+        } else {
+            0.0
+        };
+        self.held = Some((version, Some(last.position.clone())));
+        self.update(|s| {
+            s.position = Some(last.position.0.clone());
+            s.processed += applied as u64;
+            s.lag_seconds = lag_seconds;
+            s.lag_changes = u64::from(full);
+            s.last_error = None;
+        });
+        metrics::counter!("socialite_worker_processed_total", "worker" => name)
+            .increment(applied as u64);
+        metrics::gauge!("socialite_worker_lag_seconds", "worker" => name).set(lag_seconds);
+        metrics::gauge!("socialite_worker_lag_changes", "worker" => name)
+            .set(f64::from(u8::from(full)));
+        Ok(Step::Applied(applied))
+    }
+
+    /// History lost: note the head first, rebuild from the sources, then continue from
+    /// that head. Changes after the head are applied afterwards, idempotently.
+    async fn rebuild(&mut self, fence: &Fence, lost_at: &str) -> StoreResult<Step> {
+        let name = self.worker.name();
+        tracing::error!(
+            worker = name,
+            position = lost_at,
+            "change feed history lost; rebuilding derived data"
+        );
+        metrics::counter!("socialite_worker_history_lost_total", "worker" => name).increment(1);
+        let head = self.feed.head().await?;
+        match self.worker.rebuild(fence).await {
+            Ok(()) => {}
+            Err(StoreError::Fenced(_)) => return Ok(self.lost()),
+            Err(error) => return Err(error),
+        }
+        if let Some(head) = &head {
+            let committed = self
+                .leases
+                .commit(
+                    name,
+                    &self.holder,
+                    fence.version,
+                    head,
+                    self.clock.now_ms(),
+                    self.settings.lease_ttl_ms,
+                )
+                .await?;
+            if !committed {
+                return Ok(self.lost());
+            }
+        }
+        self.held = Some((fence.version, head.clone()));
+        self.update(|s| {
+            s.rebuilds += 1;
+            s.position = head.map(|h| h.0);
+        });
+        Ok(Step::Rebuilt)
+    }
+
+    /// Gives the lease up (on shutdown), so another process takes over at once.
+    pub async fn release(&mut self) -> StoreResult<()> {
+        if let Some((version, _)) = self.held.take() {
+            self.leases
+                .release(self.worker.name(), &self.holder, version)
+                .await?;
+            self.update(|s| s.held = false);
+            metrics::gauge!("socialite_worker_lease_held", "worker" => self.name()).set(0.0);
+        }
+        Ok(())
+    }
+}

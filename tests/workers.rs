@@ -1,0 +1,322 @@
+//! The worker runtime, driven one `step()` at a time with a manual clock and fault points,
+//! on every backend: lease races, take-over and fencing (the design's Fig. 3), commit
+//! discipline across crashes, and bootstrap from the oldest change.
+
+mod common;
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use common::{fresh_store, kinds};
+use socialite::domain::{ActivityLimits, ActivityType, NewUser, now_ms};
+use socialite::store::{Store, StoreError, StoreResult};
+use socialite::workers::activity::{ActivityWorker, NAME};
+use socialite::workers::{Hooks, ManualClock, Point, Runner, RunnerSettings, Step};
+use tokio::sync::Notify;
+
+const TTL: i64 = 10_000;
+const SETTINGS: RunnerSettings = RunnerSettings {
+    lease_ttl_ms: TTL,
+    batch_size: 100,
+};
+
+async fn user(store: &Store, id: &str) {
+    store
+        .users
+        .create_user(&NewUser {
+            id: id.into(),
+            display_name: id.into(),
+            created_at_ms: now_ms(),
+        })
+        .await
+        .unwrap();
+}
+
+async fn post(store: &Store, author: &str, text: &str) -> String {
+    store
+        .content
+        .insert_post(author, text, now_ms())
+        .await
+        .unwrap()
+        .id
+        .to_string()
+}
+
+fn runner(store: &Store, clock: &Arc<ManualClock>, holder: &str) -> Runner {
+    let worker = Arc::new(ActivityWorker::new(
+        store.activity.clone(),
+        ActivityLimits::default(),
+    ));
+    Runner::new(
+        worker,
+        store.leases.clone(),
+        store.change_feed.clone(),
+        clock.clone(),
+        holder,
+        SETTINGS,
+    )
+}
+
+/// The references of `user`'s activity log, newest first.
+async fn log(store: &Store, user: &str) -> Vec<(ActivityType, String)> {
+    store
+        .activity
+        .activities(user, 0, 100)
+        .await
+        .unwrap()
+        .items
+        .into_iter()
+        .map(|a| (a.kind, a.reference))
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn exactly_one_of_two_racing_listeners_gets_a_fresh_lease() {
+    for kind in kinds("exactly_one_of_two_racing_listeners_gets_a_fresh_lease") {
+        let t = fresh_store(kind).await;
+        for round in 0..100 {
+            let name = format!("race{round}");
+            let barrier = Arc::new(tokio::sync::Barrier::new(2));
+            let tasks: Vec<_> = ["a", "b"]
+                .into_iter()
+                .map(|holder| {
+                    let (leases, barrier, name) =
+                        (t.store.leases.clone(), barrier.clone(), name.clone());
+                    tokio::spawn(async move {
+                        barrier.wait().await;
+                        leases.acquire(&name, holder, 1_000, TTL).await.unwrap()
+                    })
+                })
+                .collect();
+            let mut winners = Vec::new();
+            for (task, holder) in tasks.into_iter().zip(["a", "b"]) {
+                let lease = task.await.unwrap();
+                if lease.held_by(holder) {
+                    winners.push(holder);
+                }
+            }
+            assert_eq!(winners.len(), 1, "{kind:?} round {round}: {winners:?}");
+        }
+    }
+}
+
+#[tokio::test]
+async fn leases_refresh_take_over_and_refuse_the_old_holder() {
+    for kind in kinds("leases_refresh_take_over_and_refuse_the_old_holder") {
+        let t = fresh_store(kind).await;
+        let leases = &t.store.leases;
+        let first = leases.acquire("w", "a", 1_000, TTL).await.unwrap();
+        assert!(first.held_by("a"), "{kind:?}");
+        // The owner refreshes and keeps it, at the same version.
+        let again = leases.acquire("w", "a", 5_000, TTL).await.unwrap();
+        assert!(
+            again.held_by("a") && again.version == first.version,
+            "{kind:?}"
+        );
+        assert!(
+            leases
+                .refresh("w", "a", first.version, 6_000, TTL)
+                .await
+                .unwrap()
+        );
+        // A rival cannot take it before it expires...
+        assert!(
+            !leases
+                .acquire("w", "b", 10_000, TTL)
+                .await
+                .unwrap()
+                .held_by("b")
+        );
+        // ...and takes it over, at a higher version, once it has.
+        let taken = leases.acquire("w", "b", 16_001, TTL).await.unwrap();
+        assert!(
+            taken.held_by("b") && taken.version > first.version,
+            "{kind:?}"
+        );
+        // The old owner's refresh and commit are refused from then on.
+        assert!(
+            !leases
+                .refresh("w", "a", first.version, 16_002, TTL)
+                .await
+                .unwrap()
+        );
+        let position = socialite::domain::ChangePosition("1".into());
+        assert!(
+            !leases
+                .commit("w", "a", first.version, &position, 16_003, TTL)
+                .await
+                .unwrap()
+        );
+        // Release keeps the version; the next holder gets a higher one at once.
+        leases.release("w", "b", taken.version).await.unwrap();
+        let next = leases.acquire("w", "a", 16_004, TTL).await.unwrap();
+        assert!(
+            next.held_by("a") && next.version > taken.version,
+            "{kind:?}"
+        );
+        assert!(
+            !leases
+                .commit("w", "b", taken.version, &position, 16_005, TTL)
+                .await
+                .unwrap()
+        );
+    }
+}
+
+/// Pauses a step at `Read` until released.
+struct PauseAtRead {
+    paused: Notify,
+    resume: Notify,
+}
+
+#[async_trait]
+impl Hooks for PauseAtRead {
+    async fn at(&self, _worker: &str, point: Point) -> StoreResult<()> {
+        if point == Point::Read {
+            self.paused.notify_one();
+            self.resume.notified().await;
+        }
+        Ok(())
+    }
+}
+
+/// Fig. 3: A reads a change and pauses; its lease expires; B takes over and applies that
+/// change and a newer one; A resumes, its write is refused, it stops, and the data holds
+/// B's state.
+#[tokio::test]
+async fn a_paused_holder_is_fenced_off_after_a_take_over() {
+    for kind in kinds("a_paused_holder_is_fenced_off_after_a_take_over") {
+        let t = fresh_store(kind).await;
+        let store = &t.store;
+        let clock = Arc::new(ManualClock::at(now_ms()));
+        user(store, "ann").await;
+        let first = post(store, "ann", "first").await;
+
+        let hooks = Arc::new(PauseAtRead {
+            paused: Notify::new(),
+            resume: Notify::new(),
+        });
+        let mut a = runner(store, &clock, "A").with_hooks(hooks.clone());
+        let paused_a = tokio::spawn(async move {
+            let step = a.step().await;
+            (a, step)
+        });
+        hooks.paused.notified().await;
+
+        clock.advance(TTL + 1);
+        let second = post(store, "ann", "second").await;
+        let mut b = runner(store, &clock, "B");
+        let mut applied = 0;
+        while let Step::Applied(n) = b.step().await.unwrap() {
+            applied += n;
+        }
+        assert!(applied >= 2, "{kind:?}: B applied both posts");
+
+        hooks.resume.notify_one();
+        let (mut a, step) = paused_a.await.unwrap();
+        assert_eq!(step.unwrap(), Step::LostLease, "{kind:?}: A stops");
+        assert_eq!(
+            log(store, "ann").await,
+            vec![
+                (ActivityType::Post, second.clone()),
+                (ActivityType::Post, first.clone())
+            ],
+            "{kind:?}: B's state, each post once"
+        );
+        let lease = &store.leases.leases().await.unwrap()[0];
+        assert!(lease.held_by("B"), "{kind:?}");
+        // A, back to acquiring, stands by while B holds the lease.
+        assert_eq!(a.step().await.unwrap(), Step::Standby, "{kind:?}");
+    }
+}
+
+/// Fails a step at one point, once.
+struct CrashAt(Point, std::sync::atomic::AtomicBool);
+
+#[async_trait]
+impl Hooks for CrashAt {
+    async fn at(&self, _worker: &str, point: Point) -> StoreResult<()> {
+        if point == self.0 && self.1.swap(false, std::sync::atomic::Ordering::SeqCst) {
+            return Err(StoreError::Backend(anyhow::anyhow!("crash at {point:?}")));
+        }
+        Ok(())
+    }
+}
+
+#[tokio::test]
+async fn a_crash_before_the_commit_replays_without_doubling_and_one_before_the_effect_loses_nothing()
+ {
+    for kind in kinds("a_crash_before_the_commit_replays_without_doubling") {
+        for point in [Point::Applied, Point::Read] {
+            let t = fresh_store(kind).await;
+            let store = &t.store;
+            let clock = Arc::new(ManualClock::at(now_ms()));
+            user(store, "bo").await;
+            let one = post(store, "bo", "one").await;
+            let two = post(store, "bo", "two").await;
+            let crash = Arc::new(CrashAt(point, true.into()));
+            let mut worker = runner(store, &clock, "W").with_hooks(crash);
+            assert!(
+                worker.step().await.is_err(),
+                "{kind:?} {point:?}: the crash"
+            );
+            let lease = &store.leases.leases().await.unwrap()[0];
+            assert_eq!(
+                lease.position, None,
+                "{kind:?} {point:?}: nothing committed"
+            );
+            let expected_now = match point {
+                Point::Applied => 2,
+                Point::Read => 0,
+            };
+            assert_eq!(
+                log(store, "bo").await.len(),
+                expected_now,
+                "{kind:?} {point:?}"
+            );
+            // The restarted step replays the batch: each post ends up in the log once.
+            let mut restarted = runner(store, &clock, "W");
+            while let Step::Applied(_) = restarted.step().await.unwrap() {}
+            assert_eq!(
+                log(store, "bo").await,
+                vec![
+                    (ActivityType::Post, two.clone()),
+                    (ActivityType::Post, one.clone())
+                ],
+                "{kind:?} {point:?}"
+            );
+            assert!(store.leases.leases().await.unwrap()[0].position.is_some());
+        }
+    }
+}
+
+/// Figs. 4a/4b: writes made before any worker ever ran are all processed.
+#[tokio::test]
+async fn a_first_worker_processes_everything_written_before_it_started() {
+    for kind in kinds("a_first_worker_processes_everything_written_before_it_started") {
+        let t = fresh_store(kind).await;
+        let store = &t.store;
+        user(store, "cy").await;
+        user(store, "di").await;
+        let mut posts = Vec::new();
+        for i in 0..30 {
+            posts.push(post(store, "cy", &format!("early {i}")).await);
+        }
+        store.graph.follow("di", "cy", now_ms()).await.unwrap();
+        let clock = Arc::new(ManualClock::at(now_ms()));
+        let mut worker = runner(store, &clock, "W");
+        let mut steps = 0;
+        while let Step::Applied(_) = worker.step().await.unwrap() {
+            steps += 1;
+        }
+        assert!(steps >= 1, "{kind:?}");
+        let logged: Vec<String> = log(store, "cy").await.into_iter().map(|(_, r)| r).collect();
+        posts.reverse();
+        assert_eq!(logged, posts, "{kind:?}: every early post, newest first");
+        assert_eq!(
+            log(store, "di").await,
+            vec![(ActivityType::Follow, "cy".to_owned())]
+        );
+        let _ = NAME;
+    }
+}
