@@ -17,6 +17,8 @@ use crate::service::Social;
 use crate::store::embedded::EmbeddedStore;
 use crate::store::{ChangeFeed, Store};
 use crate::telemetry;
+use crate::workers::activity::ActivityWorker;
+use crate::workers::{Runner, RunnerSettings, SystemClock, Wakers, Workers};
 
 /// How often the embedded change feed is trimmed to its retention.
 const TRIM_INTERVAL: Duration = Duration::from_secs(60);
@@ -44,16 +46,63 @@ pub async fn open_store(config: &Config) -> anyhow::Result<Store> {
     })
 }
 
-/// The handlers' state over an open store.
+/// The handlers' state over an open store, with this process's workers started.
 pub fn build_state(config: &Config, store: Store) -> AppState {
-    let limits = ActivityLimits {
-        primary_limit: config.activity.primary_limit,
-        page_size: config.activity.page_size,
-    };
+    let limits = activity_limits(config);
+    let wakers = Arc::new(Wakers::default());
+    let workers = start_workers(config, &store, wakers.clone());
     AppState {
-        social: Arc::new(Social::new(store, &config.feed.settings(), limits)),
+        social: Arc::new(Social::new(store, &config.feed.settings(), limits, wakers)),
+        workers: Arc::new(workers),
         metrics: telemetry::metrics_handle(),
     }
+}
+
+fn activity_limits(config: &Config) -> ActivityLimits {
+    ActivityLimits {
+        primary_limit: config.activity.primary_limit,
+        page_size: config.activity.page_size,
+    }
+}
+
+/// A name for this process in leases: unique among processes on one store.
+fn holder_id() -> String {
+    let host = std::env::var("HOSTNAME").unwrap_or_else(|_| "host".to_owned());
+    format!(
+        "{host}-{}-{:08x}",
+        std::process::id(),
+        rand::random::<u32>()
+    )
+}
+
+/// Every worker, when `workers.enabled`; none otherwise (another process runs them).
+fn start_workers(config: &Config, store: &Store, wakers: Arc<Wakers>) -> Workers {
+    let settings = RunnerSettings {
+        lease_ttl_ms: config.workers.lease_ttl.0.as_millis() as i64,
+        batch_size: config.workers.batch_size,
+    };
+    let mut runners = Vec::new();
+    if config.workers.enabled {
+        let holder = holder_id();
+        let activity = Arc::new(ActivityWorker::new(
+            store.activity.clone(),
+            activity_limits(config),
+        ));
+        runners.push(Runner::new(
+            activity,
+            store.leases.clone(),
+            store.change_feed.clone(),
+            Arc::new(SystemClock),
+            holder,
+            settings,
+        ));
+    }
+    Workers::start(
+        runners,
+        store.leases.clone(),
+        wakers,
+        config.workers.refresh_interval.0,
+    )
 }
 
 /// A server running in the background, as tests and `serve` use it.
@@ -106,6 +155,7 @@ async fn run(
     config: Config,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<()> {
+    let workers = state.workers.clone();
     let app = router(
         state,
         &HttpSettings {
@@ -121,6 +171,8 @@ async fn run(
         .with_graceful_shutdown(shutdown)
         .await;
     trimmer.abort();
+    // In-flight requests are done: let each worker finish its step and hand its lease on.
+    workers.stop().await;
     served.context("serving HTTP")
 }
 

@@ -95,6 +95,12 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 let state = crate::app::build_state(&config, store);
                 let plan = crate::seed::plan(&args);
                 let report = crate::seed::run(state.social.clone(), &plan).await?;
+                // The activity logs come from the change feed: let the workers catch up.
+                if config.workers.enabled {
+                    let settled = state.workers.settle(std::time::Duration::from_secs(3600)).await;
+                    anyhow::ensure!(settled.is_some(), "the workers did not catch up within an hour");
+                }
+                state.workers.stop().await;
                 println!(
                     "seeded {} users, {} follows, {} posts in {:.1} s: {:.0} rows/s ({} strategy, {} storage)",
                     report.users,

@@ -25,6 +25,7 @@ pub struct Config {
     pub feed: FeedConfig,
     pub change_feed: ChangeFeedConfig,
     pub activity: ActivityConfig,
+    pub workers: WorkersConfig,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -156,6 +157,33 @@ impl Default for ActivityConfig {
     }
 }
 
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct WorkersConfig {
+    /// Run the change-feed workers in this process. Several processes may run them on
+    /// one store: the lease makes one of them active per worker.
+    pub enabled: bool,
+    /// How long a worker's lease lasts without a refresh; a killed holder is replaced
+    /// within about this long.
+    pub lease_ttl: HumanDuration,
+    /// How often an idle worker refreshes its lease and looks for changes written by
+    /// other processes (writes in this process wake it at once).
+    pub refresh_interval: HumanDuration,
+    /// Changes read and applied per step.
+    pub batch_size: usize,
+}
+
+impl Default for WorkersConfig {
+    fn default() -> Self {
+        WorkersConfig {
+            enabled: true,
+            lease_ttl: HumanDuration(Duration::from_secs(10)),
+            refresh_interval: HumanDuration(Duration::from_secs(2)),
+            batch_size: 500,
+        }
+    }
+}
+
 /// A duration written as `1d`, `90s`, `250ms` and so on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct HumanDuration(pub Duration);
@@ -251,6 +279,23 @@ impl Config {
         }
         if self.activity.primary_limit == 0 || self.activity.page_size == 0 {
             bail!("activity.primary_limit and activity.page_size must be positive");
+        }
+        let workers = &self.workers;
+        if workers.lease_ttl.0 < Duration::from_secs(1) {
+            bail!("workers.lease_ttl must be at least 1s");
+        }
+        if workers.refresh_interval.0.is_zero()
+            || workers.refresh_interval.0 * 2 > workers.lease_ttl.0
+        {
+            bail!(
+                "workers.refresh_interval must be positive and at most half of workers.lease_ttl"
+            );
+        }
+        if !(1..=10_000).contains(&workers.batch_size) {
+            bail!(
+                "workers.batch_size must be 1-10000, got {}",
+                workers.batch_size
+            );
         }
         if self.server.body_limit_bytes < 1024 {
             bail!("server.body_limit_bytes must be at least 1024");

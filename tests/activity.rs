@@ -12,6 +12,8 @@ use socialite::domain::{ActivityLimits, ActivityType, NewUser, now_ms};
 use socialite::feed::FeedSettings;
 use socialite::seed::{SeedArgs, plan, user_id};
 use socialite::service::{ActivityLog, Social};
+use socialite::workers::activity::ActivityWorker;
+use socialite::workers::{Runner, RunnerSettings, Step, SystemClock};
 
 async fn log_with_user(
     kind: common::Kind,
@@ -27,7 +29,11 @@ async fn log_with_user(
         })
         .await
         .unwrap();
-    let log = Arc::new(ActivityLog::new(t.store.clone(), limits));
+    let log = Arc::new(ActivityLog::new(
+        t.store.clone(),
+        limits,
+        Default::default(),
+    ));
     (t, log)
 }
 
@@ -178,6 +184,7 @@ async fn pages_cross_the_primary_document_and_page_boundaries() {
                 primary_limit: 100,
                 page_size: 100,
             },
+            Default::default(),
         );
         assert_eq!(
             other
@@ -202,6 +209,7 @@ async fn seeding_records_the_same_activities_as_the_api() {
             t.store.clone(),
             &FeedSettings::default(),
             ActivityLimits::default(),
+            Default::default(),
         ));
         let plan = plan(&SeedArgs {
             users: 30,
@@ -210,6 +218,23 @@ async fn seeding_records_the_same_activities_as_the_api() {
             seed: 3,
         });
         socialite::seed::run(social.clone(), &plan).await.unwrap();
+        // Activities are recorded from the change feed, as the server's worker would.
+        let worker = Arc::new(ActivityWorker::new(
+            t.store.activity.clone(),
+            ActivityLimits::default(),
+        ));
+        let mut runner = Runner::new(
+            worker,
+            t.store.leases.clone(),
+            t.store.change_feed.clone(),
+            Arc::new(SystemClock),
+            "test",
+            RunnerSettings {
+                lease_ttl_ms: 60_000,
+                batch_size: 100,
+            },
+        );
+        while let Step::Applied(_) = runner.step().await.unwrap() {}
         let mut seen = 0;
         for (index, id) in plan.users.iter().enumerate() {
             let mut want: Vec<String> = plan
@@ -271,6 +296,8 @@ async fn activity_over_http() {
         for i in 0..3 {
             api.say("ann", &format!("p{i}")).await;
         }
+        // Activities are recorded from the change feed: let the workers catch up.
+        server.settle().await;
         let (_, log) = api.get("/v1/users/ann/activity?limit=10").await;
         assert_eq!(
             log["total"], 5,
@@ -338,4 +365,39 @@ fn types(page: &Value) -> Vec<&str> {
         .iter()
         .map(|i| i["type"].as_str().unwrap())
         .collect()
+}
+
+/// Sixteen concurrent posts by one author: the log, written by the worker in feed
+/// order, is newest first by time and holds each post once.
+#[tokio::test]
+async fn concurrent_posts_give_a_newest_first_log_with_each_post_once() {
+    for kind in kinds("concurrent_posts_give_a_newest_first_log_with_each_post_once") {
+        let server = TestServer::start(fresh_config(kind)).await;
+        let api = server.api();
+        api.user("busy").await;
+        let mut tasks = Vec::new();
+        for i in 0..16 {
+            let api = server.api();
+            tasks.push(tokio::spawn(async move {
+                api.say("busy", &format!("burst {i}")).await
+            }));
+        }
+        let mut posted = Vec::new();
+        for task in tasks {
+            posted.push(task.await.unwrap());
+        }
+        server.settle().await;
+        let (_, log) = api.get("/v1/users/busy/activity?limit=100").await;
+        let items = log["items"].as_array().unwrap();
+        let mut refs: Vec<&str> = items.iter().map(|i| i["ref"].as_str().unwrap()).collect();
+        let times: Vec<&str> = items.iter().map(|i| i["ts"].as_str().unwrap()).collect();
+        assert!(
+            times.windows(2).all(|w| w[0] >= w[1]),
+            "{kind:?}: newest first by time: {times:?}"
+        );
+        refs.sort_unstable();
+        posted.sort_unstable();
+        assert_eq!(refs, posted, "{kind:?}: each post once");
+        server.stop().await;
+    }
 }

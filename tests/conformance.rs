@@ -42,6 +42,7 @@ async fn setups(test: &str) -> Vec<Setup> {
                     store.store.clone(),
                     &settings(strategy, embed),
                     ActivityLimits::default(),
+                    Default::default(),
                 );
                 all.push(Setup {
                     label: format!("{kind:?}/{strategy}/embed={embed}"),
@@ -237,7 +238,12 @@ async fn follow_backfills_at_least_the_configured_number_of_posts() {
             settings.backfill_on_follow = 5;
             settings.cache_size = 50;
             settings.bucket_size = 50;
-            let social = Social::new(store.store.clone(), &settings, ActivityLimits::default());
+            let social = Social::new(
+                store.store.clone(),
+                &settings,
+                ActivityLimits::default(),
+                Default::default(),
+            );
             users(&social, &["reader", "writer"]).await;
             social.timeline("reader", None, 10).await.unwrap();
             let mut model = Model { posts: Vec::new() };
@@ -267,6 +273,7 @@ async fn the_cache_exists_only_for_users_who_read() {
                 store.store.clone(),
                 &settings(FeedStrategy::Cache, embed),
                 ActivityLimits::default(),
+                Default::default(),
             );
             users(&social, &["author", "reader", "dormant"]).await;
             social.follow("reader", "author").await.unwrap();
@@ -360,6 +367,7 @@ async fn concurrent_posts_never_overfill_buckets_or_the_cache() {
                 store.store.clone(),
                 &settings,
                 ActivityLimits::default(),
+                Default::default(),
             ));
             social.create_user("fan", "fan").await.unwrap();
             for a in 0..AUTHORS {

@@ -320,3 +320,35 @@ async fn a_first_worker_processes_everything_written_before_it_started() {
         let _ = NAME;
     }
 }
+
+/// The server runs its workers: a post reaches the activity log through the feed, and
+/// `/v1/workers` shows the lease, its position and what was applied.
+#[tokio::test]
+async fn the_server_reports_its_workers() {
+    for kind in kinds("the_server_reports_its_workers") {
+        let server = common::TestServer::start(common::fresh_config(kind)).await;
+        let api = server.api();
+        api.user("eve").await;
+        api.say("eve", "hello").await;
+        server.settle().await;
+        let (status, body) = api.get("/v1/workers").await;
+        assert_eq!(status, reqwest::StatusCode::OK);
+        let activity = body["workers"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|w| w["name"] == NAME)
+            .cloned()
+            .unwrap_or_else(|| panic!("{kind:?}: no activity worker in {body}"));
+        assert_eq!(activity["held_here"], true, "{kind:?}: {activity}");
+        assert!(activity["holder"].is_string() && activity["version"].as_u64().unwrap() > 0);
+        assert!(activity["position"].is_string(), "{kind:?}: {activity}");
+        assert!(
+            activity["processed"].as_u64().unwrap() >= 2,
+            "{kind:?}: the user and the post"
+        );
+        assert_eq!(activity["lag_seconds"], 0.0);
+        server.stop().await;
+        // Stopping released the lease for the next process.
+    }
+}

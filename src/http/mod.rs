@@ -31,6 +31,7 @@ use error::{ApiError, ApiResult};
 #[derive(Clone)]
 pub struct AppState {
     pub social: Arc<Social>,
+    pub workers: Arc<crate::workers::Workers>,
     pub metrics: PrometheusHandle,
 }
 
@@ -46,7 +47,7 @@ pub struct AppState {
         posts::create_post, posts::get_post, posts::delete_post, posts::list_posts,
         timeline::timeline,
         activity::like, activity::unlike, activity::list_activity,
-        ops::healthz, ops::readyz, ops::metrics, ops::openapi, ops::meta,
+        ops::healthz, ops::readyz, ops::metrics, ops::openapi, ops::meta, ops::workers,
     ),
     components(schemas(error::Problem)),
     tags(
@@ -155,6 +156,7 @@ pub fn router(state: AppState, settings: &HttpSettings) -> Router {
         )
         .route("/v1/users/{id}/activity", get(activity::list_activity))
         .route("/v1/meta", get(ops::meta))
+        .route("/v1/workers", get(ops::workers))
         .route("/healthz", get(ops::healthz))
         .route("/readyz", get(ops::readyz))
         .route("/metrics", get(ops::metrics))

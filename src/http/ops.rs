@@ -77,3 +77,51 @@ pub async fn meta(State(state): State<AppState>) -> Json<Meta> {
         feed_strategy: state.social.strategy().as_str(),
     })
 }
+
+/// One change-feed worker: its lease as stored, and this process's view of it.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct WorkerBody {
+    #[schema(example = "activity")]
+    pub name: String,
+    /// The process holding the lease, `null` when released or never taken.
+    pub holder: Option<String>,
+    /// The fencing token: increases whenever the lease changes hands.
+    pub version: Option<u64>,
+    /// The last committed change-feed position (opaque).
+    pub position: Option<String>,
+    /// Whether this process holds the lease.
+    pub held_here: bool,
+    /// Seconds between the newest applied change and its application, 0 when caught up.
+    pub lag_seconds: f64,
+    /// Changes applied by this process since it started.
+    pub processed: u64,
+    /// History-lost rebuilds done by this process.
+    pub rebuilds: u64,
+    pub last_error: Option<String>,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct WorkersBody {
+    pub workers: Vec<WorkerBody>,
+}
+
+#[utoipa::path(get, path = "/v1/workers", tag = "operations",
+    responses((status = 200, description = "Each change-feed worker's lease, position, lag and last error", body = WorkersBody)))]
+pub async fn workers(State(state): State<AppState>) -> ApiResult<Json<WorkersBody>> {
+    let reports = state.workers.report().await?;
+    let workers = reports
+        .into_iter()
+        .map(|r| WorkerBody {
+            holder: r.lease.as_ref().and_then(|l| l.holder.clone()),
+            version: r.lease.as_ref().map(|l| l.version),
+            position: r.lease.and_then(|l| l.position).map(|p| p.0),
+            name: r.name,
+            held_here: r.local.held,
+            lag_seconds: r.local.lag_seconds,
+            processed: r.local.processed,
+            rebuilds: r.local.rebuilds,
+            last_error: r.local.last_error,
+        })
+        .collect();
+    Ok(Json(WorkersBody { workers }))
+}

@@ -1,18 +1,29 @@
-//! The activity log service: records activities and likes, and reads the log back.
+//! The activity log service: likes, and reading the log back. Entries are written by
+//! the activity worker from the change feed.
+
+use std::sync::Arc;
 
 use crate::domain::{Activity, ActivityLimits, ActivityPage, ActivityType, PostId, now_ms};
 use crate::store::{Store, StoreError, StoreResult};
+use crate::workers::Wakers;
 
 pub struct ActivityLog {
     store: Store,
     limits: ActivityLimits,
+    wakers: Arc<Wakers>,
 }
 
 impl ActivityLog {
-    pub fn new(store: Store, limits: ActivityLimits) -> Self {
-        ActivityLog { store, limits }
+    pub fn new(store: Store, limits: ActivityLimits, wakers: Arc<Wakers>) -> Self {
+        ActivityLog {
+            store,
+            limits,
+            wakers,
+        }
     }
 
+    /// Appends an entry directly, outside the change feed: for tests and benchmarks of
+    /// the log's layout under concurrent writers.
     pub async fn record(
         &self,
         user: &str,
@@ -25,12 +36,11 @@ impl ActivityLog {
             .await
     }
 
-    /// Likes a post; records the activity only when the like is new. `NotFound` when the
-    /// user or the post is unknown.
+    /// Likes a post; a new like reaches the activity log through the change feed.
+    /// `NotFound` when the user or the post is unknown.
     pub async fn like(&self, user: &str, post: PostId) -> StoreResult<()> {
         if self.store.activity.like(user, post, now_ms()).await? {
-            self.record(user, ActivityType::Like, &post.to_string())
-                .await?;
+            self.wakers.wake_all();
         }
         Ok(())
     }

@@ -1,15 +1,18 @@
 //! The product's operations, shared by the HTTP handlers and the seeder. Each write is
-//! the store call plus the timeline upkeep and the activity that go with it, and every
-//! rule (existence checks, no self-follow) lives here, once. The store is private: the
-//! handlers and the seeder reach storage only through these operations.
+//! the store call (atomic with its change-feed entry) plus the timeline upkeep that the
+//! reader expects at once; activities are recorded from the change feed by the activity
+//! worker, which every write wakes. Every rule (existence checks, no self-follow) lives
+//! here, once. The store is private: the handlers and the seeder reach storage only
+//! through these operations.
 
 mod activity;
 
-use crate::domain::{
-    ActivityLimits, ActivityType, FeedStrategy, NewUser, Post, PostId, User, now_ms,
-};
+use std::sync::Arc;
+
+use crate::domain::{ActivityLimits, FeedStrategy, NewUser, Post, PostId, User, now_ms};
 use crate::feed::{FeedSettings, TimelinePage, Timelines};
 use crate::store::{Store, StoreError, StoreResult};
+use crate::workers::Wakers;
 
 pub use activity::ActivityLog;
 
@@ -41,6 +44,7 @@ pub struct Social {
     store: Store,
     timelines: Timelines,
     activity: ActivityLog,
+    wakers: Arc<Wakers>,
 }
 
 fn user_not_found(id: &str) -> StoreError {
@@ -48,11 +52,18 @@ fn user_not_found(id: &str) -> StoreError {
 }
 
 impl Social {
-    pub fn new(store: Store, feed: &FeedSettings, limits: ActivityLimits) -> Self {
+    /// `wakers` are told about every write, so that workers apply it at once.
+    pub fn new(
+        store: Store,
+        feed: &FeedSettings,
+        limits: ActivityLimits,
+        wakers: Arc<Wakers>,
+    ) -> Self {
         Social {
             timelines: Timelines::new(store.clone(), feed),
-            activity: ActivityLog::new(store.clone(), limits),
+            activity: ActivityLog::new(store.clone(), limits, wakers.clone()),
             store,
+            wakers,
         }
     }
 
@@ -73,14 +84,17 @@ impl Social {
     }
 
     pub async fn create_user(&self, id: &str, display_name: &str) -> StoreResult<User> {
-        self.store
+        let user = self
+            .store
             .users
             .create_user(&NewUser {
                 id: id.to_owned(),
                 display_name: display_name.to_owned(),
                 created_at_ms: now_ms(),
             })
-            .await
+            .await?;
+        self.wakers.wake_all();
+        Ok(user)
     }
 
     pub async fn user(&self, id: &str) -> StoreResult<User> {
@@ -92,16 +106,18 @@ impl Social {
     }
 
     pub async fn rename(&self, id: &str, display_name: &str) -> StoreResult<User> {
-        self.store
+        let user = self
+            .store
             .users
             .rename_user(id, display_name)
             .await?
-            .ok_or_else(|| user_not_found(id))
+            .ok_or_else(|| user_not_found(id))?;
+        self.wakers.wake_all();
+        Ok(user)
     }
 
     /// The edge first, then the backfill: a post racing with the follow is either seen
-    /// by the backfill or fans out to the new edge. A new edge is recorded in the
-    /// follower's activity log. Returns whether the edge is new.
+    /// by the backfill or fans out to the new edge. Returns whether the edge is new.
     pub async fn follow(&self, follower: &str, followee: &str) -> StoreResult<bool> {
         if follower == followee {
             return Err(StoreError::Invalid(
@@ -114,10 +130,8 @@ impl Social {
             .follow(follower, followee, now_ms())
             .await?;
         if added {
+            self.wakers.wake_all();
             self.timelines.followed(follower, followee).await?;
-            self.activity
-                .record(follower, ActivityType::Follow, followee)
-                .await?;
         }
         Ok(added)
     }
@@ -128,6 +142,7 @@ impl Social {
             self.user(id).await?;
         }
         if self.store.graph.unfollow(follower, followee).await? {
+            self.wakers.wake_all();
             self.timelines.unfollowed(follower, followee).await?;
         }
         Ok(())
@@ -150,18 +165,16 @@ impl Social {
         Ok(Page::from_extra(ids, limit, String::clone))
     }
 
-    /// Stores the post, fans it out and records it in the author's activity log; the
-    /// answer waits for all three.
+    /// Stores the post and fans it out; the answer waits for both. The activity worker
+    /// records it in the author's log from the change feed.
     pub async fn post(&self, author: &str, text: &str) -> StoreResult<Post> {
         let post = self
             .store
             .content
             .insert_post(author, text, now_ms())
             .await?;
+        self.wakers.wake_all();
         self.timelines.post_created(&post).await?;
-        self.activity
-            .record(author, ActivityType::Post, &post.id.to_string())
-            .await?;
         Ok(post)
     }
 
@@ -194,6 +207,7 @@ impl Social {
     pub async fn delete_post(&self, id: PostId) -> StoreResult<Option<Post>> {
         let deleted = self.store.content.delete_post(id).await?;
         if let Some(post) = &deleted {
+            self.wakers.wake_all();
             self.timelines.post_deleted(post).await?;
         }
         Ok(deleted)

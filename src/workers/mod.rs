@@ -2,7 +2,10 @@
 //! lease with a fencing token (see [`runtime`]), one file per worker.
 
 pub mod activity;
+mod pool;
 pub mod runtime;
+
+pub use pool::{Wakers, WorkerReport, Workers};
 
 pub use crate::domain::Fence;
 pub use runtime::{

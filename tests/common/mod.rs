@@ -151,6 +151,16 @@ impl TestServer {
         format!("{}{}", self.base, path)
     }
 
+    /// Waits until the server's workers have applied every change written so far.
+    pub async fn settle(&self) {
+        self.server
+            .state
+            .workers
+            .settle(std::time::Duration::from_secs(30))
+            .await
+            .expect("the workers catch up");
+    }
+
     pub fn api(&self) -> Api {
         Api::new(self.client.clone(), self.base.clone())
     }

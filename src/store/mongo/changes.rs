@@ -22,9 +22,10 @@ const MAX_AWAIT: Duration = Duration::from_millis(200);
 
 /// One stream per collection: the port's feed merges them by cluster time. (A
 /// database-level stream would do, but the test stand-in does not implement one.)
-const WATCHED: [(&str, &str); 3] = [
+const WATCHED: [(&str, &str); 4] = [
     ("users", "users"),
     ("follows", "follows"),
+    ("likes", "likes"),
     ("content", "posts"),
 ];
 
@@ -75,6 +76,11 @@ fn key_of(value: Option<&Bson>) -> Option<String> {
     match value {
         Some(Bson::String(key)) => Some(key.clone()),
         Some(Bson::ObjectId(id)) => Some(id.to_hex()),
+        // A like's `{u, p}`.
+        Some(Bson::Document(id)) => match (id.get_str("u"), id.get_object_id("p")) {
+            (Ok(user), Ok(post)) => Some(format!("{user}/{}", post.to_hex())),
+            _ => None,
+        },
         _ => None,
     }
 }
@@ -103,6 +109,13 @@ fn to_change(
             match collection {
                 "users" => serde_json::to_value(user_from(doc)?),
                 "posts" => serde_json::to_value(post_from(doc)?),
+                "likes" => {
+                    let id = doc.get_document("_id").ok();
+                    Ok(serde_json::json!({
+                        "user": id.and_then(|d| d.get_str("u").ok()).unwrap_or_default(),
+                        "post": id.and_then(|d| d.get_object_id("p").ok()).map(|p| p.to_hex()),
+                    }))
+                }
                 _ => Ok(serde_json::json!({
                     "follower": doc.get_str("from").unwrap_or_default(),
                     "followee": doc.get_str("to").unwrap_or_default(),

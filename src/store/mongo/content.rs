@@ -3,7 +3,7 @@
 use async_trait::async_trait;
 use mongodb::bson::{Document, doc, oid::ObjectId};
 
-use super::{IndexSpec, MongoStore, Side, all, db_error, index, is_duplicate_key, oid, post_from};
+use super::{IndexSpec, MongoStore, Side, all, db_error, index, insert_new, oid, post_from};
 use crate::domain::{Post, PostId};
 use crate::store::{ContentStore, StoreError, StoreResult};
 
@@ -38,13 +38,9 @@ impl ContentStore for MongoStore {
                 text: text.to_owned(),
             };
             let doc = doc! { "_id": oid(id), "author": author, "text": text };
-            match self.content_coll().insert_one(doc).await {
-                Ok(_) => {
-                    self.inc_user(author, "posts_count", 1).await?;
-                    return Ok(post);
-                }
-                Err(error) if is_duplicate_key(&error) => continue,
-                Err(error) => return Err(db_error(error)),
+            if insert_new(&self.content_coll(), doc).await? {
+                self.inc_user(author, "posts_count", 1).await?;
+                return Ok(post);
             }
         }
         Err(StoreError::Backend(anyhow::anyhow!(

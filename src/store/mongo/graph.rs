@@ -17,7 +17,7 @@ use mongodb::Database;
 use mongodb::bson::{Document, doc};
 use mongodb::options::InsertManyOptions;
 
-use super::{IndexSpec, MongoStore, Side, db_error, index, is_duplicate_key};
+use super::{IndexSpec, MongoStore, Side, db_error, index, insert_new, is_duplicate_key};
 use crate::store::{GraphStore, StoreError, StoreResult};
 
 pub(super) const FOLLOWS: &str = "follows";
@@ -68,10 +68,8 @@ impl GraphStore for MongoStore {
         // the counters.
         let key = format!("{follower}/{followee}");
         let edge = doc! { "_id": &key, "from": follower, "to": followee, "created_at": now_ms };
-        match self.collection(FOLLOWS).insert_one(edge).await {
-            Ok(_) => {}
-            Err(error) if is_duplicate_key(&error) => return Ok(false),
-            Err(error) => return Err(db_error(error)),
+        if !insert_new(&self.collection(FOLLOWS), edge).await? {
+            return Ok(false);
         }
         self.inc_user(follower, "following_count", 1).await?;
         self.inc_user(followee, "followers_count", 1).await?;

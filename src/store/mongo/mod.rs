@@ -84,6 +84,31 @@ pub(super) async fn all(find: mongodb::action::Find<'_, Document>) -> StoreResul
         .map_err(db_error)
 }
 
+/// Inserts `doc` unless a document with its `_id` exists; returns whether it inserted.
+///
+/// An upsert with `$setOnInsert` rather than `insert_one` with a duplicate-key check:
+/// the test stand-in writes a failed duplicate insert to its oplog, so the change feed
+/// would carry an insert that never happened; an upsert that finds the document writes
+/// nothing there. Equally atomic on MongoDB (the `_id` index is unique; a concurrent
+/// upsert that loses the race reports 11000 or a match, never a second insert).
+pub(super) async fn insert_new(
+    collection: &Collection<Document>,
+    mut doc: Document,
+) -> StoreResult<bool> {
+    let id = doc
+        .remove("_id")
+        .ok_or_else(|| StoreError::Backend(anyhow::anyhow!("insert_new needs an _id")))?;
+    let inserted = collection
+        .update_one(doc! { "_id": id }, doc! { "$setOnInsert": doc })
+        .upsert(true)
+        .await;
+    match inserted {
+        Ok(result) => Ok(result.upserted_id.is_some()),
+        Err(error) if is_duplicate_key(&error) => Ok(false),
+        Err(error) => Err(db_error(error)),
+    }
+}
+
 /// Whether a document matches, fetching no more than its `_id`.
 pub(super) async fn exists(
     collection: &Collection<Document>,

@@ -4,7 +4,7 @@
 use async_trait::async_trait;
 use mongodb::bson::doc;
 
-use super::{MongoStore, all, db_error, is_duplicate_key, user_from};
+use super::{MongoStore, all, db_error, insert_new, user_from};
 use crate::domain::{AuthorView, NewUser, User};
 use crate::store::{StoreError, StoreResult, UserStore};
 
@@ -43,12 +43,10 @@ impl UserStore for MongoStore {
             "followers_count": 0_i64, "following_count": 0_i64, "posts_count": 0_i64,
             "created_at": user.created_at_ms, "version": 0_i64,
         };
-        match self.users_coll().insert_one(doc.clone()).await {
-            Ok(_) => user_from(&doc),
-            Err(error) if is_duplicate_key(&error) => {
-                Err(StoreError::Conflict(format!("user {}", user.id)))
-            }
-            Err(error) => Err(db_error(error)),
+        if insert_new(&self.users_coll(), doc.clone()).await? {
+            user_from(&doc)
+        } else {
+            Err(StoreError::Conflict(format!("user {}", user.id)))
         }
     }
 

@@ -21,7 +21,7 @@ use mongodb::options::ReturnDocument;
 
 mod apply;
 
-use super::{IndexSpec, MongoStore, db_error, exists, index, is_duplicate_key, oid};
+use super::{IndexSpec, MongoStore, db_error, exists, index, insert_new, is_duplicate_key, oid};
 use crate::domain::{
     Activity, ActivityLayout, ActivityLimits, ActivityPage, ActivityType, Fence, PostId, Slot,
     window,
@@ -324,16 +324,7 @@ impl ActivityStore for MongoStore {
             return Err(StoreError::NotFound(format!("post {post}")));
         }
         let like = doc! { "_id": { "u": user, "p": oid }, "createdAt": now_ms };
-        match self
-            .db
-            .collection::<Document>("likes")
-            .insert_one(like)
-            .await
-        {
-            Ok(_) => Ok(true),
-            Err(error) if is_duplicate_key(&error) => Ok(false),
-            Err(error) => Err(db_error(error)),
-        }
+        insert_new(&self.db.collection::<Document>("likes"), like).await
     }
 
     async fn unlike(&self, user: &str, post: PostId) -> StoreResult<bool> {
