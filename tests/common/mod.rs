@@ -185,6 +185,10 @@ impl Api {
         }
     }
 
+    pub fn base(&self) -> &str {
+        &self.base
+    }
+
     pub async fn send(
         &self,
         method: reqwest::Method,

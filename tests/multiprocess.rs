@@ -1,0 +1,139 @@
+//! Several real server processes on one embedded store: the lease makes one of them run
+//! each worker; `kill -9` of that holder hands the work to another within about a lease
+//! period, and after catch-up nothing is lost or doubled.
+
+mod common;
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use common::Api;
+use reqwest::StatusCode;
+
+/// Starts the real binary on a free port, with short leases so a take-over is quick.
+fn start(db: &std::path::Path) -> (Child, String) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_socialite"))
+        .args(["serve", "--listen", "127.0.0.1:0"])
+        .env("SOCIALITE_STORAGE__PATH", db)
+        .env("SOCIALITE_WORKERS__LEASE_TTL", "2s")
+        .env("SOCIALITE_WORKERS__REFRESH_INTERVAL", "300ms")
+        .env("NO_COLOR", "1")
+        .env("RUST_LOG", "info")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("the binary starts");
+    let stdout = child.stdout.take().unwrap();
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines() {
+            let Ok(line) = line else { break };
+            if let Some(at) = line.find("listening on http://") {
+                let _ = tx.send(line[at + "listening on ".len()..].trim().to_owned());
+            }
+        }
+    });
+    let base = rx
+        .recv_timeout(Duration::from_secs(30))
+        .expect("the server reports its address");
+    (child, base)
+}
+
+/// Which of `apis` holds the activity worker's lease, polling until one does.
+async fn holder(apis: &[Api]) -> usize {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        for (i, api) in apis.iter().enumerate() {
+            let (_, body) = api.get("/v1/workers").await;
+            if body["workers"].as_array().is_some_and(|w| {
+                w.iter()
+                    .any(|w| w["name"] == "activity" && w["held_here"] == true)
+            }) {
+                return i;
+            }
+        }
+        assert!(Instant::now() < deadline, "no process took the lease");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn killing_the_lease_holder_hands_the_work_over_without_loss_or_doubling() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("shared.db");
+    let client = reqwest::Client::new();
+    let mut processes: Vec<(Child, Api)> = Vec::new();
+    for _ in 0..3 {
+        let (child, base) = start(&db);
+        processes.push((child, Api::new(client.clone(), base)));
+    }
+    processes[0].1.user("poster").await;
+
+    let apis: Vec<Api> = processes
+        .iter()
+        .map(|(_, api)| Api::new(client.clone(), api_base(api)))
+        .collect();
+    let first = holder(&apis).await;
+    let mut posted = Vec::new();
+    // Posts through every process, then kill -9 the holder mid-stream and go on
+    // posting through the survivors.
+    for i in 0..30 {
+        if i == 15 {
+            processes[first].0.kill().expect("SIGKILL");
+            processes[first].0.wait().unwrap();
+        }
+        let mut target = i % 3;
+        if i >= 15 && target == first {
+            target = (first + 1) % 3;
+        }
+        posted.push(
+            processes[target]
+                .1
+                .say("poster", &format!("post {i}"))
+                .await,
+        );
+    }
+    let survivors: Vec<Api> = (0..3)
+        .filter(|i| *i != first)
+        .map(|i| Api::new(client.clone(), api_base(&processes[i].1)))
+        .collect();
+    let second = holder(&survivors).await;
+
+    // Catch-up: poll the log (bounded) until every post is there.
+    let reader = &survivors[second];
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let log = loop {
+        let (status, log) = reader.get("/v1/users/poster/activity?limit=100").await;
+        assert_eq!(status, StatusCode::OK);
+        if log["total"].as_u64() >= Some(posted.len() as u64) || Instant::now() > deadline {
+            break log;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    let mut refs: Vec<String> = log["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["ref"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(
+        log["total"].as_u64(),
+        Some(posted.len() as u64),
+        "nothing doubled: {log}"
+    );
+    refs.sort();
+    posted.sort();
+    assert_eq!(refs, posted, "every post once, none lost");
+    let (_, workers) = reader.get("/v1/workers").await;
+    eprintln!("after the kill: {workers}");
+    for (mut child, _) in processes {
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+}
+
+fn api_base(api: &Api) -> String {
+    api.base().to_owned()
+}
