@@ -166,6 +166,7 @@ async fn run(
     let trimmer = tokio::spawn(trim_changes(
         store.change_feed.clone(),
         config.change_feed.retention.0,
+        config.change_feed.max_retention.0,
     ));
     let served = axum::serve(listener, app)
         .with_graceful_shutdown(shutdown)
@@ -177,12 +178,13 @@ async fn run(
 }
 
 /// Keeps the change feed within its retention.
-async fn trim_changes(feed: Arc<dyn ChangeFeed>, retention: Duration) {
+async fn trim_changes(feed: Arc<dyn ChangeFeed>, retention: Duration, max_retention: Duration) {
     let mut tick = tokio::time::interval(TRIM_INTERVAL);
     loop {
         tick.tick().await;
         let cutoff = now_ms() - retention.as_millis() as i64;
-        match feed.trim_changes(cutoff).await {
+        let hard_cutoff = now_ms() - max_retention.as_millis() as i64;
+        match feed.trim_changes(cutoff, hard_cutoff).await {
             Ok(0) => {}
             Ok(dropped) => tracing::info!(dropped, "trimmed the change feed"),
             Err(error) => tracing::warn!(error = %error, "trimming the change feed failed"),

@@ -129,12 +129,17 @@ pub struct ChangeFeedConfig {
     /// Changes older than this are trimmed from the embedded change feed; a reader whose
     /// position was trimmed gets "history lost". MongoDB's oplog size governs there.
     pub retention: HumanDuration,
+    /// Embedded: changes a lagging worker still needs are kept past `retention`, up to
+    /// this age; then they are trimmed anyway, logged as an error, and that worker
+    /// rebuilds its derived data.
+    pub max_retention: HumanDuration,
 }
 
 impl Default for ChangeFeedConfig {
     fn default() -> Self {
         ChangeFeedConfig {
             retention: HumanDuration(Duration::from_secs(7 * 86_400)),
+            max_retention: HumanDuration(Duration::from_secs(30 * 86_400)),
         }
     }
 }
@@ -279,6 +284,9 @@ impl Config {
         }
         if self.activity.primary_limit == 0 || self.activity.page_size == 0 {
             bail!("activity.primary_limit and activity.page_size must be positive");
+        }
+        if self.change_feed.max_retention.0 < self.change_feed.retention.0 {
+            bail!("change_feed.max_retention must be at least change_feed.retention");
         }
         let workers = &self.workers;
         if workers.lease_ttl.0 < Duration::from_secs(1) {

@@ -845,7 +845,7 @@ async fn the_change_feed_is_ordered_and_resumable() {
         let first = changes[0].position.clone();
         let dropped = store
             .change_feed
-            .trim_changes(now_ms() + 1_000)
+            .trim_changes(now_ms() + 1_000, now_ms() + 1_000)
             .await
             .unwrap();
         if dropped == 0 {

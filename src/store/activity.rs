@@ -35,6 +35,10 @@ pub trait ActivityStore: Send + Sync + 'static {
         ts_ms: i64,
         limits: ActivityLimits,
     ) -> StoreResult<Option<Activity>>;
+    /// Recomputes every activity log from the sources (posts, follows, likes), oldest
+    /// first, replacing what was there: the activity worker's rebuild after history
+    /// was lost. Fenced like `apply_activity`.
+    async fn rebuild_activity(&self, fence: &Fence, limits: ActivityLimits) -> StoreResult<()>;
     /// Entries `skip..skip+limit` counted from the newest, newest first, reading only
     /// the documents that hold them. `NotFound` when the user is unknown.
     async fn activities(&self, user: &str, skip: u64, limit: u64) -> StoreResult<ActivityPage>;

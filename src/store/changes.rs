@@ -17,6 +17,9 @@ pub trait ChangeFeed: Send + Sync + 'static {
     /// The position of the newest change, `None` when the feed is empty. A reader that
     /// continues from it sees only changes made afterwards.
     async fn head(&self) -> StoreResult<Option<ChangePosition>>;
-    /// Drops changes recorded before `older_than_ms`. Returns how many were dropped.
-    async fn trim_changes(&self, older_than_ms: i64) -> StoreResult<u64>;
+    /// Drops changes recorded before `older_than_ms` that every worker lease has already
+    /// committed past; changes recorded before `hard_cutoff_ms` go even when a lagging
+    /// worker still needs them, and that worker then gets `HistoryLost` (and rebuilds).
+    /// Forced trims are logged as errors and counted. Returns how many were dropped.
+    async fn trim_changes(&self, older_than_ms: i64, hard_cutoff_ms: i64) -> StoreResult<u64>;
 }

@@ -108,12 +108,10 @@ impl Worker for ActivityWorker {
         Ok(())
     }
 
-    /// The activity log is the record of what users did; it has no source to be
-    /// recomputed from beyond the retained feed, so a rebuild refuses rather than
-    /// pretend. The runner reports the error and keeps the position, visibly.
-    async fn rebuild(&self, _fence: &Fence) -> StoreResult<()> {
-        Err(StoreError::Backend(anyhow::anyhow!(
-            "the activity log cannot be rebuilt once its change history is lost"
-        )))
+    /// Every log recomputed from the posts, follows and likes that exist now. (Likes
+    /// that were undone and posts that were deleted are not in the sources, so the rebuilt
+    /// logs hold what still stands.)
+    async fn rebuild(&self, fence: &Fence) -> StoreResult<()> {
+        self.store.rebuild_activity(fence, self.limits).await
     }
 }

@@ -159,6 +159,49 @@ impl ActivityStore for EmbeddedStore {
         .await
     }
 
+    /// One transaction: the fence, the old logs out, every source event back in, oldest
+    /// first, so no reader ever sees a half-rebuilt log.
+    async fn rebuild_activity(&self, fence: &Fence, limits: ActivityLimits) -> StoreResult<()> {
+        let fence = fence.clone();
+        self.write(move |tx| {
+            check_fence(tx, &fence.lease, &fence.holder, fence.version)?;
+            tx.execute_batch("DELETE FROM activity_entries; DELETE FROM activity_logs;")?;
+            let mut events: Vec<(i64, String, ActivityType, String)> = Vec::new();
+            let mut posts = tx.prepare("SELECT id, author FROM posts")?;
+            for row in posts.query_map([], |row| Ok((super::post_id_at(row, 0)?, row.get(1)?)))? {
+                let (id, author): (crate::domain::PostId, String) = row?;
+                events.push((
+                    id.timestamp_ms(),
+                    author,
+                    ActivityType::Post,
+                    id.to_string(),
+                ));
+            }
+            let mut follows = tx.prepare("SELECT follower, followee, created_at FROM follows")?;
+            for row in follows.query_map([], |row| Ok((row.get(2)?, row.get(0)?, row.get(1)?)))? {
+                let (ts, follower, followee): (i64, String, String) = row?;
+                events.push((ts, follower, ActivityType::Follow, followee));
+            }
+            let mut likes = tx.prepare("SELECT user, post, created_at FROM likes")?;
+            for row in likes.query_map([], |row| {
+                Ok((row.get(0)?, super::post_id_at(row, 1)?, row.get(2)?))
+            })? {
+                let (user, post, ts): (String, crate::domain::PostId, i64) = row?;
+                events.push((ts, user, ActivityType::Like, post.to_string()));
+            }
+            events.sort_by(|a, b| a.0.cmp(&b.0));
+            for (ts, user, kind, reference) in events {
+                append(tx, &user, kind, reference, ts, limits)?;
+                tx.prepare_cached(
+                    "UPDATE activity_logs SET last_ts = max(last_ts, ?2) WHERE user = ?1",
+                )?
+                .execute(params![user, ts])?;
+            }
+            Ok(())
+        })
+        .await
+    }
+
     async fn activities(&self, user: &str, skip: u64, limit: u64) -> StoreResult<ActivityPage> {
         let user = user.to_owned();
         self.read(move |conn| {

@@ -86,14 +86,42 @@ impl ChangeFeed for EmbeddedStore {
         .await
     }
 
-    async fn trim_changes(&self, older_than_ms: i64) -> StoreResult<u64> {
+    async fn trim_changes(&self, older_than_ms: i64, hard_cutoff_ms: i64) -> StoreResult<u64> {
         self.write(move |tx| {
-            let through: Option<i64> = tx
-                .prepare_cached("SELECT max(pos) FROM changes WHERE ts < ?1")?
-                .query_row([older_than_ms], |row| row.get(0))?;
-            let Some(through) = through else {
-                return Ok(0);
+            let newest_before = |cutoff: i64| -> rusqlite::Result<i64> {
+                let pos: Option<i64> = tx
+                    .prepare_cached("SELECT max(pos) FROM changes WHERE ts < ?1")?
+                    .query_row([cutoff], |row| row.get(0))?;
+                Ok(pos.unwrap_or(0))
             };
+            // The slowest worker's committed position; a lease that never committed
+            // needs the whole feed (it bootstraps from the oldest change).
+            let leases: Vec<(String, Option<String>)> = tx
+                .prepare_cached("SELECT name, position FROM leases")?
+                .query_map([], |row| Ok((row.get(0)?, row.get(1)?)))?
+                .collect::<rusqlite::Result<_>>()?;
+            let needed = |position: &Option<String>| {
+                position.as_deref().and_then(|p| p.parse::<i64>().ok()).unwrap_or(0)
+            };
+            let slowest = leases.iter().map(|(_, p)| needed(p)).min().unwrap_or(i64::MAX);
+            let by_age = newest_before(older_than_ms)?.min(slowest);
+            let forced = newest_before(hard_cutoff_ms)?;
+            let through = by_age.max(forced);
+            if through <= 0 {
+                return Ok(0);
+            }
+            for (name, position) in &leases {
+                if needed(position) < through {
+                    tracing::error!(
+                        worker = %name,
+                        position = needed(position),
+                        through,
+                        "trimming the change feed past a lagging worker's position (change_feed.max_retention); it will rebuild"
+                    );
+                    metrics::counter!("socialite_change_feed_forced_trims_total", "worker" => name.clone())
+                        .increment(1);
+                }
+            }
             let dropped = tx
                 .prepare_cached("DELETE FROM changes WHERE pos <= ?1")?
                 .execute([through])?;

@@ -230,7 +230,7 @@ impl ChangeFeed for MongoStore {
     }
 
     /// The oplog's size is MongoDB's retention; nothing to trim here.
-    async fn trim_changes(&self, _older_than_ms: i64) -> StoreResult<u64> {
+    async fn trim_changes(&self, _older_than_ms: i64, _hard_cutoff_ms: i64) -> StoreResult<u64> {
         Ok(0)
     }
 }

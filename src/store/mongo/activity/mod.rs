@@ -213,6 +213,15 @@ impl ActivityStore for MongoStore {
             .await
     }
 
+    /// Not yet built on MongoDB: the worker reports the error in `/v1/workers` and keeps
+    /// its position rather than skip history. (History loss cannot be provoked on the
+    /// test stand-in, which never rolls its oplog over.)
+    async fn rebuild_activity(&self, _fence: &Fence, _limits: ActivityLimits) -> StoreResult<()> {
+        Err(StoreError::Backend(anyhow::anyhow!(
+            "rebuilding activity logs on MongoDB is not implemented; restore the change history or rebuild offline"
+        )))
+    }
+
     async fn activities(&self, user: &str, skip: u64, limit: u64) -> StoreResult<ActivityPage> {
         // One read serves a window inside the primary document.
         let Some(head) = self
