@@ -189,7 +189,7 @@ impl ActivityStore for EmbeddedStore {
                 let (user, post, ts): (String, crate::domain::PostId, i64) = row?;
                 events.push((ts, user, ActivityType::Like, post.to_string()));
             }
-            events.sort_by(|a, b| a.0.cmp(&b.0));
+            events.sort_by_key(|e| e.0);
             for (ts, user, kind, reference) in events {
                 append(tx, &user, kind, reference, ts, limits)?;
                 tx.prepare_cached(
