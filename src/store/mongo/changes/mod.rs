@@ -1,0 +1,249 @@
+//! The port's change feed as MongoDB change streams over `users`, `follows`, `likes`
+//! and `content`.
+//!
+//! - **Mode**, detected once per store: one database-level stream filtered on
+//!   `ns.coll` where the server has it (it answers with a post-batch resume token), so
+//!   the server orders events across collections; otherwise (the test stand-in) one
+//!   stream per collection, merged in cluster-time order under a watermark (`merge.rs`).
+//! - **Positions** record where every stream stands after each change (`position.rs`):
+//!   the last event's token, the post-batch token after a stream drains, or, on a
+//!   server without post-batch tokens, the cluster time up to which a drained stream is
+//!   complete. So a quiet collection's position moves on with the others'.
+//! - **No position** starts every stream at the oldest oplog entry, read just before
+//!   the streams are opened (a `startAtOperationTime` older than the oplog is accepted
+//!   without an error, SERVER-50903). An oplog that cannot be read is an error that
+//!   names the privilege to grant, never a silent start at "now".
+//! - **History lost**: a position that has rolled off the oplog (server error 286, or a
+//!   cluster-time mark older than the oldest entry), and an invalidate, drop or rename
+//!   of a watched collection, are `HistoryLost`.
+//! - **Open streams are reused** between reads (`streams.rs`).
+
+mod feed;
+mod merge;
+mod position;
+mod streams;
+
+use std::time::Duration;
+
+use async_trait::async_trait;
+use mongodb::Database;
+use mongodb::bson::{Bson, Document, Timestamp};
+use mongodb::change_stream::event::{ChangeStreamEvent, OperationType};
+
+use self::feed::Feed;
+use self::position::{Mark, Mode};
+pub(super) use self::streams::Streams;
+use self::streams::oplog_entry;
+use super::{MongoStore, db_error, error_code, post_from, user_from};
+use crate::domain::{Change, ChangeOp, ChangePosition};
+use crate::store::{ChangeFeed, StoreError, StoreResult};
+
+/// The collections the feed watches, and the name each has in the feed. The one list:
+/// renaming a collection is a change to this line.
+const WATCHED: [(&str, &str); 4] = [
+    ("users", "users"),
+    ("follows", "follows"),
+    ("likes", "likes"),
+    ("content", "posts"),
+];
+
+const CHANGE_STREAM_HISTORY_LOST: i32 = 286;
+const INVALID_RESUME_TOKEN: i32 = 260;
+/// How long a read waits for changes that are not there yet.
+const MAX_AWAIT: Duration = Duration::from_millis(200);
+/// The most events a read fetches per stream, whatever the limit asked for.
+const MAX_FETCH: usize = 1000;
+
+fn history_lost(position: Option<&ChangePosition>, why: &str) -> StoreError {
+    let at = position.map_or("(the start)", |p| p.0.as_str());
+    StoreError::HistoryLost(format!("{at} ({why})"))
+}
+
+fn map_error(error: mongodb::error::Error, position: Option<&ChangePosition>) -> StoreError {
+    match error_code(&error) {
+        Some(CHANGE_STREAM_HISTORY_LOST) => {
+            history_lost(position, "it is no longer in the oplog, error 286")
+        }
+        Some(INVALID_RESUME_TOKEN) if position.is_some() => {
+            StoreError::InvalidPosition(position.map(|p| p.0.clone()).unwrap_or_default())
+        }
+        _ => db_error(error),
+    }
+}
+
+fn key_of(value: Option<&Bson>) -> Option<String> {
+    match value {
+        Some(Bson::String(key)) => Some(key.clone()),
+        Some(Bson::ObjectId(id)) => Some(id.to_hex()),
+        // A like's `{u, p}`.
+        Some(Bson::Document(id)) => match (id.get_str("u"), id.get_object_id("p")) {
+            (Ok(user), Ok(post)) => Some(format!("{user}/{}", post.to_hex())),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+/// The change without its position, or `None` for events the feed does not carry.
+fn to_change(
+    collection: &'static str,
+    event: &ChangeStreamEvent<Document>,
+) -> StoreResult<Option<(ChangeOp, String, Option<serde_json::Value>)>> {
+    let op = match event.operation_type {
+        OperationType::Insert => ChangeOp::Insert,
+        OperationType::Update | OperationType::Replace => ChangeOp::Update,
+        OperationType::Delete => ChangeOp::Delete,
+        _ => return Ok(None),
+    };
+    let full = event.full_document.as_ref();
+    let key = key_of(event.document_key.as_ref().and_then(|k| k.get("_id")))
+        .or_else(|| key_of(full.and_then(|d| d.get("_id"))));
+    let Some(key) = key else {
+        tracing::debug!(?event.operation_type, collection, "skipping a change without a key");
+        return Ok(None);
+    };
+    let document = match (op, full) {
+        (ChangeOp::Delete, _) | (_, None) => None,
+        (_, Some(doc)) => Some(
+            match collection {
+                "users" => serde_json::to_value(user_from(doc)?),
+                "posts" => serde_json::to_value(post_from(doc)?),
+                "likes" => {
+                    let id = doc.get_document("_id").ok();
+                    Ok(serde_json::json!({
+                        "user": id.and_then(|d| d.get_str("u").ok()).unwrap_or_default(),
+                        "post": id.and_then(|d| d.get_object_id("p").ok()).map(|p| p.to_hex()),
+                    }))
+                }
+                _ => Ok(serde_json::json!({
+                    "follower": doc.get_str("from").unwrap_or_default(),
+                    "followee": doc.get_str("to").unwrap_or_default(),
+                })),
+            }
+            .map_err(|e| StoreError::Backend(e.into()))?,
+        ),
+    };
+    Ok(Some((op, key, document)))
+}
+
+/// `HistoryLost` if the oplog no longer reaches back to a cluster-time mark. (Token
+/// marks are checked by the server, which answers 286.)
+async fn check_retained(
+    db: &Database,
+    marks: &[Mark],
+    after: Option<&ChangePosition>,
+) -> StoreResult<()> {
+    let Some(earliest) = marks
+        .iter()
+        .filter_map(|mark| match mark {
+            Mark::From(time) => Some(*time),
+            Mark::After(_) => None,
+        })
+        .min()
+    else {
+        return Ok(());
+    };
+    match oplog_entry(db, false).await? {
+        Some(oldest) if oldest > earliest => Err(history_lost(
+            after,
+            "the oplog no longer reaches back to it",
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// The open set for `key`, or a new one at `start` (the oldest oplog entry when there is
+/// no position); `None` when there is no position and nothing has ever been written.
+async fn open(
+    db: &Database,
+    streams: &Streams,
+    mode: Mode,
+    start: Option<Vec<Mark>>,
+    after: Option<&ChangePosition>,
+) -> StoreResult<Option<Feed>> {
+    let marks = match start {
+        Some(marks) => {
+            check_retained(db, &marks, after).await?;
+            marks
+        }
+        // Read just before opening, so that it is as fresh as it can be.
+        None => match oplog_entry(db, false).await? {
+            Some(oldest) => vec![Mark::From(oldest); Feed::lanes(mode)],
+            None => return Ok(None),
+        },
+    };
+    streams.count_opened(Feed::lanes(mode));
+    let feed = Feed::open(db, mode, marks)
+        .await
+        .map_err(|e| map_error(e, after))?;
+    Ok(Some(feed))
+}
+
+pub(super) async fn read(
+    db: &Database,
+    streams: &Streams,
+    after: Option<&ChangePosition>,
+    limit: usize,
+) -> StoreResult<Vec<Change>> {
+    let mode = streams.mode(db).await?;
+    let start = after.map(|p| position::decode(p, mode)).transpose()?;
+    if limit == 0 {
+        return Ok(Vec::new());
+    }
+    // Without post-batch tokens, a stream that drains empty is complete up to the
+    // newest oplog entry read before it was polled: read it before anything else.
+    let newest = match mode {
+        Mode::Collections {
+            post_batch_tokens: false,
+        } => Some(oplog_entry(db, true).await?.unwrap_or(Timestamp {
+            time: 0,
+            increment: 0,
+        })),
+        _ => None,
+    };
+    let key = after.map(|p| p.0.clone()).unwrap_or_default();
+    let mut feed = match streams.take(&key) {
+        Some(feed) => feed,
+        None => match open(db, streams, mode, start, after).await? {
+            Some(feed) => feed,
+            None => return Ok(Vec::new()),
+        },
+    };
+    // On failure the set is dropped: the next read reopens from the position.
+    feed.fill(limit.min(MAX_FETCH), newest, after).await?;
+    let changes = feed.deliver(limit, after)?;
+    let key = changes.last().map_or(key, |c| c.position.0.clone());
+    streams.put(key, feed);
+    Ok(changes)
+}
+
+impl MongoStore {
+    /// How many change streams this store's feed has opened so far. Not part of any
+    /// port: tests read it to check that consecutive reads reuse open streams.
+    #[doc(hidden)]
+    pub fn change_streams_opened(&self) -> u64 {
+        self.streams.opened()
+    }
+}
+
+#[async_trait]
+impl ChangeFeed for MongoStore {
+    async fn changes(
+        &self,
+        after: Option<&ChangePosition>,
+        limit: usize,
+    ) -> StoreResult<Vec<Change>> {
+        read(&self.db, &self.streams, after, limit).await
+    }
+
+    /// Not known without reading to the end of every stream: `None` makes a rebuilt
+    /// worker replay what the oplog still holds, which its idempotent effects allow.
+    async fn head(&self) -> StoreResult<Option<ChangePosition>> {
+        Ok(None)
+    }
+
+    /// The oplog's size is MongoDB's retention; nothing to trim here.
+    async fn trim_changes(&self, _older_than_ms: i64, _hard_cutoff_ms: i64) -> StoreResult<u64> {
+        Ok(0)
+    }
+}
