@@ -3,7 +3,9 @@
 use async_trait::async_trait;
 use mongodb::bson::{Document, doc, oid::ObjectId};
 
-use super::{IndexSpec, MongoStore, all, db_error, index, is_duplicate_key, oid, post_from};
+use super::{
+    IndexSpec, MongoStore, all, db_error, index, is_duplicate_key, oid, post_from, post_id,
+};
 use crate::domain::{Post, PostId};
 use crate::store::{ContentStore, StoreError, StoreResult};
 
@@ -100,6 +102,20 @@ impl ContentStore for MongoStore {
         let ids: Vec<ObjectId> = ids.iter().map(|id| oid(*id)).collect();
         let docs = all(self.content_coll().find(doc! { "_id": { "$in": ids } })).await?;
         docs.iter().map(post_from).collect()
+    }
+
+    async fn existing_posts(&self, ids: &[PostId]) -> StoreResult<Vec<PostId>> {
+        if ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let ids: Vec<ObjectId> = ids.iter().map(|id| oid(*id)).collect();
+        // Projected to `_id`, the query is covered by the `_id` index.
+        let docs = all(self
+            .content_coll()
+            .find(doc! { "_id": { "$in": ids } })
+            .projection(doc! { "_id": 1 }))
+        .await?;
+        docs.iter().map(|d| post_id(d.get("_id"))).collect()
     }
 
     async fn home_posts(
