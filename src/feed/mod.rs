@@ -195,7 +195,9 @@ impl Timelines {
     }
 
     /// Drops entries whose author the reader no longer follows (an unfollow that raced
-    /// with a fan-out) and hydrates linked entries, dropping deleted posts. Collects the
+    /// with a fan-out) and entries of deleted posts: linked entries are hydrated, and
+    /// entries carrying their text are looked up in the id index (a delete whose
+    /// retraction failed leaves them behind), alongside the author lookup. Collects the
     /// authors' display names into `names`.
     async fn current(
         &self,
@@ -210,8 +212,26 @@ impl Timelines {
         let authors: Vec<String> = distinct(entries.iter().map(|e| e.author.as_str()))
             .map(str::to_owned)
             .collect();
-        let views = self.store.users.authors(user, &authors).await?;
-        if self.strategy() != FeedStrategy::FanoutOnRead {
+        // Fanout on read serves posts it has just read: nothing can be stale.
+        let materialised = self.strategy() != FeedStrategy::FanoutOnRead;
+        let embedded: Vec<PostId> = entries
+            .iter()
+            .filter(|e| materialised && e.text.is_some())
+            .map(|e| e.id)
+            .collect();
+        let existence = async {
+            if embedded.is_empty() {
+                return Ok(None);
+            }
+            self.store.content.existing_posts(&embedded).await.map(Some)
+        };
+        let (views, existing) =
+            tokio::try_join!(self.store.users.authors(user, &authors), existence)?;
+        if let Some(existing) = existing {
+            let existing: HashSet<PostId> = existing.into_iter().collect();
+            entries.retain(|e| e.text.is_none() || existing.contains(&e.id));
+        }
+        if materialised {
             let followed: HashSet<&str> = views
                 .iter()
                 .filter(|v| v.followed)
