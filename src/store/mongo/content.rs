@@ -1,6 +1,7 @@
 //! Posts on MongoDB: `content` `{_id: ObjectId, author, text}`, indexed `{author: 1, _id: -1}`.
 
 use async_trait::async_trait;
+use futures::{StreamExt, TryStreamExt};
 use mongodb::bson::{Document, doc, oid::ObjectId};
 
 use super::{
@@ -8,6 +9,12 @@ use super::{
 };
 use crate::domain::{Post, PostId};
 use crate::store::{ContentStore, StoreError, StoreResult};
+
+/// Authors per fanout-on-read query. Past about 200 values in one `$in`, the planner
+/// stops merging the `{author, _id}` index ranges in order and sorts instead.
+const AUTHORS_PER_QUERY: usize = 100;
+/// Fanout-on-read queries in flight at once for one read.
+const HOME_QUERIES_IN_FLIGHT: usize = 8;
 
 pub(super) fn indexes() -> Vec<IndexSpec> {
     vec![("content", index(doc! { "author": 1, "_id": -1 }, false))]
@@ -118,6 +125,9 @@ impl ContentStore for MongoStore {
         docs.iter().map(|d| post_id(d.get("_id"))).collect()
     }
 
+    /// The followee list in batches of [`AUTHORS_PER_QUERY`], each batch one query that
+    /// the `{author, _id}` index answers in order, a few at once; the newest `limit`
+    /// of their union is the answer, since each batch returns its own newest `limit`.
     async fn home_posts(
         &self,
         user: &str,
@@ -128,10 +138,24 @@ impl ContentStore for MongoStore {
             .ids_from("following", user, None, usize::MAX >> 2)
             .await?;
         authors.push(user.to_owned());
-        let mut filter = doc! { "author": { "$in": authors } };
-        if let Some(before) = before {
-            filter.insert("_id", doc! { "$lt": oid(before) });
-        }
-        self.find_posts(filter, limit).await
+        let queries: Vec<_> = authors
+            .chunks(AUTHORS_PER_QUERY)
+            .map(|batch| {
+                let mut filter = doc! { "author": { "$in": batch } };
+                if let Some(before) = before {
+                    filter.insert("_id", doc! { "$lt": oid(before) });
+                }
+                self.find_posts(filter, limit)
+            })
+            .collect();
+        let batches: Vec<Vec<Post>> = futures::stream::iter(queries)
+            .buffer_unordered(HOME_QUERIES_IN_FLIGHT)
+            .try_collect()
+            .await?;
+        let mut posts: Vec<Post> = batches.into_iter().flatten().collect();
+        posts.sort_unstable_by_key(|p| std::cmp::Reverse(p.id));
+        posts.dedup_by_key(|p| p.id);
+        posts.truncate(limit);
+        Ok(posts)
     }
 }
