@@ -30,6 +30,8 @@ pub struct FeedSettings {
     pub bucket_span_ms: i64,
     pub embed_content: bool,
     pub backfill_on_follow: u32,
+    /// A timed bucket's period is split into parts of at most this many entries.
+    pub timed_bucket_max_entries: u32,
 }
 
 impl Default for FeedSettings {
@@ -41,6 +43,7 @@ impl Default for FeedSettings {
             bucket_span_ms: 86_400_000,
             embed_content: true,
             backfill_on_follow: 100,
+            timed_bucket_max_entries: 1000,
         }
     }
 }

@@ -1,5 +1,7 @@
 //! Fanout on write into timed buckets: one bucket per user and period, keyed by
-//! `floor(post time / span)`, so a bucket holds exactly its period's entries.
+//! `floor(post time / span)`, so a bucket holds exactly its period's entries. A period
+//! that fills up splits into parts of at most `timed_bucket_max_entries`, which keeps
+//! every document far below MongoDB's 16 MB; reads order parts like any bucket.
 
 use std::collections::BTreeMap;
 
@@ -39,9 +41,12 @@ impl FeedService for TimedBuckets {
         let key = bucket_of(post.id, self.settings.bucket_span_ms);
         let entry = [post.entry(self.settings.embed_content)];
         let entry = &entry;
-        let store = &self.store;
+        let (store, max) = (&self.store, self.settings.timed_bucket_max_entries);
         in_follower_batches(store.graph.as_ref(), &post.author, |targets| async move {
-            store.timelines.timed_push(&targets, key, entry).await?;
+            store
+                .timelines
+                .timed_push(&targets, key, entry, max)
+                .await?;
             Ok(targets.len() as u64)
         })
         .await
@@ -68,10 +73,11 @@ impl FeedService for TimedBuckets {
                 .push(post.entry(self.settings.embed_content));
         }
         let follower = [follower.to_owned()];
+        let max = self.settings.timed_bucket_max_entries;
         for (key, entries) in by_bucket {
             self.store
                 .timelines
-                .timed_push(&follower, key, &entries)
+                .timed_push(&follower, key, &entries, max)
                 .await?;
         }
         Ok(())
