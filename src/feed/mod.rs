@@ -19,7 +19,7 @@ pub use fanout_on_read::FanoutOnRead;
 pub use sized_buckets::SizedBuckets;
 pub use timed_buckets::TimedBuckets;
 
-use crate::domain::{FeedStrategy, Post, PostId, TimelineEntry};
+use crate::domain::{FeedStrategy, Post, PostId, TimelineEntry, TimelineKind};
 use crate::store::{Store, StoreError, StoreResult};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -266,6 +266,30 @@ impl Timelines {
         }
         Ok(entries)
     }
+}
+
+/// Retracts, among `ids` just written to timelines of `kind` from an earlier read, the
+/// posts deleted since that read. A delete removes the post before it retracts it: if
+/// the lookup here still sees the post, the delete's retraction comes after our write
+/// and removes the entry; if not, this retraction does. Either way no entry survives.
+pub(crate) async fn retract_deleted(
+    store: &Store,
+    kind: TimelineKind,
+    ids: &[PostId],
+) -> StoreResult<()> {
+    if ids.is_empty() {
+        return Ok(());
+    }
+    let existing: HashSet<PostId> = store
+        .content
+        .existing_posts(ids)
+        .await?
+        .into_iter()
+        .collect();
+    for id in ids.iter().filter(|id| !existing.contains(id)) {
+        store.timelines.remove_post_entries(kind, *id).await?;
+    }
+    Ok(())
 }
 
 fn distinct<'a>(items: impl Iterator<Item = &'a str>) -> impl Iterator<Item = &'a str> {

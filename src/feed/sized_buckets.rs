@@ -5,7 +5,7 @@
 use async_trait::async_trait;
 
 use super::buckets::read_buckets;
-use super::{FeedService, FeedSettings};
+use super::{FeedService, FeedSettings, retract_deleted};
 use crate::domain::{BucketKind, FeedStrategy, Post, PostId, TimelineEntry, TimelineKind};
 use crate::store::{Store, StoreResult, in_follower_batches};
 
@@ -60,7 +60,9 @@ impl FeedService for SizedBuckets {
         self.store
             .timelines
             .sized_push(&[follower.to_owned()], &entries, self.settings.bucket_size)
-            .await
+            .await?;
+        let ids: Vec<PostId> = entries.iter().map(|e| e.id).collect();
+        retract_deleted(&self.store, TimelineKind::Buckets(KIND), &ids).await
     }
 
     async fn unfollowed(&self, follower: &str, followee: &str) -> StoreResult<()> {

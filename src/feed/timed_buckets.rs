@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use async_trait::async_trait;
 
 use super::buckets::read_buckets;
-use super::{FeedService, FeedSettings};
+use super::{FeedService, FeedSettings, retract_deleted};
 use crate::domain::{BucketKind, FeedStrategy, Post, PostId, TimelineEntry, TimelineKind};
 use crate::store::{Store, StoreResult, in_follower_batches};
 
@@ -80,7 +80,8 @@ impl FeedService for TimedBuckets {
                 .timed_push(&follower, key, &entries, max)
                 .await?;
         }
-        Ok(())
+        let ids: Vec<PostId> = posts.iter().map(|p| p.id).collect();
+        retract_deleted(&self.store, TimelineKind::Buckets(KIND), &ids).await
     }
 
     async fn unfollowed(&self, follower: &str, followee: &str) -> StoreResult<()> {
