@@ -19,6 +19,7 @@ use async_trait::async_trait;
 use super::fanout_on_read::read_through;
 use super::{FeedService, FeedSettings, normalise, retract_deleted};
 use crate::domain::{FeedStrategy, Post, PostId, TimelineEntry, TimelineKind, now_ms};
+use crate::store::timelines::with_retries;
 use crate::store::{Store, StoreResult};
 
 /// A cache still being built after this long was abandoned by a crashed reader.
@@ -64,12 +65,16 @@ impl FeedService for CacheFeed {
         FeedStrategy::Cache
     }
 
+    /// One store call delivers to the whole audience (the embedded store in one
+    /// transaction; MongoDB in batches, retrying each), so a failure retries the call:
+    /// pushes are idempotent, and caches that already took the post are not written.
     async fn fan_out(&self, post: &Post) -> StoreResult<u64> {
         let entry = [post.entry(self.settings.embed_content)];
-        self.store
-            .timelines
-            .cache_push_to_audience(&post.author, &entry, self.settings.cache_size)
-            .await
+        let timelines = &self.store.timelines;
+        with_retries(|| {
+            timelines.cache_push_to_audience(&post.author, &entry, self.settings.cache_size)
+        })
+        .await
     }
 
     async fn retract(&self, post: PostId) -> StoreResult<()> {

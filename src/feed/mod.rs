@@ -127,12 +127,14 @@ impl Timelines {
         if strategy == FeedStrategy::FanoutOnRead {
             return Ok(0);
         }
-        let written = self.feed.fan_out(post).await?;
+        let fanned_out = self.feed.fan_out(post).await;
         // A delete that ran while we fanned out may have retracted before our pushes
         // landed; the delete removes the post first, so checking it now closes the race.
+        // Checked even after a failed fan-out: most batches were delivered.
         if self.store.content.post(post.id).await?.is_none() {
             self.feed.retract(post.id).await?;
         }
+        let written = fanned_out?;
         metrics::counter!("socialite_fanout_posts_total", "strategy" => strategy.as_str())
             .increment(1);
         metrics::counter!("socialite_fanout_timelines_total", "strategy" => strategy.as_str())

@@ -7,7 +7,8 @@ use async_trait::async_trait;
 use super::buckets::read_buckets;
 use super::{FeedService, FeedSettings, retract_deleted};
 use crate::domain::{BucketKind, FeedStrategy, Post, PostId, TimelineEntry, TimelineKind};
-use crate::store::{Store, StoreResult, in_follower_batches};
+use crate::store::timelines::deliver_to_audience;
+use crate::store::{Store, StoreResult};
 
 const KIND: BucketKind = BucketKind::Sized;
 
@@ -32,7 +33,7 @@ impl FeedService for SizedBuckets {
         let entry = [post.entry(self.settings.embed_content)];
         let entry = &entry;
         let (store, size) = (&self.store, self.settings.bucket_size);
-        in_follower_batches(store.graph.as_ref(), &post.author, |targets| async move {
+        deliver_to_audience(store.graph.as_ref(), &post.author, |targets| async move {
             store.timelines.sized_push(&targets, entry, size).await?;
             Ok(targets.len() as u64)
         })

@@ -10,7 +10,8 @@ use async_trait::async_trait;
 use super::buckets::read_buckets;
 use super::{FeedService, FeedSettings, retract_deleted};
 use crate::domain::{BucketKind, FeedStrategy, Post, PostId, TimelineEntry, TimelineKind};
-use crate::store::{Store, StoreResult, in_follower_batches};
+use crate::store::timelines::deliver_to_audience;
+use crate::store::{Store, StoreResult};
 
 const KIND: BucketKind = BucketKind::Timed;
 
@@ -42,7 +43,7 @@ impl FeedService for TimedBuckets {
         let entry = [post.entry(self.settings.embed_content)];
         let entry = &entry;
         let (store, max) = (&self.store, self.settings.timed_bucket_max_entries);
-        in_follower_batches(store.graph.as_ref(), &post.author, |targets| async move {
+        deliver_to_audience(store.graph.as_ref(), &post.author, |targets| async move {
             store
                 .timelines
                 .timed_push(&targets, key, entry, max)

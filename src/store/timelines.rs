@@ -1,9 +1,14 @@
 //! The materialised timelines port: timed and sized buckets, the capped cache, and
-//! removals from all of them; plus the size of the largest document they make.
+//! removals from all of them; plus what every adapter and strategy shares about them:
+//! resilient delivery to an audience in batches, and the size of the largest document.
+
+use std::future::Future;
+use std::time::Duration;
 
 use async_trait::async_trait;
 
-use super::StoreResult;
+use super::graph::FANOUT_BATCH;
+use super::{GraphStore, StoreResult};
 use crate::domain::{
     Bucket, BucketKind, CacheState, PostId, TimelineEntry, TimelineKind, validate_post_text,
     validate_user_id,
@@ -93,6 +98,74 @@ pub trait TimelineStore: Send + Sync + 'static {
     ) -> StoreResult<()>;
     /// Removes a post from every timeline.
     async fn remove_post_entries(&self, kind: TimelineKind, post: PostId) -> StoreResult<()>;
+}
+
+/// Tries of one delivery before its error is reported.
+pub const DELIVERY_ATTEMPTS: u32 = 3;
+
+/// Runs `attempt` until it succeeds, at most [`DELIVERY_ATTEMPTS`] times, pausing a
+/// little longer after each failure. Only for idempotent operations (every push is).
+pub async fn with_retries<T, F, Fut>(mut attempt: F) -> StoreResult<T>
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = StoreResult<T>>,
+{
+    let mut tries = 1;
+    loop {
+        match attempt().await {
+            Ok(value) => return Ok(value),
+            Err(error) if tries >= DELIVERY_ATTEMPTS => return Err(error),
+            Err(error) => {
+                tracing::warn!(error = %error, tries, "timeline delivery failed; retrying");
+                tokio::time::sleep(Duration::from_millis(20 << tries)).await;
+                tries += 1;
+            }
+        }
+    }
+}
+
+/// Calls `deliver` with the author and then the followers, in batches of
+/// [`FANOUT_BATCH`], retrying each failed batch (see [`with_retries`]). A batch that
+/// still fails does not stop the others: every batch is tried, and then the first
+/// persistent error is returned. Otherwise returns the sum of what `deliver` reports.
+pub async fn deliver_to_audience<F, Fut>(
+    graph: &dyn GraphStore,
+    author: &str,
+    mut deliver: F,
+) -> StoreResult<u64>
+where
+    F: FnMut(Vec<String>) -> Fut,
+    Fut: Future<Output = StoreResult<u64>>,
+{
+    let mut written = 0;
+    let mut failure = None;
+    let mut record = |result: StoreResult<u64>| match result {
+        Ok(n) => written += n,
+        Err(error) => {
+            tracing::error!(error = %error, author, "a fan-out batch failed; delivering the rest");
+            failure.get_or_insert(error);
+        }
+    };
+    let targets = vec![author.to_owned()];
+    record(with_retries(|| deliver(targets.clone())).await);
+    let mut after: Option<String> = None;
+    loop {
+        // Without this page the rest of the audience cannot be listed: report at once.
+        let batch =
+            with_retries(|| graph.followers(author, after.as_deref(), FANOUT_BATCH)).await?;
+        let last_batch = batch.len() < FANOUT_BATCH;
+        after = batch.last().cloned();
+        if !batch.is_empty() {
+            record(with_retries(|| deliver(batch.clone())).await);
+        }
+        if last_batch {
+            break;
+        }
+    }
+    match failure {
+        Some(error) => Err(error),
+        None => Ok(written),
+    }
 }
 
 /// MongoDB's largest document, in bytes.

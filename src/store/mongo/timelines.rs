@@ -13,7 +13,8 @@ use mongodb::bson::{Document, doc};
 
 use super::{IndexSpec, MongoStore, all, db_error, index, int, oid, post_id};
 use crate::domain::{Bucket, BucketKind, CacheState, PostId, TimelineEntry, TimelineKind};
-use crate::store::{StoreResult, TimelineStore, in_follower_batches};
+use crate::store::timelines::deliver_to_audience;
+use crate::store::{StoreResult, TimelineStore};
 use buckets::Group;
 
 /// Users written at once by one fan-out call.
@@ -199,14 +200,14 @@ impl TimelineStore for MongoStore {
     }
 
     /// The author, then the followers in batches, each one `updateMany` that matches
-    /// only existing caches.
+    /// only existing caches; a failed batch is retried and stops no other.
     async fn cache_push_to_audience(
         &self,
         author: &str,
         entries: &[TimelineEntry],
         cache_size: u32,
     ) -> StoreResult<u64> {
-        in_follower_batches(self, author, |batch| async move {
+        deliver_to_audience(self, author, |batch| async move {
             self.cache_push(&batch, entries, cache_size).await
         })
         .await
