@@ -94,6 +94,8 @@ pub struct FeedConfig {
     pub bucket_span: HumanDuration,
     pub embed_content: bool,
     pub backfill_on_follow: u32,
+    /// Entries per part of a timed bucket's period; a full part rolls over to the next.
+    pub timed_bucket_max_entries: u32,
 }
 
 impl Default for FeedConfig {
@@ -106,6 +108,7 @@ impl Default for FeedConfig {
             bucket_span: HumanDuration(Duration::from_millis(defaults.bucket_span_ms as u64)),
             embed_content: defaults.embed_content,
             backfill_on_follow: defaults.backfill_on_follow,
+            timed_bucket_max_entries: defaults.timed_bucket_max_entries,
         }
     }
 }
@@ -119,6 +122,7 @@ impl FeedConfig {
             bucket_span_ms: self.bucket_span.0.as_millis() as i64,
             embed_content: self.embed_content,
             backfill_on_follow: self.backfill_on_follow,
+            timed_bucket_max_entries: self.timed_bucket_max_entries,
         }
     }
 }
@@ -187,6 +191,37 @@ impl Default for WorkersConfig {
             batch_size: 500,
         }
     }
+}
+
+/// Rejects an entry count whose document could pass MongoDB's 16 MiB limit when every
+/// entry is the largest possible (whatever `embed_content` says now: documents keep the
+/// entries they were written with). Checked on every backend, so that a configuration
+/// means the same on both.
+fn fits_in_a_document(key: &str, entries: u32) -> anyhow::Result<()> {
+    use crate::store::timelines::{
+        DOCUMENT_BUDGET_BYTES, largest_document_bytes, largest_entry_bytes,
+    };
+    let bytes = largest_document_bytes(entries);
+    if bytes <= DOCUMENT_BUDGET_BYTES {
+        return Ok(());
+    }
+    let (mut most, mut over) = (0, entries);
+    while over - most > 1 {
+        let mid = most + (over - most) / 2;
+        if largest_document_bytes(mid) <= DOCUMENT_BUDGET_BYTES {
+            most = mid;
+        } else {
+            over = mid;
+        }
+    }
+    bail!(
+        "{key} = {entries} could exceed MongoDB's 16 MiB document limit: {entries} entries of \
+         up to {} bytes each (the longest post text in UTF-8, the longest user id, a 12-byte \
+         id and BSON framing) make a document of up to {bytes} bytes, over the {} allowed \
+         (16 MiB less 1 MiB of headroom); at most {most} entries fit",
+        largest_entry_bytes(),
+        DOCUMENT_BUDGET_BYTES
+    );
 }
 
 /// A duration written as `1d`, `90s`, `250ms` and so on.
@@ -281,6 +316,19 @@ impl Config {
         }
         if feed.backfill_on_follow > 10_000 {
             bail!("feed.backfill_on_follow must be at most 10000");
+        }
+        if feed.timed_bucket_max_entries == 0 {
+            bail!("feed.timed_bucket_max_entries must be positive");
+        }
+        for (key, entries) in [
+            ("feed.cache_size", feed.cache_size),
+            ("feed.bucket_size", feed.bucket_size),
+            (
+                "feed.timed_bucket_max_entries",
+                feed.timed_bucket_max_entries,
+            ),
+        ] {
+            fits_in_a_document(key, entries)?;
         }
         if self.activity.primary_limit == 0 || self.activity.page_size == 0 {
             bail!("activity.primary_limit and activity.page_size must be positive");

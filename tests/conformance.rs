@@ -23,6 +23,7 @@ fn settings(strategy: FeedStrategy, embed_content: bool) -> FeedSettings {
         bucket_span_ms: 3,
         embed_content,
         backfill_on_follow: 100,
+        ..FeedSettings::default()
     }
 }
 

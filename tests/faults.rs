@@ -5,9 +5,9 @@
 mod common;
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 
-use common::faults::{FailingContent, FailingTimelines, INJECTED};
+use common::faults::{FailingContent, FaultyTimelines, INJECTED};
 use common::{fresh_config, kinds};
 use reqwest::StatusCode;
 use serde_json::json;
@@ -71,11 +71,7 @@ async fn a_failed_retraction_answers_503_and_the_post_is_gone() {
     for kind in kinds("a_failed_retraction_answers_503_and_the_post_is_gone") {
         let test = fresh_config(kind);
         let mut store = open_store(&test.config).await.unwrap();
-        let timelines = Arc::new(FailingTimelines {
-            inner: store.timelines.clone(),
-            fail_retractions: AtomicBool::new(false),
-            retraction_attempts: AtomicUsize::new(0),
-        });
+        let timelines = FaultyTimelines::new(store.timelines.clone());
         store.timelines = timelines.clone();
         let server = spawn_with_store(&test.config, store).await.unwrap();
         let api = common::Api::new(reqwest::Client::new(), format!("http://{}", server.addr));
@@ -89,10 +85,13 @@ async fn a_failed_retraction_answers_503_and_the_post_is_gone() {
         api.get("/v1/users/reader/timeline").await;
         let post = api.say("author", "soon deleted").await;
 
-        timelines.fail_retractions.store(true, Ordering::SeqCst);
+        timelines.set(Box::new(|method, _| method == "remove_post_entries"));
         let (status, _) = api.delete(&format!("/v1/posts/{post}")).await;
         assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{kind:?}");
-        assert!(timelines.retraction_attempts.load(Ordering::SeqCst) >= 1);
+        assert!(
+            timelines.failures() >= 1,
+            "{kind:?}: the retraction was attempted"
+        );
         let (status, _) = api.get(&format!("/v1/posts/{post}")).await;
         assert_eq!(
             status,

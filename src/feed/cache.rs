@@ -7,12 +7,19 @@
 //! keep the newest `cache_size` (evicting only from the bottom), removals take single
 //! entries out, and a follow backfills only entries above the oldest one, so the
 //! invariant survives all of them, and the fallback starts exactly where the cache ends.
+//!
+//! Races with a build (the window between `cache_start` and `cache_fill`): posts fanned
+//! out meanwhile land in the empty cache; a follow backfills into it as well, since the
+//! fill may have read the timeline before the new edge existed; a delete may retract
+//! before the fill re-inserts its post, so the build retracts deleted posts after the
+//! fill (see `retract_deleted`). Every push is idempotent, so overlaps cost nothing.
 
 use async_trait::async_trait;
 
 use super::fanout_on_read::read_through;
-use super::{FeedService, FeedSettings, normalise};
+use super::{FeedService, FeedSettings, normalise, retract_deleted};
 use crate::domain::{FeedStrategy, Post, PostId, TimelineEntry, TimelineKind, now_ms};
+use crate::store::timelines::with_retries;
 use crate::store::{Store, StoreResult};
 
 /// A cache still being built after this long was abandoned by a crashed reader.
@@ -28,6 +35,12 @@ impl CacheFeed {
         CacheFeed { store, settings }
     }
 
+    /// Takes out of caches the posts among `entries`, read earlier, deleted since.
+    async fn settle(&self, entries: &[TimelineEntry]) -> StoreResult<()> {
+        let ids: Vec<PostId> = entries.iter().map(|e| e.id).collect();
+        retract_deleted(&self.store, TimelineKind::Cache, &ids).await
+    }
+
     /// Fills a cache from fanout on read. The empty cache already exists, so posts
     /// fanned out meanwhile land in it too and nothing is lost.
     async fn build(&self, user: &str) -> StoreResult<()> {
@@ -40,6 +53,7 @@ impl CacheFeed {
             .timelines
             .cache_fill(user, &entries, size)
             .await?;
+        self.settle(&entries).await?;
         metrics::counter!("socialite_cache_builds_total").increment(1);
         Ok(())
     }
@@ -51,12 +65,16 @@ impl FeedService for CacheFeed {
         FeedStrategy::Cache
     }
 
+    /// One store call delivers to the whole audience (the embedded store in one
+    /// transaction; MongoDB in batches, retrying each), so a failure retries the call:
+    /// pushes are idempotent, and caches that already took the post are not written.
     async fn fan_out(&self, post: &Post) -> StoreResult<u64> {
         let entry = [post.entry(self.settings.embed_content)];
-        self.store
-            .timelines
-            .cache_push_to_audience(&post.author, &entry, self.settings.cache_size)
-            .await
+        let timelines = &self.store.timelines;
+        with_retries(|| {
+            timelines.cache_push_to_audience(&post.author, &entry, self.settings.cache_size)
+        })
+        .await
     }
 
     async fn retract(&self, post: PostId) -> StoreResult<()> {
@@ -67,12 +85,9 @@ impl FeedService for CacheFeed {
     }
 
     async fn followed(&self, follower: &str, followee: &str) -> StoreResult<()> {
-        let Some(cache) = self.store.timelines.cache(follower).await? else {
-            return Ok(());
-        };
-        // Entries below the cache's oldest would open a gap above older entries of other
-        // authors that the cache does not hold; the fallback serves those instead.
-        let Some(oldest) = cache.entries.last().map(|e| e.id) else {
+        let timelines = &self.store.timelines;
+        let size = self.settings.cache_size;
+        let Some(cache) = timelines.cache(follower).await? else {
             return Ok(());
         };
         let posts = self
@@ -80,18 +95,38 @@ impl FeedService for CacheFeed {
             .content
             .posts_by_author(followee, None, self.settings.backfill_on_follow as usize)
             .await?;
-        let entries: Vec<TimelineEntry> = posts
+        let mut entries: Vec<TimelineEntry> = posts
             .iter()
-            .filter(|p| p.id > oldest)
             .map(|p| p.entry(self.settings.embed_content))
             .collect();
+        let mut oldest = cache.entries.last().map(|e| e.id);
+        if !cache.ready {
+            // Being built: the fill may have read the timeline before this edge existed.
+            // Everything goes in; the fill keeps the newest `cache_size` of both.
+            if timelines
+                .cache_push_building(follower, &entries, size)
+                .await?
+            {
+                return self.settle(&entries).await;
+            }
+            // The build finished in between: a cache is never unready again.
+            oldest = timelines
+                .cache(follower)
+                .await?
+                .and_then(|c| c.entries.last().map(|e| e.id));
+        }
+        // Entries below the cache's oldest would open a gap above older entries of other
+        // authors that the cache does not hold; the fallback serves those instead.
+        let Some(oldest) = oldest else {
+            return Ok(());
+        };
+        entries.retain(|e| e.id > oldest);
         if !entries.is_empty() {
-            self.store
-                .timelines
-                .cache_push(&[follower.to_owned()], &entries, self.settings.cache_size)
+            timelines
+                .cache_push(&[follower.to_owned()], &entries, size)
                 .await?;
         }
-        Ok(())
+        self.settle(&entries).await
     }
 
     async fn unfollowed(&self, follower: &str, followee: &str) -> StoreResult<()> {

@@ -19,7 +19,7 @@ pub use fanout_on_read::FanoutOnRead;
 pub use sized_buckets::SizedBuckets;
 pub use timed_buckets::TimedBuckets;
 
-use crate::domain::{FeedStrategy, Post, PostId, TimelineEntry};
+use crate::domain::{FeedStrategy, Post, PostId, TimelineEntry, TimelineKind};
 use crate::store::{Store, StoreError, StoreResult};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -30,6 +30,8 @@ pub struct FeedSettings {
     pub bucket_span_ms: i64,
     pub embed_content: bool,
     pub backfill_on_follow: u32,
+    /// A timed bucket's period is split into parts of at most this many entries.
+    pub timed_bucket_max_entries: u32,
 }
 
 impl Default for FeedSettings {
@@ -41,6 +43,7 @@ impl Default for FeedSettings {
             bucket_span_ms: 86_400_000,
             embed_content: true,
             backfill_on_follow: 100,
+            timed_bucket_max_entries: 1000,
         }
     }
 }
@@ -124,12 +127,14 @@ impl Timelines {
         if strategy == FeedStrategy::FanoutOnRead {
             return Ok(0);
         }
-        let written = self.feed.fan_out(post).await?;
+        let fanned_out = self.feed.fan_out(post).await;
         // A delete that ran while we fanned out may have retracted before our pushes
         // landed; the delete removes the post first, so checking it now closes the race.
+        // Checked even after a failed fan-out: most batches were delivered.
         if self.store.content.post(post.id).await?.is_none() {
             self.feed.retract(post.id).await?;
         }
+        let written = fanned_out?;
         metrics::counter!("socialite_fanout_posts_total", "strategy" => strategy.as_str())
             .increment(1);
         metrics::counter!("socialite_fanout_timelines_total", "strategy" => strategy.as_str())
@@ -195,7 +200,9 @@ impl Timelines {
     }
 
     /// Drops entries whose author the reader no longer follows (an unfollow that raced
-    /// with a fan-out) and hydrates linked entries, dropping deleted posts. Collects the
+    /// with a fan-out) and entries of deleted posts: linked entries are hydrated, and
+    /// entries carrying their text are looked up in the id index (a delete whose
+    /// retraction failed leaves them behind), alongside the author lookup. Collects the
     /// authors' display names into `names`.
     async fn current(
         &self,
@@ -210,8 +217,26 @@ impl Timelines {
         let authors: Vec<String> = distinct(entries.iter().map(|e| e.author.as_str()))
             .map(str::to_owned)
             .collect();
-        let views = self.store.users.authors(user, &authors).await?;
-        if self.strategy() != FeedStrategy::FanoutOnRead {
+        // Fanout on read serves posts it has just read: nothing can be stale.
+        let materialised = self.strategy() != FeedStrategy::FanoutOnRead;
+        let embedded: Vec<PostId> = entries
+            .iter()
+            .filter(|e| materialised && e.text.is_some())
+            .map(|e| e.id)
+            .collect();
+        let existence = async {
+            if embedded.is_empty() {
+                return Ok(None);
+            }
+            self.store.content.existing_posts(&embedded).await.map(Some)
+        };
+        let (views, existing) =
+            tokio::try_join!(self.store.users.authors(user, &authors), existence)?;
+        if let Some(existing) = existing {
+            let existing: HashSet<PostId> = existing.into_iter().collect();
+            entries.retain(|e| e.text.is_none() || existing.contains(&e.id));
+        }
+        if materialised {
             let followed: HashSet<&str> = views
                 .iter()
                 .filter(|v| v.followed)
@@ -243,6 +268,30 @@ impl Timelines {
         }
         Ok(entries)
     }
+}
+
+/// Retracts, among `ids` just written to timelines of `kind` from an earlier read, the
+/// posts deleted since that read. A delete removes the post before it retracts it: if
+/// the lookup here still sees the post, the delete's retraction comes after our write
+/// and removes the entry; if not, this retraction does. Either way no entry survives.
+pub(crate) async fn retract_deleted(
+    store: &Store,
+    kind: TimelineKind,
+    ids: &[PostId],
+) -> StoreResult<()> {
+    if ids.is_empty() {
+        return Ok(());
+    }
+    let existing: HashSet<PostId> = store
+        .content
+        .existing_posts(ids)
+        .await?
+        .into_iter()
+        .collect();
+    for id in ids.iter().filter(|id| !existing.contains(id)) {
+        store.timelines.remove_post_entries(kind, *id).await?;
+    }
+    Ok(())
 }
 
 fn distinct<'a>(items: impl Iterator<Item = &'a str>) -> impl Iterator<Item = &'a str> {

@@ -5,9 +5,10 @@
 use async_trait::async_trait;
 
 use super::buckets::read_buckets;
-use super::{FeedService, FeedSettings};
+use super::{FeedService, FeedSettings, retract_deleted};
 use crate::domain::{BucketKind, FeedStrategy, Post, PostId, TimelineEntry, TimelineKind};
-use crate::store::{Store, StoreResult, in_follower_batches};
+use crate::store::timelines::deliver_to_audience;
+use crate::store::{Store, StoreResult};
 
 const KIND: BucketKind = BucketKind::Sized;
 
@@ -32,7 +33,7 @@ impl FeedService for SizedBuckets {
         let entry = [post.entry(self.settings.embed_content)];
         let entry = &entry;
         let (store, size) = (&self.store, self.settings.bucket_size);
-        in_follower_batches(store.graph.as_ref(), &post.author, |targets| async move {
+        deliver_to_audience(store.graph.as_ref(), &post.author, |targets| async move {
             store.timelines.sized_push(&targets, entry, size).await?;
             Ok(targets.len() as u64)
         })
@@ -60,7 +61,9 @@ impl FeedService for SizedBuckets {
         self.store
             .timelines
             .sized_push(&[follower.to_owned()], &entries, self.settings.bucket_size)
-            .await
+            .await?;
+        let ids: Vec<PostId> = entries.iter().map(|e| e.id).collect();
+        retract_deleted(&self.store, TimelineKind::Buckets(KIND), &ids).await
     }
 
     async fn unfollowed(&self, follower: &str, followee: &str) -> StoreResult<()> {

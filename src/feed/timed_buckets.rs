@@ -1,14 +1,17 @@
 //! Fanout on write into timed buckets: one bucket per user and period, keyed by
-//! `floor(post time / span)`, so a bucket holds exactly its period's entries.
+//! `floor(post time / span)`, so a bucket holds exactly its period's entries. A period
+//! that fills up splits into parts of at most `timed_bucket_max_entries`, which keeps
+//! every document far below MongoDB's 16 MB; reads order parts like any bucket.
 
 use std::collections::BTreeMap;
 
 use async_trait::async_trait;
 
 use super::buckets::read_buckets;
-use super::{FeedService, FeedSettings};
+use super::{FeedService, FeedSettings, retract_deleted};
 use crate::domain::{BucketKind, FeedStrategy, Post, PostId, TimelineEntry, TimelineKind};
-use crate::store::{Store, StoreResult, in_follower_batches};
+use crate::store::timelines::deliver_to_audience;
+use crate::store::{Store, StoreResult};
 
 const KIND: BucketKind = BucketKind::Timed;
 
@@ -39,9 +42,12 @@ impl FeedService for TimedBuckets {
         let key = bucket_of(post.id, self.settings.bucket_span_ms);
         let entry = [post.entry(self.settings.embed_content)];
         let entry = &entry;
-        let store = &self.store;
-        in_follower_batches(store.graph.as_ref(), &post.author, |targets| async move {
-            store.timelines.timed_push(&targets, key, entry).await?;
+        let (store, max) = (&self.store, self.settings.timed_bucket_max_entries);
+        deliver_to_audience(store.graph.as_ref(), &post.author, |targets| async move {
+            store
+                .timelines
+                .timed_push(&targets, key, entry, max)
+                .await?;
             Ok(targets.len() as u64)
         })
         .await
@@ -68,13 +74,15 @@ impl FeedService for TimedBuckets {
                 .push(post.entry(self.settings.embed_content));
         }
         let follower = [follower.to_owned()];
+        let max = self.settings.timed_bucket_max_entries;
         for (key, entries) in by_bucket {
             self.store
                 .timelines
-                .timed_push(&follower, key, &entries)
+                .timed_push(&follower, key, &entries, max)
                 .await?;
         }
-        Ok(())
+        let ids: Vec<PostId> = posts.iter().map(|p| p.id).collect();
+        retract_deleted(&self.store, TimelineKind::Buckets(KIND), &ids).await
     }
 
     async fn unfollowed(&self, follower: &str, followee: &str) -> StoreResult<()> {

@@ -24,6 +24,9 @@ pub trait ContentStore: Send + Sync + 'static {
     ) -> StoreResult<Vec<Post>>;
     /// The posts that exist among `ids`, in no particular order.
     async fn posts_by_ids(&self, ids: &[PostId]) -> StoreResult<Vec<Post>>;
+    /// The ids among `ids` whose post exists, in no particular order. Reads the id
+    /// index only, never the posts.
+    async fn existing_posts(&self, ids: &[PostId]) -> StoreResult<Vec<PostId>>;
     /// Fanout on read: the newest posts by `user` and everyone `user` follows, newest
     /// first, ids strictly below `before`.
     async fn home_posts(

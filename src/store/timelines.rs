@@ -1,20 +1,34 @@
 //! The materialised timelines port: timed and sized buckets, the capped cache, and
-//! removals from all of them.
+//! removals from all of them; plus what every adapter and strategy shares about them:
+//! resilient delivery to an audience in batches, and the size of the largest document.
+
+use std::future::Future;
+use std::time::Duration;
 
 use async_trait::async_trait;
 
-use super::StoreResult;
-use crate::domain::{Bucket, BucketKind, CacheState, PostId, TimelineEntry, TimelineKind};
+use super::graph::FANOUT_BATCH;
+use super::{GraphStore, StoreResult};
+use crate::domain::{
+    Bucket, BucketKind, CacheState, PostId, TimelineEntry, TimelineKind, validate_post_text,
+    validate_user_id,
+};
 
+/// Every push is idempotent by post id: an entry already in the user's timeline (in any
+/// bucket of the group it would go to, or in the cache) is not stored again, and a bucket
+/// counts only the entries it took, so a replayed push changes nothing.
 #[async_trait]
 pub trait TimelineStore: Send + Sync + 'static {
-    /// Appends `entries` to the timed bucket `key` of every user in `users`, creating
-    /// the bucket when it does not exist.
+    /// Appends `entries` (all of the period `key`) to the timed buckets of period `key`
+    /// of every user in `users`. A period is split into parts of at most `max_entries`
+    /// entries, each part a bucket with the same key; a part is opened only when the
+    /// newest is full, under any number of concurrent writers.
     async fn timed_push(
         &self,
         users: &[String],
         key: i64,
         entries: &[TimelineEntry],
+        max_entries: u32,
     ) -> StoreResult<()>;
     /// Appends `entries`, in order, to the newest sized bucket of every user in `users`,
     /// rolling over to a new bucket whenever the newest is full. Never puts more than
@@ -40,7 +54,7 @@ pub trait TimelineStore: Send + Sync + 'static {
     ) -> StoreResult<Vec<Bucket>>;
 
     /// Pushes `entries` into the caches of those `users` that have one, keeping only the
-    /// newest `cache_size` entries. Returns how many caches were written.
+    /// newest `cache_size` entries. Returns how many caches took at least one entry.
     async fn cache_push(
         &self,
         users: &[String],
@@ -56,6 +70,14 @@ pub trait TimelineStore: Send + Sync + 'static {
         entries: &[TimelineEntry],
         cache_size: u32,
     ) -> StoreResult<u64>;
+    /// Pushes `entries` into `user`'s cache only while it is being built (it exists and
+    /// is not ready), atomically with that check. False, and nothing written, otherwise.
+    async fn cache_push_building(
+        &self,
+        user: &str,
+        entries: &[TimelineEntry],
+        cache_size: u32,
+    ) -> StoreResult<bool>;
     async fn cache(&self, user: &str) -> StoreResult<Option<CacheState>>;
     /// Creates an empty, not yet ready cache. Returns false when one already exists.
     async fn cache_start(&self, user: &str, now_ms: i64) -> StoreResult<bool>;
@@ -76,4 +98,156 @@ pub trait TimelineStore: Send + Sync + 'static {
     ) -> StoreResult<()>;
     /// Removes a post from every timeline.
     async fn remove_post_entries(&self, kind: TimelineKind, post: PostId) -> StoreResult<()>;
+}
+
+/// Tries of one delivery before its error is reported.
+pub const DELIVERY_ATTEMPTS: u32 = 3;
+
+/// Runs `attempt` until it succeeds, at most [`DELIVERY_ATTEMPTS`] times, pausing a
+/// little longer after each failure. Only for idempotent operations (every push is).
+pub async fn with_retries<T, F, Fut>(mut attempt: F) -> StoreResult<T>
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = StoreResult<T>>,
+{
+    let mut tries = 1;
+    loop {
+        match attempt().await {
+            Ok(value) => return Ok(value),
+            Err(error) if tries >= DELIVERY_ATTEMPTS => return Err(error),
+            Err(error) => {
+                tracing::warn!(error = %error, tries, "timeline delivery failed; retrying");
+                tokio::time::sleep(Duration::from_millis(20 << tries)).await;
+                tries += 1;
+            }
+        }
+    }
+}
+
+/// Calls `deliver` with the author and then the followers, in batches of
+/// [`FANOUT_BATCH`], retrying each failed batch (see [`with_retries`]). A batch that
+/// still fails does not stop the others: every batch is tried, and then the first
+/// persistent error is returned. Otherwise returns the sum of what `deliver` reports.
+pub async fn deliver_to_audience<F, Fut>(
+    graph: &dyn GraphStore,
+    author: &str,
+    mut deliver: F,
+) -> StoreResult<u64>
+where
+    F: FnMut(Vec<String>) -> Fut,
+    Fut: Future<Output = StoreResult<u64>>,
+{
+    let mut written = 0;
+    let mut failure = None;
+    let mut record = |result: StoreResult<u64>| match result {
+        Ok(n) => written += n,
+        Err(error) => {
+            tracing::error!(error = %error, author, "a fan-out batch failed; delivering the rest");
+            failure.get_or_insert(error);
+        }
+    };
+    let targets = vec![author.to_owned()];
+    record(with_retries(|| deliver(targets.clone())).await);
+    let mut after: Option<String> = None;
+    loop {
+        // Without this page the rest of the audience cannot be listed: report at once.
+        let batch =
+            with_retries(|| graph.followers(author, after.as_deref(), FANOUT_BATCH)).await?;
+        let last_batch = batch.len() < FANOUT_BATCH;
+        after = batch.last().cloned();
+        if !batch.is_empty() {
+            record(with_retries(|| deliver(batch.clone())).await);
+        }
+        if last_batch {
+            break;
+        }
+    }
+    match failure {
+        Some(error) => Err(error),
+        None => Ok(written),
+    }
+}
+
+/// MongoDB's largest document, in bytes.
+pub const DOCUMENT_LIMIT_BYTES: usize = 16 * 1024 * 1024;
+/// A timeline document may use this much of it at most, leaving 1 MiB for fields added
+/// later and for the server's own additions (update and change-stream envelopes).
+pub const DOCUMENT_BUDGET_BYTES: usize = DOCUMENT_LIMIT_BYTES - 1024 * 1024;
+/// More than any timeline document takes outside its entry array (`_id`, user, counters,
+/// bounds, flags, the array's own header), with a 32-byte user id. The MongoDB adapter's
+/// tests serialise every layout to check this bound.
+pub const DOCUMENT_FIXED_BYTES: usize = 256;
+
+/// The most UTF-8 bytes a string accepted by `validate` can take: the longest accepted
+/// run of characters of each UTF-8 width, searched, times the width. Derived from the
+/// validator itself, so it follows any change to the rules.
+fn max_valid_bytes(validate: fn(&str) -> Result<(), String>) -> usize {
+    ['a', 'é', '€', '😀']
+        .into_iter()
+        .map(|c| {
+            let fits = |n: usize| validate(&c.to_string().repeat(n)).is_ok();
+            if !fits(1) {
+                return 0;
+            }
+            // Accepted lengths form one range starting at 1: double past its end, then
+            // halve the gap.
+            let (mut good, mut bad) = (1usize, 2usize);
+            while fits(bad) {
+                assert!(bad < 1 << 24, "a validator accepts unbounded strings");
+                (good, bad) = (bad, bad * 2);
+            }
+            while bad - good > 1 {
+                let mid = (good + bad) / 2;
+                if fits(mid) { good = mid } else { bad = mid }
+            }
+            good * c.len_utf8()
+        })
+        .max()
+        .unwrap_or(0)
+}
+
+/// The BSON size of the largest timeline entry `{_id: ObjectId, a: author, m: text}`:
+/// the document's length prefix (4) and terminator (1); `_id`: type byte, "_id\0", 12
+/// bytes; each string: type byte, name and NUL, length prefix (4), bytes, NUL.
+pub fn largest_entry_bytes() -> usize {
+    let string = |name: &str, bytes: usize| 1 + name.len() + 1 + 4 + bytes + 1;
+    let author = max_valid_bytes(validate_user_id);
+    let text = max_valid_bytes(validate_post_text);
+    4 + (1 + 4 + 12) + string("a", author) + string("m", text) + 1
+}
+
+/// The BSON size of a timeline document holding `entries` of the largest size: the
+/// fixed part plus, per array element, its type byte, decimal index and NUL, and entry.
+pub fn largest_document_bytes(entries: u32) -> usize {
+    let entries = entries as usize;
+    // Indexes below 10 take one digit, below 100 two, and so on.
+    let mut digits = 0;
+    let (mut width, mut start) = (1, 0);
+    while start < entries {
+        let end = (start.max(1) * 10).min(entries);
+        digits += (end - start) * width;
+        (width, start) = (width + 1, end);
+    }
+    DOCUMENT_FIXED_BYTES + entries * (largest_entry_bytes() + 2) + digits
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_largest_entry_follows_the_validators() {
+        // 500 four-byte characters, a 32-character id: 38 bytes of BSON around them.
+        assert_eq!(max_valid_bytes(validate_post_text), 2000);
+        assert_eq!(max_valid_bytes(validate_user_id), 32);
+        assert_eq!(largest_entry_bytes(), 38 + 32 + 2000);
+        assert_eq!(largest_document_bytes(0), DOCUMENT_FIXED_BYTES);
+        // Indexes 0-9 take one digit, 10-11 two.
+        assert_eq!(largest_document_bytes(12), 256 + 12 * 2070 + 10 * 3 + 2 * 4);
+        let framing = |n: u32| (0..n).map(|i| 2 + i.to_string().len()).sum::<usize>();
+        for n in [1, 9, 10, 11, 99, 100, 101, 1000, 12_345] {
+            let expected = 256 + n as usize * 2070 + framing(n);
+            assert_eq!(largest_document_bytes(n), expected, "{n} entries");
+        }
+    }
 }

@@ -1,14 +1,15 @@
-//! Port decorators that fail chosen calls, for error-path tests. Each forwards to the
-//! real adapter until told to fail.
+//! Port decorators that fail or pause chosen calls, for error-path and race tests. Each
+//! forwards to the real adapter until told otherwise.
 
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 use socialite::domain::{
     Bucket, BucketKind, CacheState, Post, PostId, TimelineEntry, TimelineKind,
 };
 use socialite::store::{ContentStore, StoreError, StoreResult, TimelineStore};
+use tokio::sync::oneshot;
 
 /// The text of every injected failure; a response that shows it leaked the cause.
 pub const INJECTED: &str = "injected fault: the disk is on fire";
@@ -59,6 +60,10 @@ impl ContentStore for FailingContent {
         self.check()?;
         self.inner.posts_by_ids(ids).await
     }
+    async fn existing_posts(&self, ids: &[PostId]) -> StoreResult<Vec<PostId>> {
+        self.check()?;
+        self.inner.existing_posts(ids).await
+    }
     async fn home_posts(
         &self,
         user: &str,
@@ -70,31 +75,136 @@ impl ContentStore for FailingContent {
     }
 }
 
-/// Fails retractions (`remove_post_entries`) while `fail_retractions` is set, counting
-/// the attempts; everything else goes through.
-pub struct FailingTimelines {
-    pub inner: Arc<dyn TimelineStore>,
-    pub fail_retractions: AtomicBool,
-    pub retraction_attempts: AtomicUsize,
+/// Content that holds the first `home_posts` of `user` after it has read, until told to
+/// go on: a cache build then holds its snapshot while the test changes the world.
+pub struct PausingContent {
+    pub inner: Arc<dyn ContentStore>,
+    pub user: String,
+    pub pause: Mutex<Option<(oneshot::Sender<()>, oneshot::Receiver<()>)>>,
+}
+
+impl PausingContent {
+    /// The decorator, a receiver told when the read is held, a sender that releases it.
+    pub fn new(
+        inner: Arc<dyn ContentStore>,
+        user: &str,
+    ) -> (Arc<Self>, oneshot::Receiver<()>, oneshot::Sender<()>) {
+        let (reached, on_reached) = oneshot::channel();
+        let (resume, on_resume) = oneshot::channel();
+        let pause = Mutex::new(Some((reached, on_resume)));
+        let user = user.to_owned();
+        (
+            Arc::new(PausingContent { inner, user, pause }),
+            on_reached,
+            resume,
+        )
+    }
 }
 
 #[async_trait]
-impl TimelineStore for FailingTimelines {
+impl ContentStore for PausingContent {
+    async fn insert_post(&self, author: &str, text: &str, now_ms: i64) -> StoreResult<Post> {
+        self.inner.insert_post(author, text, now_ms).await
+    }
+    async fn post(&self, id: PostId) -> StoreResult<Option<Post>> {
+        self.inner.post(id).await
+    }
+    async fn delete_post(&self, id: PostId) -> StoreResult<Option<Post>> {
+        self.inner.delete_post(id).await
+    }
+    async fn posts_by_author(
+        &self,
+        author: &str,
+        before: Option<PostId>,
+        limit: usize,
+    ) -> StoreResult<Vec<Post>> {
+        self.inner.posts_by_author(author, before, limit).await
+    }
+    async fn posts_by_ids(&self, ids: &[PostId]) -> StoreResult<Vec<Post>> {
+        self.inner.posts_by_ids(ids).await
+    }
+    async fn existing_posts(&self, ids: &[PostId]) -> StoreResult<Vec<PostId>> {
+        self.inner.existing_posts(ids).await
+    }
+    async fn home_posts(
+        &self,
+        user: &str,
+        before: Option<PostId>,
+        limit: usize,
+    ) -> StoreResult<Vec<Post>> {
+        let posts = self.inner.home_posts(user, before, limit).await?;
+        let pause = match user == self.user {
+            true => self.pause.lock().unwrap().take(),
+            false => None,
+        };
+        if let Some((reached, resume)) = pause {
+            reached.send(()).unwrap();
+            resume.await.unwrap();
+        }
+        Ok(posts)
+    }
+}
+
+/// Which write a [`FaultyTimelines`] is asked for: the method and its users.
+pub type Rule = Box<dyn Fn(&str, &[String]) -> bool + Send + Sync>;
+
+/// Timelines whose writes fail when `rule` says so; `failures` counts them.
+pub struct FaultyTimelines {
+    pub inner: Arc<dyn TimelineStore>,
+    pub rule: Mutex<Rule>,
+    pub failures: Mutex<u32>,
+}
+
+impl FaultyTimelines {
+    pub fn new(inner: Arc<dyn TimelineStore>) -> Arc<Self> {
+        let rule: Rule = Box::new(|_, _| false);
+        Arc::new(FaultyTimelines {
+            inner,
+            rule: Mutex::new(rule),
+            failures: Mutex::new(0),
+        })
+    }
+
+    pub fn set(&self, rule: Rule) {
+        *self.rule.lock().unwrap() = rule;
+        *self.failures.lock().unwrap() = 0;
+    }
+
+    pub fn failures(&self) -> u32 {
+        *self.failures.lock().unwrap()
+    }
+
+    fn check(&self, method: &str, users: &[String]) -> StoreResult<()> {
+        if (self.rule.lock().unwrap())(method, users) {
+            *self.failures.lock().unwrap() += 1;
+            return Err(StoreError::Backend(anyhow::anyhow!(
+                "injected {method} failure"
+            )));
+        }
+        Ok(())
+    }
+}
+
+#[async_trait]
+impl TimelineStore for FaultyTimelines {
     async fn timed_push(
         &self,
         users: &[String],
         key: i64,
         entries: &[TimelineEntry],
+        max: u32,
     ) -> StoreResult<()> {
-        self.inner.timed_push(users, key, entries).await
+        self.check("timed_push", users)?;
+        self.inner.timed_push(users, key, entries, max).await
     }
     async fn sized_push(
         &self,
         users: &[String],
-        entries: &[TimelineEntry],
-        bucket_size: u32,
+        e: &[TimelineEntry],
+        size: u32,
     ) -> StoreResult<()> {
-        self.inner.sized_push(users, entries, bucket_size).await
+        self.check("sized_push", users)?;
+        self.inner.sized_push(users, e, size).await
     }
     async fn buckets(
         &self,
@@ -112,20 +222,29 @@ impl TimelineStore for FailingTimelines {
     async fn cache_push(
         &self,
         users: &[String],
-        entries: &[TimelineEntry],
-        cache_size: u32,
+        e: &[TimelineEntry],
+        size: u32,
     ) -> StoreResult<u64> {
-        self.inner.cache_push(users, entries, cache_size).await
+        self.check("cache_push", users)?;
+        self.inner.cache_push(users, e, size).await
     }
     async fn cache_push_to_audience(
         &self,
         author: &str,
-        entries: &[TimelineEntry],
-        cache_size: u32,
+        e: &[TimelineEntry],
+        size: u32,
     ) -> StoreResult<u64> {
-        self.inner
-            .cache_push_to_audience(author, entries, cache_size)
-            .await
+        self.check("cache_push_to_audience", &[author.to_owned()])?;
+        self.inner.cache_push_to_audience(author, e, size).await
+    }
+    async fn cache_push_building(
+        &self,
+        user: &str,
+        e: &[TimelineEntry],
+        size: u32,
+    ) -> StoreResult<bool> {
+        self.check("cache_push_building", &[user.to_owned()])?;
+        self.inner.cache_push_building(user, e, size).await
     }
     async fn cache(&self, user: &str) -> StoreResult<Option<CacheState>> {
         self.inner.cache(user).await
@@ -133,13 +252,9 @@ impl TimelineStore for FailingTimelines {
     async fn cache_start(&self, user: &str, now_ms: i64) -> StoreResult<bool> {
         self.inner.cache_start(user, now_ms).await
     }
-    async fn cache_fill(
-        &self,
-        user: &str,
-        entries: &[TimelineEntry],
-        cache_size: u32,
-    ) -> StoreResult<()> {
-        self.inner.cache_fill(user, entries, cache_size).await
+    async fn cache_fill(&self, user: &str, e: &[TimelineEntry], size: u32) -> StoreResult<()> {
+        self.check("cache_fill", &[user.to_owned()])?;
+        self.inner.cache_fill(user, e, size).await
     }
     async fn remove_author_entries(
         &self,
@@ -147,13 +262,11 @@ impl TimelineStore for FailingTimelines {
         user: &str,
         author: &str,
     ) -> StoreResult<()> {
+        self.check("remove_author_entries", &[user.to_owned()])?;
         self.inner.remove_author_entries(kind, user, author).await
     }
     async fn remove_post_entries(&self, kind: TimelineKind, post: PostId) -> StoreResult<()> {
-        self.retraction_attempts.fetch_add(1, Ordering::SeqCst);
-        if self.fail_retractions.load(Ordering::SeqCst) {
-            return Err(injected());
-        }
+        self.check("remove_post_entries", &[])?;
         self.inner.remove_post_entries(kind, post).await
     }
 }

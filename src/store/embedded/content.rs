@@ -4,8 +4,8 @@ use async_trait::async_trait;
 use rusqlite::{OptionalExtension, params};
 
 use super::{
-    EmbeddedStore, IN_CHUNK, add_to_counter, placeholders, post_from_row, record_change,
-    user_exists,
+    EmbeddedStore, IN_CHUNK, add_to_counter, placeholders, post_from_row, post_id_at,
+    record_change, user_exists,
 };
 use crate::domain::{ChangeOp, Post, PostId};
 use crate::store::{ContentStore, StoreError, StoreResult};
@@ -102,6 +102,28 @@ impl ContentStore for EmbeddedStore {
                 }
             }
             Ok(posts)
+        })
+        .await
+    }
+
+    async fn existing_posts(&self, ids: &[PostId]) -> StoreResult<Vec<PostId>> {
+        let ids: Vec<Vec<u8>> = ids.iter().map(|id| id.bytes().to_vec()).collect();
+        self.read(move |conn| {
+            let mut found = Vec::with_capacity(ids.len());
+            for chunk in ids.chunks(IN_CHUNK) {
+                // One primary-key seek per id; the texts are not decoded.
+                let sql = format!(
+                    "SELECT id FROM posts WHERE id IN ({})",
+                    placeholders(chunk.len())
+                );
+                let mut stmt = conn.prepare_cached(&sql)?;
+                let rows =
+                    stmt.query_map(rusqlite::params_from_iter(chunk), |row| post_id_at(row, 0))?;
+                for row in rows {
+                    found.push(row?);
+                }
+            }
+            Ok(found)
         })
         .await
     }

@@ -4,6 +4,8 @@
 
 use rusqlite::Connection;
 
+use super::timelines::PART_BITS;
+
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS meta (
     key   TEXT PRIMARY KEY,
@@ -116,6 +118,19 @@ CREATE TABLE IF NOT EXISTS changes (
 
 pub fn migrate(conn: &Connection) -> rusqlite::Result<()> {
     conn.execute_batch(SCHEMA)?;
+    // Timed periods are split into parts, stored as keys `period << PART_BITS | part`.
+    // Buckets stored before that become part 0 of their period, once: the marker is
+    // written in the same transaction as the rewrite.
+    let part = 1_i64 << PART_BITS;
+    conn.execute_batch(&format!(
+        "SAVEPOINT timed_parts;
+         UPDATE buckets SET key = key * {part}
+          WHERE kind = 0 AND NOT EXISTS (SELECT 1 FROM meta WHERE key = 'timed_bucket_parts');
+         UPDATE bucket_entries SET key = key * {part}
+          WHERE kind = 0 AND NOT EXISTS (SELECT 1 FROM meta WHERE key = 'timed_bucket_parts');
+         INSERT OR IGNORE INTO meta (key, value) VALUES ('timed_bucket_parts', 1);
+         RELEASE timed_parts;"
+    ))?;
     // How many caches exist, so a fan-out can walk the caches instead of the followers
     // when there are fewer of them.
     conn.execute_batch(

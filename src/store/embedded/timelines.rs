@@ -1,20 +1,18 @@
 //! Materialised timelines on SQLite: `buckets` plus `bucket_entries` hold what a bucket
 //! document holds, `caches` plus `cache_entries` what a `timeline_cache` document holds.
-//! Each port call is one write transaction, so bucket sizes and cache bounds hold.
+//! Each port call is one write transaction, so bucket sizes and cache bounds hold, and
+//! the checks that make pushes idempotent cannot race.
 
 use async_trait::async_trait;
 use rusqlite::{OptionalExtension, Transaction, params};
 
+mod buckets;
+
 use super::{EmbeddedStore, IN_CHUNK, placeholders, post_id_at};
 use crate::domain::{Bucket, BucketKind, CacheState, PostId, TimelineEntry, TimelineKind};
 use crate::store::{StoreResult, TimelineStore};
-
-fn kind_code(kind: BucketKind) -> i64 {
-    match kind {
-        BucketKind::Timed => 0,
-        BucketKind::Sized => 1,
-    }
-}
+pub(super) use buckets::PART_BITS;
+use buckets::{group_keys, kind_code, public_key, push_group};
 
 fn entry_from_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<TimelineEntry> {
     Ok(TimelineEntry {
@@ -24,17 +22,20 @@ fn entry_from_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<TimelineEntry> {
     })
 }
 
+/// Inserts the entries the cache lacks (the primary key ignores the others) and trims
+/// it to the newest `cache_size`. Returns how many were new.
 fn insert_cache_entries(
     tx: &Transaction<'_>,
     user: &str,
     entries: &[TimelineEntry],
     cache_size: u32,
-) -> StoreResult<()> {
+) -> StoreResult<usize> {
     let mut insert = tx.prepare_cached(
         "INSERT OR IGNORE INTO cache_entries (user, post_id, author, text) VALUES (?1, ?2, ?3, ?4)",
     )?;
+    let mut inserted = 0;
     for entry in entries {
-        insert.execute(params![
+        inserted += insert.execute(params![
             user,
             &entry.id.bytes()[..],
             entry.author,
@@ -48,51 +49,7 @@ fn insert_cache_entries(
              ORDER BY post_id DESC LIMIT 1 OFFSET ?2)",
     )?
     .execute(params![user, i64::from(cache_size) - 1])?;
-    Ok(())
-}
-
-fn upsert_bucket_entries(
-    tx: &Transaction<'_>,
-    kind: BucketKind,
-    user: &str,
-    key: i64,
-    entries: &[TimelineEntry],
-) -> StoreResult<()> {
-    let (Some(min), Some(max)) = (
-        entries.iter().map(|e| e.id).min(),
-        entries.iter().map(|e| e.id).max(),
-    ) else {
-        return Ok(());
-    };
-    let kind = kind_code(kind);
-    tx.prepare_cached(
-        "INSERT INTO buckets (kind, user, key, n, mn, mx) VALUES (?1, ?2, ?3, ?4, ?5, ?6)
-         ON CONFLICT (kind, user, key) DO UPDATE SET
-             n = n + excluded.n, mn = min(mn, excluded.mn), mx = max(mx, excluded.mx)",
-    )?
-    .execute(params![
-        kind,
-        user,
-        key,
-        entries.len() as i64,
-        &min.bytes()[..],
-        &max.bytes()[..]
-    ])?;
-    let mut insert = tx.prepare_cached(
-        "INSERT OR IGNORE INTO bucket_entries (kind, user, key, post_id, author, text)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-    )?;
-    for entry in entries {
-        insert.execute(params![
-            kind,
-            user,
-            key,
-            &entry.id.bytes()[..],
-            entry.author,
-            entry.text
-        ])?;
-    }
-    Ok(())
+    Ok(inserted)
 }
 
 #[async_trait]
@@ -102,11 +59,13 @@ impl TimelineStore for EmbeddedStore {
         users: &[String],
         key: i64,
         entries: &[TimelineEntry],
+        max_entries: u32,
     ) -> StoreResult<()> {
         let (users, entries) = (users.to_vec(), entries.to_vec());
+        let keys = group_keys(BucketKind::Timed, key)?;
         self.write(move |tx| {
             for user in &users {
-                upsert_bucket_entries(tx, BucketKind::Timed, user, key, &entries)?;
+                push_group(tx, BucketKind::Timed, user, keys, max_entries, &entries)?;
             }
             Ok(())
         })
@@ -120,28 +79,10 @@ impl TimelineStore for EmbeddedStore {
         bucket_size: u32,
     ) -> StoreResult<()> {
         let (users, entries) = (users.to_vec(), entries.to_vec());
+        let keys = group_keys(BucketKind::Sized, 0)?;
         self.write(move |tx| {
-            let mut newest_stmt = tx.prepare_cached(
-                "SELECT key, n FROM buckets WHERE kind = 1 AND user = ?1 ORDER BY key DESC LIMIT 1",
-            )?;
             for user in &users {
-                for entry in &entries {
-                    let newest: Option<(i64, i64)> = newest_stmt
-                        .query_row([user], |row| Ok((row.get(0)?, row.get(1)?)))
-                        .optional()?;
-                    let key = match newest {
-                        Some((key, pushes)) if pushes < i64::from(bucket_size) => key,
-                        Some((key, _)) => key + 1,
-                        None => 0,
-                    };
-                    upsert_bucket_entries(
-                        tx,
-                        BucketKind::Sized,
-                        user,
-                        key,
-                        std::slice::from_ref(entry),
-                    )?;
-                }
+                push_group(tx, BucketKind::Sized, user, keys, bucket_size, &entries)?;
             }
             Ok(())
         })
@@ -161,13 +102,13 @@ impl TimelineStore for EmbeddedStore {
         let per_bucket = i64::try_from(per_bucket).unwrap_or(i64::MAX);
         let before = before.map(|b| b.bytes().to_vec());
         self.read(move |conn| {
-            let kind = kind_code(kind);
+            let code = kind_code(kind);
             let heads: Vec<(i64, i64, PostId)> = conn
                 .prepare_cached(
                     "SELECT key, n, mx FROM buckets WHERE kind = ?1 AND user = ?2 AND (?3 IS NULL OR mn < ?3)
                      ORDER BY mx DESC, key DESC LIMIT ?4 OFFSET ?5",
                 )?
-                .query_map(params![kind, user, before, limit as i64, skip as i64], |row| {
+                .query_map(params![code, user, before, limit as i64, skip as i64], |row| {
                     Ok((row.get(0)?, row.get(1)?, post_id_at(row, 2)?))
                 })?
                 .collect::<rusqlite::Result<_>>()?;
@@ -179,9 +120,14 @@ impl TimelineStore for EmbeddedStore {
             let mut buckets = Vec::with_capacity(heads.len());
             for (key, pushes, newest) in heads {
                 let entries = entries_stmt
-                    .query_map(params![kind, user, key, before, per_bucket], entry_from_row)?
+                    .query_map(params![code, user, key, before, per_bucket], entry_from_row)?
                     .collect::<rusqlite::Result<_>>()?;
-                buckets.push(Bucket { key, pushes: pushes as u64, newest, entries });
+                buckets.push(Bucket {
+                    key: public_key(kind, key),
+                    pushes: pushes as u64,
+                    newest,
+                    entries,
+                });
             }
             Ok(buckets)
         })
@@ -207,8 +153,8 @@ impl TimelineStore for EmbeddedStore {
                     .query_map(rusqlite::params_from_iter(chunk), |row| row.get(0))?
                     .collect::<rusqlite::Result<_>>()?;
                 for owner in owners {
-                    insert_cache_entries(tx, &owner, &entries, cache_size)?;
-                    written += 1;
+                    let inserted = insert_cache_entries(tx, &owner, &entries, cache_size)?;
+                    written += u64::from(inserted > 0);
                 }
             }
             Ok(written)
@@ -249,10 +195,33 @@ impl TimelineStore for EmbeddedStore {
                 .prepare_cached(sql)?
                 .query_map([&author], |row| row.get(0))?
                 .collect::<rusqlite::Result<_>>()?;
+            let mut written = 0;
             for owner in &owners {
-                insert_cache_entries(tx, owner, &entries, cache_size)?;
+                let inserted = insert_cache_entries(tx, owner, &entries, cache_size)?;
+                written += u64::from(inserted > 0);
             }
-            Ok(owners.len() as u64)
+            Ok(written)
+        })
+        .await
+    }
+
+    async fn cache_push_building(
+        &self,
+        user: &str,
+        entries: &[TimelineEntry],
+        cache_size: u32,
+    ) -> StoreResult<bool> {
+        let (user, entries) = (user.to_owned(), entries.to_vec());
+        self.write(move |tx| {
+            let ready: Option<bool> = tx
+                .prepare_cached("SELECT ready FROM caches WHERE user = ?1")?
+                .query_row([&user], |row| row.get(0))
+                .optional()?;
+            if ready != Some(false) {
+                return Ok(false);
+            }
+            insert_cache_entries(tx, &user, &entries, cache_size)?;
+            Ok(true)
         })
         .await
     }

@@ -1,11 +1,20 @@
 //! Posts on MongoDB: `content` `{_id: ObjectId, author, text}`, indexed `{author: 1, _id: -1}`.
 
 use async_trait::async_trait;
+use futures::{StreamExt, TryStreamExt};
 use mongodb::bson::{Document, doc, oid::ObjectId};
 
-use super::{IndexSpec, MongoStore, Side, all, db_error, index, insert_new, oid, post_from};
+use super::{
+    IndexSpec, MongoStore, Side, all, db_error, index, insert_new, oid, post_from, post_id,
+};
 use crate::domain::{Post, PostId};
 use crate::store::{ContentStore, StoreError, StoreResult};
+
+/// Authors per fanout-on-read query. Past about 200 values in one `$in`, the planner
+/// stops merging the `{author, _id}` index ranges in order and sorts instead.
+const AUTHORS_PER_QUERY: usize = 100;
+/// Fanout-on-read queries in flight at once for one read.
+const HOME_QUERIES_IN_FLIGHT: usize = 8;
 
 pub(super) fn indexes() -> Vec<IndexSpec> {
     vec![("content", index(doc! { "author": 1, "_id": -1 }, false))]
@@ -98,6 +107,23 @@ impl ContentStore for MongoStore {
         docs.iter().map(post_from).collect()
     }
 
+    async fn existing_posts(&self, ids: &[PostId]) -> StoreResult<Vec<PostId>> {
+        if ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let ids: Vec<ObjectId> = ids.iter().map(|id| oid(*id)).collect();
+        // Projected to `_id`, the query is covered by the `_id` index.
+        let docs = all(self
+            .content_coll()
+            .find(doc! { "_id": { "$in": ids } })
+            .projection(doc! { "_id": 1 }))
+        .await?;
+        docs.iter().map(|d| post_id(d.get("_id"))).collect()
+    }
+
+    /// The followee list in batches of [`AUTHORS_PER_QUERY`], each batch one query that
+    /// the `{author, _id}` index answers in order, a few at once; the newest `limit`
+    /// of their union is the answer, since each batch returns its own newest `limit`.
     async fn home_posts(
         &self,
         user: &str,
@@ -108,10 +134,24 @@ impl ContentStore for MongoStore {
             .neighbours(Side::Followees, user, None, usize::MAX >> 2)
             .await?;
         authors.push(user.to_owned());
-        let mut filter = doc! { "author": { "$in": authors } };
-        if let Some(before) = before {
-            filter.insert("_id", doc! { "$lt": oid(before) });
-        }
-        self.find_posts(filter, limit).await
+        let queries: Vec<_> = authors
+            .chunks(AUTHORS_PER_QUERY)
+            .map(|batch| {
+                let mut filter = doc! { "author": { "$in": batch } };
+                if let Some(before) = before {
+                    filter.insert("_id", doc! { "$lt": oid(before) });
+                }
+                self.find_posts(filter, limit)
+            })
+            .collect();
+        let batches: Vec<Vec<Post>> = futures::stream::iter(queries)
+            .buffer_unordered(HOME_QUERIES_IN_FLIGHT)
+            .try_collect()
+            .await?;
+        let mut posts: Vec<Post> = batches.into_iter().flatten().collect();
+        posts.sort_unstable_by_key(|p| std::cmp::Reverse(p.id));
+        posts.dedup_by_key(|p| p.id);
+        posts.truncate(limit);
+        Ok(posts)
     }
 }

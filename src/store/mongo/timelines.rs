@@ -1,23 +1,24 @@
-//! Materialised timelines on MongoDB: `timed_buckets` `{_id: {u, t}, n, mn, mx, c}`,
-//! `sized_buckets` `{_id, u, s, n, mn, mx, c}` and `timeline_cache` `{_id: user, ready,
-//! started, c}`, where each entry of `c` is `{_id, a, m}` embedded or `{_id, a}` linked.
+//! Materialised timelines on MongoDB: `timed_buckets` `{_id: {u, t, p}, n, mn, mx, pmx,
+//! c}` (part `p` of period `t`), `sized_buckets` `{_id, u, s, n, mn, mx, pmx, c}` and
+//! `timeline_cache` `{_id: user, ready, started, c}`, where each entry of `c` is `{_id,
+//! a, m}` embedded or `{_id, a}` linked. `pmx` bounds the ids of the group's older
+//! documents (see `buckets.rs`).
 
-use std::future::IntoFuture;
+mod buckets;
+mod cache;
 
 use async_trait::async_trait;
-use mongodb::bson::{Document, doc, oid::ObjectId};
+use futures::StreamExt;
+use mongodb::bson::{Document, doc};
 
-use super::{IndexSpec, MongoStore, all, db_error, index, int, is_duplicate_key, oid, post_id};
+use super::{IndexSpec, MongoStore, all, db_error, index, int, oid, post_id};
 use crate::domain::{Bucket, BucketKind, CacheState, PostId, TimelineEntry, TimelineKind};
-use crate::store::{StoreError, StoreResult, TimelineStore, in_follower_batches};
+use crate::store::timelines::deliver_to_audience;
+use crate::store::{StoreResult, TimelineStore};
+use buckets::Group;
 
-/// Fan-out writes in flight at once.
+/// Users written at once by one fan-out call.
 const FANOUT_CONCURRENCY: usize = 32;
-/// Users per multi-document cache update.
-const CACHE_BATCH: usize = 500;
-/// Rollover attempts before a sized push gives up; each failed attempt means another
-/// writer made progress, so this is only reached under pathological contention.
-const MAX_ROLLOVER_ATTEMPTS: usize = 64;
 
 /// `{_id, a, m}` when embedding, `{_id, a}` when linking.
 fn entry_doc(entry: &TimelineEntry) -> Document {
@@ -41,16 +42,16 @@ fn entries_from(doc: &Document) -> StoreResult<Vec<TimelineEntry>> {
         });
     }
     entries.sort_unstable_by_key(|e| std::cmp::Reverse(e.id));
+    entries.dedup_by_key(|e| e.id);
     Ok(entries)
 }
 
-/// The newest `limit` distinct entries below `before` of entries sorted newest first.
+/// The newest `limit` entries below `before` of distinct entries sorted newest first.
 fn newest_below(
     mut entries: Vec<TimelineEntry>,
     before: Option<PostId>,
     limit: usize,
 ) -> Vec<TimelineEntry> {
-    entries.dedup_by_key(|e| e.id);
     if let Some(before) = before {
         entries.retain(|e| e.id < before);
     }
@@ -58,87 +59,44 @@ fn newest_below(
     entries
 }
 
-fn bounds(entries: &[TimelineEntry]) -> Option<(ObjectId, ObjectId)> {
-    let min = entries.iter().map(|e| e.id).min()?;
-    let max = entries.iter().map(|e| e.id).max()?;
-    Some((oid(min), oid(max)))
-}
-
+/// Each read sort is the tail of an index whose head is the user, so no read sorts in
+/// memory; the `{"_id.u", "_id.t", "_id.p"}` and unique `{u, s}` indexes find a
+/// group's newest document for pushes.
 pub(super) fn indexes() -> Vec<IndexSpec> {
     vec![
-        ("timed_buckets", index(doc! { "_id.u": 1, "mx": -1 }, false)),
+        (
+            "timed_buckets",
+            index(
+                doc! { "_id.u": 1, "mx": -1, "_id.t": -1, "_id.p": -1 },
+                false,
+            ),
+        ),
+        (
+            "timed_buckets",
+            index(doc! { "_id.u": 1, "_id.t": 1, "_id.p": 1 }, false),
+        ),
         ("timed_buckets", index(doc! { "c._id": 1 }, false)),
         ("sized_buckets", index(doc! { "u": 1, "s": 1 }, true)),
-        ("sized_buckets", index(doc! { "u": 1, "mx": -1 }, false)),
+        (
+            "sized_buckets",
+            index(doc! { "u": 1, "mx": -1, "s": -1 }, false),
+        ),
         ("sized_buckets", index(doc! { "c._id": 1 }, false)),
         ("timeline_cache", index(doc! { "c._id": 1 }, false)),
     ]
 }
 
-impl MongoStore {
-    /// One entry into one user's sized buckets. Race-free because every step is a single
-    /// atomic document operation: the push only matches a bucket with room (`n <
-    /// size`), so no bucket ever passes its size; a new bucket is an insert guarded by the
-    /// unique `{u, s}` index, so two writers that both saw a full bucket cannot both
-    /// create bucket `s + 1` — the loser gets 11000 and retries the push, which now finds
-    /// the winner's bucket. A new bucket is only opened after the newest one was seen
-    /// full, so buckets fill in order. Each entry is written by exactly one successful
-    /// operation, so nothing is lost or duplicated.
-    async fn sized_push_one(
-        &self,
-        user: &str,
-        entry: &TimelineEntry,
-        size: u32,
-    ) -> StoreResult<()> {
-        let coll = self.bucket_coll(BucketKind::Sized);
-        let id = oid(entry.id);
-        for _ in 0..MAX_ROLLOVER_ATTEMPTS {
-            let pushed = coll
-                .find_one_and_update(
-                    doc! { "u": user, "n": { "$lt": i64::from(size) } },
-                    doc! {
-                        "$push": { "c": entry_doc(entry) },
-                        "$inc": { "n": 1_i64 },
-                        "$min": { "mn": id },
-                        "$max": { "mx": id },
-                    },
-                )
-                .sort(doc! { "s": -1 })
-                .projection(doc! { "_id": 1 })
-                .await
-                .map_err(db_error)?;
-            if pushed.is_some() {
-                return Ok(());
-            }
-            let newest = coll
-                .find_one(doc! { "u": user })
-                .sort(doc! { "s": -1 })
-                .projection(doc! { "s": 1, "n": 1 })
-                .await
-                .map_err(db_error)?;
-            // A writer that created the newest bucket after our push missed it has left
-            // room: push again rather than open a bucket past a non-full one.
-            if newest
-                .as_ref()
-                .is_some_and(|d| int(d, "n") < i64::from(size))
-            {
-                continue;
-            }
-            let next = newest.map(|d| int(&d, "s") + 1).unwrap_or(0);
-            let bucket = doc! {
-                "_id": ObjectId::new(), "u": user, "s": next, "n": 1_i64,
-                "mn": id, "mx": id, "c": [entry_doc(entry)],
-            };
-            match coll.insert_one(bucket).await {
-                Ok(_) => return Ok(()),
-                Err(error) if is_duplicate_key(&error) => continue,
-                Err(error) => return Err(db_error(error)),
-            }
-        }
-        Err(StoreError::Backend(anyhow::anyhow!(
-            "sized bucket rollover for {user} did not settle after {MAX_ROLLOVER_ATTEMPTS} attempts"
-        )))
-    }
+/// Awaits every push, [`FANOUT_CONCURRENCY`] at once. One user's failure stops no
+/// other; the first error is returned once all were tried.
+async fn all_settled<F>(pushes: Vec<F>) -> StoreResult<()>
+where
+    F: std::future::Future<Output = StoreResult<()>>,
+{
+    let results: Vec<StoreResult<()>> = futures::stream::iter(pushes)
+        .buffer_unordered(FANOUT_CONCURRENCY)
+        .collect()
+        .await;
+    results.into_iter().collect()
 }
 
 #[async_trait]
@@ -148,28 +106,17 @@ impl TimelineStore for MongoStore {
         users: &[String],
         key: i64,
         entries: &[TimelineEntry],
+        max_entries: u32,
     ) -> StoreResult<()> {
-        let Some((min, max)) = bounds(entries) else {
-            return Ok(());
-        };
-        let coll = self.bucket_coll(BucketKind::Timed);
-        let each: Vec<Document> = entries.iter().map(entry_doc).collect();
-        let update = doc! {
-            "$push": { "c": { "$each": each } },
-            "$inc": { "n": entries.len() as i64 },
-            "$min": { "mn": min },
-            "$max": { "mx": max },
-        };
-        for batch in users.chunks(FANOUT_CONCURRENCY) {
-            futures::future::try_join_all(batch.iter().map(|user| {
-                coll.update_one(doc! { "_id": { "u": user, "t": key } }, update.clone())
-                    .upsert(true)
-                    .into_future()
-            }))
-            .await
-            .map_err(db_error)?;
-        }
-        Ok(())
+        let mut heads = self.newest_parts(users, key).await?;
+        let pushes = users
+            .iter()
+            .map(|user| {
+                let group = Group::Timed { user, period: key };
+                self.push_group(group, entries, max_entries, heads.remove(user))
+            })
+            .collect();
+        all_settled(pushes).await
     }
 
     async fn sized_push(
@@ -178,16 +125,11 @@ impl TimelineStore for MongoStore {
         entries: &[TimelineEntry],
         bucket_size: u32,
     ) -> StoreResult<()> {
-        for batch in users.chunks(FANOUT_CONCURRENCY) {
-            futures::future::try_join_all(batch.iter().map(|user| async move {
-                for entry in entries {
-                    self.sized_push_one(user, entry, bucket_size).await?;
-                }
-                StoreResult::Ok(())
-            }))
-            .await?;
-        }
-        Ok(())
+        let pushes = users
+            .iter()
+            .map(|user| self.push_group(Group::Sized { user }, entries, bucket_size, None))
+            .collect();
+        all_settled(pushes).await
     }
 
     async fn buckets(
@@ -200,7 +142,10 @@ impl TimelineStore for MongoStore {
         per_bucket: usize,
     ) -> StoreResult<Vec<Bucket>> {
         let (mut filter, sort) = match kind {
-            BucketKind::Timed => (doc! { "_id.u": user }, doc! { "mx": -1, "_id.t": -1 }),
+            BucketKind::Timed => (
+                doc! { "_id.u": user },
+                doc! { "mx": -1, "_id.t": -1, "_id.p": -1 },
+            ),
             BucketKind::Sized => (doc! { "u": user }, doc! { "mx": -1, "s": -1 }),
         };
         if let Some(before) = before {
@@ -238,38 +183,46 @@ impl TimelineStore for MongoStore {
         entries: &[TimelineEntry],
         cache_size: u32,
     ) -> StoreResult<u64> {
-        if entries.is_empty() {
-            return Ok(0);
+        match entries {
+            [] => Ok(0),
+            [entry] => self.cache_push_one(users, entry, cache_size).await,
+            _ => {
+                let mut written = 0;
+                for user in users {
+                    let merged = self
+                        .cache_merge(user, entries, cache_size, doc! {}, None)
+                        .await?;
+                    written += u64::from(merged.is_some_and(|n| n > 0));
+                }
+                Ok(written)
+            }
         }
-        let each: Vec<Document> = entries.iter().map(entry_doc).collect();
-        let update = doc! { "$push": { "c": {
-            "$each": each, "$sort": { "_id": 1 }, "$slice": -i64::from(cache_size),
-        } } };
-        let mut written = 0;
-        // `upsert: false`: only users who already have a cache get the entry.
-        for batch in users.chunks(CACHE_BATCH) {
-            let result = self
-                .cache_coll()
-                .update_many(doc! { "_id": { "$in": batch } }, update.clone())
-                .await
-                .map_err(db_error)?;
-            written += result.matched_count;
-        }
-        Ok(written)
     }
 
     /// The author, then the followers in batches, each one `updateMany` that matches
-    /// only existing caches.
+    /// only existing caches; a failed batch is retried and stops no other.
     async fn cache_push_to_audience(
         &self,
         author: &str,
         entries: &[TimelineEntry],
         cache_size: u32,
     ) -> StoreResult<u64> {
-        in_follower_batches(self, author, |batch| async move {
+        deliver_to_audience(self, author, |batch| async move {
             self.cache_push(&batch, entries, cache_size).await
         })
         .await
+    }
+
+    async fn cache_push_building(
+        &self,
+        user: &str,
+        entries: &[TimelineEntry],
+        cache_size: u32,
+    ) -> StoreResult<bool> {
+        let merged = self
+            .cache_merge(user, entries, cache_size, doc! { "ready": false }, None)
+            .await?;
+        Ok(merged.is_some())
     }
 
     async fn cache(&self, user: &str) -> StoreResult<Option<CacheState>> {
@@ -307,19 +260,9 @@ impl TimelineStore for MongoStore {
         entries: &[TimelineEntry],
         cache_size: u32,
     ) -> StoreResult<()> {
-        let each: Vec<Document> = entries.iter().map(entry_doc).collect();
-        self.cache_coll()
-            .update_one(
-                doc! { "_id": user },
-                doc! {
-                    "$push": { "c": {
-                        "$each": each, "$sort": { "_id": 1 }, "$slice": -i64::from(cache_size),
-                    } },
-                    "$set": { "ready": true },
-                },
-            )
-            .await
-            .map_err(db_error)?;
+        let ready = Some(doc! { "ready": true });
+        self.cache_merge(user, entries, cache_size, doc! {}, ready)
+            .await?;
         Ok(())
     }
 
@@ -358,5 +301,49 @@ impl TimelineStore for MongoStore {
         .await
         .map_err(db_error)?;
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use mongodb::bson::oid::ObjectId;
+
+    use super::*;
+    use crate::store::timelines::{
+        DOCUMENT_FIXED_BYTES, largest_document_bytes, largest_entry_bytes,
+    };
+
+    fn bytes(doc: &Document) -> usize {
+        let mut out = Vec::new();
+        doc.to_writer(&mut out).unwrap();
+        out.len()
+    }
+
+    /// The port's size model, checked against the documents this adapter writes.
+    #[test]
+    fn the_size_model_matches_real_documents() {
+        let user = "u".repeat(32);
+        let id = ObjectId::new();
+        let entry = TimelineEntry {
+            id: PostId::from_bytes(id.bytes()),
+            author: user.clone(),
+            text: Some("😀".repeat(500)),
+        };
+        assert_eq!(bytes(&entry_doc(&entry)), largest_entry_bytes());
+        let skeletons = [
+            doc! { "_id": { "u": &user, "t": i64::MAX, "p": i64::MAX }, "n": i64::MAX,
+            "mn": id, "mx": id, "pmx": id, "c": [] },
+            doc! { "_id": id, "u": &user, "s": i64::MAX, "n": i64::MAX,
+            "mn": id, "mx": id, "pmx": id, "c": [] },
+            doc! { "_id": &user, "ready": true, "started": i64::MAX, "c": [] },
+        ];
+        for skeleton in skeletons {
+            let fixed = bytes(&skeleton);
+            assert!(fixed <= DOCUMENT_FIXED_BYTES, "{fixed} bytes: {skeleton}");
+            let mut full = skeleton.clone();
+            full.insert("c", vec![entry_doc(&entry); 12]);
+            let modelled = largest_document_bytes(12) - DOCUMENT_FIXED_BYTES + fixed;
+            assert_eq!(bytes(&full), modelled);
+        }
     }
 }

@@ -1,0 +1,333 @@
+//! Timeline correctness under races, replays, faults and size bounds, on every backend
+//! (issue 13): build races, replays and size bounds here, injected failures in
+//! `timelines/failures.rs`, fanout on read and real-MongoDB plans in `timelines/reads.rs`.
+//! Faults and pauses come from port decorators (`timelines/faults.rs`).
+
+mod common;
+#[path = "timelines/failures.rs"]
+mod failures;
+#[path = "timelines/reads.rs"]
+mod reads;
+
+use std::sync::Arc;
+
+use common::faults::PausingContent;
+use common::{fresh_store, kinds};
+use futures::{StreamExt, TryStreamExt};
+use socialite::domain::{ActivityLimits, BucketKind, FeedStrategy, NewUser, PostId, TimelineEntry};
+use socialite::feed::FeedSettings;
+use socialite::service::Social;
+use socialite::store::Store;
+
+fn settings(strategy: FeedStrategy, embed_content: bool) -> FeedSettings {
+    FeedSettings {
+        strategy,
+        embed_content,
+        ..FeedSettings::default()
+    }
+}
+
+fn social(store: &Store, settings: &FeedSettings) -> Social {
+    Social::new(
+        store.clone(),
+        settings,
+        ActivityLimits::default(),
+        Default::default(),
+    )
+}
+
+/// Creates `ids` and makes each follow `followee`, straight through the ports.
+async fn users_following(store: &Store, ids: &[String], followee: Option<&str>) {
+    futures::stream::iter(ids)
+        .map(|id| async move {
+            let user = NewUser {
+                id: id.clone(),
+                display_name: id.clone(),
+                created_at_ms: 0,
+            };
+            store.users.create_user(&user).await?;
+            if let Some(followee) = followee {
+                store.graph.follow(id, followee, 0).await?;
+            }
+            Ok::<_, socialite::store::StoreError>(())
+        })
+        .buffer_unordered(16)
+        .try_collect::<Vec<()>>()
+        .await
+        .unwrap();
+}
+
+fn names(prefix: &str, n: usize) -> Vec<String> {
+    (0..n).map(|i| format!("{prefix}{i:04}")).collect()
+}
+
+/// Every page of `user`'s timeline: full pages, consistent cursors; the ids in order.
+async fn walk(social: &Social, user: &str, limit: usize) -> Vec<PostId> {
+    let (mut ids, mut before) = (Vec::new(), None);
+    loop {
+        let page = social.timeline(user, before, limit).await.unwrap();
+        ids.extend(page.items.iter().map(|i| i.id));
+        match page.next_cursor {
+            Some(cursor) => {
+                assert_eq!(page.items.len(), limit, "a non-final page is full");
+                assert_eq!(Some(cursor), page.items.last().map(|i| i.id));
+                before = Some(cursor);
+            }
+            None => return ids,
+        }
+    }
+}
+
+fn newest_first(mut ids: Vec<PostId>) -> Vec<PostId> {
+    ids.sort_by_key(|id| std::cmp::Reverse(*id));
+    ids
+}
+
+async fn all_bucket_ids(store: &Store, kind: BucketKind, user: &str) -> Vec<PostId> {
+    let buckets = store
+        .timelines
+        .buckets(kind, user, None, 0, 10_000, usize::MAX)
+        .await;
+    buckets
+        .unwrap()
+        .iter()
+        .flat_map(|b| b.entries.iter().map(|e| e.id))
+        .collect()
+}
+
+#[tokio::test]
+async fn a_follow_and_a_delete_during_a_cache_build_leave_no_trace() {
+    for kind in kinds("a_follow_and_a_delete_during_a_cache_build_leave_no_trace") {
+        for embed in [true, false] {
+            let t = fresh_store(kind).await;
+            let (content, reached, resume) = PausingContent::new(t.store.content.clone(), "reader");
+            let store = Store {
+                content,
+                ..t.store.clone()
+            };
+            let social = Arc::new(social(&store, &settings(FeedStrategy::Cache, embed)));
+            for id in ["reader", "old", "new"] {
+                social.create_user(id, id).await.unwrap();
+            }
+            social.follow("reader", "old").await.unwrap();
+            let mut live = Vec::new();
+            for i in 0..3 {
+                live.push(social.post("old", &format!("old {i}")).await.unwrap().id);
+            }
+            let newer: Vec<PostId> = vec![
+                social.post("new", "new 0").await.unwrap().id,
+                social.post("new", "new 1").await.unwrap().id,
+            ];
+            // The first read builds the cache; hold the build once it has its snapshot.
+            let reader = social.clone();
+            let read = tokio::spawn(async move { reader.timeline("reader", None, 10).await });
+            reached.await.unwrap();
+            social.follow("reader", "new").await.unwrap();
+            let deleted = live.remove(1);
+            social.delete_post(deleted).await.unwrap().unwrap();
+            resume.send(()).unwrap();
+            read.await.unwrap().unwrap();
+
+            let label = format!("{kind:?}/embed={embed}");
+            let expected = newest_first([live, newer].concat());
+            let cache = t.store.timelines.cache("reader").await.unwrap().unwrap();
+            assert!(cache.ready, "{label}");
+            let cached: Vec<PostId> = cache.entries.iter().map(|e| e.id).collect();
+            assert_eq!(
+                cached, expected,
+                "{label}: backfilled, deleted post gone, once each"
+            );
+            assert_eq!(walk(&social, "reader", 2).await, expected, "{label}");
+        }
+    }
+}
+
+fn entries(base: i64, n: i64) -> Vec<TimelineEntry> {
+    let entry = |i| TimelineEntry {
+        id: PostId::at(base + i, 7),
+        author: "a".into(),
+        text: Some(format!("text {i}")),
+    };
+    (0..n).map(entry).collect()
+}
+
+#[tokio::test]
+async fn replayed_pushes_leave_each_post_once() {
+    for kind in kinds("replayed_pushes_leave_each_post_once") {
+        let t = fresh_store(kind).await;
+        let (timelines, u) = (&t.store.timelines, vec!["u".to_owned()]);
+        let e = entries(1_700_000_000_000, 5);
+        let expected = newest_first(e.iter().map(|e| e.id).collect());
+
+        assert!(timelines.cache_start("u", 0).await.unwrap());
+        timelines.cache_fill("u", &e[..3], 10).await.unwrap();
+        timelines.cache_fill("u", &e, 10).await.unwrap();
+        for _ in 0..2 {
+            timelines.cache_push(&u, &e[4..], 10).await.unwrap();
+            timelines.cache_push(&u, &e[2..], 10).await.unwrap();
+            timelines
+                .cache_push_to_audience("u", &e[3..4], 10)
+                .await
+                .unwrap();
+        }
+        assert_eq!(
+            timelines.cache_push(&u, &e[4..], 10).await.unwrap(),
+            0,
+            "{kind:?}"
+        );
+        let cache = timelines.cache("u").await.unwrap().unwrap();
+        let cached: Vec<PostId> = cache.entries.iter().map(|e| e.id).collect();
+        assert_eq!(cached, expected, "{kind:?}: cache");
+
+        for bucket_kind in [BucketKind::Sized, BucketKind::Timed] {
+            for _ in 0..2 {
+                for chunk in [&e[..3], &e[..], &e[4..], &e[1..2]] {
+                    match bucket_kind {
+                        BucketKind::Sized => timelines.sized_push(&u, chunk, 2).await,
+                        BucketKind::Timed => timelines.timed_push(&u, 9, chunk, 2).await,
+                    }
+                    .unwrap();
+                }
+            }
+            let buckets = timelines
+                .buckets(bucket_kind, "u", None, 0, 100, 100)
+                .await
+                .unwrap();
+            let pushes: u64 = buckets.iter().map(|b| b.pushes).sum();
+            assert_eq!(
+                pushes, 5,
+                "{kind:?}/{bucket_kind:?}: only new entries count"
+            );
+            assert!(
+                buckets.iter().all(|b| b.pushes <= 2),
+                "{kind:?}/{bucket_kind:?}"
+            );
+            let held = newest_first(all_bucket_ids(&t.store, bucket_kind, "u").await);
+            assert_eq!(held, expected, "{kind:?}/{bucket_kind:?}: each post once");
+        }
+    }
+}
+
+#[tokio::test]
+async fn timed_periods_split_into_parts_under_the_bound() {
+    for kind in kinds("timed_periods_split_into_parts_under_the_bound") {
+        let t = fresh_store(kind).await;
+        let mut settings = settings(FeedStrategy::TimedBuckets, true);
+        settings.timed_bucket_max_entries = 3;
+        let social = social(&t.store, &settings);
+        for id in ["reader", "a", "b"] {
+            social.create_user(id, id).await.unwrap();
+        }
+        social.follow("reader", "a").await.unwrap();
+        let mut posted = Vec::new();
+        for i in 0..10 {
+            posted.push(social.post("a", &format!("a {i}")).await.unwrap().id);
+        }
+        for i in 0..7 {
+            posted.push(social.post("b", &format!("b {i}")).await.unwrap().id);
+        }
+        // The follow backfills b's seven posts at once: one push split across parts.
+        social.follow("reader", "b").await.unwrap();
+        let buckets = t
+            .store
+            .timelines
+            .buckets(BucketKind::Timed, "reader", None, 0, 100, 100)
+            .await;
+        let buckets = buckets.unwrap();
+        assert!(
+            buckets.len() >= 6,
+            "{kind:?}: 17 entries in parts of 3: {}",
+            buckets.len()
+        );
+        for bucket in &buckets {
+            assert!(
+                bucket.pushes <= 3 && bucket.entries.len() <= 3,
+                "{kind:?}: {bucket:?}"
+            );
+        }
+        let expected = newest_first(posted);
+        let held = newest_first(all_bucket_ids(&t.store, BucketKind::Timed, "reader").await);
+        assert_eq!(held, expected, "{kind:?}: every entry in one part");
+        for limit in [1, 2, 3, 5, 100] {
+            assert_eq!(
+                walk(&social, "reader", limit).await,
+                expected,
+                "{kind:?}/{limit}"
+            );
+        }
+    }
+}
+
+#[tokio::test]
+async fn concurrent_overlapping_pushes_store_each_entry_once() {
+    for kind in kinds("concurrent_overlapping_pushes_store_each_entry_once") {
+        let t = fresh_store(kind).await;
+        let e = entries(1_700_000_000_000, 48);
+        let mut tasks = Vec::new();
+        // 16 writers whose windows of 6 overlap their neighbours' by 3.
+        for i in 0..16 {
+            let (store, window) = (t.store.clone(), e[3 * i..(3 * i + 6).min(48)].to_vec());
+            tasks.push(tokio::spawn(async move {
+                let u = ["u".to_owned()];
+                store.timelines.sized_push(&u, &window, 3).await.unwrap();
+                store.timelines.timed_push(&u, 5, &window, 3).await.unwrap();
+            }));
+        }
+        for task in tasks {
+            task.await.unwrap();
+        }
+        let expected = newest_first(e.iter().map(|e| e.id).collect());
+        for bucket_kind in [BucketKind::Sized, BucketKind::Timed] {
+            let label = format!("{kind:?}/{bucket_kind:?}");
+            let buckets = t
+                .store
+                .timelines
+                .buckets(bucket_kind, "u", None, 0, 100, 100);
+            let buckets = buckets.await.unwrap();
+            assert!(
+                buckets
+                    .iter()
+                    .all(|b| b.pushes == 3 && b.entries.len() == 3),
+                "{label}"
+            );
+            assert_eq!(buckets.len(), 16, "{label}: full buckets only, in order");
+            let held = newest_first(all_bucket_ids(&t.store, bucket_kind, "u").await);
+            assert_eq!(held, expected, "{label}: each entry once");
+        }
+    }
+}
+
+#[test]
+fn sizes_that_could_pass_16_mib_are_rejected_at_start_up() {
+    use socialite::config::{Config, Overrides};
+    let valid = |set: &dyn Fn(&mut Config)| {
+        let mut config = Config::default();
+        set(&mut config);
+        config.validate().map_err(|e| e.to_string())
+    };
+    assert!(valid(&|_| {}).is_ok());
+    // 2,070 bytes per entry at most: 7,000 entries fit in 15 MiB, 8,000 do not.
+    type Set = fn(&mut Config, u32);
+    let setters: [(&str, Set); 3] = [
+        ("feed.cache_size", |c, n| c.feed.cache_size = n),
+        ("feed.bucket_size", |c, n| c.feed.bucket_size = n),
+        ("feed.timed_bucket_max_entries", |c, n| {
+            c.feed.timed_bucket_max_entries = n
+        }),
+    ];
+    for (key, set) in setters {
+        assert!(valid(&|c| set(c, 7_000)).is_ok(), "{key}");
+        let error = valid(&|c| set(c, 8_000)).unwrap_err();
+        assert!(error.contains(key) && error.contains("16 MiB"), "{error}");
+    }
+    assert!(valid(&|c| c.feed.timed_bucket_max_entries = 0).is_err());
+    // The new key is read from socialite.toml.
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("socialite.toml");
+    let load = |n: u32| {
+        std::fs::write(&file, format!("[feed]\ntimed_bucket_max_entries = {n}\n")).unwrap();
+        Config::load(Some(&file), &Overrides::default())
+    };
+    assert_eq!(load(500).unwrap().feed.timed_bucket_max_entries, 500);
+    assert!(format!("{:#}", load(9_000).unwrap_err()).contains("timed_bucket_max_entries"));
+}
