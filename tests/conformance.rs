@@ -728,7 +728,7 @@ async fn users_follows_and_posts_keep_their_counters() {
         assert_eq!(
             store
                 .content
-                .posts_by_ids(&[first.id, second.id])
+                .posts_by_ids(&[first.id, second.id], &[])
                 .await
                 .unwrap()
                 .len(),

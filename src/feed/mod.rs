@@ -228,7 +228,11 @@ impl Timelines {
             if embedded.is_empty() {
                 return Ok(None);
             }
-            self.store.content.existing_posts(&embedded).await.map(Some)
+            self.store
+                .content
+                .existing_posts(&embedded, &authors)
+                .await
+                .map(Some)
         };
         let (views, existing) =
             tokio::try_join!(self.store.users.authors(user, &authors), existence)?;
@@ -254,7 +258,7 @@ impl Timelines {
             let texts: HashMap<PostId, String> = self
                 .store
                 .content
-                .posts_by_ids(&linked)
+                .posts_by_ids(&linked, &authors)
                 .await?
                 .into_iter()
                 .map(|p| (p.id, p.text))
@@ -284,7 +288,7 @@ pub(crate) async fn retract_deleted(
     }
     let existing: HashSet<PostId> = store
         .content
-        .existing_posts(ids)
+        .existing_posts(ids, &[])
         .await?
         .into_iter()
         .collect();

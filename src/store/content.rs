@@ -22,11 +22,13 @@ pub trait ContentStore: Send + Sync + 'static {
         before: Option<PostId>,
         limit: usize,
     ) -> StoreResult<Vec<Post>>;
-    /// The posts that exist among `ids`, in no particular order.
-    async fn posts_by_ids(&self, ids: &[PostId]) -> StoreResult<Vec<Post>>;
+    /// The posts that exist among `ids`, in no particular order. `authors`, when not
+    /// empty, are the authors of those posts (timeline entries carry them): on a sharded
+    /// MongoDB they route the lookup to the shards holding those authors' posts.
+    async fn posts_by_ids(&self, ids: &[PostId], authors: &[String]) -> StoreResult<Vec<Post>>;
     /// The ids among `ids` whose post exists, in no particular order. Reads the id
-    /// index only, never the posts.
-    async fn existing_posts(&self, ids: &[PostId]) -> StoreResult<Vec<PostId>>;
+    /// index only, never the posts. `authors` as for `posts_by_ids`.
+    async fn existing_posts(&self, ids: &[PostId], authors: &[String]) -> StoreResult<Vec<PostId>>;
     /// Fanout on read: the newest posts by `user` and everyone `user` follows, newest
     /// first, ids strictly below `before`.
     async fn home_posts(

@@ -56,13 +56,13 @@ impl ContentStore for FailingContent {
         self.check()?;
         self.inner.posts_by_author(author, before, limit).await
     }
-    async fn posts_by_ids(&self, ids: &[PostId]) -> StoreResult<Vec<Post>> {
+    async fn posts_by_ids(&self, ids: &[PostId], authors: &[String]) -> StoreResult<Vec<Post>> {
         self.check()?;
-        self.inner.posts_by_ids(ids).await
+        self.inner.posts_by_ids(ids, authors).await
     }
-    async fn existing_posts(&self, ids: &[PostId]) -> StoreResult<Vec<PostId>> {
+    async fn existing_posts(&self, ids: &[PostId], authors: &[String]) -> StoreResult<Vec<PostId>> {
         self.check()?;
-        self.inner.existing_posts(ids).await
+        self.inner.existing_posts(ids, authors).await
     }
     async fn home_posts(
         &self,
@@ -120,11 +120,11 @@ impl ContentStore for PausingContent {
     ) -> StoreResult<Vec<Post>> {
         self.inner.posts_by_author(author, before, limit).await
     }
-    async fn posts_by_ids(&self, ids: &[PostId]) -> StoreResult<Vec<Post>> {
-        self.inner.posts_by_ids(ids).await
+    async fn posts_by_ids(&self, ids: &[PostId], authors: &[String]) -> StoreResult<Vec<Post>> {
+        self.inner.posts_by_ids(ids, authors).await
     }
-    async fn existing_posts(&self, ids: &[PostId]) -> StoreResult<Vec<PostId>> {
-        self.inner.existing_posts(ids).await
+    async fn existing_posts(&self, ids: &[PostId], authors: &[String]) -> StoreResult<Vec<PostId>> {
+        self.inner.existing_posts(ids, authors).await
     }
     async fn home_posts(
         &self,

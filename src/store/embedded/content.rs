@@ -86,7 +86,7 @@ impl ContentStore for EmbeddedStore {
         .await
     }
 
-    async fn posts_by_ids(&self, ids: &[PostId]) -> StoreResult<Vec<Post>> {
+    async fn posts_by_ids(&self, ids: &[PostId], _authors: &[String]) -> StoreResult<Vec<Post>> {
         let ids: Vec<Vec<u8>> = ids.iter().map(|id| id.bytes().to_vec()).collect();
         self.read(move |conn| {
             let mut posts = Vec::with_capacity(ids.len());
@@ -106,7 +106,11 @@ impl ContentStore for EmbeddedStore {
         .await
     }
 
-    async fn existing_posts(&self, ids: &[PostId]) -> StoreResult<Vec<PostId>> {
+    async fn existing_posts(
+        &self,
+        ids: &[PostId],
+        _authors: &[String],
+    ) -> StoreResult<Vec<PostId>> {
         let ids: Vec<Vec<u8>> = ids.iter().map(|id| id.bytes().to_vec()).collect();
         self.read(move |conn| {
             let mut found = Vec::with_capacity(ids.len());

@@ -20,6 +20,17 @@ pub(super) fn indexes() -> Vec<IndexSpec> {
     vec![("content", index(doc! { "author": 1, "_id": -1 }, false))]
 }
 
+/// A filter for posts by id that also names their authors when known, so that a
+/// cluster sharded on `{author: 1, _id: 1}` sends it only to those authors' shards.
+fn by_ids(ids: &[PostId], authors: &[String]) -> Document {
+    let ids: Vec<ObjectId> = ids.iter().map(|id| oid(*id)).collect();
+    let mut filter = doc! { "_id": { "$in": ids } };
+    if !authors.is_empty() {
+        filter.insert("author", doc! { "$in": authors });
+    }
+    filter
+}
+
 impl MongoStore {
     async fn find_posts(&self, filter: Document, limit: usize) -> StoreResult<Vec<Post>> {
         let docs = all(self
@@ -47,7 +58,7 @@ impl ContentStore for MongoStore {
                 text: text.to_owned(),
             };
             let doc = doc! { "_id": oid(id), "author": author, "text": text };
-            if insert_new(&self.content_coll(), doc).await? {
+            if insert_new(&self.content_coll(), doc, &["author"]).await? {
                 self.inc_user(author, "posts_count", 1).await?;
                 return Ok(post);
             }
@@ -98,24 +109,23 @@ impl ContentStore for MongoStore {
         self.find_posts(filter, limit).await
     }
 
-    async fn posts_by_ids(&self, ids: &[PostId]) -> StoreResult<Vec<Post>> {
+    async fn posts_by_ids(&self, ids: &[PostId], authors: &[String]) -> StoreResult<Vec<Post>> {
         if ids.is_empty() {
             return Ok(Vec::new());
         }
-        let ids: Vec<ObjectId> = ids.iter().map(|id| oid(*id)).collect();
-        let docs = all(self.content_coll().find(doc! { "_id": { "$in": ids } })).await?;
+        let docs = all(self.content_coll().find(by_ids(ids, authors))).await?;
         docs.iter().map(post_from).collect()
     }
 
-    async fn existing_posts(&self, ids: &[PostId]) -> StoreResult<Vec<PostId>> {
+    async fn existing_posts(&self, ids: &[PostId], authors: &[String]) -> StoreResult<Vec<PostId>> {
         if ids.is_empty() {
             return Ok(Vec::new());
         }
-        let ids: Vec<ObjectId> = ids.iter().map(|id| oid(*id)).collect();
-        // Projected to `_id`, the query is covered by the `_id` index.
+        // Projected to `_id`, the query is covered by an index (`_id`, or
+        // `{author, _id}` with the authors).
         let docs = all(self
             .content_coll()
-            .find(doc! { "_id": { "$in": ids } })
+            .find(by_ids(ids, authors))
             .projection(doc! { "_id": 1 }))
         .await?;
         docs.iter().map(|d| post_id(d.get("_id"))).collect()

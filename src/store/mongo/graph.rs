@@ -68,7 +68,7 @@ impl GraphStore for MongoStore {
         // the counters.
         let key = format!("{follower}/{followee}");
         let edge = doc! { "_id": &key, "from": follower, "to": followee, "created_at": now_ms };
-        if !insert_new(&self.collection(FOLLOWS), edge).await? {
+        if !insert_new(&self.collection(FOLLOWS), edge, &["from", "to"]).await? {
             return Ok(false);
         }
         self.inc_user(follower, "following_count", 1).await?;

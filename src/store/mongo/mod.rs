@@ -91,15 +91,26 @@ pub(super) async fn all(find: mongodb::action::Find<'_, Document>) -> StoreResul
 /// would carry an insert that never happened; an upsert that finds the document writes
 /// nothing there. Equally atomic on MongoDB (the `_id` index is unique; a concurrent
 /// upsert that loses the race reports 11000 or a match, never a second insert).
+///
+/// `shard_key` names the fields, besides `_id`, of the collection's shard key: an upsert
+/// on a sharded collection must match the whole key by equality, so they move from
+/// `$setOnInsert` into the filter.
 pub(super) async fn insert_new(
     collection: &Collection<Document>,
     mut doc: Document,
+    shard_key: &[&str],
 ) -> StoreResult<bool> {
     let id = doc
         .remove("_id")
         .ok_or_else(|| StoreError::Backend(anyhow::anyhow!("insert_new needs an _id")))?;
+    let mut filter = doc! { "_id": id };
+    for field in shard_key {
+        if let Some(value) = doc.remove(*field) {
+            filter.insert(*field, value);
+        }
+    }
     let inserted = collection
-        .update_one(doc! { "_id": id }, doc! { "$setOnInsert": doc })
+        .update_one(filter, doc! { "$setOnInsert": doc })
         .upsert(true)
         .await;
     match inserted {

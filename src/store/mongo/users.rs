@@ -43,7 +43,7 @@ impl UserStore for MongoStore {
             "followers_count": 0_i64, "following_count": 0_i64, "posts_count": 0_i64,
             "created_at": user.created_at_ms, "version": 0_i64,
         };
-        if insert_new(&self.users_coll(), doc.clone()).await? {
+        if insert_new(&self.users_coll(), doc.clone(), &[]).await? {
             user_from(&doc)
         } else {
             Err(StoreError::Conflict(format!("user {}", user.id)))

@@ -333,7 +333,7 @@ impl ActivityStore for MongoStore {
             return Err(StoreError::NotFound(format!("post {post}")));
         }
         let like = doc! { "_id": { "u": user, "p": oid }, "createdAt": now_ms };
-        insert_new(&self.db.collection::<Document>("likes"), like).await
+        insert_new(&self.db.collection::<Document>("likes"), like, &[]).await
     }
 
     async fn unlike(&self, user: &str, post: PostId) -> StoreResult<bool> {
