@@ -18,7 +18,8 @@ use crate::store::embedded::EmbeddedStore;
 use crate::store::{ChangeFeed, Store};
 use crate::telemetry;
 use crate::workers::activity::ActivityWorker;
-use crate::workers::{Runner, RunnerSettings, SystemClock, Wakers, Workers};
+use crate::workers::timelines::TimelinesWorker;
+use crate::workers::{Runner, RunnerSettings, SystemClock, Wakers, Worker, Workers};
 
 /// How often the embedded change feed is trimmed to its retention.
 const TRIM_INTERVAL: Duration = Duration::from_secs(60);
@@ -88,14 +89,17 @@ fn start_workers(config: &Config, store: &Store, wakers: Arc<Wakers>) -> Workers
             store.activity.clone(),
             activity_limits(config),
         ));
-        runners.push(Runner::new(
-            activity,
-            store.leases.clone(),
-            store.change_feed.clone(),
-            Arc::new(SystemClock),
-            holder,
-            settings,
-        ));
+        let timelines = Arc::new(TimelinesWorker::new(store.clone(), &config.feed.settings()));
+        for worker in [activity as Arc<dyn Worker>, timelines] {
+            runners.push(Runner::new(
+                worker,
+                store.leases.clone(),
+                store.change_feed.clone(),
+                Arc::new(SystemClock),
+                holder.clone(),
+                settings,
+            ));
+        }
     }
     Workers::start(
         runners,

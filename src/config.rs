@@ -96,6 +96,9 @@ pub struct FeedConfig {
     pub backfill_on_follow: u32,
     /// Entries per part of a timed bucket's period; a full part rolls over to the next.
     pub timed_bucket_max_entries: u32,
+    /// Authors with at most this many followers are fanned out to before the 201; larger
+    /// audiences only by the timelines worker.
+    pub inline_fanout_max: u64,
 }
 
 impl Default for FeedConfig {
@@ -109,6 +112,7 @@ impl Default for FeedConfig {
             embed_content: defaults.embed_content,
             backfill_on_follow: defaults.backfill_on_follow,
             timed_bucket_max_entries: defaults.timed_bucket_max_entries,
+            inline_fanout_max: defaults.inline_fanout_max,
         }
     }
 }
@@ -123,6 +127,7 @@ impl FeedConfig {
             embed_content: self.embed_content,
             backfill_on_follow: self.backfill_on_follow,
             timed_bucket_max_entries: self.timed_bucket_max_entries,
+            inline_fanout_max: self.inline_fanout_max,
         }
     }
 }

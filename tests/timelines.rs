@@ -23,6 +23,8 @@ fn settings(strategy: FeedStrategy, embed_content: bool) -> FeedSettings {
     FeedSettings {
         strategy,
         embed_content,
+        // These tests exercise the request's own fan-out, whatever the audience size.
+        inline_fanout_max: u64::MAX,
         ..FeedSettings::default()
     }
 }

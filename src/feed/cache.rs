@@ -77,6 +77,14 @@ impl FeedService for CacheFeed {
         .await
     }
 
+    async fn deliver(&self, post: &Post, users: &[String]) -> StoreResult<u64> {
+        let entry = [post.entry(self.settings.embed_content)];
+        self.store
+            .timelines
+            .cache_push(users, &entry, self.settings.cache_size)
+            .await
+    }
+
     async fn retract(&self, post: PostId) -> StoreResult<()> {
         self.store
             .timelines

@@ -43,6 +43,10 @@ impl FeedService for FanoutOnRead {
         Ok(0)
     }
 
+    async fn deliver(&self, _post: &Post, _users: &[String]) -> StoreResult<u64> {
+        Ok(0)
+    }
+
     async fn retract(&self, _post: PostId) -> StoreResult<()> {
         Ok(())
     }

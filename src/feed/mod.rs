@@ -32,6 +32,9 @@ pub struct FeedSettings {
     pub backfill_on_follow: u32,
     /// A timed bucket's period is split into parts of at most this many entries.
     pub timed_bucket_max_entries: u32,
+    /// Authors with at most this many followers are fanned out to in the request; larger
+    /// audiences by the timelines worker, so the request does not wait for them.
+    pub inline_fanout_max: u64,
 }
 
 impl Default for FeedSettings {
@@ -44,6 +47,7 @@ impl Default for FeedSettings {
             embed_content: true,
             backfill_on_follow: 100,
             timed_bucket_max_entries: 1000,
+            inline_fanout_max: 1000,
         }
     }
 }
@@ -56,6 +60,10 @@ pub trait FeedService: Send + Sync {
     /// Delivers a stored post to the timelines of its author and followers. Returns how
     /// many timelines were written.
     async fn fan_out(&self, post: &Post) -> StoreResult<u64>;
+
+    /// Delivers a stored post to exactly `users`' timelines (the author's own, when the
+    /// rest of the fan-out is left to the timelines worker).
+    async fn deliver(&self, post: &Post, users: &[String]) -> StoreResult<u64>;
 
     /// Undoes a delivery of a post that has been deleted.
     async fn retract(&self, post: PostId) -> StoreResult<()>;
@@ -105,6 +113,7 @@ pub struct TimelinePage {
 pub struct Timelines {
     store: Store,
     feed: Arc<dyn FeedService>,
+    settings: FeedSettings,
 }
 
 /// A read that keeps finding stale entries stops refilling after this many rounds and
@@ -114,7 +123,11 @@ const MAX_READ_ROUNDS: usize = 8;
 impl Timelines {
     pub fn new(store: Store, settings: &FeedSettings) -> Self {
         let feed = build(store.clone(), settings);
-        Timelines { store, feed }
+        Timelines {
+            store,
+            feed,
+            settings: settings.clone(),
+        }
     }
 
     pub fn strategy(&self) -> FeedStrategy {
@@ -135,11 +148,37 @@ impl Timelines {
             self.feed.retract(post.id).await?;
         }
         let written = fanned_out?;
+        self.store.deliveries.mark_delivered(post.id).await?;
         metrics::counter!("socialite_fanout_posts_total", "strategy" => strategy.as_str())
             .increment(1);
         metrics::counter!("socialite_fanout_timelines_total", "strategy" => strategy.as_str())
             .increment(written);
         Ok(written)
+    }
+
+    /// Delivers a fresh post to its author's own timeline only, leaving the followers to
+    /// the timelines worker (the post is not marked delivered).
+    pub async fn post_created_own(&self, post: &Post) -> StoreResult<()> {
+        if self.strategy() == FeedStrategy::FanoutOnRead {
+            return Ok(());
+        }
+        self.feed
+            .deliver(post, std::slice::from_ref(&post.author))
+            .await?;
+        if self.store.content.post(post.id).await?.is_none() {
+            self.feed.retract(post.id).await?;
+        }
+        Ok(())
+    }
+
+    /// Whether `author`'s fan-out is small enough to do in the request.
+    pub fn fans_out_inline(&self, followers: u64) -> bool {
+        followers <= self.settings.inline_fanout_max
+    }
+
+    /// Removes a deleted post from every timeline. Idempotent.
+    pub async fn retract(&self, post: PostId) -> StoreResult<()> {
+        self.feed.retract(post).await
     }
 
     pub async fn post_deleted(&self, post: &Post) -> StoreResult<()> {

@@ -40,6 +40,13 @@ impl FeedService for SizedBuckets {
         .await
     }
 
+    async fn deliver(&self, post: &Post, users: &[String]) -> StoreResult<u64> {
+        let entry = [post.entry(self.settings.embed_content)];
+        let size = self.settings.bucket_size;
+        self.store.timelines.sized_push(users, &entry, size).await?;
+        Ok(users.len() as u64)
+    }
+
     async fn retract(&self, post: PostId) -> StoreResult<()> {
         self.store
             .timelines

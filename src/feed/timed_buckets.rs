@@ -53,6 +53,17 @@ impl FeedService for TimedBuckets {
         .await
     }
 
+    async fn deliver(&self, post: &Post, users: &[String]) -> StoreResult<u64> {
+        let key = bucket_of(post.id, self.settings.bucket_span_ms);
+        let entry = [post.entry(self.settings.embed_content)];
+        let max = self.settings.timed_bucket_max_entries;
+        self.store
+            .timelines
+            .timed_push(users, key, &entry, max)
+            .await?;
+        Ok(users.len() as u64)
+    }
+
     async fn retract(&self, post: PostId) -> StoreResult<()> {
         self.store
             .timelines

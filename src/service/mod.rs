@@ -165,16 +165,24 @@ impl Social {
         Ok(Page::from_extra(ids, limit, String::clone))
     }
 
-    /// Stores the post and fans it out; the answer waits for both. The activity worker
-    /// records it in the author's log from the change feed.
+    /// Stores the post (atomically with its change-feed entry) and delivers it: to the
+    /// author and every follower before the answer when the author has at most
+    /// `feed.inline_fanout_max` followers, otherwise to the author only, leaving the
+    /// followers to the timelines worker. The worker also finishes any fan-out a crash
+    /// interrupted, and the activity worker records the post.
     pub async fn post(&self, author: &str, text: &str) -> StoreResult<Post> {
+        let followers = self.user(author).await?.followers_count;
         let post = self
             .store
             .content
             .insert_post(author, text, now_ms())
             .await?;
         self.wakers.wake_all();
-        self.timelines.post_created(&post).await?;
+        if self.timelines.fans_out_inline(followers) {
+            self.timelines.post_created(&post).await?;
+        } else {
+            self.timelines.post_created_own(&post).await?;
+        }
         Ok(post)
     }
 

@@ -12,6 +12,7 @@
 pub mod activity;
 pub mod changes;
 pub mod content;
+pub mod deliveries;
 pub mod embedded;
 pub mod graph;
 pub mod leases;
@@ -26,6 +27,7 @@ use async_trait::async_trait;
 pub use activity::ActivityStore;
 pub use changes::ChangeFeed;
 pub use content::ContentStore;
+pub use deliveries::DeliveryStore;
 pub use graph::{GraphStore, in_follower_batches};
 pub use leases::{Lease, LeaseStore};
 pub use timelines::TimelineStore;
@@ -74,6 +76,7 @@ pub trait Adapter:
     + ChangeFeed
     + ActivityStore
     + LeaseStore
+    + DeliveryStore
 {
 }
 
@@ -86,6 +89,7 @@ impl<T> Adapter for T where
         + ChangeFeed
         + ActivityStore
         + LeaseStore
+        + DeliveryStore
 {
 }
 
@@ -100,6 +104,7 @@ pub struct Store {
     pub change_feed: Arc<dyn ChangeFeed>,
     pub activity: Arc<dyn ActivityStore>,
     pub leases: Arc<dyn LeaseStore>,
+    pub deliveries: Arc<dyn DeliveryStore>,
 }
 
 impl Store {
@@ -112,7 +117,8 @@ impl Store {
             timelines: adapter.clone(),
             change_feed: adapter.clone(),
             activity: adapter.clone(),
-            leases: adapter,
+            leases: adapter.clone(),
+            deliveries: adapter,
         }
     }
 

@@ -4,6 +4,7 @@
 pub mod activity;
 mod pool;
 pub mod runtime;
+pub mod timelines;
 
 pub use pool::{Wakers, WorkerReport, Workers};
 

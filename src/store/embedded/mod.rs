@@ -9,6 +9,7 @@
 mod activity;
 mod changes;
 mod content;
+mod deliveries;
 mod graph;
 mod leases;
 mod schema;
@@ -91,6 +92,7 @@ impl EmbeddedStore {
         ))?;
         schema::migrate(&writer)?;
         writer.execute_batch(leases::SCHEMA)?;
+        writer.execute_batch(deliveries::SCHEMA)?;
         activity::migrate(&writer)?;
         Ok(EmbeddedStore {
             inner: Arc::new(Inner {

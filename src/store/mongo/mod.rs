@@ -9,6 +9,7 @@
 mod activity;
 mod changes;
 mod content;
+mod deliveries;
 mod graph;
 mod leases;
 mod timelines;
