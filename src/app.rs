@@ -81,6 +81,7 @@ fn start_workers(config: &Config, store: &Store, wakers: Arc<Wakers>) -> Workers
     let settings = RunnerSettings {
         lease_ttl_ms: config.workers.lease_ttl.0.as_millis() as i64,
         batch_size: config.workers.batch_size,
+        refresh_ms: config.workers.refresh_interval.0.as_millis() as u64,
     };
     let mut runners = Vec::new();
     if config.workers.enabled {

@@ -232,6 +232,7 @@ async fn seeding_records_the_same_activities_as_the_api() {
             RunnerSettings {
                 lease_ttl_ms: 60_000,
                 batch_size: 100,
+                refresh_ms: 1_000,
             },
         );
         while let Step::Applied(_) = runner.step().await.unwrap() {}

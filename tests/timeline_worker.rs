@@ -33,6 +33,7 @@ async fn catch_up(store: &Store, worker: Arc<dyn Worker>) {
     let settings = RunnerSettings {
         lease_ttl_ms: 60_000,
         batch_size: 50,
+        refresh_ms: 1_000,
     };
     let mut runner = Runner::new(
         worker,

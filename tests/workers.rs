@@ -11,13 +11,14 @@ use common::{fresh_store, kinds};
 use socialite::domain::{ActivityLimits, ActivityType, NewUser, now_ms};
 use socialite::store::{Store, StoreError, StoreResult};
 use socialite::workers::activity::{ActivityWorker, NAME};
-use socialite::workers::{Hooks, ManualClock, Point, Runner, RunnerSettings, Step};
+use socialite::workers::{Clock, Hooks, ManualClock, Point, Runner, RunnerSettings, Step};
 use tokio::sync::Notify;
 
 const TTL: i64 = 10_000;
 const SETTINGS: RunnerSettings = RunnerSettings {
     lease_ttl_ms: TTL,
     batch_size: 100,
+    refresh_ms: 1_000,
 };
 
 async fn user(store: &Store, id: &str) {
@@ -439,4 +440,83 @@ async fn trimming_waits_for_lagging_workers_and_history_lost_rebuilds() {
         logged(store, &users).await,
         from_scratch(store, &users).await
     );
+}
+
+/// A worker whose batch hangs until released.
+struct Hanging {
+    inner: ActivityWorker,
+    entered: Notify,
+    release: Notify,
+}
+
+#[async_trait]
+impl socialite::workers::Worker for Hanging {
+    fn name(&self) -> &'static str {
+        NAME
+    }
+    async fn apply(
+        &self,
+        changes: &[socialite::domain::Change],
+        fence: &socialite::domain::Fence,
+    ) -> StoreResult<()> {
+        self.entered.notify_one();
+        self.release.notified().await;
+        self.inner.apply(changes, fence).await
+    }
+    async fn rebuild(&self, fence: &socialite::domain::Fence) -> StoreResult<()> {
+        self.inner.rebuild(fence).await
+    }
+}
+
+/// Scenario 9: while a batch is still being applied, the lease is refreshed on a timer;
+/// once a refresh is refused (a rival took over), the batch stops at once, unapplied and
+/// uncommitted.
+#[tokio::test]
+async fn a_batch_stands_down_when_its_lease_refresh_is_refused() {
+    for kind in kinds("a_batch_stands_down_when_its_lease_refresh_is_refused") {
+        let t = fresh_store(kind).await;
+        let store = &t.store;
+        let clock = Arc::new(ManualClock::at(now_ms()));
+        user(store, "hal").await;
+        post(store, "hal", "slow").await;
+        let worker = Arc::new(Hanging {
+            inner: ActivityWorker::new(store.activity.clone(), ActivityLimits::default()),
+            entered: Notify::new(),
+            release: Notify::new(),
+        });
+        let settings = RunnerSettings {
+            refresh_ms: 5,
+            ..SETTINGS
+        };
+        let mut a = Runner::new(
+            worker.clone(),
+            store.leases.clone(),
+            store.change_feed.clone(),
+            clock.clone(),
+            "A",
+            settings,
+        );
+        let stepping = tokio::spawn(async move { a.step().await });
+        worker.entered.notified().await;
+        // A rival takes the expired lease while A's batch hangs.
+        clock.advance(TTL + 1);
+        let rival = store
+            .leases
+            .acquire(NAME, "B", clock.now_ms(), TTL)
+            .await
+            .unwrap();
+        assert!(rival.held_by("B"), "{kind:?}");
+        assert_eq!(
+            stepping.await.unwrap().unwrap(),
+            Step::LostLease,
+            "{kind:?}"
+        );
+        assert!(
+            log(store, "hal").await.is_empty(),
+            "{kind:?}: nothing applied"
+        );
+        let lease = &store.leases.leases().await.unwrap()[0];
+        assert_eq!(lease.position, None, "{kind:?}: nothing committed");
+        worker.release.notify_one();
+    }
 }

@@ -96,6 +96,9 @@ impl Hooks for NoHooks {
 pub struct RunnerSettings {
     pub lease_ttl_ms: i64,
     pub batch_size: usize,
+    /// While a batch is applied, the lease is refreshed this often; a refused refresh
+    /// stops the batch at once.
+    pub refresh_ms: u64,
 }
 
 /// What one step did.
@@ -257,7 +260,7 @@ impl Runner {
             metrics::gauge!("socialite_worker_lag_changes", "worker" => name).set(0.0);
             return Ok(Step::Idle);
         };
-        match self.worker.apply(&batch, &fence).await {
+        match self.apply_holding(&batch, &fence).await {
             Ok(()) => {}
             Err(StoreError::Fenced(_)) => {
                 metrics::counter!("socialite_worker_fenced_total", "worker" => name).increment(1);
@@ -301,6 +304,36 @@ impl Runner {
         metrics::gauge!("socialite_worker_lag_changes", "worker" => name)
             .set(f64::from(u8::from(full)));
         Ok(Step::Applied(applied))
+    }
+
+    /// Applies `batch` while a timer keeps the lease: a refresh the store refuses (or
+    /// cannot make) ends the batch at once as `Fenced`, before the lease could expire
+    /// under it. (A batch that outlives its lease anyway still cannot commit.)
+    async fn apply_holding(&self, batch: &[Change], fence: &Fence) -> StoreResult<()> {
+        let keep = async {
+            let every = std::time::Duration::from_millis(self.settings.refresh_ms.max(1));
+            loop {
+                tokio::time::sleep(every).await;
+                let kept = self
+                    .leases
+                    .refresh(
+                        &fence.lease,
+                        &fence.holder,
+                        fence.version,
+                        self.clock.now_ms(),
+                        self.settings.lease_ttl_ms,
+                    )
+                    .await;
+                if !matches!(kept, Ok(true)) {
+                    tracing::warn!(worker = %fence.lease, "lease refresh failed during a batch; standing down");
+                    return StoreError::Fenced(fence.lease.clone());
+                }
+            }
+        };
+        tokio::select! {
+            applied = self.worker.apply(batch, fence) => applied,
+            lost = keep => Err(lost),
+        }
     }
 
     /// History lost: note the head first, rebuild from the sources, then continue from
