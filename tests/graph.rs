@@ -8,20 +8,8 @@ mod common;
 use std::sync::Arc;
 
 use common::{Kind, fresh_store, kinds};
-use socialite::domain::{NewUser, now_ms};
+use socialite::domain::now_ms;
 use socialite::store::Store;
-
-async fn user(store: &Store, id: &str) {
-    store
-        .users
-        .create_user(&NewUser {
-            id: id.into(),
-            display_name: id.into(),
-            created_at_ms: now_ms(),
-        })
-        .await
-        .unwrap();
-}
 
 /// Whether `a` follows `b`, as each side of the graph and each counter tells it.
 async fn views(store: &Store, a: &str, b: &str) -> (bool, bool, u64, u64) {
@@ -42,8 +30,8 @@ async fn a_follow_racing_an_unfollow_leaves_both_sides_and_the_counters_agreeing
     for kind in kinds("a_follow_racing_an_unfollow_leaves_both_sides_and_the_counters_agreeing") {
         let t = fresh_store(kind).await;
         let store = &t.store;
-        user(store, "fan").await;
-        user(store, "star").await;
+        common::create_user(store, "fan").await;
+        common::create_user(store, "star").await;
         let (mut followed, mut not_followed) = (0, 0);
         for round in 0..300 {
             let (a, b) = (store.clone(), store.clone());
@@ -79,10 +67,10 @@ async fn renames_never_fail_while_counters_move() {
     for kind in kinds("renames_never_fail_while_counters_move") {
         let t = fresh_store(kind).await;
         let store = &t.store;
-        user(store, "celebrity").await;
+        common::create_user(store, "celebrity").await;
         let fans: Vec<String> = (0..40).map(|i| format!("fan{i}")).collect();
         for fan in &fans {
-            user(store, fan).await;
+            common::create_user(store, fan).await;
         }
         let mut tasks = Vec::new();
         for fan in fans.clone() {

@@ -4,42 +4,11 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
-use std::sync::mpsc;
+use std::process::Child;
 use std::time::{Duration, Instant};
 
-use common::Api;
+use common::{Api, start_binary};
 use reqwest::StatusCode;
-
-/// Starts the real binary on a free port, with short leases so a take-over is quick.
-fn start(db: &std::path::Path) -> (Child, String) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_socialite"))
-        .args(["serve", "--listen", "127.0.0.1:0"])
-        .env("SOCIALITE_STORAGE__PATH", db)
-        .env("SOCIALITE_WORKERS__LEASE_TTL", "2s")
-        .env("SOCIALITE_WORKERS__REFRESH_INTERVAL", "300ms")
-        .env("NO_COLOR", "1")
-        .env("RUST_LOG", "info")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("the binary starts");
-    let stdout = child.stdout.take().unwrap();
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines() {
-            let Ok(line) = line else { break };
-            if let Some(at) = line.find("listening on http://") {
-                let _ = tx.send(line[at + "listening on ".len()..].trim().to_owned());
-            }
-        }
-    });
-    let base = rx
-        .recv_timeout(Duration::from_secs(30))
-        .expect("the server reports its address");
-    (child, base)
-}
 
 /// Which of `apis` holds the activity worker's lease, polling until one does.
 async fn holder(apis: &[Api]) -> usize {
@@ -66,7 +35,14 @@ async fn killing_the_lease_holder_hands_the_work_over_without_loss_or_doubling()
     let client = reqwest::Client::new();
     let mut processes: Vec<(Child, Api)> = Vec::new();
     for _ in 0..3 {
-        let (child, base) = start(&db);
+        let (child, base) = start_binary(
+            &[],
+            &[
+                ("SOCIALITE_STORAGE__PATH", db.as_os_str()),
+                ("SOCIALITE_WORKERS__LEASE_TTL", "2s".as_ref()),
+                ("SOCIALITE_WORKERS__REFRESH_INTERVAL", "300ms".as_ref()),
+            ],
+        );
         processes.push((child, Api::new(client.clone(), base)));
     }
     processes[0].1.user("poster").await;

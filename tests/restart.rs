@@ -2,53 +2,24 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
-use std::sync::{Arc, Mutex, mpsc};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use common::Api;
+use common::{Api, start_binary};
 use reqwest::StatusCode;
 use serde_json::json;
-
-/// Starts the real binary on a free port and returns it with its base URL.
-fn start(data: &std::path::Path, strategy: &str) -> (Child, String) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_socialite"))
-        .args([
-            "serve",
-            "--listen",
-            "127.0.0.1:0",
-            "--feed-strategy",
-            strategy,
-        ])
-        .env("SOCIALITE_STORAGE__PATH", data.join("socialite.db"))
-        .env("NO_COLOR", "1")
-        .env("RUST_LOG", "info")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("the binary starts");
-    let stdout = child.stdout.take().unwrap();
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines() {
-            let Ok(line) = line else { break };
-            if let Some(at) = line.find("listening on http://") {
-                let _ = tx.send(line[at + "listening on ".len()..].trim().to_owned());
-            }
-        }
-    });
-    let base = rx
-        .recv_timeout(Duration::from_secs(30))
-        .expect("the server reports its address");
-    (child, base)
-}
 
 #[tokio::test]
 async fn acknowledged_posts_survive_kill_9() {
     let dir = tempfile::tempdir().unwrap();
     let client = reqwest::Client::new();
-    let (mut child, base) = start(dir.path(), "sized_buckets");
+    let (mut child, base) = start_binary(
+        &["--feed-strategy", "sized_buckets"],
+        &[(
+            "SOCIALITE_STORAGE__PATH",
+            dir.path().join("socialite.db").as_os_str(),
+        )],
+    );
     let api = Api::new(client.clone(), &base);
     for id in ["durable", "fan"] {
         api.user(id).await;
@@ -104,7 +75,13 @@ async fn acknowledged_posts_survive_kill_9() {
         "some posts were acknowledged before the kill"
     );
 
-    let (mut child, base) = start(dir.path(), "sized_buckets");
+    let (mut child, base) = start_binary(
+        &["--feed-strategy", "sized_buckets"],
+        &[(
+            "SOCIALITE_STORAGE__PATH",
+            dir.path().join("socialite.db").as_os_str(),
+        )],
+    );
     let api = Api::new(client, base);
     for id in &acknowledged {
         let (status, _) = api.get(&format!("/v1/posts/{id}")).await;

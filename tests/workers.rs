@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use common::{fresh_store, kinds};
-use socialite::domain::{ActivityLimits, ActivityType, NewUser, now_ms};
+use socialite::domain::{ActivityLimits, ActivityType, now_ms};
 use socialite::store::{Store, StoreError, StoreResult};
 use socialite::workers::activity::{ActivityWorker, NAME};
 use socialite::workers::{Clock, Hooks, ManualClock, Point, Runner, RunnerSettings, Step};
@@ -20,18 +20,6 @@ const SETTINGS: RunnerSettings = RunnerSettings {
     batch_size: 100,
     refresh_ms: 1_000,
 };
-
-async fn user(store: &Store, id: &str) {
-    store
-        .users
-        .create_user(&NewUser {
-            id: id.into(),
-            display_name: id.into(),
-            created_at_ms: now_ms(),
-        })
-        .await
-        .unwrap();
-}
 
 async fn post(store: &Store, author: &str, text: &str) -> String {
     store
@@ -190,7 +178,7 @@ async fn a_paused_holder_is_fenced_off_after_a_take_over() {
         let t = fresh_store(kind).await;
         let store = &t.store;
         let clock = Arc::new(ManualClock::at(now_ms()));
-        user(store, "ann").await;
+        common::create_user(store, "ann").await;
         let first = post(store, "ann", "first").await;
 
         let hooks = Arc::new(PauseAtRead {
@@ -252,7 +240,7 @@ async fn a_crash_before_the_commit_replays_without_doubling_and_one_before_the_e
             let t = fresh_store(kind).await;
             let store = &t.store;
             let clock = Arc::new(ManualClock::at(now_ms()));
-            user(store, "bo").await;
+            common::create_user(store, "bo").await;
             let one = post(store, "bo", "one").await;
             let two = post(store, "bo", "two").await;
             let crash = Arc::new(CrashAt(point, true.into()));
@@ -297,8 +285,8 @@ async fn a_first_worker_processes_everything_written_before_it_started() {
     for kind in kinds("a_first_worker_processes_everything_written_before_it_started") {
         let t = fresh_store(kind).await;
         let store = &t.store;
-        user(store, "cy").await;
-        user(store, "di").await;
+        common::create_user(store, "cy").await;
+        common::create_user(store, "di").await;
         let mut posts = Vec::new();
         for i in 0..30 {
             posts.push(post(store, "cy", &format!("early {i}")).await);
@@ -400,7 +388,7 @@ async fn trimming_waits_for_lagging_workers_and_history_lost_rebuilds() {
     let store = &t.store;
     let users = ["fay", "gus"];
     for u in users {
-        user(store, u).await;
+        common::create_user(store, u).await;
     }
     let clock = Arc::new(ManualClock::at(now_ms()));
     let mut worker = runner(store, &clock, "W");
@@ -477,7 +465,7 @@ async fn a_batch_stands_down_when_its_lease_refresh_is_refused() {
         let t = fresh_store(kind).await;
         let store = &t.store;
         let clock = Arc::new(ManualClock::at(now_ms()));
-        user(store, "hal").await;
+        common::create_user(store, "hal").await;
         post(store, "hal", "slow").await;
         let worker = Arc::new(Hanging {
             inner: ActivityWorker::new(store.activity.clone(), ActivityLimits::default()),
@@ -498,8 +486,11 @@ async fn a_batch_stands_down_when_its_lease_refresh_is_refused() {
         );
         let stepping = tokio::spawn(async move { a.step().await });
         worker.entered.notified().await;
-        // A rival takes the expired lease while A's batch hangs.
-        clock.advance(TTL + 1);
+        // A's lease is taken from it while its batch hangs (released at its version, as
+        // an operator would; a clock-driven expiry would race A's own refresh timer).
+        let held = store.leases.leases().await.unwrap()[0].clone();
+        assert!(held.held_by("A"), "{kind:?}");
+        store.leases.release(NAME, "A", held.version).await.unwrap();
         let rival = store
             .leases
             .acquire(NAME, "B", clock.now_ms(), TTL)

@@ -17,6 +17,55 @@ use socialite::config::{Backend, Config};
 use socialite::store::Store;
 use socialite::store::embedded::{EmbeddedStore, Synchronous};
 
+/// Starts the real binary serving on a free port, with `env` on top of a quiet
+/// environment, and returns it with its base URL once it reports its address.
+pub fn start_binary(
+    args: &[&str],
+    env: &[(&str, &std::ffi::OsStr)],
+) -> (std::process::Child, String) {
+    use std::io::{BufRead, BufReader};
+    use std::process::{Command, Stdio};
+    let mut command = Command::new(env!("CARGO_BIN_EXE_socialite"));
+    command
+        .args(["serve", "--listen", "127.0.0.1:0"])
+        .args(args)
+        .env("NO_COLOR", "1")
+        .env("RUST_LOG", "info")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null());
+    for (key, value) in env {
+        command.env(key, value);
+    }
+    let mut child = command.spawn().expect("the binary starts");
+    let stdout = child.stdout.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines() {
+            let Ok(line) = line else { break };
+            if let Some(at) = line.find("listening on http://") {
+                let _ = tx.send(line[at + "listening on ".len()..].trim().to_owned());
+            }
+        }
+    });
+    let base = rx
+        .recv_timeout(std::time::Duration::from_secs(30))
+        .expect("the server reports its address");
+    (child, base)
+}
+
+/// Creates user `id` (display name `id`) through the port.
+pub async fn create_user(store: &Store, id: &str) {
+    store
+        .users
+        .create_user(&socialite::domain::NewUser {
+            id: id.into(),
+            display_name: id.into(),
+            created_at_ms: socialite::domain::now_ms(),
+        })
+        .await
+        .unwrap();
+}
+
 pub const MONGO_ENV: &str = "SOCIALITE_TEST_MONGODB_URI";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
