@@ -1,4 +1,4 @@
-//! Several real server processes on one embedded store: the lease makes one of them run
+//! Several real server processes on one store (an embedded file, or one MongoDB): the lease makes one of them run
 //! each worker; `kill -9` of that holder hands the work to another within about a lease
 //! period, and after catch-up nothing is lost or doubled.
 
@@ -7,7 +7,7 @@ mod common;
 use std::process::Child;
 use std::time::{Duration, Instant};
 
-use common::{Api, start_binary};
+use common::{Api, Kind, fresh_name, kinds, mongo_base_uri, mongo_uri_with_database, start_binary};
 use reqwest::StatusCode;
 
 /// Which of `apis` holds the activity worker's lease, polling until one does.
@@ -30,18 +30,34 @@ async fn holder(apis: &[Api]) -> usize {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn killing_the_lease_holder_hands_the_work_over_without_loss_or_doubling() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("shared.db");
+    for kind in kinds("killing_the_lease_holder_hands_the_work_over") {
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("shared.db");
+        let mut storage: Vec<(&str, std::ffi::OsString)> =
+            vec![("SOCIALITE_STORAGE__PATH", db.clone().into_os_string())];
+        if kind == Kind::Mongo {
+            let uri = mongo_uri_with_database(&mongo_base_uri().unwrap(), &fresh_name("procs"));
+            storage.push(("SOCIALITE_STORAGE__BACKEND", "mongodb".into()));
+            storage.push(("SOCIALITE_STORAGE__MONGODB_URI", uri.into()));
+        }
+        three_processes_and_a_kill(&storage).await;
+    }
+}
+
+async fn three_processes_and_a_kill(storage: &[(&str, std::ffi::OsString)]) {
     let client = reqwest::Client::new();
     let mut processes: Vec<(Child, Api)> = Vec::new();
     for _ in 0..3 {
         let (child, base) = start_binary(
             &[],
-            &[
-                ("SOCIALITE_STORAGE__PATH", db.as_os_str()),
-                ("SOCIALITE_WORKERS__LEASE_TTL", "2s".as_ref()),
-                ("SOCIALITE_WORKERS__REFRESH_INTERVAL", "300ms".as_ref()),
-            ],
+            &storage
+                .iter()
+                .map(|(k, v)| (*k, v.as_os_str()))
+                .chain([
+                    ("SOCIALITE_WORKERS__LEASE_TTL", "2s".as_ref()),
+                    ("SOCIALITE_WORKERS__REFRESH_INTERVAL", "300ms".as_ref()),
+                ])
+                .collect::<Vec<_>>(),
         );
         processes.push((child, Api::new(client.clone(), base)));
     }
