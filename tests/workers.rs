@@ -511,3 +511,37 @@ async fn a_batch_stands_down_when_its_lease_refresh_is_refused() {
         worker.release.notify_one();
     }
 }
+
+/// Scenario 16: a change that can never be applied (here a malformed post document,
+/// written past the ports) is quarantined with an alert; the changes around it apply and
+/// the feed moves on, instead of retrying it for ever.
+#[tokio::test]
+async fn a_poison_change_is_quarantined_and_the_feed_moves_on() {
+    let t = fresh_store(common::Kind::Embedded).await;
+    let store = &t.store;
+    common::create_user(store, "ivy").await;
+    let before = post(store, "ivy", "before").await;
+    let file = t.embedded_file().unwrap();
+    let raw = rusqlite::Connection::open(&file).unwrap();
+    raw.execute(
+        "INSERT INTO changes (ts, coll, op, key, doc) VALUES (?1, 'posts', 'insert', 'junk', '{\"not\": \"a post\"}')",
+        [now_ms()],
+    )
+    .unwrap();
+    drop(raw);
+    let after = post(store, "ivy", "after").await;
+
+    let clock = Arc::new(ManualClock::at(now_ms()));
+    let mut worker = runner(store, &clock, "W");
+    while let Step::Applied(_) = worker.step().await.unwrap() {}
+    assert_eq!(
+        log(store, "ivy").await,
+        vec![(ActivityType::Post, after), (ActivityType::Post, before)],
+        "the changes around the poison apply"
+    );
+    let status = worker.status().lock().unwrap().clone();
+    assert_eq!(status.quarantined, 1);
+    assert!(status.position.is_some());
+    // Nothing left: the poison is not retried.
+    assert_eq!(worker.step().await.unwrap(), Step::Idle);
+}

@@ -104,6 +104,7 @@ impl From<StoreError> for ApiError {
             // No route reads the change feed, so a position error is a storage fault too.
             cause @ (StoreError::InvalidPosition(_)
             | StoreError::Fenced(_)
+            | StoreError::Poison(_)
             | StoreError::HistoryLost(_)
             | StoreError::Backend(_)) => {
                 // The cause goes to the log, never to the client.

@@ -97,6 +97,8 @@ pub struct WorkerBody {
     pub processed: u64,
     /// History-lost rebuilds done by this process.
     pub rebuilds: u64,
+    /// Changes this process skipped as poison (malformed), each logged as an error.
+    pub quarantined: u64,
     pub last_error: Option<String>,
 }
 
@@ -120,6 +122,7 @@ pub async fn workers(State(state): State<AppState>) -> ApiResult<Json<WorkersBod
             lag_seconds: r.local.lag_seconds,
             processed: r.local.processed,
             rebuilds: r.local.rebuilds,
+            quarantined: r.local.quarantined,
             last_error: r.local.last_error,
         })
         .collect();

@@ -51,6 +51,10 @@ pub enum StoreError {
     /// version it acted under: a newer holder may have applied newer changes.
     #[error("fenced off: lease {0} is no longer held at this version")]
     Fenced(String),
+    /// A change that can never be processed, whatever the retries (malformed data): the
+    /// worker quarantines it with an alert instead of stopping the feed for ever.
+    #[error("poison change: {0}")]
+    Poison(String),
     #[error("storage failure: {0:#}")]
     Backend(#[from] anyhow::Error),
 }

@@ -49,10 +49,9 @@ fn activity_of(change: &Change) -> StoreResult<Option<(String, ActivityType, Str
         return Ok(None);
     };
     let malformed = |e: serde_json::Error| {
-        StoreError::Backend(anyhow::anyhow!(
+        StoreError::Poison(format!(
             "change {} on {} is malformed: {e}",
-            change.position.0,
-            change.collection
+            change.position.0, change.collection
         ))
     };
     Ok(match change.collection.as_str() {

@@ -2,6 +2,7 @@
 //! lease with a fencing token (see [`runtime`]), one file per worker.
 
 pub mod activity;
+mod control;
 mod pool;
 pub mod runtime;
 pub mod timelines;

@@ -13,47 +13,14 @@
 //!   derived data from the sources and continues from the feed's head as it was before
 //!   the rebuild, logged and counted, never skipped silently.
 
-use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 use serde::Serialize;
 
+pub use super::control::{Clock, Hooks, ManualClock, NoHooks, Point, SystemClock};
 use crate::domain::{Change, ChangePosition, Fence};
 use crate::store::{ChangeFeed, LeaseStore, StoreError, StoreResult};
-
-/// Milliseconds since the Unix epoch, injectable so tests can move time by hand.
-pub trait Clock: Send + Sync + 'static {
-    fn now_ms(&self) -> i64;
-}
-
-pub struct SystemClock;
-
-impl Clock for SystemClock {
-    fn now_ms(&self) -> i64 {
-        crate::domain::now_ms()
-    }
-}
-
-/// A clock that moves only when told.
-#[derive(Default)]
-pub struct ManualClock(AtomicI64);
-
-impl ManualClock {
-    pub fn at(ms: i64) -> Self {
-        ManualClock(AtomicI64::new(ms))
-    }
-
-    pub fn advance(&self, ms: i64) {
-        self.0.fetch_add(ms, Ordering::SeqCst);
-    }
-}
-
-impl Clock for ManualClock {
-    fn now_ms(&self) -> i64 {
-        self.0.load(Ordering::SeqCst)
-    }
-}
 
 /// A consumer of the change feed that keeps some derived data in step.
 #[async_trait]
@@ -65,31 +32,6 @@ pub trait Worker: Send + Sync + 'static {
     async fn apply(&self, changes: &[Change], fence: &Fence) -> StoreResult<()>;
     /// Recomputes all derived data from the sources, for when history was lost.
     async fn rebuild(&self, fence: &Fence) -> StoreResult<()>;
-}
-
-/// Named points in a step where a test can pause or fail it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Point {
-    /// The lease is held and the batch was read; nothing applied yet.
-    Read,
-    /// The batch was applied; the position is not committed yet.
-    Applied,
-}
-
-/// Fault points: a test's hook can wait (to pause a step) or return an error (a crash at
-/// that point: the step ends there, as a killed process would).
-#[async_trait]
-pub trait Hooks: Send + Sync + 'static {
-    async fn at(&self, worker: &str, point: Point) -> StoreResult<()>;
-}
-
-pub struct NoHooks;
-
-#[async_trait]
-impl Hooks for NoHooks {
-    async fn at(&self, _worker: &str, _point: Point) -> StoreResult<()> {
-        Ok(())
-    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -129,6 +71,8 @@ pub struct Status {
     pub lag_changes: u64,
     pub processed: u64,
     pub rebuilds: u64,
+    /// Changes skipped as poison (malformed), each logged as an error.
+    pub quarantined: u64,
     pub last_error: Option<String>,
 }
 
@@ -260,7 +204,12 @@ impl Runner {
             metrics::gauge!("socialite_worker_lag_changes", "worker" => name).set(0.0);
             return Ok(Step::Idle);
         };
-        match self.apply_holding(&batch, &fence).await {
+        let applied = match self.apply_holding(&batch, &fence).await {
+            // Find the poison: one change at a time, quarantining what can never apply.
+            Err(StoreError::Poison(_)) => self.apply_isolating(&batch, &fence).await,
+            other => other,
+        };
+        match applied {
             Ok(()) => {}
             Err(StoreError::Fenced(_)) => {
                 metrics::counter!("socialite_worker_fenced_total", "worker" => name).increment(1);
@@ -334,6 +283,38 @@ impl Runner {
             applied = self.worker.apply(batch, fence) => applied,
             lost = keep => Err(lost),
         }
+    }
+
+    /// Applies `batch` one change at a time; a change that fails as poison is logged,
+    /// counted and skipped (the design's quarantine), any other failure ends the step
+    /// with the position unmoved (what was applied replays idempotently).
+    async fn apply_isolating(&self, batch: &[Change], fence: &Fence) -> StoreResult<()> {
+        for change in batch {
+            match self
+                .apply_holding(std::slice::from_ref(change), fence)
+                .await
+            {
+                Ok(()) => {}
+                Err(StoreError::Poison(why)) => {
+                    tracing::error!(
+                        worker = %fence.lease,
+                        position = %change.position.0,
+                        collection = %change.collection,
+                        key = %change.key,
+                        reason = %why,
+                        "quarantined a change that can never be applied"
+                    );
+                    metrics::counter!("socialite_worker_quarantined_total", "worker" => self.name())
+                        .increment(1);
+                    self.update(|s| {
+                        s.quarantined += 1;
+                        s.last_error = Some(format!("quarantined {}: {why}", change.position.0));
+                    });
+                }
+                Err(error) => return Err(error),
+            }
+        }
+        Ok(())
     }
 
     /// History lost: note the head first, rebuild from the sources, then continue from

@@ -64,7 +64,7 @@ fn post_id(change: &Change) -> StoreResult<PostId> {
     change
         .key
         .parse()
-        .map_err(|_| StoreError::Backend(anyhow::anyhow!("post change with key {:?}", change.key)))
+        .map_err(|_| StoreError::Poison(format!("post change with key {:?}", change.key)))
 }
 
 #[async_trait]
@@ -106,8 +106,9 @@ impl Worker for TimelinesWorker {
                     let Some(doc) = change.document.clone() else {
                         continue;
                     };
-                    let edge: FollowDoc =
-                        serde_json::from_value(doc).map_err(|e| StoreError::Backend(e.into()))?;
+                    let edge: FollowDoc = serde_json::from_value(doc).map_err(|e| {
+                        StoreError::Poison(format!("follow change {}: {e}", change.position.0))
+                    })?;
                     if self.followed(&edge.follower, &edge.followee).await? {
                         self.timelines
                             .followed(&edge.follower, &edge.followee)

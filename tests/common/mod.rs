@@ -127,6 +127,13 @@ pub struct TestStore {
     _dir: Option<tempfile::TempDir>,
 }
 
+impl TestStore {
+    /// The embedded database file, for tests that write what no port would.
+    pub fn embedded_file(&self) -> Option<PathBuf> {
+        self._dir.as_ref().map(|dir| dir.path().join("t.db"))
+    }
+}
+
 pub async fn fresh_store(kind: Kind) -> TestStore {
     match kind {
         Kind::Embedded => {
