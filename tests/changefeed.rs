@@ -207,7 +207,7 @@ async fn users_come_before_their_posts_while_a_reader_reads_concurrently() {
                         for p in 0..POSTS {
                             let text = format!("{p}");
                             let post = store.content.insert_post(&id, &text, now_ms());
-                            posts.push(post.await.unwrap().id.to_string());
+                            posts.push(post.await.unwrap().post.id.to_string());
                         }
                         (id, posts)
                     })
@@ -325,7 +325,7 @@ async fn reads_on_open_streams_match_fresh_reads() {
         for i in 0..12 {
             let author = ["r2", "r3"][i % 2];
             let post = store.content.insert_post(author, "x", now_ms());
-            doomed = Some(post.await.unwrap().id);
+            doomed = Some(post.await.unwrap().post.id);
         }
         store.users.rename_user("r1", "Renata").await.unwrap();
         store.content.delete_post(doomed.unwrap()).await.unwrap();

@@ -645,12 +645,14 @@ async fn users_follows_and_posts_keep_their_counters() {
             .content
             .insert_post("bob", "one", now_ms())
             .await
-            .unwrap();
+            .unwrap()
+            .post;
         let second = store
             .content
             .insert_post("bob", "two", now_ms() - 60_000)
             .await
-            .unwrap();
+            .unwrap()
+            .post;
         assert!(
             second.id > first.id,
             "ids increase even when the clock steps back"
@@ -771,7 +773,8 @@ async fn the_change_feed_is_ordered_and_resumable() {
             .content
             .insert_post("u2", "hello", now_ms())
             .await
-            .unwrap();
+            .unwrap()
+            .post;
         store.users.rename_user("u1", "Ursula").await.unwrap();
         store.graph.unfollow("u1", "u2").await.unwrap();
         store.content.delete_post(post.id).await.unwrap();

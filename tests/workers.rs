@@ -27,6 +27,7 @@ async fn post(store: &Store, author: &str, text: &str) -> String {
         .insert_post(author, text, now_ms())
         .await
         .unwrap()
+        .post
         .id
         .to_string()
 }

@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use crate::domain::{ActivityLimits, FeedStrategy, NewUser, Post, PostId, User, now_ms};
 use crate::feed::{FeedSettings, TimelinePage, Timelines};
-use crate::store::{Store, StoreError, StoreResult};
+use crate::store::{Inserted, Store, StoreError, StoreResult};
 use crate::workers::Wakers;
 
 pub use activity::ActivityLog;
@@ -171,14 +171,16 @@ impl Social {
     /// followers to the timelines worker. The worker also finishes any fan-out a crash
     /// interrupted, and the activity worker records the post.
     pub async fn post(&self, author: &str, text: &str) -> StoreResult<Post> {
-        let followers = self.user(author).await?.followers_count;
-        let post = self
+        let Inserted {
+            post,
+            author_followers,
+        } = self
             .store
             .content
             .insert_post(author, text, now_ms())
             .await?;
         self.wakers.wake_all();
-        if self.timelines.fans_out_inline(followers) {
+        if self.timelines.fans_out_inline(author_followers) {
             self.timelines.post_created(&post).await?;
         } else {
             self.timelines.post_created_own(&post).await?;

@@ -7,11 +7,20 @@ use crate::domain::{Post, PostId};
 
 /// Changes here are appended to the change feed atomically with the change, and keep
 /// the author's post counter.
+/// A stored post, with what the insert learnt of its author on the way.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Inserted {
+    pub post: Post,
+    /// The author's follower count as the insert read it: the fan-out decides from it
+    /// whether to deliver in the request, without another read.
+    pub author_followers: u64,
+}
+
 #[async_trait]
 pub trait ContentStore: Send + Sync + 'static {
     /// Stores a post with a fresh id greater than every earlier one. `NotFound` when the
     /// author is unknown.
-    async fn insert_post(&self, author: &str, text: &str, now_ms: i64) -> StoreResult<Post>;
+    async fn insert_post(&self, author: &str, text: &str, now_ms: i64) -> StoreResult<Inserted>;
     async fn post(&self, id: PostId) -> StoreResult<Option<Post>>;
     /// Returns the deleted post, `None` when it did not exist.
     async fn delete_post(&self, id: PostId) -> StoreResult<Option<Post>>;

@@ -26,7 +26,7 @@ use async_trait::async_trait;
 
 pub use activity::ActivityStore;
 pub use changes::ChangeFeed;
-pub use content::ContentStore;
+pub use content::{ContentStore, Inserted};
 pub use deliveries::DeliveryStore;
 pub use graph::{GraphStore, in_follower_batches};
 pub use leases::{Lease, LeaseStore};

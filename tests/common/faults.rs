@@ -8,7 +8,7 @@ use async_trait::async_trait;
 use socialite::domain::{
     Bucket, BucketKind, CacheState, Post, PostId, TimelineEntry, TimelineKind,
 };
-use socialite::store::{ContentStore, StoreError, StoreResult, TimelineStore};
+use socialite::store::{ContentStore, Inserted, StoreError, StoreResult, TimelineStore};
 use tokio::sync::oneshot;
 
 /// The text of every injected failure; a response that shows it leaked the cause.
@@ -35,7 +35,7 @@ impl FailingContent {
 
 #[async_trait]
 impl ContentStore for FailingContent {
-    async fn insert_post(&self, author: &str, text: &str, now_ms: i64) -> StoreResult<Post> {
+    async fn insert_post(&self, author: &str, text: &str, now_ms: i64) -> StoreResult<Inserted> {
         self.check()?;
         self.inner.insert_post(author, text, now_ms).await
     }
@@ -103,7 +103,7 @@ impl PausingContent {
 
 #[async_trait]
 impl ContentStore for PausingContent {
-    async fn insert_post(&self, author: &str, text: &str, now_ms: i64) -> StoreResult<Post> {
+    async fn insert_post(&self, author: &str, text: &str, now_ms: i64) -> StoreResult<Inserted> {
         self.inner.insert_post(author, text, now_ms).await
     }
     async fn post(&self, id: PostId) -> StoreResult<Option<Post>> {

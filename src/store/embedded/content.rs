@@ -4,20 +4,23 @@ use async_trait::async_trait;
 use rusqlite::{OptionalExtension, params};
 
 use super::{
-    EmbeddedStore, IN_CHUNK, add_to_counter, placeholders, post_from_row, post_id_at,
-    record_change, user_exists,
+    EmbeddedStore, IN_CHUNK, add_to_counter, placeholders, post_from_row, post_id_at, record_change,
 };
 use crate::domain::{ChangeOp, Post, PostId};
-use crate::store::{ContentStore, StoreError, StoreResult};
+use crate::store::{ContentStore, Inserted, StoreError, StoreResult};
 
 #[async_trait]
 impl ContentStore for EmbeddedStore {
-    async fn insert_post(&self, author: &str, text: &str, now_ms: i64) -> StoreResult<Post> {
+    async fn insert_post(&self, author: &str, text: &str, now_ms: i64) -> StoreResult<Inserted> {
         let (author, text) = (author.to_owned(), text.to_owned());
         self.write(move |tx| {
-            if !user_exists(tx, &author)? {
+            let followers: Option<i64> = tx
+                .prepare_cached("SELECT followers_count FROM users WHERE id = ?1")?
+                .query_row([&author], |row| row.get(0))
+                .optional()?;
+            let Some(followers) = followers else {
                 return Err(StoreError::NotFound(format!("user {author}")));
-            }
+            };
             // The last id handed out lives in `meta`, so ids never go back or repeat,
             // even after the newest post is deleted or the clock steps back.
             let last: Option<Vec<u8>> = tx
@@ -37,7 +40,10 @@ impl ContentStore for EmbeddedStore {
             add_to_counter(tx, "posts_count", &author, 1)?;
             let post = Post { id, author, text };
             record_change(tx, "posts", ChangeOp::Insert, &id.to_string(), Some(&post))?;
-            Ok(post)
+            Ok(Inserted {
+                post,
+                author_followers: followers.max(0) as u64,
+            })
         })
         .await
     }

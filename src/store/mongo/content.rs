@@ -5,10 +5,10 @@ use futures::{StreamExt, TryStreamExt};
 use mongodb::bson::{Document, doc, oid::ObjectId};
 
 use super::{
-    IndexSpec, MongoStore, Side, all, db_error, index, insert_new, oid, post_from, post_id,
+    IndexSpec, MongoStore, Side, all, db_error, index, insert_new, int, oid, post_from, post_id,
 };
 use crate::domain::{Post, PostId};
-use crate::store::{ContentStore, StoreError, StoreResult};
+use crate::store::{ContentStore, Inserted, StoreError, StoreResult};
 
 /// Authors per fanout-on-read query. Past about 200 values in one `$in`, the planner
 /// stops merging the `{author, _id}` index ranges in order and sorts instead.
@@ -45,10 +45,18 @@ impl MongoStore {
 
 #[async_trait]
 impl ContentStore for MongoStore {
-    async fn insert_post(&self, author: &str, text: &str, now_ms: i64) -> StoreResult<Post> {
-        if !self.exists("users", doc! { "_id": author }).await? {
+    async fn insert_post(&self, author: &str, text: &str, now_ms: i64) -> StoreResult<Inserted> {
+        // The existence check reads the follower count too, for the fan-out's decision.
+        let Some(user) = self
+            .users_coll()
+            .find_one(doc! { "_id": author })
+            .projection(doc! { "followers_count": 1 })
+            .await
+            .map_err(db_error)?
+        else {
             return Err(StoreError::NotFound(format!("user {author}")));
-        }
+        };
+        let author_followers = int(&user, "followers_count").max(0) as u64;
         // Another process may hand out the same id; the unique `_id` sends us round again.
         for _ in 0..16 {
             let id = self.ids.next(now_ms);
@@ -60,7 +68,10 @@ impl ContentStore for MongoStore {
             let doc = doc! { "_id": oid(id), "author": author, "text": text };
             if insert_new(&self.content_coll(), doc, &["author"]).await? {
                 self.inc_user(author, "posts_count", 1).await?;
-                return Ok(post);
+                return Ok(Inserted {
+                    post,
+                    author_followers,
+                });
             }
         }
         Err(StoreError::Backend(anyhow::anyhow!(
