@@ -141,12 +141,8 @@ impl Timelines {
             return Ok(0);
         }
         let fanned_out = self.feed.fan_out(post).await;
-        // A delete that ran while we fanned out may have retracted before our pushes
-        // landed; the delete removes the post first, so checking it now closes the race.
         // Checked even after a failed fan-out: most batches were delivered.
-        if self.store.content.post(post.id).await?.is_none() {
-            self.feed.retract(post.id).await?;
-        }
+        self.retract_if_deleted(post).await?;
         let written = fanned_out?;
         self.store.deliveries.mark_delivered(post.id).await?;
         metrics::counter!("socialite_fanout_posts_total", "strategy" => strategy.as_str())
@@ -165,7 +161,21 @@ impl Timelines {
         self.feed
             .deliver(post, std::slice::from_ref(&post.author))
             .await?;
-        if self.store.content.post(post.id).await?.is_none() {
+        self.retract_if_deleted(post).await
+    }
+
+    /// A delete that ran while `post` was being delivered may have retracted before our
+    /// pushes landed; the delete removes the post first, so checking it after our pushes
+    /// closes the race. Reads the id index only.
+    async fn retract_if_deleted(&self, post: &Post) -> StoreResult<()> {
+        let author = std::slice::from_ref(&post.author);
+        if self
+            .store
+            .content
+            .existing_posts(&[post.id], author)
+            .await?
+            .is_empty()
+        {
             self.feed.retract(post.id).await?;
         }
         Ok(())
@@ -179,10 +189,6 @@ impl Timelines {
     /// Removes a deleted post from every timeline. Idempotent.
     pub async fn retract(&self, post: PostId) -> StoreResult<()> {
         self.feed.retract(post).await
-    }
-
-    pub async fn post_deleted(&self, post: &Post) -> StoreResult<()> {
-        self.feed.retract(post.id).await
     }
 
     pub async fn followed(&self, follower: &str, followee: &str) -> StoreResult<()> {

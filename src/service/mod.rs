@@ -218,7 +218,7 @@ impl Social {
         let deleted = self.store.content.delete_post(id).await?;
         if let Some(post) = &deleted {
             self.wakers.wake_all();
-            self.timelines.post_deleted(post).await?;
+            self.timelines.retract(post.id).await?;
         }
         Ok(deleted)
     }
