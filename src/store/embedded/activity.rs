@@ -17,11 +17,16 @@ struct Head {
     limits: ActivityLimits,
     primary_count: u64,
     overflow_count: u64,
+    /// The feed order of the last change the activity worker applied; -1 for none.
+    applied: i64,
+    /// The newest entry's time.
+    last_ts: i64,
 }
 
 fn head(conn: &rusqlite::Connection, user: &str) -> rusqlite::Result<Option<Head>> {
     conn.prepare_cached(
-        "SELECT primary_limit, page_size, primary_count, overflow_count FROM activity_logs WHERE user = ?1",
+        "SELECT primary_limit, page_size, primary_count, overflow_count, applied, last_ts
+         FROM activity_logs WHERE user = ?1",
     )?
     .query_row([user], |row| {
         Ok(Head {
@@ -31,13 +36,16 @@ fn head(conn: &rusqlite::Connection, user: &str) -> rusqlite::Result<Option<Head
             },
             primary_count: row.get::<_, i64>(2)? as u64,
             overflow_count: row.get::<_, i64>(3)? as u64,
+            applied: row.get(4)?,
+            last_ts: row.get(5)?,
         })
     })
     .optional()
 }
 
-/// Creates the user's log with `limits` unless it exists. `NotFound` for unknown users.
-fn ensure_log(tx: &Connection, user: &str, limits: ActivityLimits) -> StoreResult<()> {
+/// The user's log head, creating the log with `limits` unless it exists. `NotFound` for
+/// unknown users.
+fn log_head(tx: &Connection, user: &str, limits: ActivityLimits) -> StoreResult<Head> {
     if !user_exists(tx, user)? {
         return Err(StoreError::NotFound(format!("user {user}")));
     }
@@ -45,22 +53,19 @@ fn ensure_log(tx: &Connection, user: &str, limits: ActivityLimits) -> StoreResul
         "INSERT OR IGNORE INTO activity_logs (user, primary_limit, page_size) VALUES (?1, ?2, ?3)",
     )?
     .execute(params![user, limits.primary_limit, limits.page_size])?;
-    Ok(())
+    head(tx, user)?.ok_or_else(|| StoreError::NotFound(format!("activity log of {user}")))
 }
 
-/// Takes the next sequence number and writes the entry in its slot, in the caller's
-/// transaction.
+/// Takes the next sequence number after `head` (just read by [`log_head`]) and writes
+/// the entry in its slot, in the caller's transaction.
 fn append(
     tx: &Connection,
     user: &str,
+    head: &Head,
     kind: ActivityType,
     reference: String,
     ts_ms: i64,
-    limits: ActivityLimits,
 ) -> StoreResult<Activity> {
-    ensure_log(tx, user, limits)?;
-    let head =
-        head(tx, user)?.ok_or_else(|| StoreError::NotFound(format!("activity log of {user}")))?;
     let fixed = head.limits;
     let (seq, slot) = if head.primary_count < u64::from(fixed.primary_limit) {
         tx.prepare_cached(
@@ -122,8 +127,11 @@ impl ActivityStore for EmbeddedStore {
         limits: ActivityLimits,
     ) -> StoreResult<Activity> {
         let (user, reference) = (user.to_owned(), reference.to_owned());
-        self.write(move |tx| append(tx, &user, kind, reference, ts_ms, limits))
-            .await
+        self.write(move |tx| {
+            let head = log_head(tx, &user, limits)?;
+            append(tx, &user, &head, kind, reference, ts_ms)
+        })
+        .await
     }
 
     async fn apply_activity(
@@ -140,16 +148,13 @@ impl ActivityStore for EmbeddedStore {
         self.write(move |tx| {
             // Fence: the lease, checked in the transaction that writes the entry.
             check_fence(tx, &fence.lease, &fence.holder, fence.version)?;
-            ensure_log(tx, &user, limits)?;
-            let (applied, last_ts): (i64, i64) = tx
-                .prepare_cached("SELECT applied, last_ts FROM activity_logs WHERE user = ?1")?
-                .query_row([&user], |row| Ok((row.get(0)?, row.get(1)?)))?;
+            let head = log_head(tx, &user, limits)?;
             // Replay: this change, or a later one, is already in the log.
-            if applied >= seq as i64 {
+            if head.applied >= seq as i64 {
                 return Ok(None);
             }
-            let ts_ms = ts_ms.max(last_ts);
-            let activity = append(tx, &user, kind, reference, ts_ms, limits)?;
+            let ts_ms = ts_ms.max(head.last_ts);
+            let activity = append(tx, &user, &head, kind, reference, ts_ms)?;
             tx.prepare_cached(
                 "UPDATE activity_logs SET applied = ?2, last_ts = ?3 WHERE user = ?1",
             )?
@@ -191,7 +196,8 @@ impl ActivityStore for EmbeddedStore {
             }
             events.sort_by_key(|e| e.0);
             for (ts, user, kind, reference) in events {
-                append(tx, &user, kind, reference, ts, limits)?;
+                let head = log_head(tx, &user, limits)?;
+                append(tx, &user, &head, kind, reference, ts)?;
                 tx.prepare_cached(
                     "UPDATE activity_logs SET last_ts = max(last_ts, ?2) WHERE user = ?1",
                 )?
