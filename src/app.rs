@@ -187,8 +187,9 @@ async fn trim_changes(feed: Arc<dyn ChangeFeed>, retention: Duration, max_retent
     let mut tick = tokio::time::interval(TRIM_INTERVAL);
     loop {
         tick.tick().await;
-        let cutoff = now_ms() - retention.as_millis() as i64;
-        let hard_cutoff = now_ms() - max_retention.as_millis() as i64;
+        let now = now_ms();
+        let cutoff = now - retention.as_millis() as i64;
+        let hard_cutoff = now - max_retention.as_millis() as i64;
         match feed.trim_changes(cutoff, hard_cutoff).await {
             Ok(0) => {}
             Ok(dropped) => tracing::info!(dropped, "trimmed the change feed"),

@@ -196,12 +196,7 @@ impl Runner {
         };
         self.hooks.at(name, Point::Read).await?;
         let Some(last) = batch.last() else {
-            self.update(|s| {
-                s.lag_seconds = 0.0;
-                s.lag_changes = 0;
-            });
-            metrics::gauge!("socialite_worker_lag_seconds", "worker" => name).set(0.0);
-            metrics::gauge!("socialite_worker_lag_changes", "worker" => name).set(0.0);
+            self.record_lag(0.0, false);
             return Ok(Step::Idle);
         };
         let applied = match self.apply_holding(&batch, &fence).await {
@@ -243,16 +238,25 @@ impl Runner {
         self.update(|s| {
             s.position = Some(last.position.0.clone());
             s.processed += applied as u64;
-            s.lag_seconds = lag_seconds;
-            s.lag_changes = u64::from(full);
             s.last_error = None;
         });
         metrics::counter!("socialite_worker_processed_total", "worker" => name)
             .increment(applied as u64);
-        metrics::gauge!("socialite_worker_lag_seconds", "worker" => name).set(lag_seconds);
-        metrics::gauge!("socialite_worker_lag_changes", "worker" => name)
-            .set(f64::from(u8::from(full)));
+        self.record_lag(lag_seconds, full);
         Ok(Step::Applied(applied))
+    }
+
+    /// Lag after a step, in the status and the gauges: seconds behind the newest change
+    /// applied, and whether more changes are known to wait (a full batch).
+    fn record_lag(&self, seconds: f64, more_waiting: bool) {
+        self.update(|s| {
+            s.lag_seconds = seconds;
+            s.lag_changes = u64::from(more_waiting);
+        });
+        let name = self.name();
+        metrics::gauge!("socialite_worker_lag_seconds", "worker" => name).set(seconds);
+        metrics::gauge!("socialite_worker_lag_changes", "worker" => name)
+            .set(f64::from(u8::from(more_waiting)));
     }
 
     /// Applies `batch` while a timer keeps the lease: a refresh the store refuses (or
