@@ -476,6 +476,7 @@ async fn concurrent_sized_pushes_into_one_user_roll_over_cleanly() {
                         id: *id,
                         author: "x".into(),
                         text: Some("t".into()),
+                        name: None,
                     })
                     .collect();
                 store

@@ -45,11 +45,32 @@ impl Post {
         self.id.timestamp_ms()
     }
 
-    pub fn entry(&self, embed_content: bool) -> TimelineEntry {
+    /// The post's timeline entry; with content embedded, it carries the text and the
+    /// author's display name as `name` stamps it.
+    pub fn entry(&self, embed_content: bool, name: Option<&NameStamp>) -> TimelineEntry {
         TimelineEntry {
             id: self.id,
             author: self.author.clone(),
             text: embed_content.then(|| self.text.clone()),
+            name: name.filter(|_| embed_content).cloned(),
+        }
+    }
+}
+
+/// A copy of a user's display name and the user version it was read at. Copies are
+/// only ever replaced by a copy of a higher version, so an older rename applied late
+/// never overwrites a newer one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NameStamp {
+    pub display_name: String,
+    pub version: u64,
+}
+
+impl User {
+    pub fn name_stamp(&self) -> NameStamp {
+        NameStamp {
+            display_name: self.display_name.clone(),
+            version: self.version,
         }
     }
 }
@@ -59,17 +80,31 @@ impl Post {
 pub struct AuthorView {
     pub id: String,
     pub display_name: String,
+    /// The author's user version, which `display_name` was read at.
+    pub version: u64,
     /// Whether the reader currently follows this author.
     pub followed: bool,
 }
 
-/// One entry of a materialised timeline: the post id and its author, plus the text
-/// when content is embedded rather than linked.
+impl AuthorView {
+    pub fn name_stamp(&self) -> NameStamp {
+        NameStamp {
+            display_name: self.display_name.clone(),
+            version: self.version,
+        }
+    }
+}
+
+/// One entry of a materialised timeline: the post id and its author, plus, when content
+/// is embedded rather than linked, the text and a copy of the author's display name (kept
+/// current by the timelines worker, see `NameStamp`). Entries written before names were
+/// embedded carry none; reads look those names up.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TimelineEntry {
     pub id: PostId,
     pub author: String,
     pub text: Option<String>,
+    pub name: Option<NameStamp>,
 }
 
 /// A bucket document of a materialised timeline.

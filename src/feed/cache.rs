@@ -14,11 +14,13 @@
 //! before the fill re-inserts its post, so the build retracts deleted posts after the
 //! fill (see `retract_deleted`). Every push is idempotent, so overlaps cost nothing.
 
+use std::collections::HashMap;
+
 use async_trait::async_trait;
 
 use super::fanout_on_read::read_through;
 use super::{FeedService, FeedSettings, normalise, retract_deleted};
-use crate::domain::{FeedStrategy, Post, PostId, TimelineEntry, TimelineKind, now_ms};
+use crate::domain::{FeedStrategy, NameStamp, Post, PostId, TimelineEntry, TimelineKind, now_ms};
 use crate::store::timelines::with_retries;
 use crate::store::{Store, StoreResult};
 
@@ -35,6 +37,18 @@ impl CacheFeed {
         CacheFeed { store, settings }
     }
 
+    async fn name_stamps(
+        &self,
+        reader: &str,
+        authors: &[String],
+    ) -> StoreResult<HashMap<String, NameStamp>> {
+        let views = self.store.users.authors(reader, authors).await?;
+        Ok(views
+            .into_iter()
+            .map(|v| (v.id.clone(), v.name_stamp()))
+            .collect())
+    }
+
     /// Takes out of caches the posts among `entries`, read earlier, deleted since.
     async fn settle(&self, entries: &[TimelineEntry]) -> StoreResult<()> {
         let ids: Vec<PostId> = entries.iter().map(|e| e.id).collect();
@@ -42,11 +56,22 @@ impl CacheFeed {
     }
 
     /// Fills a cache from fanout on read. The empty cache already exists, so posts
-    /// fanned out meanwhile land in it too and nothing is lost.
+    /// fanned out meanwhile land in it too and nothing is lost. Embedded entries are
+    /// stamped with their authors' names, and stamped again where a rename landed
+    /// between the lookup and the fill.
     async fn build(&self, user: &str) -> StoreResult<()> {
         let size = self.settings.cache_size;
         let mut entries = read_through(&self.store, user, None, size as usize).await?;
-        if !self.settings.embed_content {
+        let mut authors: Vec<String> = entries.iter().map(|e| e.author.clone()).collect();
+        authors.sort_unstable();
+        authors.dedup();
+        let mut stamps = HashMap::new();
+        if self.settings.embed_content {
+            stamps = self.name_stamps(user, &authors).await?;
+            for entry in &mut entries {
+                entry.name = stamps.get(&entry.author).cloned();
+            }
+        } else {
             entries.iter_mut().for_each(|e| e.text = None);
         }
         self.store
@@ -54,6 +79,20 @@ impl CacheFeed {
             .cache_fill(user, &entries, size)
             .await?;
         self.settle(&entries).await?;
+        if !stamps.is_empty() {
+            let owner = [user.to_owned()];
+            for (author, now) in self.name_stamps(user, &authors).await? {
+                if stamps
+                    .get(&author)
+                    .is_some_and(|then| now.version > then.version)
+                {
+                    self.store
+                        .timelines
+                        .rename_author(TimelineKind::Cache, &owner, &author, &now)
+                        .await?;
+                }
+            }
+        }
         metrics::counter!("socialite_cache_builds_total").increment(1);
         Ok(())
     }
@@ -68,8 +107,18 @@ impl FeedService for CacheFeed {
     /// One store call delivers to the whole audience (the embedded store in one
     /// transaction; MongoDB in batches, retrying each), so a failure retries the call:
     /// pushes are idempotent, and caches that already took the post are not written.
-    async fn fan_out(&self, post: &Post) -> StoreResult<u64> {
-        let entry = [post.entry(self.settings.embed_content)];
+    fn kind(&self) -> Option<TimelineKind> {
+        Some(TimelineKind::Cache)
+    }
+
+    /// Reads filter in the same store call (`cache_current`) what the generic check
+    /// filters for the other strategies, and the fallback reads fresh posts.
+    fn serves_current(&self) -> bool {
+        true
+    }
+
+    async fn fan_out(&self, post: &Post, name: Option<&NameStamp>) -> StoreResult<u64> {
+        let entry = [post.entry(self.settings.embed_content, name)];
         let timelines = &self.store.timelines;
         with_retries(|| {
             timelines.cache_push_to_audience(&post.author, &entry, self.settings.cache_size)
@@ -77,8 +126,13 @@ impl FeedService for CacheFeed {
         .await
     }
 
-    async fn deliver(&self, post: &Post, users: &[String]) -> StoreResult<u64> {
-        let entry = [post.entry(self.settings.embed_content)];
+    async fn deliver(
+        &self,
+        post: &Post,
+        name: Option<&NameStamp>,
+        users: &[String],
+    ) -> StoreResult<u64> {
+        let entry = [post.entry(self.settings.embed_content, name)];
         self.store
             .timelines
             .cache_push(users, &entry, self.settings.cache_size)
@@ -92,7 +146,12 @@ impl FeedService for CacheFeed {
             .await
     }
 
-    async fn followed(&self, follower: &str, followee: &str) -> StoreResult<()> {
+    async fn followed(
+        &self,
+        follower: &str,
+        followee: &str,
+        name: Option<&NameStamp>,
+    ) -> StoreResult<()> {
         let timelines = &self.store.timelines;
         let size = self.settings.cache_size;
         let Some(cache) = timelines.cache(follower).await? else {
@@ -105,7 +164,7 @@ impl FeedService for CacheFeed {
             .await?;
         let mut entries: Vec<TimelineEntry> = posts
             .iter()
-            .map(|p| p.entry(self.settings.embed_content))
+            .map(|p| p.entry(self.settings.embed_content, name))
             .collect();
         let mut oldest = cache.entries.last().map(|e| e.id);
         if !cache.ready {
@@ -151,7 +210,7 @@ impl FeedService for CacheFeed {
         want: usize,
     ) -> StoreResult<Vec<TimelineEntry>> {
         let store = &self.store;
-        let cache = match store.timelines.cache(user).await? {
+        let cache = match store.timelines.cache_current(user).await? {
             Some(cache) if cache.ready => cache,
             Some(cache) => {
                 if now_ms() - cache.started_at_ms > STALE_BUILD_MS {
@@ -170,7 +229,7 @@ impl FeedService for CacheFeed {
                 return read_through(store, user, before, want).await;
             }
         };
-        let oldest = cache.entries.last().map(|e| e.id);
+        let oldest = cache.oldest;
         let mut entries = cache.entries;
         normalise(&mut entries, before, want);
         if entries.len() < want {

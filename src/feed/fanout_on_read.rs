@@ -4,7 +4,7 @@
 use async_trait::async_trait;
 
 use super::FeedService;
-use crate::domain::{FeedStrategy, Post, PostId, TimelineEntry};
+use crate::domain::{FeedStrategy, NameStamp, Post, PostId, TimelineEntry, TimelineKind};
 use crate::store::{Store, StoreResult};
 
 pub struct FanoutOnRead {
@@ -29,7 +29,7 @@ pub(crate) async fn read_through(
         .home_posts(user, before, want)
         .await?
         .iter()
-        .map(|post| post.entry(true))
+        .map(|post| post.entry(true, None))
         .collect())
 }
 
@@ -39,11 +39,25 @@ impl FeedService for FanoutOnRead {
         FeedStrategy::FanoutOnRead
     }
 
-    async fn fan_out(&self, _post: &Post) -> StoreResult<u64> {
+    fn kind(&self) -> Option<TimelineKind> {
+        None
+    }
+
+    /// A read is of posts as they stand, by authors followed as the read finds them.
+    fn serves_current(&self) -> bool {
+        true
+    }
+
+    async fn fan_out(&self, _post: &Post, _name: Option<&NameStamp>) -> StoreResult<u64> {
         Ok(0)
     }
 
-    async fn deliver(&self, _post: &Post, _users: &[String]) -> StoreResult<u64> {
+    async fn deliver(
+        &self,
+        _post: &Post,
+        _name: Option<&NameStamp>,
+        _users: &[String],
+    ) -> StoreResult<u64> {
         Ok(0)
     }
 
@@ -51,7 +65,12 @@ impl FeedService for FanoutOnRead {
         Ok(())
     }
 
-    async fn followed(&self, _follower: &str, _followee: &str) -> StoreResult<()> {
+    async fn followed(
+        &self,
+        _follower: &str,
+        _followee: &str,
+        _name: Option<&NameStamp>,
+    ) -> StoreResult<()> {
         Ok(())
     }
 

@@ -6,21 +6,24 @@
 mod buckets;
 mod cache;
 mod fanout_on_read;
+mod names;
+mod page;
 mod sized_buckets;
 mod timed_buckets;
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::sync::Arc;
 
 use async_trait::async_trait;
 
 pub use cache::CacheFeed;
 pub use fanout_on_read::FanoutOnRead;
+pub use page::{TimelineItem, TimelinePage};
 pub use sized_buckets::SizedBuckets;
 pub use timed_buckets::TimedBuckets;
 
-use crate::domain::{FeedStrategy, Post, PostId, TimelineEntry, TimelineKind};
-use crate::store::{Store, StoreError, StoreResult};
+use crate::domain::{FeedStrategy, NameStamp, Post, PostId, TimelineEntry, TimelineKind};
+use crate::store::{Store, StoreResult};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FeedSettings {
@@ -57,19 +60,41 @@ impl Default for FeedSettings {
 pub trait FeedService: Send + Sync {
     fn strategy(&self) -> FeedStrategy;
 
-    /// Delivers a stored post to the timelines of its author and followers. Returns how
+    /// The timelines this strategy materialises; `None` when it materialises none.
+    fn kind(&self) -> Option<TimelineKind>;
+
+    /// Whether [`FeedService::entries`] answers only entries the reader may be served
+    /// (posts that exist, by the reader or authors the reader follows), so the read path
+    /// need not check them again.
+    fn serves_current(&self) -> bool {
+        false
+    }
+
+    /// Delivers a stored post to the timelines of its author and followers, its
+    /// entries stamped with the author's `name` when content is embedded. Returns how
     /// many timelines were written.
-    async fn fan_out(&self, post: &Post) -> StoreResult<u64>;
+    async fn fan_out(&self, post: &Post, name: Option<&NameStamp>) -> StoreResult<u64>;
 
     /// Delivers a stored post to exactly `users`' timelines (the author's own, when the
     /// rest of the fan-out is left to the timelines worker).
-    async fn deliver(&self, post: &Post, users: &[String]) -> StoreResult<u64>;
+    async fn deliver(
+        &self,
+        post: &Post,
+        name: Option<&NameStamp>,
+        users: &[String],
+    ) -> StoreResult<u64>;
 
     /// Undoes a delivery of a post that has been deleted.
     async fn retract(&self, post: PostId) -> StoreResult<()>;
 
-    /// Brings `followee`'s recent posts into `follower`'s timeline.
-    async fn followed(&self, follower: &str, followee: &str) -> StoreResult<()>;
+    /// Brings `followee`'s recent posts into `follower`'s timeline, stamped with
+    /// `followee`'s `name`.
+    async fn followed(
+        &self,
+        follower: &str,
+        followee: &str,
+        name: Option<&NameStamp>,
+    ) -> StoreResult<()>;
 
     /// Takes `followee`'s posts out of `follower`'s timeline.
     async fn unfollowed(&self, follower: &str, followee: &str) -> StoreResult<()>;
@@ -94,31 +119,12 @@ pub fn build(store: Store, settings: &FeedSettings) -> Arc<dyn FeedService> {
     }
 }
 
-/// A timeline item ready to serve.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct TimelineItem {
-    pub id: PostId,
-    pub author: String,
-    pub author_display_name: String,
-    pub text: String,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct TimelinePage {
-    pub items: Vec<TimelineItem>,
-    pub next_cursor: Option<PostId>,
-}
-
 /// The configured strategy plus everything strategies share.
 pub struct Timelines {
     store: Store,
     feed: Arc<dyn FeedService>,
     settings: FeedSettings,
 }
-
-/// A read that keeps finding stale entries stops refilling after this many rounds and
-/// serves what it has; each round drops only entries that raced with an unfollow.
-const MAX_READ_ROUNDS: usize = 8;
 
 impl Timelines {
     pub fn new(store: Store, settings: &FeedSettings) -> Self {
@@ -134,15 +140,16 @@ impl Timelines {
         self.feed.strategy()
     }
 
-    /// Fans a freshly stored post out to its author and every follower.
-    pub async fn post_created(&self, post: &Post) -> StoreResult<u64> {
+    /// Fans a freshly stored post out to its author and every follower, its entries
+    /// stamped with `name`, the author's name as the post's insert read it.
+    pub async fn post_created(&self, post: &Post, name: &NameStamp) -> StoreResult<u64> {
         let strategy = self.strategy();
         if strategy == FeedStrategy::FanoutOnRead {
             return Ok(0);
         }
-        let fanned_out = self.feed.fan_out(post).await;
+        let fanned_out = self.feed.fan_out(post, Some(name)).await;
         // Checked even after a failed fan-out: most batches were delivered.
-        self.retract_if_deleted(post).await?;
+        self.settle_delivery(post, name, None).await?;
         let written = fanned_out?;
         self.store.deliveries.mark_delivered(post.id).await?;
         metrics::counter!("socialite_fanout_posts_total", "strategy" => strategy.as_str())
@@ -154,31 +161,42 @@ impl Timelines {
 
     /// Delivers a fresh post to its author's own timeline only, leaving the followers to
     /// the timelines worker (the post is not marked delivered).
-    pub async fn post_created_own(&self, post: &Post) -> StoreResult<()> {
+    pub async fn post_created_own(&self, post: &Post, name: &NameStamp) -> StoreResult<()> {
         if self.strategy() == FeedStrategy::FanoutOnRead {
             return Ok(());
         }
-        self.feed
-            .deliver(post, std::slice::from_ref(&post.author))
-            .await?;
-        self.retract_if_deleted(post).await
+        let own = std::slice::from_ref(&post.author);
+        self.feed.deliver(post, Some(name), own).await?;
+        self.settle_delivery(post, name, Some(own)).await
     }
 
-    /// A delete that ran while `post` was being delivered may have retracted before our
-    /// pushes landed; the delete removes the post first, so checking it after our pushes
-    /// closes the race. Reads the id index only.
-    async fn retract_if_deleted(&self, post: &Post) -> StoreResult<()> {
-        let author = std::slice::from_ref(&post.author);
-        if self
-            .store
-            .content
-            .existing_posts(&[post.id], author)
-            .await?
-            .is_empty()
-        {
+    /// Closes the races of a delivery that just landed, with two reads at once:
+    /// - a delete that ran meanwhile may have retracted before our pushes; the delete
+    ///   removes the post first, so seeing it gone now means retracting again (the id
+    ///   index only);
+    /// - a rename that committed after the insert read `name` may have been propagated
+    ///   before our pushes; a newer version now means stamping it again, on `users` or
+    ///   (`None`) the whole audience.
+    async fn settle_delivery(
+        &self,
+        post: &Post,
+        name: &NameStamp,
+        users: Option<&[String]>,
+    ) -> StoreResult<()> {
+        let (ids, author) = ([post.id], std::slice::from_ref(&post.author));
+        let (existing, current) = tokio::try_join!(
+            self.store.content.existing_posts(&ids, author),
+            self.store.users.user(&post.author)
+        )?;
+        if existing.is_empty() {
             self.feed.retract(post.id).await?;
         }
-        Ok(())
+        match current {
+            Some(user) if user.version > name.version => {
+                self.stamp(&post.author, &user.name_stamp(), users).await
+            }
+            _ => Ok(()),
+        }
     }
 
     /// Whether `author`'s fan-out is small enough to do in the request.
@@ -191,131 +209,29 @@ impl Timelines {
         self.feed.retract(post).await
     }
 
+    /// Backfills `followee`'s posts into `follower`'s timeline, stamped with the name
+    /// read before, and stamps them again if a rename landed meanwhile.
     pub async fn followed(&self, follower: &str, followee: &str) -> StoreResult<()> {
-        self.feed.followed(follower, followee).await
+        if self.feed.kind().is_none() {
+            return Ok(());
+        }
+        let Some(before) = self.store.users.user(followee).await? else {
+            return Ok(());
+        };
+        let name = before.name_stamp();
+        self.feed.followed(follower, followee, Some(&name)).await?;
+        match self.store.users.user(followee).await? {
+            Some(now) if now.version > name.version => {
+                let follower = [follower.to_owned()];
+                self.stamp(followee, &now.name_stamp(), Some(&follower))
+                    .await
+            }
+            _ => Ok(()),
+        }
     }
 
     pub async fn unfollowed(&self, follower: &str, followee: &str) -> StoreResult<()> {
         self.feed.unfollowed(follower, followee).await
-    }
-
-    /// One page of `user`'s home timeline, newest first. `NotFound` for unknown users.
-    ///
-    /// A read is the strategy's own read plus one lookup of the page's authors (names
-    /// and whether the reader still follows them); whether the user exists is only asked
-    /// when the page comes back empty.
-    pub async fn page(
-        &self,
-        user: &str,
-        before: Option<PostId>,
-        limit: usize,
-    ) -> StoreResult<TimelinePage> {
-        let want = limit + 1;
-        let mut kept: Vec<TimelineEntry> = Vec::with_capacity(want);
-        let mut names: HashMap<String, String> = HashMap::new();
-        let mut cursor = before;
-        for _ in 0..MAX_READ_ROUNDS {
-            let request = want - kept.len();
-            let candidates = self.feed.entries(user, cursor, request).await?;
-            let exhausted = candidates.len() < request;
-            cursor = candidates.last().map(|e| e.id).or(cursor);
-            kept.extend(self.current(user, candidates, &mut names).await?);
-            if kept.len() >= want || exhausted {
-                break;
-            }
-        }
-        if kept.is_empty() && self.store.users.user(user).await?.is_none() {
-            return Err(StoreError::NotFound(format!("user {user}")));
-        }
-        let next_cursor = (kept.len() > limit).then(|| kept[limit - 1].id);
-        kept.truncate(limit);
-        let items = kept
-            .into_iter()
-            .map(|e| TimelineItem {
-                author_display_name: names
-                    .get(&e.author)
-                    .cloned()
-                    .unwrap_or_else(|| e.author.clone()),
-                id: e.id,
-                author: e.author,
-                text: e.text.unwrap_or_default(),
-            })
-            .collect();
-        Ok(TimelinePage { items, next_cursor })
-    }
-
-    /// Drops entries whose author the reader no longer follows (an unfollow that raced
-    /// with a fan-out) and entries of deleted posts: linked entries are hydrated, and
-    /// entries carrying their text are looked up in the id index (a delete whose
-    /// retraction failed leaves them behind), alongside the author lookup. Collects the
-    /// authors' display names into `names`.
-    async fn current(
-        &self,
-        user: &str,
-        entries: Vec<TimelineEntry>,
-        names: &mut HashMap<String, String>,
-    ) -> StoreResult<Vec<TimelineEntry>> {
-        if entries.is_empty() {
-            return Ok(entries);
-        }
-        let mut entries = entries;
-        let authors: Vec<String> = distinct(entries.iter().map(|e| e.author.as_str()))
-            .map(str::to_owned)
-            .collect();
-        // Fanout on read serves posts it has just read: nothing can be stale.
-        let materialised = self.strategy() != FeedStrategy::FanoutOnRead;
-        let embedded: Vec<PostId> = entries
-            .iter()
-            .filter(|e| materialised && e.text.is_some())
-            .map(|e| e.id)
-            .collect();
-        let existence = async {
-            if embedded.is_empty() {
-                return Ok(None);
-            }
-            self.store
-                .content
-                .existing_posts(&embedded, &authors)
-                .await
-                .map(Some)
-        };
-        let (views, existing) =
-            tokio::try_join!(self.store.users.authors(user, &authors), existence)?;
-        if let Some(existing) = existing {
-            let existing: HashSet<PostId> = existing.into_iter().collect();
-            entries.retain(|e| e.text.is_none() || existing.contains(&e.id));
-        }
-        if materialised {
-            let followed: HashSet<&str> = views
-                .iter()
-                .filter(|v| v.followed)
-                .map(|v| v.id.as_str())
-                .collect();
-            entries.retain(|e| e.author == user || followed.contains(e.author.as_str()));
-        }
-        names.extend(views.into_iter().map(|v| (v.id, v.display_name)));
-        let linked: Vec<PostId> = entries
-            .iter()
-            .filter(|e| e.text.is_none())
-            .map(|e| e.id)
-            .collect();
-        if !linked.is_empty() {
-            let texts: HashMap<PostId, String> = self
-                .store
-                .content
-                .posts_by_ids(&linked, &authors)
-                .await?
-                .into_iter()
-                .map(|p| (p.id, p.text))
-                .collect();
-            entries.retain_mut(|e| {
-                if e.text.is_none() {
-                    e.text = texts.get(&e.id).cloned();
-                }
-                e.text.is_some()
-            });
-        }
-        Ok(entries)
     }
 }
 
@@ -343,7 +259,7 @@ pub(crate) async fn retract_deleted(
     Ok(())
 }
 
-fn distinct<'a>(items: impl Iterator<Item = &'a str>) -> impl Iterator<Item = &'a str> {
+pub(super) fn distinct<'a>(items: impl Iterator<Item = &'a str>) -> impl Iterator<Item = &'a str> {
     let mut seen = HashSet::new();
     items.filter(move |item| seen.insert(*item))
 }

@@ -6,7 +6,9 @@ use async_trait::async_trait;
 
 use super::buckets::read_buckets;
 use super::{FeedService, FeedSettings, retract_deleted};
-use crate::domain::{BucketKind, FeedStrategy, Post, PostId, TimelineEntry, TimelineKind};
+use crate::domain::{
+    BucketKind, FeedStrategy, NameStamp, Post, PostId, TimelineEntry, TimelineKind,
+};
 use crate::store::timelines::deliver_to_audience;
 use crate::store::{Store, StoreResult};
 
@@ -29,8 +31,12 @@ impl FeedService for SizedBuckets {
         FeedStrategy::SizedBuckets
     }
 
-    async fn fan_out(&self, post: &Post) -> StoreResult<u64> {
-        let entry = [post.entry(self.settings.embed_content)];
+    fn kind(&self) -> Option<TimelineKind> {
+        Some(TimelineKind::Buckets(KIND))
+    }
+
+    async fn fan_out(&self, post: &Post, name: Option<&NameStamp>) -> StoreResult<u64> {
+        let entry = [post.entry(self.settings.embed_content, name)];
         let entry = &entry;
         let (store, size) = (&self.store, self.settings.bucket_size);
         deliver_to_audience(store.graph.as_ref(), &post.author, |targets| async move {
@@ -40,8 +46,13 @@ impl FeedService for SizedBuckets {
         .await
     }
 
-    async fn deliver(&self, post: &Post, users: &[String]) -> StoreResult<u64> {
-        let entry = [post.entry(self.settings.embed_content)];
+    async fn deliver(
+        &self,
+        post: &Post,
+        name: Option<&NameStamp>,
+        users: &[String],
+    ) -> StoreResult<u64> {
+        let entry = [post.entry(self.settings.embed_content, name)];
         let size = self.settings.bucket_size;
         self.store.timelines.sized_push(users, &entry, size).await?;
         Ok(users.len() as u64)
@@ -54,7 +65,12 @@ impl FeedService for SizedBuckets {
             .await
     }
 
-    async fn followed(&self, follower: &str, followee: &str) -> StoreResult<()> {
+    async fn followed(
+        &self,
+        follower: &str,
+        followee: &str,
+        name: Option<&NameStamp>,
+    ) -> StoreResult<()> {
         let mut posts = self
             .store
             .content
@@ -63,7 +79,7 @@ impl FeedService for SizedBuckets {
         posts.reverse();
         let entries: Vec<TimelineEntry> = posts
             .iter()
-            .map(|p| p.entry(self.settings.embed_content))
+            .map(|p| p.entry(self.settings.embed_content, name))
             .collect();
         self.store
             .timelines

@@ -9,7 +9,9 @@ use async_trait::async_trait;
 
 use super::buckets::read_buckets;
 use super::{FeedService, FeedSettings, retract_deleted};
-use crate::domain::{BucketKind, FeedStrategy, Post, PostId, TimelineEntry, TimelineKind};
+use crate::domain::{
+    BucketKind, FeedStrategy, NameStamp, Post, PostId, TimelineEntry, TimelineKind,
+};
 use crate::store::timelines::deliver_to_audience;
 use crate::store::{Store, StoreResult};
 
@@ -38,9 +40,13 @@ impl FeedService for TimedBuckets {
         FeedStrategy::TimedBuckets
     }
 
-    async fn fan_out(&self, post: &Post) -> StoreResult<u64> {
+    fn kind(&self) -> Option<TimelineKind> {
+        Some(TimelineKind::Buckets(KIND))
+    }
+
+    async fn fan_out(&self, post: &Post, name: Option<&NameStamp>) -> StoreResult<u64> {
         let key = bucket_of(post.id, self.settings.bucket_span_ms);
-        let entry = [post.entry(self.settings.embed_content)];
+        let entry = [post.entry(self.settings.embed_content, name)];
         let entry = &entry;
         let (store, max) = (&self.store, self.settings.timed_bucket_max_entries);
         deliver_to_audience(store.graph.as_ref(), &post.author, |targets| async move {
@@ -53,9 +59,14 @@ impl FeedService for TimedBuckets {
         .await
     }
 
-    async fn deliver(&self, post: &Post, users: &[String]) -> StoreResult<u64> {
+    async fn deliver(
+        &self,
+        post: &Post,
+        name: Option<&NameStamp>,
+        users: &[String],
+    ) -> StoreResult<u64> {
         let key = bucket_of(post.id, self.settings.bucket_span_ms);
-        let entry = [post.entry(self.settings.embed_content)];
+        let entry = [post.entry(self.settings.embed_content, name)];
         let max = self.settings.timed_bucket_max_entries;
         self.store
             .timelines
@@ -71,7 +82,12 @@ impl FeedService for TimedBuckets {
             .await
     }
 
-    async fn followed(&self, follower: &str, followee: &str) -> StoreResult<()> {
+    async fn followed(
+        &self,
+        follower: &str,
+        followee: &str,
+        name: Option<&NameStamp>,
+    ) -> StoreResult<()> {
         let posts = self
             .store
             .content
@@ -82,7 +98,7 @@ impl FeedService for TimedBuckets {
             by_bucket
                 .entry(bucket_of(post.id, self.settings.bucket_span_ms))
                 .or_default()
-                .push(post.entry(self.settings.embed_content));
+                .push(post.entry(self.settings.embed_content, name));
         }
         let follower = [follower.to_owned()];
         let max = self.settings.timed_bucket_max_entries;

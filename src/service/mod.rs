@@ -174,6 +174,7 @@ impl Social {
         let Inserted {
             post,
             author_followers,
+            author_name,
         } = self
             .store
             .content
@@ -181,9 +182,9 @@ impl Social {
             .await?;
         self.wakers.wake_all();
         if self.timelines.fans_out_inline(author_followers) {
-            self.timelines.post_created(&post).await?;
+            self.timelines.post_created(&post, &author_name).await?;
         } else {
-            self.timelines.post_created_own(&post).await?;
+            self.timelines.post_created_own(&post, &author_name).await?;
         }
         Ok(post)
     }

@@ -3,7 +3,7 @@
 use async_trait::async_trait;
 
 use super::StoreResult;
-use crate::domain::{Post, PostId};
+use crate::domain::{NameStamp, Post, PostId};
 
 /// Changes here are appended to the change feed atomically with the change, and keep
 /// the author's post counter.
@@ -14,6 +14,8 @@ pub struct Inserted {
     /// The author's follower count as the insert read it: the fan-out decides from it
     /// whether to deliver in the request, without another read.
     pub author_followers: u64,
+    /// The author's display name as the insert read it, for the timeline entries.
+    pub author_name: NameStamp,
 }
 
 #[async_trait]

@@ -10,9 +10,21 @@ use async_trait::async_trait;
 use super::graph::FANOUT_BATCH;
 use super::{GraphStore, StoreResult};
 use crate::domain::{
-    Bucket, BucketKind, CacheState, PostId, TimelineEntry, TimelineKind, validate_post_text,
-    validate_user_id,
+    Bucket, BucketKind, CacheState, NameStamp, PostId, TimelineEntry, TimelineKind,
+    validate_display_name, validate_post_text, validate_user_id,
 };
+
+/// A cache as its owner may be served it (see [`TimelineStore::cache_current`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CacheView {
+    pub ready: bool,
+    pub started_at_ms: i64,
+    /// Newest first: the entries whose post exists and whose author is the owner or
+    /// someone the owner follows.
+    pub entries: Vec<TimelineEntry>,
+    /// The oldest entry the cache holds, served or not: where reads past it begin.
+    pub oldest: Option<PostId>,
+}
 
 /// Every push is idempotent by post id: an entry already in the user's timeline (in any
 /// bucket of the group it would go to, or in the cache) is not stored again, and a bucket
@@ -79,6 +91,11 @@ pub trait TimelineStore: Send + Sync + 'static {
         cache_size: u32,
     ) -> StoreResult<bool>;
     async fn cache(&self, user: &str) -> StoreResult<Option<CacheState>>;
+    /// `user`'s cache as `user` may be served it, in one call: `None` without a cache;
+    /// otherwise without the entries an unfollow or a delete is still removing (a push
+    /// that raced with one lands after its removal and is taken out again by the pusher's
+    /// own re-check, so until then the read must not serve it).
+    async fn cache_current(&self, user: &str) -> StoreResult<Option<CacheView>>;
     /// Creates an empty, not yet ready cache. Returns false when one already exists.
     async fn cache_start(&self, user: &str, now_ms: i64) -> StoreResult<bool>;
     /// Merges `entries` into the cache and marks it ready.
@@ -98,6 +115,23 @@ pub trait TimelineStore: Send + Sync + 'static {
     ) -> StoreResult<()>;
     /// Removes a post from every timeline.
     async fn remove_post_entries(&self, kind: TimelineKind, post: PostId) -> StoreResult<()>;
+
+    /// Stamps `author`'s embedded entries in `users`' timelines of `kind` with `name`,
+    /// where they carry no stamp or an older one: an older rename applied after a newer
+    /// one changes nothing. Idempotent.
+    async fn rename_author(
+        &self,
+        kind: TimelineKind,
+        users: &[String],
+        author: &str,
+        name: &NameStamp,
+    ) -> StoreResult<()>;
+    /// For those of `authors` with one, the highest user version whose name has reached
+    /// every timeline (see `mark_renamed`).
+    async fn renamed(&self, authors: &[String]) -> StoreResult<Vec<(String, u64)>>;
+    /// Records that `author`'s name at `version` reached every timeline. Never lowers
+    /// the recorded version.
+    async fn mark_renamed(&self, author: &str, version: u64) -> StoreResult<()>;
 }
 
 /// Tries of one delivery before its error is reported.
@@ -206,14 +240,16 @@ fn max_valid_bytes(validate: fn(&str) -> Result<(), String>) -> usize {
         .unwrap_or(0)
 }
 
-/// The BSON size of the largest timeline entry `{_id: ObjectId, a: author, m: text}`:
-/// the document's length prefix (4) and terminator (1); `_id`: type byte, "_id\0", 12
-/// bytes; each string: type byte, name and NUL, length prefix (4), bytes, NUL.
+/// The BSON size of the largest timeline entry `{_id: ObjectId, a: author, m: text, n:
+/// display name, v: version}`: the document's length prefix (4) and terminator (1);
+/// `_id`: type byte, "_id\0", 12 bytes; each string: type byte, name and NUL, length
+/// prefix (4), bytes, NUL; `v`: type byte, "v\0", 8 bytes.
 pub fn largest_entry_bytes() -> usize {
     let string = |name: &str, bytes: usize| 1 + name.len() + 1 + 4 + bytes + 1;
     let author = max_valid_bytes(validate_user_id);
     let text = max_valid_bytes(validate_post_text);
-    4 + (1 + 4 + 12) + string("a", author) + string("m", text) + 1
+    let name = max_valid_bytes(validate_display_name);
+    4 + (1 + 4 + 12) + string("a", author) + string("m", text) + string("n", name) + (1 + 2 + 8) + 1
 }
 
 /// The BSON size of a timeline document holding `entries` of the largest size: the
@@ -237,16 +273,18 @@ mod tests {
 
     #[test]
     fn the_largest_entry_follows_the_validators() {
-        // 500 four-byte characters, a 32-character id: 38 bytes of BSON around them.
+        // 500 four-byte characters, a 32-character id: 38 bytes of BSON around them; a
+        // name of 64 four-byte characters: 8 more, and the version, 11.
         assert_eq!(max_valid_bytes(validate_post_text), 2000);
         assert_eq!(max_valid_bytes(validate_user_id), 32);
-        assert_eq!(largest_entry_bytes(), 38 + 32 + 2000);
+        assert_eq!(max_valid_bytes(validate_display_name), 256);
+        assert_eq!(largest_entry_bytes(), 38 + 32 + 2000 + 8 + 256 + 11);
         assert_eq!(largest_document_bytes(0), DOCUMENT_FIXED_BYTES);
         // Indexes 0-9 take one digit, 10-11 two.
-        assert_eq!(largest_document_bytes(12), 256 + 12 * 2070 + 10 * 3 + 2 * 4);
+        assert_eq!(largest_document_bytes(12), 256 + 12 * 2345 + 10 * 3 + 2 * 4);
         let framing = |n: u32| (0..n).map(|i| 2 + i.to_string().len()).sum::<usize>();
         for n in [1, 9, 10, 11, 99, 100, 101, 1000, 12_345] {
-            let expected = 256 + n as usize * 2070 + framing(n);
+            let expected = 256 + n as usize * 2345 + framing(n);
             assert_eq!(largest_document_bytes(n), expected, "{n} entries");
         }
     }

@@ -2,6 +2,7 @@
 //!
 //! - A post not yet marked delivered (its author's audience was left to this worker, or
 //!   a crash cut the request's fan-out short) is fanned out and then marked.
+//! - A user change propagates the display name into the author's timeline entries.
 //! - A deleted post is retracted; a follow whose edge still exists is backfilled; an
 //!   unfollow whose edge is still gone is removed. These repeat what the request did, so a
 //!   crash between a write and its timeline upkeep is repaired.
@@ -16,6 +17,9 @@
 //!   so an old change can never undo a newer one; reads also drop entries of authors the
 //!   reader no longer follows.
 //!
+//! - a rename stamps the author's entries only where their stamp is older (see
+//!   `feed::names`): an old holder replaying an old rename changes nothing newer.
+//!
 //! The delivery marker is written after the fan-out, so a crash in between fans out again
 //! (harmless, by idempotence).
 
@@ -25,7 +29,7 @@ use async_trait::async_trait;
 use serde::Deserialize;
 
 use super::runtime::Worker;
-use crate::domain::{Change, ChangeOp, FeedStrategy, Fence, PostId};
+use crate::domain::{Change, ChangeOp, FeedStrategy, Fence, NameStamp, PostId, User};
 use crate::feed::{FeedSettings, Timelines};
 use crate::store::{Store, StoreError, StoreResult};
 
@@ -83,6 +87,16 @@ impl Worker for TimelinesWorker {
             .filter(|c| c.collection == "posts" && c.op == ChangeOp::Insert)
             .map(post_id)
             .collect::<StoreResult<_>>()?;
+        let renames: Vec<(String, NameStamp)> = changes
+            .iter()
+            .filter(|c| c.collection == "users" && c.op != ChangeOp::Delete)
+            .filter_map(|c| c.document.clone())
+            .map(|doc| {
+                serde_json::from_value::<User>(doc)
+                    .map(|user| (user.id.clone(), user.name_stamp()))
+                    .map_err(|e| StoreError::Poison(format!("user change: {e}")))
+            })
+            .collect::<StoreResult<_>>()?;
         let delivered: HashSet<PostId> = self
             .store
             .deliveries
@@ -97,8 +111,15 @@ impl Worker for TimelinesWorker {
                     if delivered.contains(&id) {
                         continue;
                     }
-                    if let Some(post) = self.store.content.post(id).await? {
-                        self.timelines.post_created(&post).await?;
+                    let Some(post) = self.store.content.post(id).await? else {
+                        continue;
+                    };
+                    // The name as it stands now; a rename after this read is caught by
+                    // the delivery's own re-check.
+                    if let Some(author) = self.store.users.user(&post.author).await? {
+                        self.timelines
+                            .post_created(&post, &author.name_stamp())
+                            .await?;
                     }
                 }
                 ("posts", ChangeOp::Delete) => self.timelines.retract(post_id(change)?).await?,
@@ -126,6 +147,9 @@ impl Worker for TimelinesWorker {
                 _ => {}
             }
         }
+        // After the batch's posts, so that a post fanned out above with an older name
+        // is stamped too. Renames of one batch are applied together, newest per author.
+        self.timelines.renamed(&renames).await?;
         Ok(())
     }
 

@@ -6,9 +6,11 @@ use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 use socialite::domain::{
-    Bucket, BucketKind, CacheState, Post, PostId, TimelineEntry, TimelineKind,
+    AuthorView, Bucket, BucketKind, CacheState, NameStamp, NewUser, Post, PostId, TimelineEntry,
+    TimelineKind, User,
 };
-use socialite::store::{ContentStore, Inserted, StoreError, StoreResult, TimelineStore};
+use socialite::store::timelines::CacheView;
+use socialite::store::{ContentStore, Inserted, StoreError, StoreResult, TimelineStore, UserStore};
 use tokio::sync::oneshot;
 
 /// The text of every injected failure; a response that shows it leaked the cause.
@@ -77,6 +79,41 @@ impl ContentStore for FailingContent {
 
 /// Content that holds the first `home_posts` of `user` after it has read, until told to
 /// go on: a cache build then holds its snapshot while the test changes the world.
+/// Fails every call while `failing` is set, like [`FailingContent`].
+pub struct FailingUsers {
+    pub inner: Arc<dyn UserStore>,
+    pub failing: AtomicBool,
+}
+
+#[async_trait]
+impl UserStore for FailingUsers {
+    async fn create_user(&self, user: &NewUser) -> StoreResult<User> {
+        self.check()?;
+        self.inner.create_user(user).await
+    }
+    async fn user(&self, id: &str) -> StoreResult<Option<User>> {
+        self.check()?;
+        self.inner.user(id).await
+    }
+    async fn rename_user(&self, id: &str, display_name: &str) -> StoreResult<Option<User>> {
+        self.check()?;
+        self.inner.rename_user(id, display_name).await
+    }
+    async fn authors(&self, reader: &str, authors: &[String]) -> StoreResult<Vec<AuthorView>> {
+        self.check()?;
+        self.inner.authors(reader, authors).await
+    }
+}
+
+impl FailingUsers {
+    fn check(&self) -> StoreResult<()> {
+        if self.failing.load(Ordering::SeqCst) {
+            return Err(injected());
+        }
+        Ok(())
+    }
+}
+
 pub struct PausingContent {
     pub inner: Arc<dyn ContentStore>,
     pub user: String,
@@ -268,5 +305,24 @@ impl TimelineStore for FaultyTimelines {
     async fn remove_post_entries(&self, kind: TimelineKind, post: PostId) -> StoreResult<()> {
         self.check("remove_post_entries", &[])?;
         self.inner.remove_post_entries(kind, post).await
+    }
+    async fn cache_current(&self, user: &str) -> StoreResult<Option<CacheView>> {
+        self.inner.cache_current(user).await
+    }
+    async fn rename_author(
+        &self,
+        kind: TimelineKind,
+        users: &[String],
+        author: &str,
+        name: &NameStamp,
+    ) -> StoreResult<()> {
+        self.check("rename_author", users)?;
+        self.inner.rename_author(kind, users, author, name).await
+    }
+    async fn renamed(&self, authors: &[String]) -> StoreResult<Vec<(String, u64)>> {
+        self.inner.renamed(authors).await
+    }
+    async fn mark_renamed(&self, author: &str, version: u64) -> StoreResult<()> {
+        self.inner.mark_renamed(author, version).await
     }
 }

@@ -6,7 +6,7 @@ use rusqlite::{OptionalExtension, params};
 use super::{
     EmbeddedStore, IN_CHUNK, add_to_counter, placeholders, post_from_row, post_id_at, record_change,
 };
-use crate::domain::{ChangeOp, Post, PostId};
+use crate::domain::{ChangeOp, NameStamp, Post, PostId};
 use crate::store::{ContentStore, Inserted, StoreError, StoreResult};
 
 #[async_trait]
@@ -14,11 +14,13 @@ impl ContentStore for EmbeddedStore {
     async fn insert_post(&self, author: &str, text: &str, now_ms: i64) -> StoreResult<Inserted> {
         let (author, text) = (author.to_owned(), text.to_owned());
         self.write(move |tx| {
-            let followers: Option<i64> = tx
-                .prepare_cached("SELECT followers_count FROM users WHERE id = ?1")?
-                .query_row([&author], |row| row.get(0))
+            let found: Option<(i64, String, i64)> = tx
+                .prepare_cached(
+                    "SELECT followers_count, display_name, version FROM users WHERE id = ?1",
+                )?
+                .query_row([&author], |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)))
                 .optional()?;
-            let Some(followers) = followers else {
+            let Some((followers, display_name, version)) = found else {
                 return Err(StoreError::NotFound(format!("user {author}")));
             };
             // The last id handed out lives in `meta`, so ids never go back or repeat,
@@ -43,6 +45,10 @@ impl ContentStore for EmbeddedStore {
             Ok(Inserted {
                 post,
                 author_followers: followers.max(0) as u64,
+                author_name: NameStamp {
+                    display_name,
+                    version: version.max(0) as u64,
+                },
             })
         })
         .await

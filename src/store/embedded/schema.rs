@@ -77,6 +77,12 @@ CREATE TABLE IF NOT EXISTS cache_entries (
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS cache_entries_by_post ON cache_entries (post_id);
 
+-- Per author, the highest user version whose display name reached every timeline.
+CREATE TABLE IF NOT EXISTS renames (
+    user    TEXT PRIMARY KEY,
+    version INTEGER NOT NULL
+) WITHOUT ROWID;
+
 -- The activity log: one head row per user (the primary document's counters and the
 -- layout fixed at creation) and one row per entry, tagged with its slot (-1: primary).
 CREATE TABLE IF NOT EXISTS activity_logs (
@@ -131,9 +137,28 @@ pub fn migrate(conn: &Connection) -> rusqlite::Result<()> {
          INSERT OR IGNORE INTO meta (key, value) VALUES ('timed_bucket_parts', 1);
          RELEASE timed_parts;"
     ))?;
+    // Entries embed their author's display name (`name`) and the user version it was
+    // read at (`name_v`); entries written before carry neither.
+    for table in ["bucket_entries", "cache_entries"] {
+        add_column(conn, table, "name", "TEXT")?;
+        add_column(conn, table, "name_v", "INTEGER")?;
+    }
     // How many caches exist, so a fan-out can walk the caches instead of the followers
     // when there are fewer of them.
     conn.execute_batch(
         "INSERT OR IGNORE INTO meta (key, value) SELECT 'cache_count', count(*) FROM caches;",
     )
+}
+
+/// Adds a column unless the table has it already.
+fn add_column(conn: &Connection, table: &str, column: &str, decl: &str) -> rusqlite::Result<()> {
+    let exists: bool = conn.query_row(
+        "SELECT count(*) > 0 FROM pragma_table_info(?1) WHERE name = ?2",
+        [table, column],
+        |row| row.get(0),
+    )?;
+    if !exists {
+        conn.execute_batch(&format!("ALTER TABLE {table} ADD COLUMN {column} {decl}"))?;
+    }
+    Ok(())
 }

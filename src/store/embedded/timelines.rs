@@ -7,19 +7,41 @@ use async_trait::async_trait;
 use rusqlite::{OptionalExtension, Transaction, params};
 
 mod buckets;
+mod names;
 
 use super::{EmbeddedStore, IN_CHUNK, placeholders, post_id_at};
-use crate::domain::{Bucket, BucketKind, CacheState, PostId, TimelineEntry, TimelineKind};
+use crate::domain::{
+    Bucket, BucketKind, CacheState, NameStamp, PostId, TimelineEntry, TimelineKind,
+};
+use crate::store::timelines::CacheView;
 use crate::store::{StoreResult, TimelineStore};
 pub(super) use buckets::PART_BITS;
 use buckets::{group_keys, kind_code, public_key, push_group};
 
+/// The columns [`entry_from_row`] reads, in its order.
+pub(super) const ENTRY_COLUMNS: &str = "post_id, author, text, name, name_v";
+
+/// An entry from a row of [`ENTRY_COLUMNS`].
 fn entry_from_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<TimelineEntry> {
+    let name: Option<String> = row.get(3)?;
+    let version: Option<i64> = row.get(4)?;
     Ok(TimelineEntry {
         id: post_id_at(row, 0)?,
         author: row.get(1)?,
         text: row.get(2)?,
+        name: name.map(|display_name| NameStamp {
+            display_name,
+            version: version.unwrap_or(0).max(0) as u64,
+        }),
     })
+}
+
+/// An entry's name stamp as the `name` and `name_v` columns store it.
+fn name_columns(entry: &TimelineEntry) -> (Option<&str>, Option<i64>) {
+    match &entry.name {
+        Some(stamp) => (Some(&stamp.display_name), Some(stamp.version as i64)),
+        None => (None, None),
+    }
 }
 
 /// Inserts the entries the cache lacks (the primary key ignores the others) and trims
@@ -31,15 +53,19 @@ fn insert_cache_entries(
     cache_size: u32,
 ) -> StoreResult<usize> {
     let mut insert = tx.prepare_cached(
-        "INSERT OR IGNORE INTO cache_entries (user, post_id, author, text) VALUES (?1, ?2, ?3, ?4)",
+        "INSERT OR IGNORE INTO cache_entries (user, post_id, author, text, name, name_v)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
     )?;
     let mut inserted = 0;
     for entry in entries {
+        let (name, version) = name_columns(entry);
         inserted += insert.execute(params![
             user,
             &entry.id.bytes()[..],
             entry.author,
-            entry.text
+            entry.text,
+            name,
+            version
         ])?;
     }
     // Keep the newest `cache_size` entries, as `$push` with `$sort` and `$slice` does.
@@ -113,7 +139,7 @@ impl TimelineStore for EmbeddedStore {
                 })?
                 .collect::<rusqlite::Result<_>>()?;
             let mut entries_stmt = conn.prepare_cached(
-                "SELECT post_id, author, text FROM bucket_entries WHERE kind = ?1 AND user = ?2 AND key = ?3
+                "SELECT post_id, author, text, name, name_v FROM bucket_entries WHERE kind = ?1 AND user = ?2 AND key = ?3
                    AND (?4 IS NULL OR post_id < ?4)
                  ORDER BY post_id DESC LIMIT ?5",
             )?;
@@ -238,7 +264,7 @@ impl TimelineStore for EmbeddedStore {
             };
             let entries = conn
                 .prepare_cached(
-                    "SELECT post_id, author, text FROM cache_entries WHERE user = ?1 ORDER BY post_id DESC",
+                    "SELECT post_id, author, text, name, name_v FROM cache_entries WHERE user = ?1 ORDER BY post_id DESC",
                 )?
                 .query_map([&user], entry_from_row)?
                 .collect::<rusqlite::Result<_>>()?;
@@ -317,5 +343,34 @@ impl TimelineStore for EmbeddedStore {
             Ok(())
         })
         .await
+    }
+
+    async fn cache_current(&self, user: &str) -> StoreResult<Option<CacheView>> {
+        let user = user.to_owned();
+        self.read(move |conn| names::cache_current(conn, &user))
+            .await
+    }
+
+    async fn rename_author(
+        &self,
+        kind: TimelineKind,
+        users: &[String],
+        author: &str,
+        name: &NameStamp,
+    ) -> StoreResult<()> {
+        let (users, author, name) = (users.to_vec(), author.to_owned(), name.clone());
+        self.write(move |tx| names::rename_author(tx, kind, &users, &author, &name))
+            .await
+    }
+
+    async fn renamed(&self, authors: &[String]) -> StoreResult<Vec<(String, u64)>> {
+        let authors = authors.to_vec();
+        self.read(move |conn| names::renamed(conn, &authors)).await
+    }
+
+    async fn mark_renamed(&self, author: &str, version: u64) -> StoreResult<()> {
+        let author = author.to_owned();
+        self.write(move |tx| names::mark_renamed(tx, &author, version))
+            .await
     }
 }

@@ -79,7 +79,7 @@ impl UserStore for EmbeddedStore {
             let mut found = Vec::with_capacity(authors.len());
             for chunk in authors.chunks(IN_CHUNK) {
                 let sql = format!(
-                    "SELECT u.id, u.display_name,
+                    "SELECT u.id, u.display_name, u.version,
                             EXISTS (SELECT 1 FROM follows f WHERE f.follower = ? AND f.followee = u.id)
                      FROM users u WHERE u.id IN ({})",
                     placeholders(chunk.len())
@@ -90,7 +90,8 @@ impl UserStore for EmbeddedStore {
                     Ok(AuthorView {
                         id: row.get(0)?,
                         display_name: row.get(1)?,
-                        followed: row.get(2)?,
+                        version: row.get::<_, i64>(2)?.max(0) as u64,
+                        followed: row.get(3)?,
                     })
                 })?;
                 for row in rows {

@@ -7,7 +7,7 @@ use mongodb::bson::{Document, doc, oid::ObjectId};
 use super::{
     IndexSpec, MongoStore, Side, all, db_error, index, insert_new, int, oid, post_from, post_id,
 };
-use crate::domain::{Post, PostId};
+use crate::domain::{NameStamp, Post, PostId};
 use crate::store::{ContentStore, Inserted, StoreError, StoreResult};
 
 /// Authors per fanout-on-read query. Past about 200 values in one `$in`, the planner
@@ -50,13 +50,17 @@ impl ContentStore for MongoStore {
         let Some(user) = self
             .users_coll()
             .find_one(doc! { "_id": author })
-            .projection(doc! { "followers_count": 1 })
+            .projection(doc! { "followers_count": 1, "display_name": 1, "version": 1 })
             .await
             .map_err(db_error)?
         else {
             return Err(StoreError::NotFound(format!("user {author}")));
         };
         let author_followers = int(&user, "followers_count").max(0) as u64;
+        let author_name = NameStamp {
+            display_name: user.get_str("display_name").unwrap_or(author).to_owned(),
+            version: int(&user, "version").max(0) as u64,
+        };
         // Another process may hand out the same id; the unique `_id` sends us round again.
         for _ in 0..16 {
             let id = self.ids.next(now_ms);
@@ -71,6 +75,7 @@ impl ContentStore for MongoStore {
                 return Ok(Inserted {
                     post,
                     author_followers,
+                    author_name,
                 });
             }
         }

@@ -6,13 +6,17 @@
 
 mod buckets;
 mod cache;
+mod names;
 
 use async_trait::async_trait;
 use futures::StreamExt;
 use mongodb::bson::{Document, doc};
 
 use super::{IndexSpec, MongoStore, all, db_error, index, int, oid, post_id};
-use crate::domain::{Bucket, BucketKind, CacheState, PostId, TimelineEntry, TimelineKind};
+use crate::domain::{
+    Bucket, BucketKind, CacheState, NameStamp, PostId, TimelineEntry, TimelineKind,
+};
+use crate::store::timelines::CacheView;
 use crate::store::timelines::deliver_to_audience;
 use crate::store::{StoreResult, TimelineStore};
 use buckets::Group;
@@ -20,11 +24,16 @@ use buckets::Group;
 /// Users written at once by one fan-out call.
 const FANOUT_CONCURRENCY: usize = 32;
 
-/// `{_id, a, m}` when embedding, `{_id, a}` when linking.
+/// `{_id, a, m, n, v}` when embedding (`n`, `v`: the author's name stamp), `{_id, a}`
+/// when linking.
 fn entry_doc(entry: &TimelineEntry) -> Document {
     let mut doc = doc! { "_id": oid(entry.id), "a": &entry.author };
     if let Some(text) = &entry.text {
         doc.insert("m", text);
+    }
+    if let Some(name) = &entry.name {
+        doc.insert("n", &name.display_name);
+        doc.insert("v", name.version as i64);
     }
     doc
 }
@@ -39,6 +48,10 @@ fn entries_from(doc: &Document) -> StoreResult<Vec<TimelineEntry>> {
             id: post_id(item.get("_id"))?,
             author: item.get_str("a").unwrap_or_default().to_owned(),
             text: item.get_str("m").ok().map(str::to_owned),
+            name: item.get_str("n").ok().map(|name| NameStamp {
+                display_name: name.to_owned(),
+                version: int(item, "v").max(0) as u64,
+            }),
         });
     }
     entries.sort_unstable_by_key(|e| std::cmp::Reverse(e.id));
@@ -302,6 +315,27 @@ impl TimelineStore for MongoStore {
         .map_err(db_error)?;
         Ok(())
     }
+    async fn cache_current(&self, user: &str) -> StoreResult<Option<CacheView>> {
+        self.cache_view(user).await
+    }
+
+    async fn rename_author(
+        &self,
+        kind: TimelineKind,
+        users: &[String],
+        author: &str,
+        name: &NameStamp,
+    ) -> StoreResult<()> {
+        self.stamp_author(kind, users, author, name).await
+    }
+
+    async fn renamed(&self, authors: &[String]) -> StoreResult<Vec<(String, u64)>> {
+        self.renamed_versions(authors).await
+    }
+
+    async fn mark_renamed(&self, author: &str, version: u64) -> StoreResult<()> {
+        self.mark_renamed_version(author, version).await
+    }
 }
 
 #[cfg(test)]
@@ -328,6 +362,10 @@ mod tests {
             id: PostId::from_bytes(id.bytes()),
             author: user.clone(),
             text: Some("😀".repeat(500)),
+            name: Some(NameStamp {
+                display_name: "😀".repeat(64),
+                version: u64::MAX >> 1,
+            }),
         };
         assert_eq!(bytes(&entry_doc(&entry)), largest_entry_bytes());
         let skeletons = [

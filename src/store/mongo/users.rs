@@ -19,7 +19,11 @@ impl MongoStore {
     }
 
     /// The subset of `candidates` that `user` follows.
-    async fn followed_among(&self, user: &str, candidates: &[String]) -> StoreResult<Vec<String>> {
+    pub(super) async fn followed_among(
+        &self,
+        user: &str,
+        candidates: &[String],
+    ) -> StoreResult<Vec<String>> {
         if candidates.is_empty() {
             return Ok(Vec::new());
         }
@@ -89,6 +93,7 @@ impl UserStore for MongoStore {
             .into_iter()
             .map(|user| AuthorView {
                 followed: followed.contains(&user.id),
+                version: user.version,
                 id: user.id,
                 display_name: user.display_name,
             })

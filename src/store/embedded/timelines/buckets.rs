@@ -72,8 +72,8 @@ pub(super) fn push_group(
              n = n + 1, mn = min(mn, excluded.mn), mx = max(mx, excluded.mx)",
     )?;
     let mut entry_row = tx.prepare_cached(
-        "INSERT OR IGNORE INTO bucket_entries (kind, user, key, post_id, author, text)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+        "INSERT OR IGNORE INTO bucket_entries (kind, user, key, post_id, author, text, name, name_v)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
     )?;
     for entry in entries {
         let id = &entry.id.bytes()[..];
@@ -96,7 +96,17 @@ pub(super) fn push_group(
             }
         };
         bucket.execute(params![kind, user, key, id])?;
-        entry_row.execute(params![kind, user, key, id, entry.author, entry.text])?;
+        let (name, version) = super::name_columns(entry);
+        entry_row.execute(params![
+            kind,
+            user,
+            key,
+            id,
+            entry.author,
+            entry.text,
+            name,
+            version
+        ])?;
     }
     Ok(())
 }

@@ -1,0 +1,182 @@
+//! The read path: one page of a home timeline, from the configured strategy's entries,
+//! with stale entries dropped, linked content hydrated and author names attached.
+//!
+//! A warm cache read is one store call: the cache answers only current entries, and
+//! embedded entries carry their text and their author's name. Names are looked up only
+//! for entries that carry none (fanout on read, linked content, entries written before
+//! names were embedded), and the other strategies check their entries against the
+//! follow graph and the posts in one lookup alongside.
+
+use std::collections::{HashMap, HashSet};
+
+use super::{Timelines, distinct};
+use crate::domain::{PostId, TimelineEntry};
+use crate::store::{StoreError, StoreResult};
+
+/// A timeline item ready to serve.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TimelineItem {
+    pub id: PostId,
+    pub author: String,
+    pub author_display_name: String,
+    pub text: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TimelinePage {
+    pub items: Vec<TimelineItem>,
+    pub next_cursor: Option<PostId>,
+}
+
+/// A read that keeps finding stale entries stops refilling after this many rounds and
+/// serves what it has; each round drops only entries that raced with an unfollow.
+const MAX_READ_ROUNDS: usize = 8;
+
+impl Timelines {
+    /// One page of `user`'s home timeline, newest first. `NotFound` for unknown users;
+    /// whether the user exists is only asked when the page comes back empty.
+    pub async fn page(
+        &self,
+        user: &str,
+        before: Option<PostId>,
+        limit: usize,
+    ) -> StoreResult<TimelinePage> {
+        let want = limit + 1;
+        let mut kept: Vec<TimelineEntry> = Vec::with_capacity(want);
+        let mut names: HashMap<String, String> = HashMap::new();
+        let mut cursor = before;
+        for _ in 0..MAX_READ_ROUNDS {
+            let request = want - kept.len();
+            let candidates = self.feed.entries(user, cursor, request).await?;
+            let exhausted = candidates.len() < request;
+            cursor = candidates.last().map(|e| e.id).or(cursor);
+            kept.extend(self.current(user, candidates, &mut names).await?);
+            if kept.len() >= want || exhausted {
+                break;
+            }
+        }
+        if kept.is_empty() && self.store.users.user(user).await?.is_none() {
+            return Err(StoreError::NotFound(format!("user {user}")));
+        }
+        let next_cursor = (kept.len() > limit).then(|| kept[limit - 1].id);
+        kept.truncate(limit);
+        let items = kept
+            .into_iter()
+            .map(|e| TimelineItem {
+                author_display_name: match e.name {
+                    Some(stamp) => stamp.display_name,
+                    None => names
+                        .get(&e.author)
+                        .cloned()
+                        .unwrap_or_else(|| e.author.clone()),
+                },
+                id: e.id,
+                author: e.author,
+                text: e.text.unwrap_or_default(),
+            })
+            .collect();
+        Ok(TimelinePage { items, next_cursor })
+    }
+
+    /// Drops entries whose author the reader no longer follows (an unfollow that raced
+    /// with a fan-out) and entries of deleted posts, unless the strategy answered only
+    /// current entries; hydrates linked entries. Collects into `names` the display
+    /// names of authors whose entries carry none, and, when the author lookup ran
+    /// anyway, of all, replacing the entries' copies with the profile's.
+    async fn current(
+        &self,
+        user: &str,
+        entries: Vec<TimelineEntry>,
+        names: &mut HashMap<String, String>,
+    ) -> StoreResult<Vec<TimelineEntry>> {
+        if entries.is_empty() {
+            return Ok(entries);
+        }
+        let mut entries = entries;
+        let checked = !self.feed.serves_current();
+        let authors: Vec<String> = distinct(
+            entries
+                .iter()
+                .filter(|e| checked || (e.name.is_none() && !names.contains_key(&e.author)))
+                .map(|e| e.author.as_str()),
+        )
+        .map(str::to_owned)
+        .collect();
+        let embedded: Vec<PostId> = entries
+            .iter()
+            .filter(|e| checked && e.text.is_some())
+            .map(|e| e.id)
+            .collect();
+        let existence = async {
+            if embedded.is_empty() {
+                return Ok(None);
+            }
+            self.store
+                .content
+                .existing_posts(&embedded, &authors)
+                .await
+                .map(Some)
+        };
+        let views = async {
+            if authors.is_empty() {
+                return Ok(Vec::new());
+            }
+            self.store.users.authors(user, &authors).await
+        };
+        let (views, existing) = tokio::try_join!(views, existence)?;
+        if let Some(existing) = existing {
+            let existing: HashSet<PostId> = existing.into_iter().collect();
+            entries.retain(|e| e.text.is_none() || existing.contains(&e.id));
+        }
+        if checked {
+            let followed: HashSet<&str> = views
+                .iter()
+                .filter(|v| v.followed)
+                .map(|v| v.id.as_str())
+                .collect();
+            entries.retain(|e| e.author == user || followed.contains(e.author.as_str()));
+            // The profile was read anyway: serve its name, fresher than any copy.
+            for e in &mut entries {
+                e.name = None;
+            }
+        }
+        names.extend(views.into_iter().map(|v| (v.id, v.display_name)));
+        self.hydrate(&mut entries).await?;
+        Ok(entries)
+    }
+
+    /// Fills in the text of linked entries; drops those whose post is gone.
+    async fn hydrate(&self, entries: &mut Vec<TimelineEntry>) -> StoreResult<()> {
+        let linked: Vec<PostId> = entries
+            .iter()
+            .filter(|e| e.text.is_none())
+            .map(|e| e.id)
+            .collect();
+        if linked.is_empty() {
+            return Ok(());
+        }
+        let authors: Vec<String> = distinct(
+            entries
+                .iter()
+                .filter(|e| e.text.is_none())
+                .map(|e| e.author.as_str()),
+        )
+        .map(str::to_owned)
+        .collect();
+        let texts: HashMap<PostId, String> = self
+            .store
+            .content
+            .posts_by_ids(&linked, &authors)
+            .await?
+            .into_iter()
+            .map(|p| (p.id, p.text))
+            .collect();
+        entries.retain_mut(|e| {
+            if e.text.is_none() {
+                e.text = texts.get(&e.id).cloned();
+            }
+            e.text.is_some()
+        });
+        Ok(())
+    }
+}

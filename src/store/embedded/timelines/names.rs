@@ -1,0 +1,104 @@
+//! What serving a cache and renaming authors need on SQLite: the cache as its owner may
+//! be served it, in one read transaction, and name stamps replaced only by newer ones.
+
+use rusqlite::{Connection, OptionalExtension, Transaction, params};
+
+use super::{ENTRY_COLUMNS, entry_from_row, kind_code};
+use crate::domain::{NameStamp, TimelineKind};
+use crate::store::StoreResult;
+use crate::store::timelines::CacheView;
+
+/// One read transaction: the cache's state, its entries whose post exists and whose
+/// author is the owner or followed by the owner (both primary-key lookups per entry),
+/// and its oldest entry.
+pub(super) fn cache_current(conn: &Connection, user: &str) -> StoreResult<Option<CacheView>> {
+    let head: Option<(bool, i64)> = conn
+        .prepare_cached("SELECT ready, started_at FROM caches WHERE user = ?1")?
+        .query_row([user], |row| Ok((row.get(0)?, row.get(1)?)))
+        .optional()?;
+    let Some((ready, started_at_ms)) = head else {
+        return Ok(None);
+    };
+    let entries = conn
+        .prepare_cached(&format!(
+            "SELECT {ENTRY_COLUMNS} FROM cache_entries AS e WHERE e.user = ?1
+               AND (e.author = ?1 OR EXISTS (
+                    SELECT 1 FROM follows WHERE follower = ?1 AND followee = e.author))
+               AND EXISTS (SELECT 1 FROM posts WHERE id = e.post_id)
+             ORDER BY e.post_id DESC"
+        ))?
+        .query_map([user], entry_from_row)?
+        .collect::<rusqlite::Result<_>>()?;
+    let oldest = conn
+        .prepare_cached(
+            "SELECT post_id FROM cache_entries WHERE user = ?1 ORDER BY post_id LIMIT 1",
+        )?
+        .query_row([user], |row| crate::store::embedded::post_id_at(row, 0))
+        .optional()?;
+    Ok(Some(CacheView {
+        ready,
+        started_at_ms,
+        entries,
+        oldest,
+    }))
+}
+
+/// Stamps `author`'s embedded entries in `users`' timelines where their stamp is older
+/// or missing; each user's entries are one primary-key range.
+pub(super) fn rename_author(
+    tx: &Transaction<'_>,
+    kind: TimelineKind,
+    users: &[String],
+    author: &str,
+    name: &NameStamp,
+) -> StoreResult<()> {
+    let version = name.version as i64;
+    let stale = "author = ?2 AND text IS NOT NULL AND (name_v IS NULL OR name_v < ?4)";
+    match kind {
+        TimelineKind::Buckets(bucket) => {
+            let mut update = tx.prepare_cached(&format!(
+                "UPDATE bucket_entries SET name = ?3, name_v = ?4
+                 WHERE kind = ?5 AND user = ?1 AND {stale}"
+            ))?;
+            for user in users {
+                update.execute(params![
+                    user,
+                    author,
+                    name.display_name,
+                    version,
+                    kind_code(bucket)
+                ])?;
+            }
+        }
+        TimelineKind::Cache => {
+            let mut update = tx.prepare_cached(&format!(
+                "UPDATE cache_entries SET name = ?3, name_v = ?4 WHERE user = ?1 AND {stale}"
+            ))?;
+            for user in users {
+                update.execute(params![user, author, name.display_name, version])?;
+            }
+        }
+    }
+    Ok(())
+}
+
+pub(super) fn renamed(conn: &Connection, authors: &[String]) -> StoreResult<Vec<(String, u64)>> {
+    let mut select = conn.prepare_cached("SELECT version FROM renames WHERE user = ?1")?;
+    let mut found = Vec::new();
+    for author in authors {
+        let version: Option<i64> = select.query_row([author], |row| row.get(0)).optional()?;
+        if let Some(version) = version {
+            found.push((author.clone(), version.max(0) as u64));
+        }
+    }
+    Ok(found)
+}
+
+pub(super) fn mark_renamed(tx: &Transaction<'_>, author: &str, version: u64) -> StoreResult<()> {
+    tx.prepare_cached(
+        "INSERT INTO renames (user, version) VALUES (?1, ?2)
+         ON CONFLICT (user) DO UPDATE SET version = max(version, excluded.version)",
+    )?
+    .execute(params![author, version as i64])?;
+    Ok(())
+}

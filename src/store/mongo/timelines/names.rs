@@ -1,0 +1,126 @@
+//! What serving a cache and renaming authors need on MongoDB: the cache as its owner
+//! may be served it, and name stamps (`n`, `v` in an entry) replaced only by newer ones.
+//! `renames` `{_id: user, v}` records how far each author's name has been propagated.
+
+use std::collections::HashSet;
+
+use mongodb::bson::{Document, doc};
+
+use super::entries_from;
+use crate::domain::{BucketKind, NameStamp, PostId, TimelineKind};
+use crate::store::mongo::{MongoStore, all, db_error, int};
+use crate::store::timelines::CacheView;
+use crate::store::{ContentStore, StoreResult};
+
+const RENAMES: &str = "renames";
+
+impl MongoStore {
+    /// The cache document, then the owner's follow edges to the entries' authors and
+    /// the entries' posts in the id index, both at once: two round trips.
+    pub(super) async fn cache_view(&self, user: &str) -> StoreResult<Option<CacheView>> {
+        let found = self
+            .cache_coll()
+            .find_one(doc! { "_id": user })
+            .await
+            .map_err(db_error)?;
+        let Some(doc) = found else {
+            return Ok(None);
+        };
+        let mut entries = entries_from(&doc)?;
+        let oldest = entries.last().map(|e| e.id);
+        let mut authors: Vec<String> = entries
+            .iter()
+            .filter(|e| e.author != user)
+            .map(|e| e.author.clone())
+            .collect();
+        authors.sort_unstable();
+        authors.dedup();
+        let ids: Vec<PostId> = entries.iter().map(|e| e.id).collect();
+        let (followed, existing) = futures::try_join!(
+            self.followed_among(user, &authors),
+            self.existing_posts(&ids, &[])
+        )?;
+        let followed: HashSet<String> = followed.into_iter().collect();
+        let existing: HashSet<PostId> = existing.into_iter().collect();
+        entries.retain(|e| {
+            existing.contains(&e.id) && (e.author == user || followed.contains(&e.author))
+        });
+        Ok(Some(CacheView {
+            ready: doc.get_bool("ready").unwrap_or(false),
+            started_at_ms: int(&doc, "started"),
+            entries,
+            oldest,
+        }))
+    }
+
+    /// One `updateMany` per call: the documents of `users` holding a stale stamp of
+    /// `author`, each entry picked by an array filter.
+    pub(super) async fn stamp_author(
+        &self,
+        kind: TimelineKind,
+        users: &[String],
+        author: &str,
+        name: &NameStamp,
+    ) -> StoreResult<()> {
+        if users.is_empty() {
+            return Ok(());
+        }
+        let version = name.version as i64;
+        let (coll, owner) = match kind {
+            TimelineKind::Buckets(BucketKind::Timed) => {
+                (self.bucket_coll(BucketKind::Timed), "_id.u")
+            }
+            TimelineKind::Buckets(BucketKind::Sized) => (self.bucket_coll(BucketKind::Sized), "u"),
+            TimelineKind::Cache => (self.cache_coll(), "_id"),
+        };
+        // Missing (`$not $gte`) or older stamps of embedded entries.
+        let stale = |prefix: &str| -> Document {
+            doc! {
+                format!("{prefix}a"): author,
+                format!("{prefix}m"): { "$exists": true },
+                format!("{prefix}v"): { "$not": { "$gte": version } },
+            }
+        };
+        coll.update_many(
+            doc! { owner: { "$in": users }, "c": { "$elemMatch": stale("") } },
+            doc! { "$set": { "c.$[e].n": &name.display_name, "c.$[e].v": version } },
+        )
+        .array_filters(vec![stale("e.")])
+        .await
+        .map_err(db_error)?;
+        Ok(())
+    }
+
+    pub(super) async fn renamed_versions(
+        &self,
+        authors: &[String],
+    ) -> StoreResult<Vec<(String, u64)>> {
+        if authors.is_empty() {
+            return Ok(Vec::new());
+        }
+        let docs = all(self
+            .collection(RENAMES)
+            .find(doc! { "_id": { "$in": authors } }))
+        .await?;
+        Ok(docs
+            .iter()
+            .filter_map(|d| {
+                let user = d.get_str("_id").ok()?.to_owned();
+                Some((user, int(d, "v").max(0) as u64))
+            })
+            .collect())
+    }
+
+    /// `$max`, so the record never goes back.
+    pub(super) async fn mark_renamed_version(&self, author: &str, version: u64) -> StoreResult<()> {
+        self.collection(RENAMES)
+            .update_one(
+                doc! { "_id": author },
+                doc! { "$max": { "v": version as i64 } },
+            )
+            .upsert(true)
+            .await
+            .map_err(db_error)?;
+        Ok(())
+    }
+}
