@@ -33,4 +33,19 @@ if all(os.path.exists(p) for p in ceilings.values()):
     print(f"- closed-loop throughput at the same concurrency: /healthz {measured['healthz']:.0f} req/s, "
           f"timeline read {measured['read']:.0f} req/s ({measured['read'] / h:.0%} of /healthz), "
           f"mixed {measured['mixed']:.0f} req/s ({measured['mixed'] / h:.0%} of /healthz)")
+samples_path = prefix + ".workers.jsonl"
+if os.path.exists(samples_path):
+    lags = {}
+    with open(samples_path) as f:
+        for line in f:
+            line = line.strip()
+            if not line:
+                continue
+            for worker in json.loads(line).get("workers", []):
+                lags.setdefault(worker["name"], []).append(worker["lag_seconds"])
+    for name, series in sorted(lags.items()):
+        third = max(1, len(series) // 3)
+        print(f"- worker {name}: lag over {len(series)} one-second samples: max {max(series):.2f} s, "
+              f"mean of the first third {sum(series[:third]) / third:.3f} s, "
+              f"of the last third {sum(series[-third:]) / third:.3f} s, last {series[-1]:.2f} s")
 print(f"- server RSS at the end: {int(rss_kb) / 1024:.0f} MiB")

@@ -87,7 +87,11 @@ case "$scenario" in
     for op in healthz read mixed; do
       OP="$op" VUS="$conc" DURATION="${CEILING_DURATION:-15s}" run_k6 --summary-export "$out.ceiling-$op.json" loadtest/ceiling.js >/dev/null
     done
+    # The workers' lag, sampled every second while the mix runs (report.py sums it up).
+    ( while :; do curl -fsS "$base_url/v1/workers" 2>/dev/null && echo; sleep 1; done ) > "$out.workers.jsonl" &
+    sampler=$!
     RATE="${RATE:-200}" DURATION="${DURATION:-60s}" VUS="$conc" run_k6 --summary-export "$out.json" loadtest/mixed.js
+    kill "$sampler" 2>/dev/null || true
     ;;
   fanout)
     run_k6 --summary-export "$out.json" loadtest/fanout.js

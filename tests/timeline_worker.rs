@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use common::faults::FaultyTimelines;
 use common::{fresh_store, kinds};
-use socialite::domain::{ActivityLimits, FeedStrategy, PostId};
+use socialite::domain::{ActivityLimits, BucketKind, FeedStrategy, PostId, TimelineKind};
 use socialite::feed::FeedSettings;
 use socialite::service::Social;
 use socialite::store::Store;
@@ -68,6 +68,77 @@ async fn audience(social: &Social, author: &str, n: usize) -> Vec<String> {
         followers.push(id);
     }
     followers
+}
+
+/// The entries of `author` in `reader`'s sized buckets.
+async fn entries_by(store: &Store, reader: &str, author: &str) -> usize {
+    let buckets = store
+        .timelines
+        .buckets(BucketKind::Sized, reader, None, 0, 100, 100)
+        .await
+        .unwrap();
+    buckets
+        .iter()
+        .flat_map(|b| &b.entries)
+        .filter(|e| e.author == author)
+        .count()
+}
+
+#[tokio::test]
+async fn the_worker_backfills_only_follows_whose_request_did_not_finish_its_backfill() {
+    for kind in kinds("the_worker_backfills_only_follows_whose_request_did_not") {
+        let t = fresh_store(kind).await;
+        let feed = settings(FeedStrategy::SizedBuckets, 1000);
+        let social = Social::new(
+            t.store.clone(),
+            &feed,
+            ActivityLimits::default(),
+            Default::default(),
+        );
+        for id in ["reader", "done", "cut"] {
+            social.create_user(id, id).await.unwrap();
+        }
+        for author in ["done", "cut"] {
+            for i in 0..3 {
+                social.post(author, &format!("{author} {i}")).await.unwrap();
+            }
+        }
+        // A follow whose request finished: backfilled and marked.
+        social.follow("reader", "done").await.unwrap();
+        assert_eq!(
+            t.store.graph.edge("reader", "done").await.unwrap(),
+            Some(true)
+        );
+        // Take its entries out behind the worker's back: a worker that backfills again
+        // would bring them back.
+        let timeline = TimelineKind::Buckets(BucketKind::Sized);
+        let timelines = &t.store.timelines;
+        timelines
+            .remove_author_entries(timeline, "reader", "done")
+            .await
+            .unwrap();
+        // A follow whose request died after storing the edge: neither backfilled nor
+        // marked.
+        t.store.graph.follow("reader", "cut", 0).await.unwrap();
+        assert_eq!(
+            t.store.graph.edge("reader", "cut").await.unwrap(),
+            Some(false)
+        );
+        catch_up(
+            &t.store,
+            Arc::new(TimelinesWorker::new(t.store.clone(), &feed)),
+        )
+        .await;
+        assert_eq!(entries_by(&t.store, "reader", "done").await, 0, "{kind:?}");
+        assert_eq!(entries_by(&t.store, "reader", "cut").await, 3, "{kind:?}");
+        assert_eq!(
+            t.store.graph.edge("reader", "cut").await.unwrap(),
+            Some(true)
+        );
+        // An unfollow takes the mark with the edge.
+        social.unfollow("reader", "done").await.unwrap();
+        assert_eq!(t.store.graph.edge("reader", "done").await.unwrap(), None);
+    }
 }
 
 #[tokio::test]

@@ -132,6 +132,8 @@ impl Social {
         if added {
             self.wakers.wake_all();
             self.timelines.followed(follower, followee).await?;
+            // The timelines worker, seeing the mark, does not backfill again.
+            self.store.graph.mark_backfilled(follower, followee).await?;
         }
         Ok(added)
     }

@@ -29,6 +29,12 @@ pub trait GraphStore: Send + Sync + 'static {
         after: Option<&str>,
         limit: usize,
     ) -> StoreResult<Vec<String>>;
+    /// The edge `follower` → `followee`: `None` when there is none, otherwise whether
+    /// its backfill was marked done.
+    async fn edge(&self, follower: &str, followee: &str) -> StoreResult<Option<bool>>;
+    /// Marks the backfill of the edge done, if the edge exists. The mark lives on the
+    /// edge itself, so an unfollow takes it away and a new follow starts without it.
+    async fn mark_backfilled(&self, follower: &str, followee: &str) -> StoreResult<()>;
 }
 
 /// Calls `deliver` with the author and then the followers, in batches of

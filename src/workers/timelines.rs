@@ -3,9 +3,10 @@
 //! - A post not yet marked delivered (its author's audience was left to this worker, or
 //!   a crash cut the request's fan-out short) is fanned out and then marked.
 //! - A user change propagates the display name into the author's timeline entries.
-//! - A deleted post is retracted; a follow whose edge still exists is backfilled; an
-//!   unfollow whose edge is still gone is removed. These repeat what the request did, so a
-//!   crash between a write and its timeline upkeep is repaired.
+//! - A deleted post is retracted; a follow whose edge still exists and is not marked
+//!   backfilled is backfilled (then marked); an unfollow whose edge is still gone is
+//!   removed. These repeat what the request did, so a crash between a write and its
+//!   timeline upkeep is repaired.
 //!
 //! Fences, per side effect (MongoDB has no transaction to check the lease in, so each
 //! effect is guarded by the state of its source instead):
@@ -15,8 +16,7 @@
 //! - retractions and removals only ever remove, and are idempotent;
 //! - a backfill runs only while the follow edge exists, a removal only while it is gone,
 //!   so an old change can never undo a newer one; reads also drop entries of authors the
-//!   reader no longer follows.
-//!
+//!   reader no longer follows;
 //! - a rename stamps the author's entries only where their stamp is older (see
 //!   `feed::names`): an old holder replaying an old rename changes nothing newer.
 //!
@@ -46,15 +46,6 @@ impl TimelinesWorker {
             timelines: Timelines::new(store.clone(), settings),
             store,
         }
-    }
-
-    async fn followed(&self, follower: &str, followee: &str) -> StoreResult<bool> {
-        let views = self
-            .store
-            .users
-            .authors(follower, &[followee.to_owned()])
-            .await?;
-        Ok(views.iter().any(|v| v.followed))
     }
 }
 
@@ -130,9 +121,15 @@ impl Worker for TimelinesWorker {
                     let edge: FollowDoc = serde_json::from_value(doc).map_err(|e| {
                         StoreError::Poison(format!("follow change {}: {e}", change.position.0))
                     })?;
-                    if self.followed(&edge.follower, &edge.followee).await? {
+                    let graph = &self.store.graph;
+                    // Only an edge that still exists and whose backfill was not marked done
+                    // (the request marks it once its own backfill completed).
+                    if graph.edge(&edge.follower, &edge.followee).await? == Some(false) {
                         self.timelines
                             .followed(&edge.follower, &edge.followee)
+                            .await?;
+                        graph
+                            .mark_backfilled(&edge.follower, &edge.followee)
                             .await?;
                     }
                 }
@@ -140,7 +137,7 @@ impl Worker for TimelinesWorker {
                     let Some((follower, followee)) = change.key.split_once('/') else {
                         continue;
                     };
-                    if !self.followed(follower, followee).await? {
+                    if self.store.graph.edge(follower, followee).await?.is_none() {
                         self.timelines.unfollowed(follower, followee).await?;
                     }
                 }

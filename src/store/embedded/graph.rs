@@ -2,7 +2,7 @@
 //! two directions can never disagree; counters move in the same transaction.
 
 use async_trait::async_trait;
-use rusqlite::params;
+use rusqlite::{OptionalExtension, params};
 use serde::Serialize;
 
 use super::{EmbeddedStore, add_to_counter, record_change, user_exists};
@@ -61,6 +61,32 @@ impl GraphStore for EmbeddedStore {
                 None,
             )?;
             Ok(true)
+        })
+        .await
+    }
+
+    async fn edge(&self, follower: &str, followee: &str) -> StoreResult<Option<bool>> {
+        let (follower, followee) = (follower.to_owned(), followee.to_owned());
+        self.read(move |conn| {
+            Ok(conn
+                .prepare_cached(
+                    "SELECT backfilled FROM follows WHERE follower = ?1 AND followee = ?2",
+                )?
+                .query_row([&follower, &followee], |row| row.get(0))
+                .optional()?)
+        })
+        .await
+    }
+
+    /// Not a change of the graph: nothing is recorded in the feed.
+    async fn mark_backfilled(&self, follower: &str, followee: &str) -> StoreResult<()> {
+        let (follower, followee) = (follower.to_owned(), followee.to_owned());
+        self.write(move |tx| {
+            tx.prepare_cached(
+                "UPDATE follows SET backfilled = 1 WHERE follower = ?1 AND followee = ?2",
+            )?
+            .execute([&follower, &followee])?;
+            Ok(())
         })
         .await
     }

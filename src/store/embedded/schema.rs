@@ -139,6 +139,8 @@ pub fn migrate(conn: &Connection) -> rusqlite::Result<()> {
     ))?;
     // Entries embed their author's display name (`name`) and the user version it was
     // read at (`name_v`); entries written before carry neither.
+    // Whether the follow's backfill is done (see `GraphStore::mark_backfilled`).
+    add_column(conn, "follows", "backfilled", "INTEGER NOT NULL DEFAULT 0")?;
     for table in ["bucket_entries", "cache_entries"] {
         add_column(conn, table, "name", "TEXT")?;
         add_column(conn, table, "name_v", "INTEGER")?;

@@ -91,6 +91,30 @@ impl GraphStore for MongoStore {
         Ok(true)
     }
 
+    async fn edge(&self, follower: &str, followee: &str) -> StoreResult<Option<bool>> {
+        let key = format!("{follower}/{followee}");
+        let found = self
+            .collection(FOLLOWS)
+            .find_one(doc! { "_id": &key })
+            .projection(doc! { "backfilled": 1 })
+            .await
+            .map_err(db_error)?;
+        Ok(found.map(|edge| edge.get_bool("backfilled").unwrap_or(false)))
+    }
+
+    /// An update of the edge reaches the feed as an update, which no worker acts on.
+    async fn mark_backfilled(&self, follower: &str, followee: &str) -> StoreResult<()> {
+        let key = format!("{follower}/{followee}");
+        self.collection(FOLLOWS)
+            .update_one(
+                doc! { "_id": &key, "backfilled": { "$ne": true } },
+                doc! { "$set": { "backfilled": true } },
+            )
+            .await
+            .map_err(db_error)?;
+        Ok(())
+    }
+
     async fn following(
         &self,
         user: &str,
