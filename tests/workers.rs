@@ -7,7 +7,7 @@ mod common;
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use common::{fresh_store, kinds};
+use common::{create_user, fresh_store, kinds};
 use socialite::domain::{ActivityLimits, ActivityType, now_ms};
 use socialite::store::{Store, StoreError, StoreResult};
 use socialite::workers::activity::{ActivityWorker, NAME};
@@ -311,6 +311,43 @@ async fn a_first_worker_processes_everything_written_before_it_started() {
     }
 }
 
+/// The lag in changes after each step: exact where the feed can count what waits (the
+/// embedded store), at least one behind a full batch otherwise, and 0 once caught up.
+#[tokio::test]
+async fn the_lag_in_changes_counts_what_waits() {
+    for kind in kinds("the_lag_in_changes_counts_what_waits") {
+        let t = fresh_store(kind).await;
+        let store = &t.store;
+        create_user(store, "lee").await;
+        for i in 0..9 {
+            post(store, "lee", &format!("post {i}")).await;
+        }
+        let clock = Arc::new(ManualClock::at(now_ms()));
+        let worker = Arc::new(ActivityWorker::new(
+            store.activity.clone(),
+            ActivityLimits::default(),
+        ));
+        let settings = RunnerSettings {
+            batch_size: 4,
+            ..SETTINGS
+        };
+        let feed = store.change_feed.clone();
+        let mut runner = Runner::new(worker, store.leases.clone(), feed, clock, "a", settings);
+        let mut lags = Vec::new();
+        while let Step::Applied(_) = runner.step().await.unwrap() {
+            lags.push(runner.status().lock().unwrap().lag_changes);
+        }
+        match kind {
+            common::Kind::Embedded => assert_eq!(lags, vec![6, 2, 0], "{kind:?}"),
+            common::Kind::Mongo => {
+                let (last, behind) = lags.split_last().unwrap();
+                assert_eq!(*last, 0, "{kind:?}: {lags:?}");
+                assert!(behind.iter().all(|l| *l >= 1), "{kind:?}: {lags:?}");
+            }
+        }
+    }
+}
+
 /// The server runs its workers: a post reaches the activity log through the feed, and
 /// `/v1/workers` shows the lease, its position and what was applied.
 #[tokio::test]
@@ -338,6 +375,7 @@ async fn the_server_reports_its_workers() {
             "{kind:?}: the user and the post"
         );
         assert_eq!(activity["lag_seconds"], 0.0);
+        assert_eq!(activity["lag_changes"], 0);
         server.stop().await;
         // Stopping released the lease for the next process.
     }

@@ -93,6 +93,9 @@ pub struct WorkerBody {
     pub held_here: bool,
     /// Seconds between the newest applied change and its application, 0 when caught up.
     pub lag_seconds: f64,
+    /// Changes waiting after the last step: exact on the embedded store (counted up to
+    /// 1,000,000); on MongoDB, 1 while a full batch was just applied, else 0.
+    pub lag_changes: u64,
     /// Changes applied by this process since it started.
     pub processed: u64,
     /// History-lost rebuilds done by this process.
@@ -120,6 +123,7 @@ pub async fn workers(State(state): State<AppState>) -> ApiResult<Json<WorkersBod
             name: r.name,
             held_here: r.local.held,
             lag_seconds: r.local.lag_seconds,
+            lag_changes: r.local.lag_changes,
             processed: r.local.processed,
             rebuilds: r.local.rebuilds,
             quarantined: r.local.quarantined,

@@ -17,6 +17,11 @@ pub trait ChangeFeed: Send + Sync + 'static {
     /// The position of the newest change, `None` when the feed is empty. A reader that
     /// continues from it sees only changes made afterwards.
     async fn head(&self) -> StoreResult<Option<ChangePosition>>;
+    /// How many changes wait after `after`, counting at most `cap`; `None` where the
+    /// feed cannot tell without reading them (a MongoDB change stream).
+    async fn backlog(&self, _after: &ChangePosition, _cap: u64) -> StoreResult<Option<u64>> {
+        Ok(None)
+    }
     /// Drops changes recorded before `older_than_ms` that every worker lease has already
     /// committed past; changes recorded before `hard_cutoff_ms` go even when a lagging
     /// worker still needs them, and that worker then gets `HistoryLost` (and rebuilds).

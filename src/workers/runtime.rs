@@ -22,6 +22,9 @@ pub use super::control::{Clock, Hooks, ManualClock, NoHooks, Point, SystemClock}
 use crate::domain::{Change, ChangePosition, Fence};
 use crate::store::{ChangeFeed, LeaseStore, StoreError, StoreResult};
 
+/// The lag in changes is counted up to this many; a gauge at the cap means at least.
+const BACKLOG_CAP: u64 = 1_000_000;
+
 /// A consumer of the change feed that keeps some derived data in step.
 #[async_trait]
 pub trait Worker: Send + Sync + 'static {
@@ -67,7 +70,8 @@ pub struct Status {
     /// Seconds between the newest applied change and the step that applied it, 0 when
     /// caught up.
     pub lag_seconds: f64,
-    /// Changes known to be waiting after the last step (a full batch means at least one).
+    /// Changes waiting after the last step, where the feed can count them (see
+    /// `ChangeFeed::backlog`); otherwise 1 after a full batch.
     pub lag_changes: u64,
     pub processed: u64,
     pub rebuilds: u64,
@@ -196,7 +200,7 @@ impl Runner {
         };
         self.hooks.at(name, Point::Read).await?;
         let Some(last) = batch.last() else {
-            self.record_lag(0.0, false);
+            self.record_lag(0.0, 0);
             return Ok(Step::Idle);
         };
         let applied = match self.apply_holding(&batch, &fence).await {
@@ -242,21 +246,32 @@ impl Runner {
         });
         metrics::counter!("socialite_worker_processed_total", "worker" => name)
             .increment(applied as u64);
-        self.record_lag(lag_seconds, full);
+        // Only a full batch leaves changes waiting; where the feed cannot count them,
+        // at least one is known to.
+        let waiting = match full {
+            true => self
+                .feed
+                .backlog(&last.position, BACKLOG_CAP)
+                .await
+                .ok()
+                .flatten()
+                .unwrap_or(1),
+            false => 0,
+        };
+        self.record_lag(lag_seconds, waiting);
         Ok(Step::Applied(applied))
     }
 
     /// Lag after a step, in the status and the gauges: seconds behind the newest change
-    /// applied, and whether more changes are known to wait (a full batch).
-    fn record_lag(&self, seconds: f64, more_waiting: bool) {
+    /// applied, and how many changes wait (see `ChangeFeed::backlog`).
+    fn record_lag(&self, seconds: f64, waiting: u64) {
         self.update(|s| {
             s.lag_seconds = seconds;
-            s.lag_changes = u64::from(more_waiting);
+            s.lag_changes = waiting;
         });
         let name = self.name();
         metrics::gauge!("socialite_worker_lag_seconds", "worker" => name).set(seconds);
-        metrics::gauge!("socialite_worker_lag_changes", "worker" => name)
-            .set(f64::from(u8::from(more_waiting)));
+        metrics::gauge!("socialite_worker_lag_changes", "worker" => name).set(waiting as f64);
     }
 
     /// Applies `batch` while a timer keeps the lease: a refresh the store refuses (or

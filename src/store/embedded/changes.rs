@@ -86,6 +86,23 @@ impl ChangeFeed for EmbeddedStore {
         .await
     }
 
+    /// A count over a range of the integer primary key.
+    async fn backlog(&self, after: &ChangePosition, cap: u64) -> StoreResult<Option<u64>> {
+        let after: i64 = after
+            .0
+            .parse()
+            .map_err(|_| StoreError::InvalidPosition(after.0.clone()))?;
+        self.read(move |conn| {
+            let waiting: i64 = conn
+                .prepare_cached(
+                    "SELECT count(*) FROM (SELECT 1 FROM changes WHERE pos > ?1 LIMIT ?2)",
+                )?
+                .query_row(params![after, cap as i64], |row| row.get(0))?;
+            Ok(Some(waiting.max(0) as u64))
+        })
+        .await
+    }
+
     async fn trim_changes(&self, older_than_ms: i64, hard_cutoff_ms: i64) -> StoreResult<u64> {
         self.write(move |tx| {
             let newest_before = |cutoff: i64| -> rusqlite::Result<i64> {
