@@ -42,10 +42,10 @@ if os.path.exists(samples_path):
             if not line:
                 continue
             for worker in json.loads(line).get("workers", []):
-                lags.setdefault(worker["name"], []).append(worker["lag_seconds"])
+                lags.setdefault(worker["name"], []).append(worker.get("delay_seconds", 0.0))
     for name, series in sorted(lags.items()):
         third = max(1, len(series) // 3)
-        print(f"- worker {name}: lag over {len(series)} one-second samples: max {max(series):.2f} s, "
+        print(f"- worker {name}: delay (change written to applied) over {len(series)} one-second samples: max {max(series):.2f} s, "
               f"mean of the first third {sum(series[:third]) / third:.3f} s, "
               f"of the last third {sum(series[-third:]) / third:.3f} s, last {series[-1]:.2f} s")
 print(f"- server RSS at the end: {int(rss_kb) / 1024:.0f} MiB")

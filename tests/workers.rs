@@ -312,7 +312,8 @@ async fn a_first_worker_processes_everything_written_before_it_started() {
 }
 
 /// The lag in changes after each step: exact where the feed can count what waits (the
-/// embedded store), at least one behind a full batch otherwise, and 0 once caught up.
+/// embedded store), at least one behind a full batch otherwise, and 0 once caught up;
+/// and the delay from a change's write to its application.
 #[tokio::test]
 async fn the_lag_in_changes_counts_what_waits() {
     for kind in kinds("the_lag_in_changes_counts_what_waits") {
@@ -322,7 +323,8 @@ async fn the_lag_in_changes_counts_what_waits() {
         for i in 0..9 {
             post(store, "lee", &format!("post {i}")).await;
         }
-        let clock = Arc::new(ManualClock::at(now_ms()));
+        // Applied 5 s after they were written, as the delay reports.
+        let clock = Arc::new(ManualClock::at(now_ms() + 5_000));
         let worker = Arc::new(ActivityWorker::new(
             store.activity.clone(),
             ActivityLimits::default(),
@@ -335,7 +337,9 @@ async fn the_lag_in_changes_counts_what_waits() {
         let mut runner = Runner::new(worker, store.leases.clone(), feed, clock, "a", settings);
         let mut lags = Vec::new();
         while let Step::Applied(_) = runner.step().await.unwrap() {
-            lags.push(runner.status().lock().unwrap().lag_changes);
+            let status = runner.status().lock().unwrap().clone();
+            assert!(status.delay_seconds >= 5.0, "{kind:?}: {status:?}");
+            lags.push(status.lag_changes);
         }
         match kind {
             common::Kind::Embedded => assert_eq!(lags, vec![6, 2, 0], "{kind:?}"),

@@ -210,7 +210,7 @@ impl FeedService for CacheFeed {
         want: usize,
     ) -> StoreResult<Vec<TimelineEntry>> {
         let store = &self.store;
-        let cache = match store.timelines.cache_current(user).await? {
+        let cache = match store.timelines.cache_current(user, before, want).await? {
             Some(cache) if cache.ready => cache,
             Some(cache) => {
                 if now_ms() - cache.started_at_ms > STALE_BUILD_MS {

@@ -215,6 +215,9 @@ impl Timelines {
         if self.feed.kind().is_none() {
             return Ok(());
         }
+        if !self.settings.embed_content {
+            return self.feed.followed(follower, followee, None).await;
+        }
         let Some(before) = self.store.users.user(followee).await? else {
             return Ok(());
         };

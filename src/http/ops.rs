@@ -93,6 +93,9 @@ pub struct WorkerBody {
     pub held_here: bool,
     /// Seconds between the newest applied change and its application, 0 when caught up.
     pub lag_seconds: f64,
+    /// Seconds from the write of the newest change of the last applied batch to its
+    /// commit: how far behind the source the derived data was, even when caught up.
+    pub delay_seconds: f64,
     /// Changes waiting after the last step: exact on the embedded store (counted up to
     /// 1,000,000); on MongoDB, 1 while a full batch was just applied, else 0.
     pub lag_changes: u64,
@@ -124,6 +127,7 @@ pub async fn workers(State(state): State<AppState>) -> ApiResult<Json<WorkersBod
             held_here: r.local.held,
             lag_seconds: r.local.lag_seconds,
             lag_changes: r.local.lag_changes,
+            delay_seconds: r.local.delay_seconds,
             processed: r.local.processed,
             rebuilds: r.local.rebuilds,
             quarantined: r.local.quarantined,

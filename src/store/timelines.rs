@@ -19,8 +19,8 @@ use crate::domain::{
 pub struct CacheView {
     pub ready: bool,
     pub started_at_ms: i64,
-    /// Newest first: the entries whose post exists and whose author is the owner or
-    /// someone the owner follows.
+    /// Newest first: the newest entries below the read's `before`, at most its `limit`,
+    /// whose post exists and whose author is the owner or someone the owner follows.
     pub entries: Vec<TimelineEntry>,
     /// The oldest entry the cache holds, served or not: where reads past it begin.
     pub oldest: Option<PostId>,
@@ -95,7 +95,12 @@ pub trait TimelineStore: Send + Sync + 'static {
     /// otherwise without the entries an unfollow or a delete is still removing (a push
     /// that raced with one lands after its removal and is taken out again by the pusher's
     /// own re-check, so until then the read must not serve it).
-    async fn cache_current(&self, user: &str) -> StoreResult<Option<CacheView>>;
+    async fn cache_current(
+        &self,
+        user: &str,
+        before: Option<PostId>,
+        limit: usize,
+    ) -> StoreResult<Option<CacheView>>;
     /// Creates an empty, not yet ready cache. Returns false when one already exists.
     async fn cache_start(&self, user: &str, now_ms: i64) -> StoreResult<bool>;
     /// Merges `entries` into the cache and marks it ready.

@@ -70,6 +70,9 @@ pub struct Status {
     /// Seconds between the newest applied change and the step that applied it, 0 when
     /// caught up.
     pub lag_seconds: f64,
+    /// Seconds from the write of the newest change of the last applied batch to its
+    /// commit: how long derived data trailed its source, caught up or not.
+    pub delay_seconds: f64,
     /// Changes waiting after the last step, where the feed can count them (see
     /// `ChangeFeed::backlog`); otherwise 1 after a full batch.
     pub lag_changes: u64,
@@ -239,7 +242,11 @@ impl Runner {
             0.0
         };
         self.held = Some((version, Some(last.position.clone())));
+        let delay_seconds = ((self.clock.now_ms() - last.at_ms).max(0) as f64) / 1000.0;
+        metrics::histogram!("socialite_worker_delay_seconds", "worker" => name)
+            .record(delay_seconds);
         self.update(|s| {
+            s.delay_seconds = delay_seconds;
             s.position = Some(last.position.0.clone());
             s.processed += applied as u64;
             s.last_error = None;

@@ -306,8 +306,13 @@ impl TimelineStore for FaultyTimelines {
         self.check("remove_post_entries", &[])?;
         self.inner.remove_post_entries(kind, post).await
     }
-    async fn cache_current(&self, user: &str) -> StoreResult<Option<CacheView>> {
-        self.inner.cache_current(user).await
+    async fn cache_current(
+        &self,
+        user: &str,
+        before: Option<PostId>,
+        limit: usize,
+    ) -> StoreResult<Option<CacheView>> {
+        self.inner.cache_current(user, before, limit).await
     }
     async fn rename_author(
         &self,

@@ -345,9 +345,14 @@ impl TimelineStore for EmbeddedStore {
         .await
     }
 
-    async fn cache_current(&self, user: &str) -> StoreResult<Option<CacheView>> {
+    async fn cache_current(
+        &self,
+        user: &str,
+        before: Option<PostId>,
+        limit: usize,
+    ) -> StoreResult<Option<CacheView>> {
         let user = user.to_owned();
-        self.read(move |conn| names::cache_current(conn, &user))
+        self.read(move |conn| names::cache_current(conn, &user, before, limit))
             .await
     }
 

@@ -315,8 +315,13 @@ impl TimelineStore for MongoStore {
         .map_err(db_error)?;
         Ok(())
     }
-    async fn cache_current(&self, user: &str) -> StoreResult<Option<CacheView>> {
-        self.cache_view(user).await
+    async fn cache_current(
+        &self,
+        user: &str,
+        before: Option<PostId>,
+        limit: usize,
+    ) -> StoreResult<Option<CacheView>> {
+        self.cache_view(user, before, limit).await
     }
 
     async fn rename_author(

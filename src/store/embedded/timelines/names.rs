@@ -4,14 +4,19 @@
 use rusqlite::{Connection, OptionalExtension, Transaction, params};
 
 use super::{ENTRY_COLUMNS, entry_from_row, kind_code};
-use crate::domain::{NameStamp, TimelineKind};
+use crate::domain::{NameStamp, PostId, TimelineKind};
 use crate::store::StoreResult;
 use crate::store::timelines::CacheView;
 
 /// One read transaction: the cache's state, its entries whose post exists and whose
 /// author is the owner or followed by the owner (both primary-key lookups per entry),
 /// and its oldest entry.
-pub(super) fn cache_current(conn: &Connection, user: &str) -> StoreResult<Option<CacheView>> {
+pub(super) fn cache_current(
+    conn: &Connection,
+    user: &str,
+    before: Option<PostId>,
+    limit: usize,
+) -> StoreResult<Option<CacheView>> {
     let head: Option<(bool, i64)> = conn
         .prepare_cached("SELECT ready, started_at FROM caches WHERE user = ?1")?
         .query_row([user], |row| Ok((row.get(0)?, row.get(1)?)))
@@ -21,13 +26,17 @@ pub(super) fn cache_current(conn: &Connection, user: &str) -> StoreResult<Option
     };
     let entries = conn
         .prepare_cached(&format!(
-            "SELECT {ENTRY_COLUMNS} FROM cache_entries AS e WHERE e.user = ?1
+            "SELECT {ENTRY_COLUMNS} FROM cache_entries AS e
+             WHERE e.user = ?1 AND (?2 IS NULL OR e.post_id < ?2)
                AND (e.author = ?1 OR EXISTS (
                     SELECT 1 FROM follows WHERE follower = ?1 AND followee = e.author))
                AND EXISTS (SELECT 1 FROM posts WHERE id = e.post_id)
-             ORDER BY e.post_id DESC"
+             ORDER BY e.post_id DESC LIMIT ?3"
         ))?
-        .query_map([user], entry_from_row)?
+        .query_map(
+            params![user, before.map(|b| b.bytes().to_vec()), limit as i64],
+            entry_from_row,
+        )?
         .collect::<rusqlite::Result<_>>()?;
     let oldest = conn
         .prepare_cached(

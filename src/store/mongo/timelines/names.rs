@@ -17,7 +17,12 @@ const RENAMES: &str = "renames";
 impl MongoStore {
     /// The cache document, then the owner's follow edges to the entries' authors and
     /// the entries' posts in the id index, both at once: two round trips.
-    pub(super) async fn cache_view(&self, user: &str) -> StoreResult<Option<CacheView>> {
+    pub(super) async fn cache_view(
+        &self,
+        user: &str,
+        before: Option<PostId>,
+        limit: usize,
+    ) -> StoreResult<Option<CacheView>> {
         let found = self
             .cache_coll()
             .find_one(doc! { "_id": user })
@@ -28,6 +33,9 @@ impl MongoStore {
         };
         let mut entries = entries_from(&doc)?;
         let oldest = entries.last().map(|e| e.id);
+        if let Some(before) = before {
+            entries.retain(|e| e.id < before);
+        }
         let mut authors: Vec<String> = entries
             .iter()
             .filter(|e| e.author != user)
@@ -45,6 +53,7 @@ impl MongoStore {
         entries.retain(|e| {
             existing.contains(&e.id) && (e.author == user || followed.contains(&e.author))
         });
+        entries.truncate(limit);
         Ok(Some(CacheView {
             ready: doc.get_bool("ready").unwrap_or(false),
             started_at_ms: int(&doc, "started"),
