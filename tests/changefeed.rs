@@ -413,13 +413,17 @@ async fn a_post_delete_change_carries_the_deleted_post() {
         let key = post.id.to_string();
         let mut position = None;
         let read = read_until(h.store.change_feed.as_ref(), &mut position, 50, |read| {
-            read.iter().any(|c| c.op == ChangeOp::Delete && c.key == key)
+            read.iter()
+                .any(|c| c.op == ChangeOp::Delete && c.key == key)
         })
         .await;
         let posts: Vec<&Change> = read.iter().filter(|c| c.key == key).collect();
         let (insert, delete) = (posts[0], posts[posts.len() - 1]);
         assert_eq!((insert.op, delete.op), (ChangeOp::Insert, ChangeOp::Delete));
-        let deleted = delete.document.clone().expect("the delete carries the post");
+        let deleted = delete
+            .document
+            .clone()
+            .expect("the delete carries the post");
         assert_eq!(deleted["author"], "del", "{kind:?}: {deleted}");
         assert_eq!(
             Some(&deleted),

@@ -30,6 +30,7 @@ use async_trait::async_trait;
 use mongodb::Database;
 use mongodb::bson::{Bson, Document, Timestamp, doc, oid::ObjectId};
 use mongodb::change_stream::event::{ChangeStreamEvent, OperationType};
+use mongodb::error::ErrorKind;
 
 use self::feed::Feed;
 use self::position::{Mark, Mode};
@@ -279,13 +280,21 @@ async fn await_majority(db: &Database, time: Timestamp) -> StoreResult<()> {
         }
     };
     session.advance_operation_time(time);
-    db.collection::<Document>(WATCHED[0].0)
+    let read = db
+        .collection::<Document>(WATCHED[0].0)
         .find_one(doc! {})
         .projection(doc! { "_id": 1 })
         .session(&mut session)
-        .await
-        .map_err(db_error)?;
-    Ok(())
+        .await;
+    match read {
+        Ok(_) => Ok(()),
+        // Sessions are refused at the first use, not when the session starts.
+        Err(error) if matches!(*error.kind, ErrorKind::SessionsNotSupported) => {
+            tracing::debug!("no sessions; not waiting for the majority snapshot");
+            Ok(())
+        }
+        Err(error) => Err(db_error(error)),
+    }
 }
 
 impl MongoStore {
