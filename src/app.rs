@@ -18,6 +18,7 @@ use crate::store::embedded::EmbeddedStore;
 use crate::store::{ChangeFeed, Store};
 use crate::telemetry;
 use crate::workers::activity::ActivityWorker;
+use crate::workers::counters::CountersWorker;
 use crate::workers::timelines::TimelinesWorker;
 use crate::workers::{Runner, RunnerSettings, SystemClock, Wakers, Worker, Workers};
 
@@ -91,7 +92,8 @@ fn start_workers(config: &Config, store: &Store, wakers: Arc<Wakers>) -> Workers
             activity_limits(config),
         ));
         let timelines = Arc::new(TimelinesWorker::new(store.clone(), &config.feed.settings()));
-        for worker in [activity as Arc<dyn Worker>, timelines] {
+        let counters = Arc::new(CountersWorker::new(store.users.clone()));
+        for worker in [activity as Arc<dyn Worker>, timelines, counters] {
             runners.push(Runner::new(
                 worker,
                 store.leases.clone(),

@@ -394,3 +394,41 @@ async fn a_dropped_collection_is_history_lost() {
         assert!(lost(&again), "{again:?}");
     }
 }
+
+/// A post's delete change carries the deleted post, in the insert's shape, so a worker
+/// knows whose post it was (the counters worker recounts that author).
+#[tokio::test]
+async fn a_post_delete_change_carries_the_deleted_post() {
+    for kind in kinds("a_post_delete_change_carries_the_deleted_post") {
+        let h = handle(kind).await;
+        h.store.users.create_user(&new_user("del")).await.unwrap();
+        let post = h
+            .store
+            .content
+            .insert_post("del", "short-lived", now_ms())
+            .await
+            .unwrap()
+            .post;
+        h.store.content.delete_post(post.id).await.unwrap().unwrap();
+        let key = post.id.to_string();
+        let mut position = None;
+        let read = read_until(h.store.change_feed.as_ref(), &mut position, 50, |read| {
+            read.iter()
+                .any(|c| c.op == ChangeOp::Delete && c.key == key)
+        })
+        .await;
+        let posts: Vec<&Change> = read.iter().filter(|c| c.key == key).collect();
+        let (insert, delete) = (posts[0], posts[posts.len() - 1]);
+        assert_eq!((insert.op, delete.op), (ChangeOp::Insert, ChangeOp::Delete));
+        let deleted = delete
+            .document
+            .clone()
+            .expect("the delete carries the post");
+        assert_eq!(deleted["author"], "del", "{kind:?}: {deleted}");
+        assert_eq!(
+            Some(&deleted),
+            insert.document.as_ref(),
+            "{kind:?}: the insert's shape"
+        );
+    }
+}

@@ -14,4 +14,12 @@ pub trait DeliveryStore: Send + Sync + 'static {
     async fn mark_delivered(&self, post: PostId) -> StoreResult<()>;
     /// The posts among `posts` already marked.
     async fn delivered(&self, posts: &[PostId]) -> StoreResult<Vec<PostId>>;
+    /// Up to `limit` posts that exist and are not marked, ascending by id, ids strictly
+    /// after `after`: what a rebuild still has to fan out.
+    async fn undelivered(&self, after: Option<PostId>, limit: usize) -> StoreResult<Vec<PostId>>;
+    /// Up to `limit` marked posts that no longer exist, ascending by id, ids strictly
+    /// after `after`: the deleted posts a rebuild retracts from every timeline.
+    async fn orphaned(&self, after: Option<PostId>, limit: usize) -> StoreResult<Vec<PostId>>;
+    /// Removes the marks of `posts` (deleted posts, once retracted). Idempotent.
+    async fn unmark(&self, posts: &[PostId]) -> StoreResult<()>;
 }

@@ -31,7 +31,7 @@ pub use deliveries::DeliveryStore;
 pub use graph::{GraphStore, in_follower_batches};
 pub use leases::{Lease, LeaseStore};
 pub use timelines::TimelineStore;
-pub use users::UserStore;
+pub use users::{Recount, UserStore};
 
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {

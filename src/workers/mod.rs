@@ -3,6 +3,7 @@
 
 pub mod activity;
 mod control;
+pub mod counters;
 mod pool;
 pub mod runtime;
 pub mod timelines;

@@ -34,6 +34,8 @@ use crate::feed::{FeedSettings, Timelines};
 use crate::store::{Store, StoreError, StoreResult};
 
 pub const NAME: &str = "timelines";
+/// Posts per page of a rebuild's walks.
+const REBUILD_PAGE: usize = 500;
 
 pub struct TimelinesWorker {
     store: Store,
@@ -150,11 +152,53 @@ impl Worker for TimelinesWorker {
         Ok(())
     }
 
-    /// Not built yet: fanning out every post without a delivery marker would restore
-    /// the guarantee. The error keeps the position and shows in `/v1/workers`.
+    /// Restores the guarantee without the lost changes, through the delivery markers:
+    /// every post without a marker (a large audience, or a fan-out a crash cut short) is
+    /// fanned out and marked, as `apply` does for a post insert; every marker whose post
+    /// no longer exists is retracted from every timeline and then unmarked, as `apply`
+    /// does for a post delete. Both walk in id order, a page at a time. Fenced as `apply`
+    /// is: pushes are idempotent and followed by the existence re-check, retractions
+    /// only remove. (Follows and unfollows whose changes were lost are not repeated:
+    /// reads drop the entries of authors the reader no longer follows, and a follow's
+    /// backfill is done by its request.)
     async fn rebuild(&self, _fence: &Fence) -> StoreResult<()> {
-        Err(StoreError::Backend(anyhow::anyhow!(
-            "the timelines worker cannot rebuild yet once its change history is lost"
-        )))
+        if self.timelines.strategy() == FeedStrategy::FanoutOnRead {
+            return Ok(());
+        }
+        let deliveries = &self.store.deliveries;
+        let (mut after, mut fanned_out) = (None, 0);
+        loop {
+            let page = deliveries.undelivered(after, REBUILD_PAGE).await?;
+            for id in &page {
+                let Some(post) = self.store.content.post(*id).await? else {
+                    continue;
+                };
+                if let Some(author) = self.store.users.user(&post.author).await? {
+                    self.timelines
+                        .post_created(&post, &author.name_stamp())
+                        .await?;
+                    fanned_out += 1;
+                }
+            }
+            if page.len() < REBUILD_PAGE {
+                break;
+            }
+            after = page.last().copied();
+        }
+        let (mut after, mut retracted) = (None, 0);
+        loop {
+            let page = deliveries.orphaned(after, REBUILD_PAGE).await?;
+            for id in &page {
+                self.timelines.retract(*id).await?;
+            }
+            deliveries.unmark(&page).await?;
+            retracted += page.len();
+            if page.len() < REBUILD_PAGE {
+                break;
+            }
+            after = page.last().copied();
+        }
+        tracing::info!(worker = NAME, fanned_out, retracted, "timelines rebuilt");
+        Ok(())
     }
 }

@@ -6,11 +6,13 @@ use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 use socialite::domain::{
-    AuthorView, Bucket, BucketKind, CacheState, NameStamp, NewUser, Post, PostId, TimelineEntry,
-    TimelineKind, User,
+    AuthorView, Bucket, BucketKind, CacheState, Fence, NameStamp, NewUser, Post, PostId,
+    TimelineEntry, TimelineKind, User,
 };
 use socialite::store::timelines::CacheView;
-use socialite::store::{ContentStore, Inserted, StoreError, StoreResult, TimelineStore, UserStore};
+use socialite::store::{
+    ContentStore, Inserted, Recount, StoreError, StoreResult, TimelineStore, UserStore,
+};
 use tokio::sync::oneshot;
 
 /// The text of every injected failure; a response that shows it leaked the cause.
@@ -102,6 +104,14 @@ impl UserStore for FailingUsers {
     async fn authors(&self, reader: &str, authors: &[String]) -> StoreResult<Vec<AuthorView>> {
         self.check()?;
         self.inner.authors(reader, authors).await
+    }
+    async fn recount(&self, users: &[Recount]) -> StoreResult<u64> {
+        self.check()?;
+        self.inner.recount(users).await
+    }
+    async fn recount_all(&self, fence: &Fence) -> StoreResult<u64> {
+        self.check()?;
+        self.inner.recount_all(fence).await
     }
 }
 

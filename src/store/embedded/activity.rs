@@ -203,6 +203,12 @@ impl ActivityStore for EmbeddedStore {
                 )?
                 .execute(params![user, ts])?;
             }
+            // Every change up to the newest this transaction sees is in the sources just
+            // read: the worker, continuing from the head it took before, skips those.
+            tx.execute(
+                "UPDATE activity_logs SET applied = coalesce((SELECT max(pos) FROM changes), -1)",
+                [],
+            )?;
             Ok(())
         })
         .await

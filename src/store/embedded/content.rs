@@ -72,7 +72,8 @@ impl ContentStore for EmbeddedStore {
                 .optional()?;
             if let Some(post) = &post {
                 add_to_counter(tx, "posts_count", &post.author, -1)?;
-                record_change::<()>(tx, "posts", ChangeOp::Delete, &id.to_string(), None)?;
+                // The deleted post rides with its change, so workers know its author.
+                record_change(tx, "posts", ChangeOp::Delete, &id.to_string(), Some(post))?;
             }
             Ok(post)
         })

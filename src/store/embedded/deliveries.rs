@@ -1,7 +1,7 @@
 //! Delivery markers on SQLite: one `deliveries` row per fanned-out post.
 
 use async_trait::async_trait;
-use rusqlite::params_from_iter;
+use rusqlite::{params, params_from_iter};
 
 use super::{EmbeddedStore, IN_CHUNK, placeholders, post_id_at};
 use crate::domain::PostId;
@@ -39,6 +39,58 @@ impl DeliveryStore for EmbeddedStore {
                 }
             }
             Ok(found)
+        })
+        .await
+    }
+
+    async fn undelivered(&self, after: Option<PostId>, limit: usize) -> StoreResult<Vec<PostId>> {
+        self.post_ids(
+            "SELECT id FROM posts p WHERE id > ?1
+               AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.post_id = p.id)
+             ORDER BY id LIMIT ?2",
+            after,
+            limit,
+        )
+        .await
+    }
+
+    async fn orphaned(&self, after: Option<PostId>, limit: usize) -> StoreResult<Vec<PostId>> {
+        self.post_ids(
+            "SELECT post_id FROM deliveries d WHERE post_id > ?1
+               AND NOT EXISTS (SELECT 1 FROM posts p WHERE p.id = d.post_id)
+             ORDER BY post_id LIMIT ?2",
+            after,
+            limit,
+        )
+        .await
+    }
+
+    async fn unmark(&self, posts: &[PostId]) -> StoreResult<()> {
+        let ids: Vec<Vec<u8>> = posts.iter().map(|id| id.bytes().to_vec()).collect();
+        self.write(move |tx| {
+            for id in &ids {
+                tx.prepare_cached("DELETE FROM deliveries WHERE post_id = ?1")?
+                    .execute([id])?;
+            }
+            Ok(())
+        })
+        .await
+    }
+}
+
+impl EmbeddedStore {
+    /// Post ids from `query`, which takes the exclusive lower bound and the limit.
+    async fn post_ids(
+        &self,
+        query: &'static str,
+        after: Option<PostId>,
+        limit: usize,
+    ) -> StoreResult<Vec<PostId>> {
+        let after = after.map_or_else(Vec::new, |id| id.bytes().to_vec());
+        self.read(move |conn| {
+            let mut stmt = conn.prepare_cached(query)?;
+            let rows = stmt.query_map(params![after, limit as i64], |row| post_id_at(row, 0))?;
+            Ok(rows.collect::<rusqlite::Result<_>>()?)
         })
         .await
     }

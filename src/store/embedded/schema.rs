@@ -141,6 +141,8 @@ pub fn migrate(conn: &Connection) -> rusqlite::Result<()> {
     // read at (`name_v`); entries written before carry neither.
     // Whether the follow's backfill is done (see `GraphStore::mark_backfilled`).
     add_column(conn, "follows", "backfilled", "INTEGER NOT NULL DEFAULT 0")?;
+    // The feed order of the newest change the counters worker recounted a user for.
+    add_column(conn, "users", "counted_seq", "INTEGER NOT NULL DEFAULT -1")?;
     for table in ["bucket_entries", "cache_entries"] {
         add_column(conn, table, "name", "TEXT")?;
         add_column(conn, table, "name_v", "INTEGER")?;

@@ -3,9 +3,22 @@
 use async_trait::async_trait;
 use rusqlite::{Connection, OptionalExtension, params};
 
+use super::leases::check_fence;
 use super::{EmbeddedStore, IN_CHUNK, placeholders, record_change};
-use crate::domain::{AuthorView, ChangeOp, NewUser, User};
-use crate::store::{StoreError, StoreResult, UserStore};
+use crate::domain::{AuthorView, ChangeOp, Fence, NewUser, User};
+use crate::store::{Recount, StoreError, StoreResult, UserStore};
+
+/// One user's counts from the sources, set only where `counted_seq` is below the
+/// recount's seq (and, unless `always`, only where a count is wrong).
+const RECOUNT: &str = "
+UPDATE users SET posts_count = c.posts, following_count = c.following,
+                 followers_count = c.followers, counted_seq = ?2
+FROM (SELECT (SELECT count(*) FROM posts WHERE author = ?1) AS posts,
+             (SELECT count(*) FROM follows WHERE follower = ?1) AS following,
+             (SELECT count(*) FROM follows WHERE followee = ?1) AS followers) AS c
+WHERE id = ?1 AND counted_seq < ?2
+  AND (?3 OR posts_count <> c.posts OR following_count <> c.following
+       OR followers_count <> c.followers)";
 
 fn user_from_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<User> {
     Ok(User {
@@ -99,6 +112,43 @@ impl UserStore for EmbeddedStore {
                 }
             }
             Ok(found)
+        })
+        .await
+    }
+
+    /// One transaction, one `UPDATE` per user: the counts and the fence are read and
+    /// written atomically.
+    async fn recount(&self, users: &[Recount]) -> StoreResult<u64> {
+        let users = users.to_vec();
+        self.write(move |tx| {
+            let mut written = 0;
+            for recount in &users {
+                written += tx.prepare_cached(RECOUNT)?.execute(params![
+                    recount.user,
+                    recount.seq as i64,
+                    recount.always
+                ])? as u64;
+            }
+            Ok(written)
+        })
+        .await
+    }
+
+    /// One transaction over every user, fenced by the lease; `counted_seq` becomes the
+    /// newest change the transaction sees, since every change up to it is counted.
+    async fn recount_all(&self, fence: &Fence) -> StoreResult<u64> {
+        let fence = fence.clone();
+        self.write(move |tx| {
+            check_fence(tx, &fence.lease, &fence.holder, fence.version)?;
+            let written = tx.execute(
+                "UPDATE users SET
+                   posts_count = (SELECT count(*) FROM posts WHERE author = users.id),
+                   following_count = (SELECT count(*) FROM follows WHERE follower = users.id),
+                   followers_count = (SELECT count(*) FROM follows WHERE followee = users.id),
+                   counted_seq = max(counted_seq, coalesce((SELECT max(pos) FROM changes), -1))",
+                [],
+            )?;
+            Ok(written as u64)
         })
         .await
     }

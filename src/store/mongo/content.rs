@@ -16,8 +16,31 @@ const AUTHORS_PER_QUERY: usize = 100;
 /// Fanout-on-read queries in flight at once for one read.
 const HOME_QUERIES_IN_FLIGHT: usize = 8;
 
+/// A deleted post, kept for a while so the change feed can carry it with its delete
+/// event (see `changes::fill_deleted_posts`): `{_id: post id, author, text, at: Date}`.
+pub(super) const DELETED_POSTS: &str = "deleted_posts";
+
+/// How long a tombstone outlives its post. A delete event is read from the oplog; once
+/// it has rolled off, readers get `HistoryLost` and rebuild from the sources, which never
+/// need tombstones. So a tombstone must outlive the oplog window, which MongoDB sizes by
+/// bytes (or `oplogMinRetentionHours`), usually hours to a few days: 30 days, the
+/// embedded feed's `change_feed.max_retention` default, covers it with a wide margin
+/// while bounding the collection to a month of deletes.
+const TOMBSTONE_TTL: std::time::Duration = std::time::Duration::from_secs(30 * 24 * 3600);
+
 pub(super) fn indexes() -> Vec<IndexSpec> {
-    vec![("content", index(doc! { "author": 1, "_id": -1 }, false))]
+    let ttl = mongodb::IndexModel::builder()
+        .keys(doc! { "at": 1 })
+        .options(
+            mongodb::options::IndexOptions::builder()
+                .expire_after(TOMBSTONE_TTL)
+                .build(),
+        )
+        .build();
+    vec![
+        ("content", index(doc! { "author": 1, "_id": -1 }, false)),
+        (DELETED_POSTS, ttl),
+    ]
 }
 
 /// A filter for posts by id that also names their authors when known, so that a
@@ -96,10 +119,23 @@ impl ContentStore for MongoStore {
     /// A read, then `delete_one`: only the caller whose delete removed the document
     /// reports the post. (`findOneAndDelete` would be one round trip, but the test
     /// stand-in leaves it out of the oplog, and so out of the change feed.)
+    /// The tombstone is written first, so the delete event never reaches a reader before
+    /// it: a crash in between leaves a tombstone of a live post, which nothing reads.
     async fn delete_post(&self, id: PostId) -> StoreResult<Option<Post>> {
         let Some(post) = self.post(id).await? else {
             return Ok(None);
         };
+        self.collection(DELETED_POSTS)
+            .update_one(
+                doc! { "_id": oid(id) },
+                doc! { "$set": {
+                    "author": &post.author, "text": &post.text,
+                    "at": mongodb::bson::DateTime::now(),
+                } },
+            )
+            .upsert(true)
+            .await
+            .map_err(db_error)?;
         let deleted = self
             .content_coll()
             .delete_one(doc! { "_id": oid(id) })

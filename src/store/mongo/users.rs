@@ -1,14 +1,75 @@
 //! Users on MongoDB: `users` `{_id, display_name, followers_count, following_count,
 //! posts_count, created_at, version}`.
 
+use std::future::IntoFuture;
+
 use async_trait::async_trait;
-use mongodb::bson::doc;
+use futures::{StreamExt, TryStreamExt};
+use mongodb::bson::{Bson, Document, doc};
 
 use super::{MongoStore, all, db_error, insert_new, user_from};
-use crate::domain::{AuthorView, NewUser, User};
-use crate::store::{StoreError, StoreResult, UserStore};
+use crate::domain::{AuthorView, Fence, NewUser, User};
+use crate::store::{Recount, StoreError, StoreResult, UserStore};
+
+/// Users recounted at once.
+const RECOUNTS_IN_FLIGHT: usize = 8;
+/// Users read per page by a full recount.
+const RECOUNT_PAGE: i64 = 500;
+
+/// A user's counts as the sources hold them now.
+struct Counts {
+    posts: i64,
+    following: i64,
+    followers: i64,
+}
 
 impl MongoStore {
+    /// Counts `user`'s posts and edges, the three counts at once (each one index range:
+    /// `{author, _id}`, `{from, to}`, `{to, from}`).
+    async fn counts(&self, user: &str) -> StoreResult<Counts> {
+        let (content, follows) = (self.content_coll(), self.collection(super::graph::FOLLOWS));
+        let (posts, following, followers) = futures::try_join!(
+            content
+                .count_documents(doc! { "author": user })
+                .into_future(),
+            follows.count_documents(doc! { "from": user }).into_future(),
+            follows.count_documents(doc! { "to": user }).into_future(),
+        )
+        .map_err(db_error)?;
+        Ok(Counts {
+            posts: posts as i64,
+            following: following as i64,
+            followers: followers as i64,
+        })
+    }
+
+    /// Sets `user`'s counts where `fence` (a filter on the user document) still holds;
+    /// returns whether it wrote.
+    async fn set_counts(
+        &self,
+        user: &str,
+        counts: &Counts,
+        fence: Document,
+        seq: Bson,
+    ) -> StoreResult<bool> {
+        let mut filter = doc! { "_id": user };
+        filter.extend(fence);
+        let written = self
+            .users_coll()
+            .update_one(
+                filter,
+                doc! { "$set": {
+                    "posts_count": counts.posts,
+                    "following_count": counts.following,
+                    "followers_count": counts.followers,
+                    "counted_seq": seq,
+                } },
+            )
+            .await
+            .map_err(db_error)?;
+        Ok(written.modified_count > 0)
+    }
+
     /// The users that exist among `ids`, in no particular order.
     async fn users(&self, ids: &[String]) -> StoreResult<Vec<User>> {
         if ids.is_empty() {
@@ -98,5 +159,86 @@ impl UserStore for MongoStore {
                 display_name: user.display_name,
             })
             .collect())
+    }
+
+    /// Per user: the three counts, then one `update_one` whose filter is the fence
+    /// (`counted_seq` below the recount's seq; unless `always`, a count that differs).
+    /// The counts are read before the write, so a write that lands in between is not in
+    /// them; its own change has a higher seq and recounts the user again.
+    async fn recount(&self, users: &[Recount]) -> StoreResult<u64> {
+        let writes: Vec<_> = users
+            .iter()
+            .map(|recount| async move {
+                let counts = self.counts(&recount.user).await?;
+                let seq = recount.seq as i64;
+                let mut fence = doc! { "counted_seq": { "$not": { "$gte": seq } } };
+                if !recount.always {
+                    fence.insert(
+                        "$or",
+                        vec![
+                            doc! { "posts_count": { "$ne": counts.posts } },
+                            doc! { "following_count": { "$ne": counts.following } },
+                            doc! { "followers_count": { "$ne": counts.followers } },
+                        ],
+                    );
+                }
+                self.set_counts(&recount.user, &counts, fence, Bson::Int64(seq))
+                    .await
+            })
+            .collect();
+        let written: Vec<bool> = futures::stream::iter(writes)
+            .buffer_unordered(RECOUNTS_IN_FLIGHT)
+            .try_collect()
+            .await?;
+        Ok(written.into_iter().filter(|w| *w).count() as u64)
+    }
+
+    /// Every user, a page at a time: read `counted_seq`, count, then write only where
+    /// `counted_seq` is still what was read, so an incremental recount that landed
+    /// meanwhile (it counted later) is never overwritten. The lease is not consulted per
+    /// write; a stale holder's write is a true count of a moment since the read, and any
+    /// later write has its own change, which recounts the user.
+    async fn recount_all(&self, _fence: &Fence) -> StoreResult<u64> {
+        let mut written = 0;
+        let mut after: Option<String> = None;
+        loop {
+            let filter = match &after {
+                Some(after) => doc! { "_id": { "$gt": after } },
+                None => doc! {},
+            };
+            let page = all(self
+                .users_coll()
+                .find(filter)
+                .sort(doc! { "_id": 1 })
+                .limit(RECOUNT_PAGE)
+                .projection(doc! { "_id": 1, "counted_seq": 1 }))
+            .await?;
+            let Some(last) = page.last() else {
+                return Ok(written);
+            };
+            after = last.get_str("_id").ok().map(str::to_owned);
+            let writes: Vec<_> = page
+                .iter()
+                .map(|user| async move {
+                    let id = user.get_str("_id").unwrap_or_default();
+                    let seq = user.get("counted_seq").cloned();
+                    let fence = match &seq {
+                        Some(seq) => doc! { "counted_seq": seq.clone() },
+                        None => doc! { "counted_seq": { "$exists": false } },
+                    };
+                    let counts = self.counts(id).await?;
+                    let seq = seq.unwrap_or(Bson::Int64(-1));
+                    self.set_counts(id, &counts, fence, seq).await
+                })
+                .collect();
+            let done: Vec<bool> = futures::stream::iter(writes)
+                .buffer_unordered(RECOUNTS_IN_FLIGHT)
+                .try_collect()
+                .await?;
+            written += done.into_iter().filter(|w| *w).count() as u64;
+            if (page.len() as i64) < RECOUNT_PAGE {
+                return Ok(written);
+            }
+        }
     }
 }

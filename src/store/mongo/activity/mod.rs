@@ -20,6 +20,7 @@ use mongodb::bson::{Document, doc, oid::ObjectId};
 use mongodb::options::ReturnDocument;
 
 mod apply;
+mod rebuild;
 
 use super::{IndexSpec, MongoStore, db_error, exists, index, insert_new, is_duplicate_key, oid};
 use crate::domain::{
@@ -213,13 +214,9 @@ impl ActivityStore for MongoStore {
             .await
     }
 
-    /// Not yet built on MongoDB: the worker reports the error in `/v1/workers` and keeps
-    /// its position rather than skip history. (History loss cannot be provoked on the
-    /// test stand-in, which never rolls its oplog over.)
-    async fn rebuild_activity(&self, _fence: &Fence, _limits: ActivityLimits) -> StoreResult<()> {
-        Err(StoreError::Backend(anyhow::anyhow!(
-            "rebuilding activity logs on MongoDB is not implemented; restore the change history or rebuild offline"
-        )))
+    /// See `rebuild.rs`.
+    async fn rebuild_activity(&self, fence: &Fence, limits: ActivityLimits) -> StoreResult<()> {
+        self.rebuild_logs(fence, limits).await
     }
 
     async fn activities(&self, user: &str, skip: u64, limit: u64) -> StoreResult<ActivityPage> {

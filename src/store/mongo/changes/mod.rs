@@ -23,18 +23,21 @@ mod merge;
 mod position;
 mod streams;
 
+use std::collections::HashMap;
 use std::time::Duration;
 
 use async_trait::async_trait;
 use mongodb::Database;
-use mongodb::bson::{Bson, Document, Timestamp};
+use mongodb::bson::{Bson, Document, Timestamp, doc, oid::ObjectId};
 use mongodb::change_stream::event::{ChangeStreamEvent, OperationType};
+use mongodb::error::ErrorKind;
 
 use self::feed::Feed;
 use self::position::{Mark, Mode};
 pub(super) use self::streams::Streams;
 use self::streams::oplog_entry;
-use super::{MongoStore, db_error, error_code, post_from, user_from};
+use super::content::DELETED_POSTS;
+use super::{MongoStore, all, db_error, error_code, post_from, user_from};
 use crate::domain::{Change, ChangeOp, ChangePosition};
 use crate::store::{ChangeFeed, StoreError, StoreResult};
 
@@ -211,10 +214,87 @@ pub(super) async fn read(
     };
     // On failure the set is dropped: the next read reopens from the position.
     feed.fill(limit.min(MAX_FETCH), newest, after).await?;
-    let changes = feed.deliver(limit, after)?;
+    let mut changes = feed.deliver(limit, after)?;
+    // On failure the set is dropped too: the changes it delivered are read again.
+    fill_deleted_posts(db, &mut changes).await?;
     let key = changes.last().map_or(key, |c| c.position.0.clone());
     streams.put(key, feed);
     Ok(changes)
+}
+
+/// A delete event carries only the post's id: give each post delete of the batch its
+/// post, as the insert carried it, from the tombstones `delete_post` writes before the
+/// delete (one `$in` lookup per batch). A tombstone that has expired leaves `None`.
+async fn fill_deleted_posts(db: &Database, changes: &mut [Change]) -> StoreResult<()> {
+    let deleted = |c: &Change| c.collection == "posts" && c.op == ChangeOp::Delete;
+    let ids: Vec<ObjectId> = changes
+        .iter()
+        .filter(|c| deleted(c) && c.document.is_none())
+        .filter_map(|c| ObjectId::parse_str(&c.key).ok())
+        .collect();
+    if ids.is_empty() {
+        return Ok(());
+    }
+    let tombstones = all(db
+        .collection::<Document>(DELETED_POSTS)
+        .find(doc! { "_id": { "$in": ids } }))
+    .await?;
+    let mut posts = HashMap::with_capacity(tombstones.len());
+    for tombstone in &tombstones {
+        if let Ok(id) = tombstone.get_object_id("_id") {
+            let post = serde_json::to_value(post_from(tombstone)?)
+                .map_err(|e| StoreError::Backend(e.into()))?;
+            posts.insert(id.to_hex(), post);
+        }
+    }
+    for change in changes.iter_mut().filter(|c| deleted(c)) {
+        if change.document.is_none() {
+            change.document = posts.get(&change.key).cloned();
+        }
+    }
+    Ok(())
+}
+
+/// The newest oplog entry's time, once the majority snapshot has reached it; `None` for
+/// an empty oplog.
+pub(in crate::store::mongo) async fn majority_head(
+    db: &Database,
+) -> StoreResult<Option<Timestamp>> {
+    let Some(newest) = oplog_entry(db, true).await? else {
+        return Ok(None);
+    };
+    await_majority(db, newest).await?;
+    Ok(Some(newest))
+}
+
+/// Waits until the majority-committed snapshot reaches `time`, so that reads made after
+/// this (at read concern majority) see every write up to it: a causally consistent
+/// session's read after `time`. A server without sessions (the test stand-in, which has
+/// no replication) needs no wait.
+async fn await_majority(db: &Database, time: Timestamp) -> StoreResult<()> {
+    let mut session = match db.client().start_session().causal_consistency(true).await {
+        Ok(session) => session,
+        Err(error) => {
+            tracing::debug!(%error, "no sessions; not waiting for the majority snapshot");
+            return Ok(());
+        }
+    };
+    session.advance_operation_time(time);
+    let read = db
+        .collection::<Document>(WATCHED[0].0)
+        .find_one(doc! {})
+        .projection(doc! { "_id": 1 })
+        .session(&mut session)
+        .await;
+    match read {
+        Ok(_) => Ok(()),
+        // Sessions are refused at the first use, not when the session starts.
+        Err(error) if matches!(*error.kind, ErrorKind::SessionsNotSupported) => {
+            tracing::debug!("no sessions; not waiting for the majority snapshot");
+            Ok(())
+        }
+        Err(error) => Err(db_error(error)),
+    }
 }
 
 impl MongoStore {
@@ -236,10 +316,18 @@ impl ChangeFeed for MongoStore {
         read(&self.db, &self.streams, after, limit).await
     }
 
-    /// Not known without reading to the end of every stream: `None` makes a rebuilt
-    /// worker replay what the oplog still holds, which its idempotent effects allow.
+    /// Every stream just after the newest oplog entry, once the majority snapshot has
+    /// reached it: a rebuild that reads after this sees every change up to the head, and
+    /// a reader continuing from it sees every change after it. (The entry may belong to
+    /// a collection the feed does not watch; nothing between it and the watched
+    /// collections' last changes is then skipped, since it is newer than all of them.)
     async fn head(&self) -> StoreResult<Option<ChangePosition>> {
-        Ok(None)
+        let mode = self.streams.mode(&self.db).await?;
+        let Some(newest) = majority_head(&self.db).await? else {
+            return Ok(None);
+        };
+        let marks = vec![Mark::From(position::successor(newest)); Feed::lanes(mode)];
+        position::encode(mode, &marks).map(Some)
     }
 
     /// The oplog's size is MongoDB's retention; nothing to trim here.

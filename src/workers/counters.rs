@@ -1,0 +1,126 @@
+//! The counters worker: keeps `followers_count`, `following_count` and `posts_count`
+//! exact by recounting, from the sources, every user a batch of changes touched.
+//!
+//! The write path still moves the counters itself, so a profile shows a new count at
+//! once: embedded in the write's own transaction (exact), on MongoDB as a separate `$inc`
+//! after the insert or delete, which a crash can cut off and which can also land after
+//! a recount that already counted its write. The worker repairs both: for each batch, a
+//! post's author, both ends of a follow, and any user whose document changed (a counter
+//! `$inc` reaches the MongoDB feed as a user update) are recounted at the highest `seq`
+//! of the changes that touched them.
+//!
+//! Fences, per side effect: the one effect is `UserStore::recount`, conditional per user
+//! on `counted_seq < seq` and setting `counted_seq = seq` in the same atomic statement
+//! (both backends). A paused holder that lost its lease recounts for older changes than
+//! its successor already did, so its write matches nothing; a replay matches nothing
+//! either. A recount for a user-document change writes only a correction, so the
+//! worker's own writes (user updates on MongoDB) settle after one more round.
+//! The rebuild recounts every user; its fence is described at `UserStore::recount_all`.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use serde::Deserialize;
+
+use super::runtime::Worker;
+use crate::domain::{Change, ChangeOp, Fence, Post};
+use crate::store::{Recount, StoreError, StoreResult, UserStore};
+
+pub const NAME: &str = "counters";
+
+pub struct CountersWorker {
+    users: Arc<dyn UserStore>,
+}
+
+impl CountersWorker {
+    pub fn new(users: Arc<dyn UserStore>) -> Self {
+        CountersWorker { users }
+    }
+}
+
+#[derive(Deserialize)]
+struct FollowDoc {
+    follower: String,
+    followee: String,
+}
+
+/// The users whose counts `change` may have moved, and whether the change was to a
+/// source of the counts (`true`) or only to the user document (`false`).
+fn touched(change: &Change) -> StoreResult<Vec<(String, bool)>> {
+    let malformed = |e: serde_json::Error| {
+        StoreError::Poison(format!(
+            "change {} on {} is malformed: {e}",
+            change.position.0, change.collection
+        ))
+    };
+    Ok(match (change.collection.as_str(), change.op) {
+        ("posts", ChangeOp::Insert | ChangeOp::Delete) => match &change.document {
+            Some(document) => {
+                let post: Post = serde_json::from_value(document.clone()).map_err(malformed)?;
+                vec![(post.author, true)]
+            }
+            // A MongoDB delete whose tombstone has expired (see `content.rs`): the author
+            // is not known, and is recounted at their next change or the next rebuild.
+            None => {
+                tracing::warn!(change = %change.position.0, "a post change without its post; its author is not recounted");
+                Vec::new()
+            }
+        },
+        ("follows", ChangeOp::Insert) => match &change.document {
+            Some(document) => {
+                let edge: FollowDoc =
+                    serde_json::from_value(document.clone()).map_err(malformed)?;
+                vec![(edge.follower, true), (edge.followee, true)]
+            }
+            None => Vec::new(),
+        },
+        ("follows", ChangeOp::Delete) => match change.key.split_once('/') {
+            Some((follower, followee)) => {
+                vec![(follower.to_owned(), true), (followee.to_owned(), true)]
+            }
+            None => {
+                return Err(StoreError::Poison(format!(
+                    "follow change {} with key {:?}",
+                    change.position.0, change.key
+                )));
+            }
+        },
+        ("users", ChangeOp::Update) => vec![(change.key.clone(), false)],
+        _ => Vec::new(),
+    })
+}
+
+#[async_trait]
+impl Worker for CountersWorker {
+    fn name(&self) -> &'static str {
+        NAME
+    }
+
+    async fn apply(&self, changes: &[Change], _fence: &Fence) -> StoreResult<()> {
+        let mut users: BTreeMap<String, (u64, bool)> = BTreeMap::new();
+        for change in changes {
+            for (user, source) in touched(change)? {
+                let entry = users.entry(user).or_insert((change.seq, source));
+                entry.0 = entry.0.max(change.seq);
+                entry.1 |= source;
+            }
+        }
+        if users.is_empty() {
+            return Ok(());
+        }
+        let recounts: Vec<Recount> = users
+            .into_iter()
+            .map(|(user, (seq, always))| Recount { user, seq, always })
+            .collect();
+        self.users.recount(&recounts).await?;
+        Ok(())
+    }
+
+    /// Every user recounted from the sources.
+    async fn rebuild(&self, fence: &Fence) -> StoreResult<()> {
+        let written = self.users.recount_all(fence).await?;
+        tracing::info!(worker = NAME, written, "recounted every user");
+        Ok(())
+    }
+}

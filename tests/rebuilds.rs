@@ -1,0 +1,398 @@
+//! History lost, for every worker on every backend: writes the feed no longer holds (the
+//! embedded feed trimmed past a stopped worker; on the MongoDB stand-in, whose oplog never
+//! rolls over, a dropped watched collection, which the feed reports as history lost
+//! too) are restored by the worker's rebuild, whose result equals a computation from
+//! scratch; the worker then goes on from the head it took before the rebuild.
+
+mod common;
+
+use std::sync::Arc;
+
+use common::{Kind, fresh_name, kinds, mongo_base_uri, mongo_uri_with_database};
+use mongodb::bson::{Document, doc, oid::ObjectId};
+use socialite::domain::{ActivityLimits, ActivityType, FeedStrategy, PostId, now_ms};
+use socialite::feed::FeedSettings;
+use socialite::service::Social;
+use socialite::store::Store;
+use socialite::store::embedded::{EmbeddedStore, Synchronous};
+use socialite::workers::activity::ActivityWorker;
+use socialite::workers::counters::CountersWorker;
+use socialite::workers::timelines::TimelinesWorker;
+use socialite::workers::{ManualClock, Runner, RunnerSettings, Step, Worker};
+
+struct Fixture {
+    store: Store,
+    /// The database behind the MongoDB store, to drop a collection in.
+    mongo: Option<mongodb::Database>,
+    file: Option<std::path::PathBuf>,
+    _dir: Option<tempfile::TempDir>,
+}
+
+async fn fixture(kind: Kind) -> Fixture {
+    match kind {
+        Kind::Embedded => {
+            let dir = tempfile::tempdir().unwrap();
+            let file = dir.path().join("t.db");
+            let adapter = EmbeddedStore::open(&file, Synchronous::Normal).unwrap();
+            Fixture {
+                store: Store::new(Arc::new(adapter)),
+                mongo: None,
+                file: Some(file),
+                _dir: Some(dir),
+            }
+        }
+        Kind::Mongo => {
+            let uri = mongo_uri_with_database(&mongo_base_uri().unwrap(), &fresh_name("rebuild"));
+            let store = socialite::store::mongo::connect(&uri).await.unwrap();
+            let client = mongodb::Client::with_uri_str(&uri).await.unwrap();
+            Fixture {
+                store,
+                mongo: Some(client.default_database().unwrap()),
+                file: None,
+                _dir: None,
+            }
+        }
+    }
+}
+
+impl Fixture {
+    /// Runs `writes` so that a worker stopped before them can no longer read them from
+    /// the feed. Embedded: the writes, then a trim past them. MongoDB: a dropped `likes`
+    /// collection first, so the feed ends its history before the writes.
+    async fn lose_history<F: std::future::Future<Output = ()>>(&self, writes: F) {
+        match &self.mongo {
+            Some(db) => {
+                let likes = db.collection::<Document>("likes");
+                let like = doc! { "_id": { "u": "nobody", "p": ObjectId::new() } };
+                likes.insert_one(like).await.unwrap();
+                likes.drop().await.unwrap();
+                writes.await;
+            }
+            None => {
+                writes.await;
+                let later = now_ms() + 60_000;
+                let dropped = self
+                    .store
+                    .change_feed
+                    .trim_changes(later, later)
+                    .await
+                    .unwrap();
+                assert!(dropped > 0);
+            }
+        }
+    }
+
+    /// Every user's counters set to `n`, with no change of any source.
+    async fn drift(&self, n: i64) {
+        if let Some(db) = &self.mongo {
+            let set =
+                doc! { "$set": { "posts_count": n, "following_count": n, "followers_count": n } };
+            db.collection::<Document>("users")
+                .update_many(doc! {}, set)
+                .await
+                .unwrap();
+        }
+        if let Some(file) = &self.file {
+            rusqlite::Connection::open(file)
+                .unwrap()
+                .execute(
+                    "UPDATE users SET posts_count = ?1, following_count = ?1, followers_count = ?1",
+                    [n],
+                )
+                .unwrap();
+        }
+    }
+}
+
+fn runner(store: &Store, worker: Arc<dyn Worker>) -> Runner {
+    let settings = RunnerSettings {
+        lease_ttl_ms: 60_000,
+        batch_size: 100,
+        refresh_ms: 1_000,
+    };
+    let clock = Arc::new(ManualClock::at(now_ms()));
+    Runner::new(
+        worker,
+        store.leases.clone(),
+        store.change_feed.clone(),
+        clock,
+        "W",
+        settings,
+    )
+}
+
+/// Steps until a step finds nothing to apply (a rebuild counts as finding nothing).
+async fn catch_up(runner: &mut Runner) {
+    for _ in 0..100 {
+        if !matches!(runner.step().await.unwrap(), Step::Applied(_)) {
+            return;
+        }
+    }
+    panic!("the worker never ran out of changes");
+}
+
+/// Steps until the worker reports its rebuild (on MongoDB the drop surfaces once every
+/// stream is known complete past it, which may take a read or two).
+async fn until_rebuilt(runner: &mut Runner, kind: Kind) {
+    for _ in 0..50 {
+        if runner.step().await.unwrap() == Step::Rebuilt {
+            assert_eq!(runner.status().lock().unwrap().rebuilds, 1, "{kind:?}");
+            return;
+        }
+    }
+    panic!("{kind:?}: history lost never surfaced");
+}
+
+fn rebuilds(runner: &Runner) -> u64 {
+    runner.status().lock().unwrap().rebuilds
+}
+
+async fn counts(store: &Store, user: &str) -> [(u64, u64, u64); 2] {
+    let u = store.users.user(user).await.unwrap().unwrap();
+    let posts = store.content.posts_by_author(user, None, 10_000).await;
+    let following = store.graph.following(user, None, 10_000).await;
+    let followers = store.graph.followers(user, None, 10_000).await;
+    [
+        (u.posts_count, u.following_count, u.followers_count),
+        (
+            posts.unwrap().len() as u64,
+            following.unwrap().len() as u64,
+            followers.unwrap().len() as u64,
+        ),
+    ]
+}
+
+#[tokio::test]
+async fn the_counters_rebuild_recounts_every_user() {
+    for kind in kinds("the_counters_rebuild_recounts_every_user") {
+        let f = fixture(kind).await;
+        let store = &f.store;
+        let users = ["ada", "bob", "cal"];
+        for user in users {
+            common::create_user(store, user).await;
+        }
+        store
+            .content
+            .insert_post("ada", "one", now_ms())
+            .await
+            .unwrap();
+        let mut worker = runner(store, Arc::new(CountersWorker::new(store.users.clone())));
+        catch_up(&mut worker).await;
+
+        f.lose_history(async {
+            store.graph.follow("bob", "ada", now_ms()).await.unwrap();
+            store
+                .content
+                .insert_post("cal", "two", now_ms())
+                .await
+                .unwrap();
+        })
+        .await;
+        // Counters gone wrong with no change to tell: only a full recount finds them.
+        f.drift(7).await;
+        until_rebuilt(&mut worker, kind).await;
+        for user in users {
+            let [shown, counted] = counts(store, user).await;
+            assert_eq!(shown, counted, "{kind:?} {user}");
+        }
+        assert_eq!(counts(store, "ada").await[0], (1, 0, 1), "{kind:?}");
+        // And on from the head taken before the rebuild.
+        store
+            .content
+            .insert_post("bob", "three", now_ms())
+            .await
+            .unwrap();
+        f.drift(7).await;
+        catch_up(&mut worker).await;
+        assert_eq!(counts(store, "bob").await[0], (1, 1, 0), "{kind:?}");
+        assert_eq!(rebuilds(&worker), 1, "{kind:?}: no second rebuild");
+    }
+}
+
+fn feed_settings() -> FeedSettings {
+    FeedSettings {
+        strategy: FeedStrategy::Cache,
+        cache_size: 20,
+        inline_fanout_max: 2,
+        ..FeedSettings::default()
+    }
+}
+
+/// Every follower's cached post ids, sorted.
+async fn cached(store: &Store, followers: &[String]) -> Vec<Vec<PostId>> {
+    let mut all = Vec::new();
+    for follower in followers {
+        let cache = store.timelines.cache(follower).await.unwrap().unwrap();
+        let mut ids: Vec<PostId> = cache.entries.iter().map(|e| e.id).collect();
+        ids.sort();
+        all.push(ids);
+    }
+    all
+}
+
+#[tokio::test]
+async fn the_timelines_rebuild_delivers_unmarked_posts_and_retracts_deleted_ones() {
+    for kind in kinds("the_timelines_rebuild_delivers_unmarked_posts_and_retracts_deleted_ones") {
+        let f = fixture(kind).await;
+        let store = &f.store;
+        let feed = feed_settings();
+        let social = Social::new(
+            store.clone(),
+            &feed,
+            ActivityLimits::default(),
+            Default::default(),
+        );
+        social.create_user("star", "star").await.unwrap();
+        let mut followers = Vec::new();
+        for i in 0..3 {
+            let id = format!("fan{i}");
+            social.create_user(&id, &id).await.unwrap();
+            social.follow(&id, "star").await.unwrap();
+            social.timeline(&id, None, 10).await.unwrap();
+            followers.push(id);
+        }
+        let mut worker = runner(store, Arc::new(TimelinesWorker::new(store.clone(), &feed)));
+        // Above `inline_fanout_max`: the worker delivers it.
+        let gone = social.post("star", "soon gone").await.unwrap().id;
+        catch_up(&mut worker).await;
+        assert_eq!(
+            cached(store, &followers).await,
+            vec![vec![gone]; 3],
+            "{kind:?}"
+        );
+
+        let mut fresh = None;
+        f.lose_history(async {
+            fresh = Some(social.post("star", "never delivered").await.unwrap().id);
+            // Deleted past the service: no retraction in the request.
+            store.content.delete_post(gone).await.unwrap().unwrap();
+        })
+        .await;
+        let fresh = fresh.unwrap();
+        until_rebuilt(&mut worker, kind).await;
+        assert_eq!(
+            cached(store, &followers).await,
+            vec![vec![fresh]; 3],
+            "{kind:?}"
+        );
+        let mut from_scratch: Vec<PostId> = store
+            .content
+            .posts_by_author("star", None, 100)
+            .await
+            .unwrap()
+            .iter()
+            .map(|p| p.id)
+            .collect();
+        from_scratch.sort();
+        assert_eq!(cached(store, &followers).await[0], from_scratch, "{kind:?}");
+
+        let after = social.post("star", "after the rebuild").await.unwrap().id;
+        catch_up(&mut worker).await;
+        let mut expected = vec![fresh, after];
+        expected.sort();
+        assert_eq!(
+            cached(store, &followers).await,
+            vec![expected; 3],
+            "{kind:?}"
+        );
+        assert_eq!(rebuilds(&worker), 1, "{kind:?}: no second rebuild");
+    }
+}
+
+/// Each user's log as (user, type, reference), checked newest first by time.
+async fn logged(store: &Store, users: &[&str]) -> Vec<(String, ActivityType, String)> {
+    let mut all = Vec::new();
+    for user in users {
+        let page = store.activity.activities(user, 0, 1000).await.unwrap();
+        let times: Vec<i64> = page.items.iter().map(|a| a.ts_ms).collect();
+        assert!(
+            times.windows(2).all(|w| w[0] >= w[1]),
+            "{user}: newest first"
+        );
+        for a in page.items {
+            all.push((user.to_string(), a.kind, a.reference));
+        }
+    }
+    all.sort();
+    all
+}
+
+async fn from_scratch(store: &Store, users: &[&str]) -> Vec<(String, ActivityType, String)> {
+    let mut all = Vec::new();
+    for user in users {
+        for post in store
+            .content
+            .posts_by_author(user, None, 1000)
+            .await
+            .unwrap()
+        {
+            all.push((user.to_string(), ActivityType::Post, post.id.to_string()));
+        }
+        for followee in store.graph.following(user, None, 1000).await.unwrap() {
+            all.push((user.to_string(), ActivityType::Follow, followee));
+        }
+    }
+    all.sort();
+    all
+}
+
+#[tokio::test]
+async fn the_activity_rebuild_equals_logs_from_scratch() {
+    for kind in kinds("the_activity_rebuild_equals_logs_from_scratch") {
+        let f = fixture(kind).await;
+        let store = &f.store;
+        let users = ["fay", "gus"];
+        for user in users {
+            common::create_user(store, user).await;
+        }
+        let early = store
+            .content
+            .insert_post("fay", "one", now_ms())
+            .await
+            .unwrap();
+        let limits = ActivityLimits {
+            primary_limit: 2,
+            page_size: 2,
+        };
+        let mut worker = runner(
+            store,
+            Arc::new(ActivityWorker::new(store.activity.clone(), limits)),
+        );
+        catch_up(&mut worker).await;
+
+        f.lose_history(async {
+            store.graph.follow("gus", "fay", now_ms()).await.unwrap();
+            for i in 0..4 {
+                store
+                    .content
+                    .insert_post("fay", &format!("p{i}"), now_ms())
+                    .await
+                    .unwrap();
+            }
+            store.content.delete_post(early.post.id).await.unwrap();
+        })
+        .await;
+        until_rebuilt(&mut worker, kind).await;
+        assert_eq!(
+            logged(store, &users).await,
+            from_scratch(store, &users).await,
+            "{kind:?}"
+        );
+        // Past the primary limit of 2, the rest is on pages.
+        let layout = store.activity.activity_layout("fay").await.unwrap();
+        assert_eq!((layout.primary, layout.pages.len()), (2, 1), "{kind:?}");
+
+        store
+            .content
+            .insert_post("gus", "after", now_ms())
+            .await
+            .unwrap();
+        catch_up(&mut worker).await;
+        assert_eq!(
+            logged(store, &users).await,
+            from_scratch(store, &users).await,
+            "{kind:?}"
+        );
+        assert_eq!(rebuilds(&worker), 1, "{kind:?}: no second rebuild");
+    }
+}
