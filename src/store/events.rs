@@ -36,6 +36,10 @@ pub trait EventStore: Send + Sync + 'static {
     /// Returns how many were new.
     async fn append(&self, fence: &Fence, events: &[Event], bounds: LogBounds)
     -> StoreResult<usize>;
+    /// Declares every event up to the newest change recorded so far lost (the change
+    /// feed lost history before the events worker read it): a reader positioned below
+    /// gets `PositionLost` instead of silently crossing the gap. Fenced.
+    async fn mark_lost(&self, fence: &Fence) -> StoreResult<()>;
     /// Up to `limit` events after `after` (from the oldest kept when `None`), in id
     /// order. `PositionLost` when events after `after` were trimmed.
     async fn events_after(&self, after: Option<EventId>, limit: usize) -> StoreResult<Vec<Event>>;

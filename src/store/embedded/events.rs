@@ -145,6 +145,22 @@ impl EventStore for EmbeddedStore {
         Ok(added)
     }
 
+    async fn mark_lost(&self, fence: &Fence) -> StoreResult<()> {
+        let fence = fence.clone();
+        self.write(move |tx| {
+            check_fence(tx, &fence.lease, &fence.holder, fence.version)?;
+            let newest: i64 = tx
+                .prepare_cached("SELECT seq FROM sqlite_sequence WHERE name = 'changes'")?
+                .query_row([], |row| row.get(0))
+                .optional()?
+                .unwrap_or(0);
+            let before = meta(tx, "events_trimmed_through")?;
+            set_meta(tx, "events_trimmed_through", before.max(newest))?;
+            Ok(())
+        })
+        .await
+    }
+
     async fn events_after(&self, after: Option<EventId>, limit: usize) -> StoreResult<Vec<Event>> {
         self.read(move |conn| read_after(conn, after, limit)).await
     }

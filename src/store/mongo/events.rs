@@ -188,6 +188,13 @@ impl EventStore for MongoStore {
         }
     }
 
+    /// A capped collection cannot record a gap: logged, and readers are not reset.
+    async fn mark_lost(&self, fence: &Fence) -> StoreResult<()> {
+        self.events_coll()?;
+        tracing::error!(lease = %fence.lease, "event log: a gap from lost change history cannot be marked on MongoDB");
+        Ok(())
+    }
+
     async fn events_after(&self, after: Option<EventId>, limit: usize) -> StoreResult<Vec<Event>> {
         let coll = self.events_coll()?;
         check_kept(&coll, after).await?;
