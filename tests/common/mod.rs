@@ -339,7 +339,6 @@ pub async fn event_log_kinds(test: &str) -> Vec<Kind> {
                 // Written past the test harness's capture, so that the run's log shows it.
                 let line = format!("{EVENT_LOG_SKIPPED}\n");
                 std::io::stderr().write_all(line.as_bytes()).unwrap();
-                let _ = test;
             }
         }
     }
