@@ -12,8 +12,8 @@ use tokio::task::JoinHandle;
 
 use crate::config::{Backend, Config};
 use crate::domain::{ActivityLimits, now_ms};
-use crate::http::{AppState, HttpSettings, router};
 use crate::events::{Hub, HubSettings};
+use crate::http::{AppState, HttpSettings, router};
 use crate::service::{EventsService, Social};
 use crate::store::embedded::EmbeddedStore;
 use crate::store::{ChangeFeed, Store};
@@ -148,7 +148,12 @@ pub async fn rebuild_aggregates(config: &Config) -> anyhow::Result<String> {
             ))
         }
         Step::Standby => {
-            let lease = store.leases.leases().await?.into_iter().find(|l| l.name == AGGREGATES);
+            let lease = store
+                .leases
+                .leases()
+                .await?
+                .into_iter()
+                .find(|l| l.name == AGGREGATES);
             let holder = lease.and_then(|l| l.holder).unwrap_or_default();
             anyhow::bail!(
                 "the aggregates lock is held by {holder} (type {}); try again once it is released or expires",
@@ -177,12 +182,7 @@ fn holder_id() -> String {
 }
 
 /// Every worker, when `workers.enabled`; none otherwise (another process runs them).
-fn start_workers(
-    config: &Config,
-    store: &Store,
-    wakers: Arc<Wakers>,
-    event_log: bool,
-) -> Workers {
+fn start_workers(config: &Config, store: &Store, wakers: Arc<Wakers>, event_log: bool) -> Workers {
     let settings = runner_settings(config);
     let mut runners = Vec::new();
     if config.workers.enabled {
@@ -273,6 +273,7 @@ async fn run(
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<()> {
     let workers = state.workers.clone();
+    let state_hub = state.events.hub().cloned();
     let app = router(
         state,
         &HttpSettings {
@@ -285,8 +286,15 @@ async fn run(
         config.change_feed.retention.0,
         config.change_feed.max_retention.0,
     ));
+    let hub = state_hub;
     let served = axum::serve(listener, app)
-        .with_graceful_shutdown(shutdown)
+        .with_graceful_shutdown(async move {
+            shutdown.await;
+            // Open streams never end on their own: end them so the drain can finish.
+            if let Some(hub) = hub {
+                hub.close();
+            }
+        })
         .await;
     trimmer.abort();
     // In-flight requests are done: let each worker finish its step and hand its lease on.

@@ -397,7 +397,10 @@ impl Config {
         }
         let events = &self.events;
         if events.max_bytes < 4096 {
-            bail!("events.max_bytes must be at least 4096, got {}", events.max_bytes);
+            bail!(
+                "events.max_bytes must be at least 4096, got {}",
+                events.max_bytes
+            );
         }
         if events.max_count == 0 {
             bail!("events.max_count must be positive");
@@ -406,10 +409,16 @@ impl Config {
             bail!("events.batch_max must be 1-10000, got {}", events.batch_max);
         }
         if !(1..=1_000_000).contains(&events.max_streams) {
-            bail!("events.max_streams must be 1-1000000, got {}", events.max_streams);
+            bail!(
+                "events.max_streams must be 1-1000000, got {}",
+                events.max_streams
+            );
         }
         if !(1..=100_000).contains(&events.stream_buffer) {
-            bail!("events.stream_buffer must be 1-100000, got {}", events.stream_buffer);
+            bail!(
+                "events.stream_buffer must be 1-100000, got {}",
+                events.stream_buffer
+            );
         }
         if self.server.body_limit_bytes < 1024 {
             bail!("server.body_limit_bytes must be at least 1024");

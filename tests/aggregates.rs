@@ -15,7 +15,9 @@ use rand::{RngExt, SeedableRng};
 use socialite::domain::{Post, PostId, hashtags, now_ms};
 use socialite::store::trends::{HOUR_MS, HOURS_KEPT};
 use socialite::store::{LogBounds, Store, StoreError, StoreResult};
-use socialite::workers::aggregates::{AggregatesWorker, EventFeed, NAME, REBUILD_PREFIX, lock_type};
+use socialite::workers::aggregates::{
+    AggregatesWorker, EventFeed, NAME, REBUILD_PREFIX, lock_type,
+};
 use socialite::workers::events::EventsWorker;
 use socialite::workers::{Hooks, ManualClock, Point, Runner, RunnerSettings, Step};
 use tokio::sync::Notify;
@@ -34,13 +36,27 @@ const TAGS: [&str; 6] = ["rust", "go", "zig", "café", "日本", "x_1"];
 
 fn events_runner(store: &Store, clock: &Arc<ManualClock>) -> Runner {
     let worker = Arc::new(EventsWorker::new(store.events.clone(), BOUNDS, None));
-    Runner::new(worker, store.leases.clone(), store.change_feed.clone(), clock.clone(), "p1", SETTINGS)
+    Runner::new(
+        worker,
+        store.leases.clone(),
+        store.change_feed.clone(),
+        clock.clone(),
+        "p1",
+        SETTINGS,
+    )
 }
 
 fn aggregates_runner(store: &Store, clock: &Arc<ManualClock>, holder: &str) -> Runner {
     let worker = Arc::new(AggregatesWorker::new(store.trends.clone(), clock.clone()));
     let feed = Arc::new(EventFeed::new(store.events.clone()));
-    Runner::new(worker, store.leases.clone(), feed, clock.clone(), holder, SETTINGS)
+    Runner::new(
+        worker,
+        store.leases.clone(),
+        feed,
+        clock.clone(),
+        holder,
+        SETTINGS,
+    )
 }
 
 /// Steps until the runner finds nothing to do; the steps it took, Standby excluded.
@@ -71,10 +87,19 @@ async fn random_posts(store: &Store, live: &mut Live, rng: &mut rand::rngs::StdR
         let mut text = String::from("post");
         for _ in 0..rng.random_range(0..4) {
             let tag = TAGS[rng.random_range(0..TAGS.len())];
-            let case = if rng.random_range(0..2) == 0 { tag.to_uppercase() } else { tag.to_owned() };
+            let case = if rng.random_range(0..2) == 0 {
+                tag.to_uppercase()
+            } else {
+                tag.to_owned()
+            };
             text.push_str(&format!(" #{case},"));
         }
-        let post = store.content.insert_post("ann", &text, now_ms()).await.unwrap().post;
+        let post = store
+            .content
+            .insert_post("ann", &text, now_ms())
+            .await
+            .unwrap()
+            .post;
         live.insert(post.id, post);
     }
 }
@@ -86,7 +111,10 @@ fn truth(live: &Live) -> BTreeMap<String, (u64, BTreeMap<i64, u64>)> {
         for tag in hashtags(&post.text) {
             let entry = counts.entry(tag).or_default();
             entry.0 += 1;
-            *entry.1.entry(post.created_at_ms().div_euclid(HOUR_MS)).or_default() += 1;
+            *entry
+                .1
+                .entry(post.created_at_ms().div_euclid(HOUR_MS))
+                .or_default() += 1;
         }
     }
     counts
@@ -107,7 +135,11 @@ async fn assert_counts(store: &Store, live: &Live, context: &str) {
         .map(|(tag, (_, hours))| (tag.clone(), hours.values().sum()))
         .collect();
     top.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
-    assert_eq!(store.trends.top_tags(from_hour, 10).await.unwrap(), top, "{context}: top tags");
+    assert_eq!(
+        store.trends.top_tags(from_hour, 10).await.unwrap(),
+        top,
+        "{context}: top tags"
+    );
 }
 
 #[tokio::test]
@@ -175,7 +207,10 @@ async fn a_rebuild_while_posts_arrive_ends_at_the_truth_and_the_worker_stands_by
         // The incremental worker hands the lock back (as on shutdown).
         aggregates.release().await.unwrap();
 
-        let hooks = Arc::new(PauseAtRead { paused: Notify::new(), resume: Notify::new() });
+        let hooks = Arc::new(PauseAtRead {
+            paused: Notify::new(),
+            resume: Notify::new(),
+        });
         let holder = format!("{REBUILD_PREFIX}cli");
         let mut rebuild = aggregates_runner(&store, &clock, &holder).with_hooks(hooks.clone());
         let task = tokio::spawn(async move { rebuild.rebuild_once().await });
@@ -189,14 +224,35 @@ async fn a_rebuild_while_posts_arrive_ends_at_the_truth_and_the_worker_stands_by
         // ...but the incremental worker does not run: the lock says rebuild.
         let processed = aggregates.status().lock().unwrap().processed;
         assert_eq!(aggregates.step().await.unwrap(), Step::Standby, "{kind:?}");
-        let lease = store.leases.leases().await.unwrap().into_iter().find(|l| l.name == NAME).unwrap();
-        assert_eq!(lock_type(lease.holder.as_deref().unwrap()), "rebuild", "{kind:?}: {lease:?}");
+        let lease = store
+            .leases
+            .leases()
+            .await
+            .unwrap()
+            .into_iter()
+            .find(|l| l.name == NAME)
+            .unwrap();
+        assert_eq!(
+            lock_type(lease.holder.as_deref().unwrap()),
+            "rebuild",
+            "{kind:?}: {lease:?}"
+        );
         assert_eq!(aggregates.status().lock().unwrap().processed, processed);
 
         hooks.resume.notify_one();
         assert_eq!(task.await.unwrap().unwrap(), Step::Rebuilt, "{kind:?}");
-        let lease = store.leases.leases().await.unwrap().into_iter().find(|l| l.name == NAME).unwrap();
-        assert_eq!(lease.holder, None, "{kind:?}: the rebuild releases the lock");
+        let lease = store
+            .leases
+            .leases()
+            .await
+            .unwrap()
+            .into_iter()
+            .find(|l| l.name == NAME)
+            .unwrap();
+        assert_eq!(
+            lease.holder, None,
+            "{kind:?}: the rebuild releases the lock"
+        );
         let watermark = lease.position.clone().expect("the rebuild's watermark");
 
         // The worker continues from the rebuild's watermark (past events the snapshot
@@ -205,12 +261,28 @@ async fn a_rebuild_while_posts_arrive_ends_at_the_truth_and_the_worker_stands_by
         random_posts(&store, &mut live, &mut rng, 50).await;
         drain(&mut events).await;
         let steps = drain(&mut aggregates).await;
-        assert!(steps.iter().all(|s| matches!(s, Step::Applied(_))), "{kind:?}: {steps:?}");
         assert!(
-            aggregates.status().lock().unwrap().position.as_ref().unwrap().parse::<u64>().unwrap()
+            steps.iter().all(|s| matches!(s, Step::Applied(_))),
+            "{kind:?}: {steps:?}"
+        );
+        assert!(
+            aggregates
+                .status()
+                .lock()
+                .unwrap()
+                .position
+                .as_ref()
+                .unwrap()
+                .parse::<u64>()
+                .unwrap()
                 > watermark.0.parse::<u64>().unwrap()
         );
-        assert_counts(&store, &live, &format!("{kind:?} after a rebuild under load")).await;
+        assert_counts(
+            &store,
+            &live,
+            &format!("{kind:?} after a rebuild under load"),
+        )
+        .await;
     }
 }
 
@@ -254,16 +326,32 @@ async fn a_rebuild_killed_mid_way_is_taken_over_after_its_lease_expires() {
 
             random_posts(store, &mut live, &mut rng, 30).await;
             drain(&mut events).await;
-            assert_eq!(aggregates.step().await.unwrap(), Step::Standby, "the dead rebuild still holds the lock");
+            assert_eq!(
+                aggregates.step().await.unwrap(),
+                Step::Standby,
+                "the dead rebuild still holds the lock"
+            );
             clock.advance(TTL + 1);
             let steps = drain(&mut aggregates).await;
             assert!(
                 steps.iter().all(|s| matches!(s, Step::Applied(_))) && !steps.is_empty(),
                 "{kind:?} {point:?}: taken over by lease expiry: {steps:?}"
             );
-            let lease = store.leases.leases().await.unwrap().into_iter().find(|l| l.name == NAME).unwrap();
+            let lease = store
+                .leases
+                .leases()
+                .await
+                .unwrap()
+                .into_iter()
+                .find(|l| l.name == NAME)
+                .unwrap();
             assert_eq!(lease.holder.as_deref(), Some("p1"));
-            assert_counts(store, &live, &format!("{kind:?} after a rebuild killed at {point:?}")).await;
+            assert_counts(
+                store,
+                &live,
+                &format!("{kind:?} after a rebuild killed at {point:?}"),
+            )
+            .await;
         }
     }
 }

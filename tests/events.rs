@@ -114,7 +114,11 @@ async fn every_change_becomes_exactly_one_event_in_feed_order_across_crashes() {
                 .await
                 .unwrap()
                 .post;
-            store.activity.like("ann", first.id, now_ms()).await.unwrap();
+            store
+                .activity
+                .like("ann", first.id, now_ms())
+                .await
+                .unwrap();
             store.users.rename_user("bob", "Robert").await.unwrap();
             store.graph.unfollow("ann", "bob").await.unwrap();
             store.content.delete_post(first.id).await.unwrap();
@@ -151,7 +155,10 @@ async fn every_change_becomes_exactly_one_event_in_feed_order_across_crashes() {
             let created = &events[1];
             assert_eq!(created.payload["tags"], json!(["rust", "go"]));
             let deleted = &events[5];
-            assert_eq!(deleted.payload["author"], "bob", "a deletion names its author");
+            assert_eq!(
+                deleted.payload["author"], "bob",
+                "a deletion names its author"
+            );
             assert_eq!(deleted.payload["tags"], json!(["rust", "go"]));
             assert_eq!(events[3].payload["display_name"], "Robert");
             assert!(
@@ -173,13 +180,33 @@ async fn a_replayed_append_adds_nothing() {
         let store = &t.store;
         store.events.prepare_log(bounds(1000)).await.unwrap();
         let fence = fence(store, "w").await;
-        assert_eq!(store.events.append(&fence, &synthetic(1..=5), bounds(1000)).await.unwrap(), 5);
-        assert_eq!(store.events.append(&fence, &synthetic(3..=8), bounds(1000)).await.unwrap(), 3);
+        assert_eq!(
+            store
+                .events
+                .append(&fence, &synthetic(1..=5), bounds(1000))
+                .await
+                .unwrap(),
+            5
+        );
+        assert_eq!(
+            store
+                .events
+                .append(&fence, &synthetic(3..=8), bounds(1000))
+                .await
+                .unwrap(),
+            3
+        );
         let ids: Vec<u64> = all_events(store).await.iter().map(|e| e.id.0).collect();
         assert_eq!(ids, (1..=8).collect::<Vec<_>>());
         // A holder that lost the lease appends nothing.
-        let stale = Fence { version: fence.version + 7, ..fence };
-        let refused = store.events.append(&stale, &synthetic(9..=9), bounds(1000)).await;
+        let stale = Fence {
+            version: fence.version + 7,
+            ..fence
+        };
+        let refused = store
+            .events
+            .append(&stale, &synthetic(9..=9), bounds(1000))
+            .await;
         assert!(matches!(refused, Err(StoreError::Fenced(_))), "{refused:?}");
     }
 }
@@ -192,21 +219,40 @@ async fn trimming_bounds_the_log_and_a_reader_behind_it_gets_position_lost() {
     let fence = fence(store, "w").await;
     for chunk in 0..10 {
         let from = chunk * 10 + 1;
-        store.events.append(&fence, &synthetic(from..=from + 9), bounds(25)).await.unwrap();
-        assert!(all_events(store).await.len() <= 25, "never more than max_count");
+        store
+            .events
+            .append(&fence, &synthetic(from..=from + 9), bounds(25))
+            .await
+            .unwrap();
+        assert!(
+            all_events(store).await.len() <= 25,
+            "never more than max_count"
+        );
     }
     let kept = all_events(store).await;
     assert_eq!(kept.len(), 25);
     assert_eq!(kept[0].id, EventId(76), "the oldest went first");
     // Reading from the oldest kept event's predecessor is fine; from further back is not.
-    assert_eq!(store.events.events_after(Some(EventId(75)), 100).await.unwrap().len(), 25);
+    assert_eq!(
+        store
+            .events
+            .events_after(Some(EventId(75)), 100)
+            .await
+            .unwrap()
+            .len(),
+        25
+    );
     let lost = store.events.events_after(Some(EventId(10)), 100).await;
     assert!(matches!(lost, Err(StoreError::PositionLost(_))), "{lost:?}");
     let mut reader = EventReader::open(store.events.clone(), Some(EventId(74)), 10, POLL);
     let lost = reader.next_batch().await;
     assert!(matches!(lost, Err(StoreError::PositionLost(_))), "{lost:?}");
     // A replay of trimmed events does not bring them back.
-    store.events.append(&fence, &synthetic(1..=5), bounds(25)).await.unwrap();
+    store
+        .events
+        .append(&fence, &synthetic(1..=5), bounds(25))
+        .await
+        .unwrap();
     assert_eq!(all_events(store).await[0].id, EventId(76));
 }
 
@@ -215,12 +261,20 @@ async fn a_reader_falling_behind_the_trim_while_following_gets_position_lost() {
     let t = fresh_store(common::Kind::Embedded).await;
     let store = &t.store;
     let fence = fence(store, "w").await;
-    store.events.append(&fence, &synthetic(1..=3), bounds(5)).await.unwrap();
+    store
+        .events
+        .append(&fence, &synthetic(1..=3), bounds(5))
+        .await
+        .unwrap();
     let mut reader = EventReader::open(store.events.clone(), None, 2, POLL);
     let first = reader.next_batch().await.unwrap();
     assert_eq!(first.len(), 2, "two of three, the third still unread");
     // Before the reader reads on, the log moves well past what it has read.
-    store.events.append(&fence, &synthetic(4..=20), bounds(5)).await.unwrap();
+    store
+        .events
+        .append(&fence, &synthetic(4..=20), bounds(5))
+        .await
+        .unwrap();
     let mut seen: Vec<u64> = first.iter().map(|e| e.id.0).collect();
     let lost = loop {
         match reader.next_batch().await {
@@ -242,7 +296,11 @@ async fn a_reader_at_the_head_blocks_then_takes_a_burst_as_one_batch() {
         let store = &t.store;
         store.events.prepare_log(bounds(1000)).await.unwrap();
         let fence = fence(store, "w").await;
-        store.events.append(&fence, &synthetic(1..=3), bounds(1000)).await.unwrap();
+        store
+            .events
+            .append(&fence, &synthetic(1..=3), bounds(1000))
+            .await
+            .unwrap();
         let head = store.events.newest_event().await.unwrap();
         let mut reader = EventReader::open(store.events.clone(), head, 500, POLL);
         {
@@ -255,7 +313,11 @@ async fn a_reader_at_the_head_blocks_then_takes_a_burst_as_one_batch() {
                 );
             }
         }
-        store.events.append(&fence, &synthetic(4..=53), bounds(1000)).await.unwrap();
+        store
+            .events
+            .append(&fence, &synthetic(4..=53), bounds(1000))
+            .await
+            .unwrap();
         let mut got = reader.next_batch().await.unwrap();
         if kind == common::Kind::Embedded {
             assert_eq!(got.len(), 50, "the burst is one batch");
@@ -275,13 +337,21 @@ async fn batches_stay_within_batch_max_and_in_order() {
         let store = &t.store;
         store.events.prepare_log(bounds(5000)).await.unwrap();
         let fence = fence(store, "w").await;
-        store.events.append(&fence, &synthetic(1..=1000), bounds(5000)).await.unwrap();
+        store
+            .events
+            .append(&fence, &synthetic(1..=1000), bounds(5000))
+            .await
+            .unwrap();
         let mut reader = EventReader::open(store.events.clone(), None, 64, POLL);
         let mut ids = Vec::new();
         let mut largest = 0;
         while ids.len() < 1000 {
             let batch = reader.next_batch().await.unwrap();
-            assert!(!batch.is_empty() && batch.len() <= 64, "{kind:?}: {}", batch.len());
+            assert!(
+                !batch.is_empty() && batch.len() <= 64,
+                "{kind:?}: {}",
+                batch.len()
+            );
             largest = largest.max(batch.len());
             ids.extend(batch.iter().map(|e| e.id.0));
         }

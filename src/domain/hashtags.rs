@@ -53,9 +53,7 @@ pub fn hashtags(text: &str) -> Vec<String> {
 /// Whether `tag` is something [`hashtags`] could produce (for tags named in a path).
 pub fn is_tag(tag: &str) -> bool {
     let chars = tag.chars().count();
-    (1..=MAX_TAG_CHARS).contains(&chars)
-        && tag.chars().all(tag_char)
-        && tag.to_lowercase() == tag
+    (1..=MAX_TAG_CHARS).contains(&chars) && tag.chars().all(tag_char) && tag.to_lowercase() == tag
 }
 
 #[cfg(test)]
@@ -66,8 +64,14 @@ mod tests {
     fn edge_cases() {
         assert_eq!(hashtags("hello #Rust and #rust"), ["rust"]);
         assert_eq!(hashtags("# alone, #, ## and #!"), Vec::<String>::new());
-        assert_eq!(hashtags("#rust, #go. (#zig) #c++"), ["rust", "go", "zig", "c"]);
-        assert_eq!(hashtags("#Café #ÜBER #日本語 #x_1"), ["café", "über", "日本語", "x_1"]);
+        assert_eq!(
+            hashtags("#rust, #go. (#zig) #c++"),
+            ["rust", "go", "zig", "c"]
+        );
+        assert_eq!(
+            hashtags("#Café #ÜBER #日本語 #x_1"),
+            ["café", "über", "日本語", "x_1"]
+        );
         assert_eq!(hashtags("mail a#b ##c #d#e"), ["d"]);
         assert_eq!(hashtags("#123 #_"), ["123", "_"]);
         let many: String = (0..15).map(|i| format!("#t{i} ")).collect();

@@ -57,6 +57,8 @@ pub struct Hub {
     pub(super) sender: broadcast::Sender<Delivery>,
     pub(super) slots: Arc<Semaphore>,
     pub(super) slow_disconnects: AtomicU64,
+    /// Set on shutdown: every stream ends, so the server's drain can finish.
+    pub(super) closing: tokio::sync::watch::Sender<bool>,
     task: std::sync::Mutex<Option<JoinHandle<()>>>,
 }
 
@@ -71,11 +73,19 @@ impl Hub {
             sender,
             slots: Arc::new(Semaphore::new(settings.max_streams)),
             slow_disconnects: AtomicU64::new(0),
+            closing: tokio::sync::watch::channel(false).0,
             task: std::sync::Mutex::new(None),
         });
         let task = tokio::spawn(follow(Arc::downgrade(&hub)));
         *hub.task.lock().unwrap_or_else(|p| p.into_inner()) = Some(task);
         hub
+    }
+
+    /// Ends every open stream and refuses new ones (on shutdown: an open stream would
+    /// otherwise keep the server's graceful drain waiting for ever).
+    pub fn close(&self) {
+        self.closing.send_replace(true);
+        self.slots.close();
     }
 
     /// Streams open now.

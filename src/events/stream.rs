@@ -12,7 +12,7 @@ use std::collections::HashSet;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
-use tokio::sync::{OwnedSemaphorePermit, broadcast, mpsc};
+use tokio::sync::{OwnedSemaphorePermit, broadcast, mpsc, watch};
 
 use super::hub::{Delivery, Hub, Prepared};
 use crate::domain::{EventId, EventType, PostId};
@@ -110,6 +110,7 @@ impl Hub {
             .clone()
             .try_acquire_owned()
             .map_err(|_| OpenError::TooMany)?;
+        let closing = self.closing.subscribe();
         if self.store.users.user(user).await?.is_none() {
             return Err(StoreError::NotFound(format!("user {user}")).into());
         }
@@ -135,7 +136,14 @@ impl Hub {
         };
         let (sender, receiver) = mpsc::channel(self.settings.stream_buffer.max(1));
         metrics::gauge!("socialite_streams_open").increment(1.0);
-        tokio::spawn(run(self.clone(), router, live, last_event_id, sender, permit));
+        tokio::spawn(run(
+            self.clone(),
+            router,
+            live,
+            last_event_id,
+            sender,
+            (permit, closing),
+        ));
         Ok(receiver)
     }
 }
@@ -153,9 +161,12 @@ async fn run(
     mut live: broadcast::Receiver<Delivery>,
     resume: Option<EventId>,
     sender: mpsc::Sender<StreamMessage>,
-    _permit: OwnedSemaphorePermit,
+    (_permit, mut closing): (OwnedSemaphorePermit, watch::Receiver<bool>),
 ) {
-    let end = stream(&hub, &mut router, &mut live, resume, &sender).await;
+    let end = tokio::select! {
+        end = stream(&hub, &mut router, &mut live, resume, &sender) => end,
+        _ = closing.wait_for(|closed| *closed) => End::Gone,
+    };
     match end {
         End::Gone => {}
         End::Slow => {
@@ -231,7 +242,12 @@ async fn catch_up(
 ) -> StoreResult<Result<EventId, End>> {
     let mut last = from;
     loop {
-        let page = match hub.store.events.events_after(Some(last), CATCH_UP_PAGE).await {
+        let page = match hub
+            .store
+            .events
+            .events_after(Some(last), CATCH_UP_PAGE)
+            .await
+        {
             Ok(page) => page,
             Err(StoreError::PositionLost(_)) => {
                 let head = hub.store.events.newest_event().await?;

@@ -105,7 +105,9 @@ impl From<StoreError> for ApiError {
             StoreError::PositionLost(why) => ApiError::new(
                 StatusCode::GONE,
                 "position-lost",
-                format!("the event log no longer holds that position ({why}); start again from the oldest kept event"),
+                format!(
+                    "the event log no longer holds that position ({why}); start again from the oldest kept event"
+                ),
             ),
             // No route reads the change feed, so a position error is a storage fault too.
             cause @ (StoreError::InvalidPosition(_)

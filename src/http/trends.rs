@@ -4,8 +4,8 @@ use axum::extract::{Path, State};
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
-use super::error::{ApiError, ApiResult, Json, Problem, Query};
 use super::AppState;
+use super::error::{ApiError, ApiResult, Json, Problem, Query};
 use crate::domain::{format_time_ms, is_tag};
 use crate::service::Window;
 use crate::store::trends::HOUR_MS;
@@ -38,7 +38,10 @@ pub struct TagBody {
         (status = 404, description = "Not a tag (upper case, punctuation, over 64 characters)", body = Problem, content_type = "application/problem+json"),
     )
 )]
-pub async fn tag(State(state): State<AppState>, Path(tag): Path<String>) -> ApiResult<Json<TagBody>> {
+pub async fn tag(
+    State(state): State<AppState>,
+    Path(tag): Path<String>,
+) -> ApiResult<Json<TagBody>> {
     if !is_tag(&tag) {
         return Err(ApiError::not_found(format!(
             "{tag:?} is not a tag: tags are 1-64 lower-case letters, digits or _"

@@ -6,9 +6,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::domain::{Event, EventId, now_ms};
+use crate::events::TimelineStream;
 use crate::events::hub::Hub;
 use crate::events::stream::OpenError;
-use crate::events::TimelineStream;
 use crate::store::trends::{HOUR_MS, HOURS_KEPT, TagCounts};
 use crate::store::{Store, StoreError, StoreResult};
 

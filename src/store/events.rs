@@ -34,8 +34,12 @@ pub trait EventStore: Send + Sync + 'static {
     /// the bounds; only while `fence` still holds (embedded: checked in the same
     /// transaction; MongoDB: checked just before, and ids make a late duplicate inert).
     /// Returns how many were new.
-    async fn append(&self, fence: &Fence, events: &[Event], bounds: LogBounds)
-    -> StoreResult<usize>;
+    async fn append(
+        &self,
+        fence: &Fence,
+        events: &[Event],
+        bounds: LogBounds,
+    ) -> StoreResult<usize>;
     /// Declares every event up to the newest change recorded so far lost (the change
     /// feed lost history before the events worker read it): a reader positioned below
     /// gets `PositionLost` instead of silently crossing the gap. Fenced.
@@ -51,6 +55,9 @@ pub trait EventStore: Send + Sync + 'static {
     /// blocking while the log is idle (MongoDB: a tailable awaitData cursor, reopened
     /// from the last event seen when it dies; embedded: an in-process notification plus
     /// a poll every `poll` for other processes' appends). Ends after yielding an error.
-    fn tail(&self, after: Option<EventId>, poll: Duration)
-    -> BoxStream<'static, StoreResult<Vec<Event>>>;
+    fn tail(
+        &self,
+        after: Option<EventId>,
+        poll: Duration,
+    ) -> BoxStream<'static, StoreResult<Vec<Event>>>;
 }

@@ -103,8 +103,8 @@ impl<T> Adapter for T where
         + ActivityStore
         + LeaseStore
         + DeliveryStore
-    + EventStore
-    + TrendStore
+        + EventStore
+        + TrendStore
 {
 }
 

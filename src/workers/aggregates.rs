@@ -46,7 +46,7 @@ impl AggregatesWorker {
     }
 
     /// The first hour whose per-hour counts are kept.
-    fn from_hour(&self) -> i64 {
+    fn first_hour(&self) -> i64 {
         self.clock.now_ms().div_euclid(HOUR_MS) - (HOURS_KEPT - 1)
     }
 }
@@ -98,13 +98,13 @@ impl Worker for AggregatesWorker {
             tags.extend(tag_changes(&event_of(change)?));
         }
         self.trends
-            .apply_tags(fence, EventId(last.seq), &tags, self.from_hour())
+            .apply_tags(fence, EventId(last.seq), &tags, self.first_hour())
             .await
     }
 
     async fn rebuild(&self, fence: &Fence) -> StoreResult<()> {
         self.trends
-            .rebuild_tags(fence, self.from_hour())
+            .rebuild_tags(fence, self.first_hour())
             .await
             .map(|_| ())
     }
@@ -115,7 +115,7 @@ impl Worker for AggregatesWorker {
         fence: &Fence,
         _head: Option<ChangePosition>,
     ) -> StoreResult<Option<ChangePosition>> {
-        let watermark = self.trends.rebuild_tags(fence, self.from_hour()).await?;
+        let watermark = self.trends.rebuild_tags(fence, self.first_hour()).await?;
         Ok(Some(ChangePosition(watermark.to_string())))
     }
 }

@@ -32,7 +32,11 @@ pub struct EventsWorker {
 }
 
 impl EventsWorker {
-    pub fn new(events: Arc<dyn EventStore>, bounds: LogBounds, wakers: Option<Arc<Wakers>>) -> Self {
+    pub fn new(
+        events: Arc<dyn EventStore>,
+        bounds: LogBounds,
+        wakers: Option<Arc<Wakers>>,
+    ) -> Self {
         EventsWorker {
             events,
             bounds,
@@ -83,7 +87,10 @@ fn event_of(change: &Change) -> StoreResult<Option<Event>> {
             (EventType::PostCreated, payload)
         }
         ("posts", ChangeOp::Delete) => {
-            let post: PostId = change.key.parse().map_err(|_| poison(change, "bad post id"))?;
+            let post: PostId = change
+                .key
+                .parse()
+                .map_err(|_| poison(change, "bad post id"))?;
             let payload = json!({ "post": post.to_string(), "author": null, "tags": null });
             (EventType::PostDeleted, payload)
         }
@@ -102,7 +109,10 @@ fn event_of(change: &Change) -> StoreResult<Option<Event>> {
         }
         ("likes", ChangeOp::Insert) => {
             let like: Like = document(change)?;
-            (EventType::PostLiked, json!({ "user": like.user, "post": like.post }))
+            (
+                EventType::PostLiked,
+                json!({ "user": like.user, "post": like.post }),
+            )
         }
         ("users", ChangeOp::Update) => {
             let user: User = document(change)?;
@@ -172,7 +182,9 @@ impl Worker for EventsWorker {
     /// the head leaves a gap, which readers must not cross silently: the log is marked
     /// lost up to the head, so a reader below it gets `PositionLost`.
     async fn rebuild(&self, fence: &Fence) -> StoreResult<()> {
-        tracing::error!("the change feed lost history the event log had not read; readers before the gap will be reset");
+        tracing::error!(
+            "the change feed lost history the event log had not read; readers before the gap will be reset"
+        );
         self.events.mark_lost(fence).await
     }
 }

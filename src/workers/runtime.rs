@@ -389,7 +389,12 @@ impl Runner {
         let name = self.worker.name();
         let lease = self
             .leases
-            .acquire(name, &self.holder, self.clock.now_ms(), self.settings.lease_ttl_ms)
+            .acquire(
+                name,
+                &self.holder,
+                self.clock.now_ms(),
+                self.settings.lease_ttl_ms,
+            )
             .await?;
         if !lease.held_by(&self.holder) {
             return Ok(Step::Standby);

@@ -11,8 +11,8 @@ use rusqlite::{Connection, OptionalExtension, params};
 use super::EmbeddedStore;
 use super::leases::check_fence;
 use crate::domain::{EventId, Fence, PostId, hashtags};
-use crate::store::trends::{HOUR_MS, TagChange, TagCounts, TrendStore};
 use crate::store::StoreResult;
+use crate::store::trends::{HOUR_MS, TagChange, TagCounts, TrendStore};
 
 pub(super) const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS tags (
@@ -57,7 +57,11 @@ fn write_net(conn: &Connection, tag: &str, net: &Net, w: i64, from_hour: i64) ->
          ON CONFLICT (tag) DO UPDATE SET total = max(total + ?2, 0), w = ?3",
     )?
     .execute(params![tag, net.total, w])?;
-    for (hour, n) in net.hours.iter().filter(|(h, n)| **h >= from_hour && **n != 0) {
+    for (hour, n) in net
+        .hours
+        .iter()
+        .filter(|(h, n)| **h >= from_hour && **n != 0)
+    {
         conn.prepare_cached(
             "INSERT INTO tag_hours (tag, hour, n) VALUES (?1, ?2, ?3)
              ON CONFLICT (tag, hour) DO UPDATE SET n = n + ?3",

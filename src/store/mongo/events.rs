@@ -20,8 +20,8 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use futures::stream::{self, BoxStream, StreamExt};
 use futures::TryStreamExt;
+use futures::stream::{self, BoxStream, StreamExt};
 use mongodb::bson::{Document, doc};
 use mongodb::options::CursorType;
 use mongodb::{Collection, Database};
@@ -92,9 +92,10 @@ async fn check_kept(events: &Collection<Document>, after: Option<EventId>) -> St
         .await
         .map_err(db_error)?;
     match oldest {
-        Some(doc) if (int(&doc, "_id") as u64) > after.0 => Err(StoreError::PositionLost(
-            format!("the oldest kept event {} is past {after}", int(&doc, "_id")),
-        )),
+        Some(doc) if (int(&doc, "_id") as u64) > after.0 => Err(StoreError::PositionLost(format!(
+            "the oldest kept event {} is past {after}",
+            int(&doc, "_id")
+        ))),
         _ => Ok(()),
     }
 }
@@ -162,7 +163,8 @@ impl EventStore for MongoStore {
         if events.is_empty() {
             return Ok(0);
         }
-        let held = doc! { "_id": &fence.lease, "holder": &fence.holder, "version": fence.version as i64 };
+        let held =
+            doc! { "_id": &fence.lease, "holder": &fence.holder, "version": fence.version as i64 };
         if !super::exists(&self.collection(LEASES), held).await? {
             return Err(StoreError::Fenced(fence.lease.clone()));
         }
@@ -323,4 +325,3 @@ fn tail(
     })
     .boxed()
 }
-

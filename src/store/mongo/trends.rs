@@ -57,7 +57,11 @@ fn state_from(doc: &Document) -> State {
 
 fn state_doc(state: &State, from_hour: i64) -> Document {
     let mut hours = Document::new();
-    for (hour, n) in state.hours.iter().filter(|(h, n)| **h >= from_hour && **n > 0) {
+    for (hour, n) in state
+        .hours
+        .iter()
+        .filter(|(h, n)| **h >= from_hour && **n > 0)
+    {
         hours.insert(hour.to_string(), *n);
     }
     let last = state
@@ -130,7 +134,8 @@ impl TrendStore for MongoStore {
         changes: &[TagChange],
         from_hour: i64,
     ) -> StoreResult<()> {
-        let held = doc! { "_id": &fence.lease, "holder": &fence.holder, "version": fence.version as i64 };
+        let held =
+            doc! { "_id": &fence.lease, "holder": &fence.holder, "version": fence.version as i64 };
         if !super::exists(&self.collection(super::leases::LEASES), held).await? {
             return Err(StoreError::Fenced(fence.lease.clone()));
         }
@@ -175,7 +180,12 @@ impl TrendStore for MongoStore {
             .await
             .map_err(db_error)?;
         let mut states: BTreeMap<String, State> = BTreeMap::new();
-        while let Some(doc) = cursor.next(&mut session).await.transpose().map_err(db_error)? {
+        while let Some(doc) = cursor
+            .next(&mut session)
+            .await
+            .transpose()
+            .map_err(db_error)?
+        {
             let id = post_id(doc.get("_id"))?;
             let hour = id.timestamp_ms().div_euclid(HOUR_MS);
             for tag in hashtags(doc.get_str("text").unwrap_or_default()) {
@@ -185,10 +195,13 @@ impl TrendStore for MongoStore {
             }
         }
         let time = session.snapshot_time().ok_or_else(|| {
-            StoreError::Backend(anyhow::anyhow!("the snapshot read reported no cluster time"))
+            StoreError::Backend(anyhow::anyhow!(
+                "the snapshot read reported no cluster time"
+            ))
         })?;
         let watermark = (i64::from(time.time) << 32) | i64::from(time.increment);
-        let held = doc! { "_id": &fence.lease, "holder": &fence.holder, "version": fence.version as i64 };
+        let held =
+            doc! { "_id": &fence.lease, "holder": &fence.holder, "version": fence.version as i64 };
         if !super::exists(&self.collection(super::leases::LEASES), held).await? {
             return Err(StoreError::Fenced(fence.lease.clone()));
         }
