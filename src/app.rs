@@ -12,15 +12,20 @@ use tokio::task::JoinHandle;
 
 use crate::config::{Backend, Config};
 use crate::domain::{ActivityLimits, now_ms};
+use crate::events::{Hub, HubSettings};
 use crate::http::{AppState, HttpSettings, router};
-use crate::service::Social;
+use crate::service::{EventsService, Social};
 use crate::store::embedded::EmbeddedStore;
 use crate::store::{ChangeFeed, Store};
 use crate::telemetry;
 use crate::workers::activity::ActivityWorker;
+use crate::workers::aggregates::{
+    AggregatesWorker, EventFeed, NAME as AGGREGATES, REBUILD_PREFIX, lock_type,
+};
 use crate::workers::counters::CountersWorker;
+use crate::workers::events::EventsWorker;
 use crate::workers::timelines::TimelinesWorker;
-use crate::workers::{Runner, RunnerSettings, SystemClock, Wakers, Worker, Workers};
+use crate::workers::{Runner, RunnerSettings, Step, SystemClock, Wakers, Worker, Workers};
 
 /// How often the embedded change feed is trimmed to its retention.
 const TRIM_INTERVAL: Duration = Duration::from_secs(60);
@@ -49,14 +54,114 @@ pub async fn open_store(config: &Config) -> anyhow::Result<Store> {
 }
 
 /// The handlers' state over an open store, with this process's workers started.
-pub fn build_state(config: &Config, store: Store) -> AppState {
+pub async fn build_state(config: &Config, store: Store) -> AppState {
     let limits = activity_limits(config);
     let wakers = Arc::new(Wakers::default());
-    let workers = start_workers(config, &store, wakers.clone());
+    let event_log = prepare_event_log(config, &store).await;
+    let workers = start_workers(config, &store, wakers.clone(), event_log);
+    let hub = event_log.then(|| {
+        Hub::start(
+            store.clone(),
+            HubSettings {
+                batch_max: config.events.batch_max,
+                poll: config.workers.refresh_interval.0,
+                max_streams: config.events.max_streams,
+                stream_buffer: config.events.stream_buffer,
+            },
+        )
+    });
     AppState {
-        social: Arc::new(Social::new(store, &config.feed.settings(), limits, wakers)),
+        social: Arc::new(Social::new(
+            store.clone(),
+            &config.feed.settings(),
+            limits,
+            wakers,
+        )),
         workers: Arc::new(workers),
         metrics: telemetry::metrics_handle(),
+        events: Arc::new(EventsService::new(store, hub)),
+    }
+}
+
+/// Creates the event log when needed. A store that cannot keep one (a MongoDB without
+/// capped collections, such as the test stand-in) leaves the event log, the live streams
+/// and the aggregates off in this process, and says so here.
+async fn prepare_event_log(config: &Config, store: &Store) -> bool {
+    match store.events.prepare_log(config.events.bounds()).await {
+        Ok(()) => true,
+        Err(error) => {
+            tracing::error!(
+                error = %error,
+                "the event log is off: no events worker, no aggregates worker, and /v1/events, \
+                 /v1/users/{{id}}/timeline/stream, /v1/tags and /v1/trends answer 503 or stay empty"
+            );
+            false
+        }
+    }
+}
+
+/// The aggregates worker under `holder`, over the event log.
+pub fn aggregates_runner(config: &Config, store: &Store, holder: String) -> Runner {
+    let worker = Arc::new(AggregatesWorker::new(
+        store.trends.clone(),
+        Arc::new(SystemClock),
+    ));
+    Runner::new(
+        worker,
+        store.leases.clone(),
+        Arc::new(EventFeed::new(store.events.clone())),
+        Arc::new(SystemClock),
+        holder,
+        runner_settings(config),
+    )
+}
+
+fn runner_settings(config: &Config) -> RunnerSettings {
+    RunnerSettings {
+        lease_ttl_ms: config.workers.lease_ttl.0.as_millis() as i64,
+        batch_size: config.workers.batch_size,
+        refresh_ms: config.workers.refresh_interval.0.as_millis() as u64,
+    }
+}
+
+/// `socialite aggregates rebuild`: recomputes every tag from the posts under the
+/// aggregates lock of type `rebuild`, then releases it.
+pub async fn rebuild_aggregates(config: &Config) -> anyhow::Result<String> {
+    let store = open_store(config).await?;
+    store
+        .events
+        .prepare_log(config.events.bounds())
+        .await
+        .context("the event log is needed for aggregates")?;
+    let holder = format!("{REBUILD_PREFIX}{}", holder_id());
+    let mut runner = aggregates_runner(config, &store, holder);
+    match runner.rebuild_once().await? {
+        Step::Rebuilt => {
+            let status = runner.status();
+            let position = status
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .position
+                .clone();
+            Ok(format!(
+                "aggregates rebuilt; watermark {}",
+                position.unwrap_or_else(|| "none".to_owned())
+            ))
+        }
+        Step::Standby => {
+            let lease = store
+                .leases
+                .leases()
+                .await?
+                .into_iter()
+                .find(|l| l.name == AGGREGATES);
+            let holder = lease.and_then(|l| l.holder).unwrap_or_default();
+            anyhow::bail!(
+                "the aggregates lock is held by {holder} (type {}); try again once it is released or expires",
+                lock_type(&holder)
+            )
+        }
+        other => anyhow::bail!("the rebuild did not complete: {other:?}"),
     }
 }
 
@@ -78,12 +183,8 @@ fn holder_id() -> String {
 }
 
 /// Every worker, when `workers.enabled`; none otherwise (another process runs them).
-fn start_workers(config: &Config, store: &Store, wakers: Arc<Wakers>) -> Workers {
-    let settings = RunnerSettings {
-        lease_ttl_ms: config.workers.lease_ttl.0.as_millis() as i64,
-        batch_size: config.workers.batch_size,
-        refresh_ms: config.workers.refresh_interval.0.as_millis() as u64,
-    };
+fn start_workers(config: &Config, store: &Store, wakers: Arc<Wakers>, event_log: bool) -> Workers {
+    let settings = runner_settings(config);
     let mut runners = Vec::new();
     if config.workers.enabled {
         let holder = holder_id();
@@ -93,7 +194,15 @@ fn start_workers(config: &Config, store: &Store, wakers: Arc<Wakers>) -> Workers
         ));
         let timelines = Arc::new(TimelinesWorker::new(store.clone(), &config.feed.settings()));
         let counters = Arc::new(CountersWorker::new(store.users.clone()));
-        for worker in [activity as Arc<dyn Worker>, timelines, counters] {
+        let mut workers = vec![activity as Arc<dyn Worker>, timelines, counters];
+        if event_log {
+            workers.push(Arc::new(EventsWorker::new(
+                store.events.clone(),
+                config.events.bounds(),
+                Some(wakers.clone()),
+            )));
+        }
+        for worker in workers {
             runners.push(Runner::new(
                 worker,
                 store.leases.clone(),
@@ -102,6 +211,9 @@ fn start_workers(config: &Config, store: &Store, wakers: Arc<Wakers>) -> Workers
                 holder.clone(),
                 settings,
             ));
+        }
+        if event_log {
+            runners.push(aggregates_runner(config, store, holder.clone()));
         }
     }
     Workers::start(
@@ -138,7 +250,7 @@ pub async fn spawn(config: &Config) -> anyhow::Result<RunningServer> {
 
 /// As [`spawn`], over a store the caller opened (tests wrap ports to inject faults).
 pub async fn spawn_with_store(config: &Config, store: Store) -> anyhow::Result<RunningServer> {
-    let state = build_state(config, store.clone());
+    let state = build_state(config, store.clone()).await;
     let listener = TcpListener::bind(config.server.listen)
         .await
         .with_context(|| format!("binding {}", config.server.listen))?;
@@ -163,6 +275,7 @@ async fn run(
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<()> {
     let workers = state.workers.clone();
+    let state_hub = state.events.hub().cloned();
     let app = router(
         state,
         &HttpSettings {
@@ -175,8 +288,15 @@ async fn run(
         config.change_feed.retention.0,
         config.change_feed.max_retention.0,
     ));
+    let hub = state_hub;
     let served = axum::serve(listener, app)
-        .with_graceful_shutdown(shutdown)
+        .with_graceful_shutdown(async move {
+            shutdown.await;
+            // Open streams never end on their own: end them so the drain can finish.
+            if let Some(hub) = hub {
+                hub.close();
+            }
+        })
         .await;
     trimmer.abort();
     // In-flight requests are done: let each worker finish its step and hand its lease on.
@@ -203,7 +323,7 @@ async fn trim_changes(feed: Arc<dyn ChangeFeed>, retention: Duration, max_retent
 /// Serves until SIGINT or SIGTERM, then drains in-flight requests.
 pub async fn serve(config: Config) -> anyhow::Result<()> {
     let store = open_store(&config).await?;
-    let state = build_state(&config, store.clone());
+    let state = build_state(&config, store.clone()).await;
     let listener = TcpListener::bind(config.server.listen)
         .await
         .with_context(|| format!("binding {}", config.server.listen))?;

@@ -46,6 +46,18 @@ pub enum Command {
     },
     /// Print the OpenAPI document.
     Openapi,
+    /// Hashtag aggregates.
+    Aggregates {
+        #[command(subcommand)]
+        command: AggregatesCommand,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum AggregatesCommand {
+    /// Recompute every tag's counts from the posts, under the aggregates lock of type
+    /// `rebuild`; the incremental worker then continues from the rebuild's watermark.
+    Rebuild,
 }
 
 pub fn main() -> ExitCode {
@@ -92,7 +104,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             };
             tokio::runtime::Runtime::new()?.block_on(async move {
                 let store = crate::app::open_store(&config).await?;
-                let state = crate::app::build_state(&config, store);
+                let state = crate::app::build_state(&config, store).await;
                 let plan = crate::seed::plan(&args);
                 let report = crate::seed::run(state.social.clone(), &plan).await?;
                 // The activity logs come from the change feed: let the workers catch up.
@@ -113,6 +125,15 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 );
                 anyhow::Ok(())
             })
+        }
+        Some(Command::Aggregates {
+            command: AggregatesCommand::Rebuild,
+        }) => {
+            let config = load_config(&cli)?;
+            let report = tokio::runtime::Runtime::new()?
+                .block_on(crate::app::rebuild_aggregates(&config))?;
+            println!("{report}");
+            Ok(())
         }
         Some(Command::Serve) | None => {
             let config = load_config(&cli)?;

@@ -5,6 +5,7 @@ pub mod app;
 pub mod cli;
 pub mod config;
 pub mod domain;
+pub mod events;
 pub mod feed;
 pub mod http;
 pub mod seed;

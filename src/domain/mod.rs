@@ -1,12 +1,16 @@
 //! Types of the product, free of any transport or storage library.
 
 mod activity;
+mod events;
+mod hashtags;
 mod ids;
 mod validate;
 
 pub use activity::{
     Activity, ActivityLayout, ActivityLimits, ActivityPage, ActivityType, Slot, window,
 };
+pub use events::{Event, EventId, EventType};
+pub use hashtags::{MAX_TAGS_PER_POST, hashtags, is_tag};
 pub use ids::{PostId, PostIdError, PostIdGenerator};
 pub use validate::{validate_display_name, validate_post_text, validate_user_id};
 

@@ -101,6 +101,14 @@ impl From<StoreError> for ApiError {
                 format!("{what} already exists"),
             ),
             StoreError::Invalid(why) => ApiError::invalid(why),
+            // Only the event log's readers see this: what they asked for was trimmed.
+            StoreError::PositionLost(why) => ApiError::new(
+                StatusCode::GONE,
+                "position-lost",
+                format!(
+                    "the event log no longer holds that position ({why}); start again from the oldest kept event"
+                ),
+            ),
             // No route reads the change feed, so a position error is a storage fault too.
             cause @ (StoreError::InvalidPosition(_)
             | StoreError::Fenced(_)

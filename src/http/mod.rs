@@ -2,10 +2,12 @@
 
 mod activity;
 pub mod error;
+mod events;
 mod follows;
 mod ops;
 mod posts;
 mod timeline;
+mod trends;
 mod users;
 
 use std::sync::Arc;
@@ -33,6 +35,7 @@ pub struct AppState {
     pub social: Arc<Social>,
     pub workers: Arc<crate::workers::Workers>,
     pub metrics: PrometheusHandle,
+    pub events: Arc<crate::service::EventsService>,
 }
 
 #[derive(OpenApi)]
@@ -45,7 +48,8 @@ pub struct AppState {
         users::create_user, users::get_user, users::update_user,
         follows::follow, follows::unfollow, follows::list_following, follows::list_followers,
         posts::create_post, posts::get_post, posts::delete_post, posts::list_posts,
-        timeline::timeline,
+        timeline::timeline, events::timeline_stream, events::list_events,
+        trends::tag, trends::trends,
         activity::like, activity::unlike, activity::list_activity,
         ops::healthz, ops::readyz, ops::metrics, ops::openapi, ops::meta, ops::workers,
     ),
@@ -55,6 +59,8 @@ pub struct AppState {
         (name = "graph", description = "The follow graph"),
         (name = "posts", description = "Content"),
         (name = "timeline", description = "Home timelines"),
+        (name = "events", description = "The event log"),
+        (name = "trends", description = "Hashtag counts"),
         (name = "activity", description = "Likes and the user activity log"),
         (name = "operations", description = "Health, metrics and metadata"),
     )
@@ -150,6 +156,13 @@ pub fn router(state: AppState, settings: &HttpSettings) -> Router {
             get(posts::get_post).delete(posts::delete_post),
         )
         .route("/v1/users/{id}/timeline", get(timeline::timeline))
+        .route(
+            "/v1/users/{id}/timeline/stream",
+            get(events::timeline_stream),
+        )
+        .route("/v1/events", get(events::list_events))
+        .route("/v1/tags/{tag}", get(trends::tag))
+        .route("/v1/trends", get(trends::trends))
         .route(
             "/v1/users/{id}/likes/{post_id}",
             put(activity::like).delete(activity::unlike),

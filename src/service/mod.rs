@@ -6,6 +6,7 @@
 //! through these operations.
 
 mod activity;
+pub mod events;
 
 use std::sync::Arc;
 
@@ -15,6 +16,7 @@ use crate::store::{Inserted, Store, StoreError, StoreResult};
 use crate::workers::Wakers;
 
 pub use activity::ActivityLog;
+pub use events::{EventPage, EventsService, Window};
 
 /// A page of a keyset-paginated list: `next` is the cursor of the following page.
 #[derive(Debug, Clone, PartialEq, Eq)]

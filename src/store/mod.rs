@@ -14,10 +14,12 @@ pub mod changes;
 pub mod content;
 pub mod deliveries;
 pub mod embedded;
+pub mod events;
 pub mod graph;
 pub mod leases;
 pub mod mongo;
 pub mod timelines;
+pub mod trends;
 pub mod users;
 
 use std::sync::Arc;
@@ -28,9 +30,11 @@ pub use activity::ActivityStore;
 pub use changes::ChangeFeed;
 pub use content::{ContentStore, Inserted};
 pub use deliveries::DeliveryStore;
+pub use events::{EventStore, LogBounds};
 pub use graph::{GraphStore, in_follower_batches};
 pub use leases::{Lease, LeaseStore};
 pub use timelines::TimelineStore;
+pub use trends::TrendStore;
 pub use users::{Recount, UserStore};
 
 #[derive(Debug, thiserror::Error)]
@@ -45,6 +49,9 @@ pub enum StoreError {
     /// The change feed no longer holds the position a reader asked to resume from.
     #[error("change feed history lost: position {0} was trimmed")]
     HistoryLost(String),
+    /// The event log no longer holds what follows the position a reader asked for.
+    #[error("event log position lost: {0}")]
+    PositionLost(String),
     #[error("invalid change feed position {0:?}")]
     InvalidPosition(String),
     /// A worker's write was refused because it no longer holds lease `{0}` at the
@@ -81,6 +88,8 @@ pub trait Adapter:
     + ActivityStore
     + LeaseStore
     + DeliveryStore
+    + EventStore
+    + TrendStore
 {
 }
 
@@ -94,6 +103,8 @@ impl<T> Adapter for T where
         + ActivityStore
         + LeaseStore
         + DeliveryStore
+        + EventStore
+        + TrendStore
 {
 }
 
@@ -109,6 +120,8 @@ pub struct Store {
     pub activity: Arc<dyn ActivityStore>,
     pub leases: Arc<dyn LeaseStore>,
     pub deliveries: Arc<dyn DeliveryStore>,
+    pub events: Arc<dyn EventStore>,
+    pub trends: Arc<dyn TrendStore>,
 }
 
 impl Store {
@@ -122,7 +135,9 @@ impl Store {
             change_feed: adapter.clone(),
             activity: adapter.clone(),
             leases: adapter.clone(),
-            deliveries: adapter,
+            deliveries: adapter.clone(),
+            events: adapter.clone(),
+            trends: adapter,
         }
     }
 

@@ -2,8 +2,10 @@
 //! lease with a fencing token (see [`runtime`]), one file per worker.
 
 pub mod activity;
+pub mod aggregates;
 mod control;
 pub mod counters;
+pub mod events;
 mod pool;
 pub mod runtime;
 pub mod timelines;

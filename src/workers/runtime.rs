@@ -35,6 +35,17 @@ pub trait Worker: Send + Sync + 'static {
     async fn apply(&self, changes: &[Change], fence: &Fence) -> StoreResult<()>;
     /// Recomputes all derived data from the sources, for when history was lost.
     async fn rebuild(&self, fence: &Fence) -> StoreResult<()>;
+    /// Rebuilds and returns the position to continue from: by default `head`, the
+    /// feed's head noted before the rebuild. A worker whose rebuild reads a snapshot
+    /// returns that snapshot's position instead.
+    async fn rebuild_to(
+        &self,
+        fence: &Fence,
+        head: Option<ChangePosition>,
+    ) -> StoreResult<Option<ChangePosition>> {
+        self.rebuild(fence).await?;
+        Ok(head)
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -353,11 +364,20 @@ impl Runner {
             "change feed history lost; rebuilding derived data"
         );
         metrics::counter!("socialite_worker_history_lost_total", "worker" => name).increment(1);
+        self.rebuild_now(fence, false).await
+    }
+
+    /// Rebuilds under `fence` and commits the position the rebuild continues from.
+    async fn rebuild_now(&mut self, fence: &Fence, hooked: bool) -> StoreResult<Step> {
+        let name = self.worker.name();
         let head = self.feed.head().await?;
-        match self.worker.rebuild(fence).await {
-            Ok(()) => {}
+        let head = match self.worker.rebuild_to(fence, head).await {
+            Ok(position) => position,
             Err(StoreError::Fenced(_)) => return Ok(self.lost()),
             Err(error) => return Err(error),
+        };
+        if hooked {
+            self.hooks.at(name, Point::Applied).await?;
         }
         if let Some(head) = &head {
             let committed = self
@@ -381,6 +401,34 @@ impl Runner {
             s.position = head.map(|h| h.0);
         });
         Ok(Step::Rebuilt)
+    }
+
+    /// A rebuild on request (`socialite aggregates rebuild`): takes the lease (a holder
+    /// named for its lock type), rebuilds, commits the rebuild's position and releases.
+    /// `Standby` when another holder has the lease. The `Read` hook runs once the lease
+    /// is held, `Applied` once the rebuild is written and before its commit.
+    pub async fn rebuild_once(&mut self) -> StoreResult<Step> {
+        let name = self.worker.name();
+        let lease = self
+            .leases
+            .acquire(
+                name,
+                &self.holder,
+                self.clock.now_ms(),
+                self.settings.lease_ttl_ms,
+            )
+            .await?;
+        if !lease.held_by(&self.holder) {
+            return Ok(Step::Standby);
+        }
+        self.held = Some((lease.version, lease.position.clone()));
+        let fence = self.fence(lease.version);
+        self.hooks.at(name, Point::Read).await?;
+        let step = self.rebuild_now(&fence, true).await?;
+        if step == Step::Rebuilt {
+            self.release().await?;
+        }
+        Ok(step)
     }
 
     /// Gives the lease up (on shutdown), so another process takes over at once.

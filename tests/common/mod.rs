@@ -314,3 +314,33 @@ impl Api {
     }
 }
 pub mod faults;
+
+/// The line a test prints when the event log cannot run on the MongoDB it was given.
+pub const EVENT_LOG_SKIPPED: &str =
+    "SKIPPED: needs a real MongoDB (capped collections, tailable cursors)";
+
+/// The backends whose store can keep an event log: embedded always, MongoDB only when
+/// the server has capped collections (not the stand-in), otherwise announced as skipped.
+pub async fn event_log_kinds(test: &str) -> Vec<Kind> {
+    let mut found = vec![Kind::Embedded];
+    for kind in kinds(test) {
+        if kind != Kind::Mongo {
+            continue;
+        }
+        let t = fresh_store(kind).await;
+        let bounds = socialite::store::LogBounds {
+            max_count: 1000,
+            max_bytes: 1 << 20,
+        };
+        match t.store.events.prepare_log(bounds).await {
+            Ok(()) => found.push(kind),
+            Err(_) => {
+                use std::io::Write;
+                // Written past the test harness's capture, so that the run's log shows it.
+                let line = format!("{EVENT_LOG_SKIPPED}\n");
+                std::io::stderr().write_all(line.as_bytes()).unwrap();
+            }
+        }
+    }
+    found
+}

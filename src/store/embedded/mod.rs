@@ -10,10 +10,12 @@ mod activity;
 mod changes;
 mod content;
 mod deliveries;
+mod events;
 mod graph;
 mod leases;
 mod schema;
 mod timelines;
+mod trends;
 mod users;
 
 use std::path::{Path, PathBuf};
@@ -62,6 +64,8 @@ struct Inner {
     readers: Mutex<Vec<Connection>>,
     /// One permit per pooled reader connection, so the pool never grows past it.
     read_slots: Arc<tokio::sync::Semaphore>,
+    /// Woken after every append to the event log, for tailing readers in this process.
+    events_appended: tokio::sync::Notify,
 }
 
 impl EmbeddedStore {
@@ -93,6 +97,8 @@ impl EmbeddedStore {
         schema::migrate(&writer)?;
         writer.execute_batch(leases::SCHEMA)?;
         writer.execute_batch(deliveries::SCHEMA)?;
+        writer.execute_batch(events::SCHEMA)?;
+        writer.execute_batch(trends::SCHEMA)?;
         activity::migrate(&writer)?;
         Ok(EmbeddedStore {
             inner: Arc::new(Inner {
@@ -100,6 +106,7 @@ impl EmbeddedStore {
                 writer: Mutex::new(writer),
                 readers: Mutex::new(Vec::new()),
                 read_slots: Arc::new(tokio::sync::Semaphore::new(reader_count())),
+                events_appended: tokio::sync::Notify::new(),
             }),
         })
     }

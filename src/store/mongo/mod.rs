@@ -10,9 +10,11 @@ mod activity;
 mod changes;
 mod content;
 mod deliveries;
+mod events;
 mod graph;
 mod leases;
 mod timelines;
+mod trends;
 mod users;
 
 use std::sync::Arc;
@@ -35,6 +37,8 @@ pub struct MongoStore {
     ids: PostIdGenerator,
     /// Open change streams kept between reads of the change feed.
     streams: changes::Streams,
+    /// Whether `prepare_log` found capped collections and created the event log.
+    event_log: std::sync::atomic::AtomicBool,
 }
 
 /// A collection and one index on it.
@@ -221,6 +225,7 @@ impl MongoStore {
             content::indexes(),
             timelines::indexes(),
             activity::indexes(),
+            trends::indexes(),
         ];
         graph::migrate(&db)
             .await
@@ -246,6 +251,7 @@ impl MongoStore {
             db,
             ids: PostIdGenerator::random(last),
             streams: changes::Streams::default(),
+            event_log: std::sync::atomic::AtomicBool::new(false),
         })
     }
 

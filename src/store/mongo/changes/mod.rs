@@ -98,6 +98,18 @@ fn to_change(
         OperationType::Delete => ChangeOp::Delete,
         _ => return Ok(None),
     };
+    // Counter updates (`$inc` of a user's counts) are not changes of the profile: only
+    // an update touching the display name is carried, as on the embedded store, so a
+    // `users` update always means a rename.
+    if collection == "users"
+        && op == ChangeOp::Update
+        && event
+            .update_description
+            .as_ref()
+            .is_some_and(|d| !d.updated_fields.contains_key("display_name"))
+    {
+        return Ok(None);
+    }
     let full = event.full_document.as_ref();
     let key = key_of(event.document_key.as_ref().and_then(|k| k.get("_id")))
         .or_else(|| key_of(full.and_then(|d| d.get("_id"))));

@@ -1,0 +1,273 @@
+//! One live timeline stream: the user's new timeline items and removals, in event-log
+//! order, each tagged with its event id.
+//!
+//! Opening subscribes to the hub's broadcast first, then loads the following set, then
+//! (when resuming) reads what was missed from the log: anything appended after the
+//! subscription is in the broadcast, anything before it in the log, and broadcast
+//! events at or below the last one sent are skipped, so nothing is lost or repeated.
+//! A connection task routes events into a per-stream buffer of `stream_buffer`
+//! messages; a client that lets it fill, or falls behind the broadcast, is disconnected.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use tokio::sync::{OwnedSemaphorePermit, broadcast, mpsc, watch};
+
+use super::hub::{Delivery, Hub, Prepared};
+use crate::domain::{EventId, EventType, PostId};
+use crate::feed::TimelineItem;
+use crate::store::{StoreError, StoreResult};
+
+/// Following lists are read in pages of this many.
+const FOLLOWING_PAGE: usize = 1000;
+/// Catch-up reads from the log take this many events at a time.
+const CATCH_UP_PAGE: usize = 500;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StreamMessage {
+    /// A new item in the timeline.
+    Item { id: EventId, item: TimelineItem },
+    /// Items to remove: a deleted post, or an unfollowed author's posts.
+    Delete {
+        id: EventId,
+        posts: Vec<PostId>,
+        author: Option<String>,
+    },
+    /// The position asked for is gone: reload the timeline, then continue from `id`.
+    Reset { id: Option<EventId> },
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum OpenError {
+    #[error("too many open streams")]
+    TooMany,
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+pub type TimelineStream = mpsc::Receiver<StreamMessage>;
+
+/// What a stream needs to route events to its user.
+struct Router {
+    user: String,
+    following: HashSet<String>,
+}
+
+impl Router {
+    fn route(&mut self, prepared: &Prepared) -> Option<StreamMessage> {
+        let event = &prepared.event;
+        let id = event.id;
+        let mine = |r: &Router, author: &str| author == r.user || r.following.contains(author);
+        match event.kind {
+            EventType::PostCreated => {
+                let item = prepared.item.as_ref()?;
+                mine(self, &item.author).then(|| StreamMessage::Item {
+                    id,
+                    item: item.clone(),
+                })
+            }
+            EventType::PostDeleted => {
+                let post = event.field("post")?.parse().ok()?;
+                // An unknown author (its creation left the log) goes to every stream:
+                // a removal of an item a client does not hold is harmless.
+                let relevant = prepared.author.as_deref().is_none_or(|a| mine(self, a));
+                relevant.then(|| StreamMessage::Delete {
+                    id,
+                    posts: vec![post],
+                    author: None,
+                })
+            }
+            EventType::UserFollowed if event.field("follower") == Some(self.user.as_str()) => {
+                self.following.insert(event.field("followee")?.to_owned());
+                None
+            }
+            EventType::UserUnfollowed if event.field("follower") == Some(self.user.as_str()) => {
+                let followee = event.field("followee")?.to_owned();
+                self.following.remove(&followee);
+                Some(StreamMessage::Delete {
+                    id,
+                    posts: prepared.removed.clone(),
+                    author: Some(followee),
+                })
+            }
+            _ => None,
+        }
+    }
+}
+
+impl Hub {
+    /// Opens `user`'s stream, resuming after `last_event_id` when given (a `reset` first
+    /// when the log no longer holds it). `NotFound` for an unknown user; `TooMany` past
+    /// `events.max_streams`.
+    pub async fn open_stream(
+        self: &Arc<Self>,
+        user: &str,
+        last_event_id: Option<EventId>,
+    ) -> Result<TimelineStream, OpenError> {
+        let permit = self
+            .slots
+            .clone()
+            .try_acquire_owned()
+            .map_err(|_| OpenError::TooMany)?;
+        let closing = self.closing.subscribe();
+        if self.store.users.user(user).await?.is_none() {
+            return Err(StoreError::NotFound(format!("user {user}")).into());
+        }
+        let live = self.sender.subscribe();
+        let mut following = HashSet::new();
+        let mut after: Option<String> = None;
+        loop {
+            let page = self
+                .store
+                .graph
+                .following(user, after.as_deref(), FOLLOWING_PAGE)
+                .await?;
+            let done = page.len() < FOLLOWING_PAGE;
+            after = page.last().cloned();
+            following.extend(page);
+            if done {
+                break;
+            }
+        }
+        let router = Router {
+            user: user.to_owned(),
+            following,
+        };
+        let (sender, receiver) = mpsc::channel(self.settings.stream_buffer.max(1));
+        metrics::gauge!("socialite_streams_open").increment(1.0);
+        tokio::spawn(run(
+            self.clone(),
+            router,
+            live,
+            last_event_id,
+            sender,
+            (permit, closing),
+        ));
+        Ok(receiver)
+    }
+}
+
+/// How a stream's task ended.
+enum End {
+    Gone,
+    Slow,
+    Failed(StoreError),
+}
+
+async fn run(
+    hub: Arc<Hub>,
+    mut router: Router,
+    mut live: broadcast::Receiver<Delivery>,
+    resume: Option<EventId>,
+    sender: mpsc::Sender<StreamMessage>,
+    (_permit, mut closing): (OwnedSemaphorePermit, watch::Receiver<bool>),
+) {
+    let end = tokio::select! {
+        end = stream(&hub, &mut router, &mut live, resume, &sender) => end,
+        _ = closing.wait_for(|closed| *closed) => End::Gone,
+    };
+    match end {
+        End::Gone => {}
+        End::Slow => {
+            hub.slow_disconnects.fetch_add(1, Ordering::SeqCst);
+            metrics::counter!("socialite_streams_slow_disconnects_total").increment(1);
+            tracing::info!(user = %router.user, "timeline stream closed: the client did not keep up");
+        }
+        End::Failed(error) => {
+            tracing::warn!(user = %router.user, error = %error, "timeline stream closed");
+        }
+    }
+    metrics::gauge!("socialite_streams_open").decrement(1.0);
+}
+
+fn send(sender: &mpsc::Sender<StreamMessage>, message: StreamMessage) -> Result<(), End> {
+    sender.try_send(message).map_err(|e| match e {
+        mpsc::error::TrySendError::Full(_) => End::Slow,
+        mpsc::error::TrySendError::Closed(_) => End::Gone,
+    })
+}
+
+async fn stream(
+    hub: &Hub,
+    router: &mut Router,
+    live: &mut broadcast::Receiver<Delivery>,
+    resume: Option<EventId>,
+    sender: &mpsc::Sender<StreamMessage>,
+) -> End {
+    let mut last = None;
+    if let Some(from) = resume {
+        match catch_up(hub, router, from, sender).await {
+            Ok(Ok(through)) => last = Some(through),
+            Ok(Err(end)) => return end,
+            Err(error) => return End::Failed(error),
+        }
+    }
+    loop {
+        let delivery = tokio::select! {
+            delivery = live.recv() => delivery,
+            () = sender.closed() => return End::Gone,
+        };
+        let result = match delivery {
+            Ok(Delivery::Event(prepared)) => {
+                if last.is_some_and(|l| prepared.event.id <= l) {
+                    continue;
+                }
+                last = Some(prepared.event.id);
+                match router.route(&prepared) {
+                    Some(message) => send(sender, message),
+                    None => Ok(()),
+                }
+            }
+            Ok(Delivery::Reset(id)) => {
+                last = id;
+                send(sender, StreamMessage::Reset { id })
+            }
+            Err(broadcast::error::RecvError::Lagged(_)) => Err(End::Slow),
+            Err(broadcast::error::RecvError::Closed) => Err(End::Gone),
+        };
+        if let Err(end) = result {
+            return end;
+        }
+    }
+}
+
+/// Sends what the log holds after `from`; returns the last id covered. A position the
+/// log no longer holds gives a `reset` at the current head.
+async fn catch_up(
+    hub: &Hub,
+    router: &mut Router,
+    from: EventId,
+    sender: &mpsc::Sender<StreamMessage>,
+) -> StoreResult<Result<EventId, End>> {
+    let mut last = from;
+    loop {
+        let page = match hub
+            .store
+            .events
+            .events_after(Some(last), CATCH_UP_PAGE)
+            .await
+        {
+            Ok(page) => page,
+            Err(StoreError::PositionLost(_)) => {
+                let head = hub.store.events.newest_event().await?;
+                let id = head.unwrap_or(from);
+                let sent = sender.send(StreamMessage::Reset { id: Some(id) }).await;
+                return Ok(sent.map(|()| id).map_err(|_| End::Gone));
+            }
+            Err(error) => return Err(error),
+        };
+        let Some(newest) = page.last().map(|e| e.id) else {
+            return Ok(Ok(last));
+        };
+        // Catching up waits for the client (backpressure) rather than calling it slow.
+        for prepared in hub.prepare(page).await? {
+            if let Some(message) = router.route(&prepared)
+                && sender.send(message).await.is_err()
+            {
+                return Ok(Err(End::Gone));
+            }
+        }
+        last = newest;
+    }
+}
