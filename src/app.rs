@@ -10,16 +10,18 @@ use tokio::net::TcpListener;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
-use crate::config::{Backend, Config};
+use crate::config::{AuthMode, Backend, Config};
 use crate::domain::{ActivityLimits, now_ms};
-use crate::http::{AppState, HttpSettings, router};
-use crate::service::Social;
+use crate::http::rate::RateLimits;
+use crate::http::server::ConnectionSettings;
+use crate::http::{AppState, HttpSettings, admin_router, router};
+use crate::service::{AuthSettings, Social};
 use crate::store::embedded::EmbeddedStore;
 use crate::store::{ChangeFeed, Store};
 use crate::telemetry;
 use crate::workers::activity::ActivityWorker;
 use crate::workers::timelines::TimelinesWorker;
-use crate::workers::{Runner, RunnerSettings, SystemClock, Wakers, Worker, Workers};
+use crate::workers::{Clock, Runner, RunnerSettings, SystemClock, Wakers, Worker, Workers};
 
 /// How often the embedded change feed is trimmed to its retention.
 const TRIM_INTERVAL: Duration = Duration::from_secs(60);
@@ -48,14 +50,46 @@ pub async fn open_store(config: &Config) -> anyhow::Result<Store> {
 }
 
 /// The handlers' state over an open store, with this process's workers started.
-pub fn build_state(config: &Config, store: Store) -> AppState {
+pub fn build_state(config: &Config, store: Store) -> anyhow::Result<AppState> {
+    build_state_with_clock(config, store, Arc::new(SystemClock))
+}
+
+/// As [`build_state`], with the clock the rate limits read (tests move it by hand).
+pub fn build_state_with_clock(
+    config: &Config,
+    store: Store,
+    clock: Arc<dyn Clock>,
+) -> anyhow::Result<AppState> {
+    let auth = AuthSettings::from_config(&config.auth)?;
     let limits = activity_limits(config);
     let wakers = Arc::new(Wakers::default());
     let workers = start_workers(config, &store, wakers.clone());
-    AppState {
-        social: Arc::new(Social::new(store, &config.feed.settings(), limits, wakers)),
+    let social = Social::new(store, &config.feed.settings(), limits, wakers).with_auth(auth);
+    Ok(AppState {
+        social: Arc::new(social),
         workers: Arc::new(workers),
         metrics: telemetry::metrics_handle(),
+        rate: Arc::new(RateLimits::new(
+            &config.rate,
+            config.server.trusted_proxies.clone(),
+            clock,
+        )),
+    })
+}
+
+/// Says loudly what is left open.
+fn warn_about_exposure(config: &Config) {
+    if config.auth.mode == AuthMode::None {
+        tracing::warn!(
+            "AUTHENTICATION IS OFF (auth.mode = none): any client can act as any user. \
+             Run this only on a trusted network behind a gateway that authenticates."
+        );
+    }
+    if config.server.admin_listen.is_none() && config.auth.admin_token.is_none() {
+        tracing::warn!(
+            "/metrics and /v1/workers are open to every client of server.listen; set \
+             server.admin_listen or auth.admin_token to restrict them"
+        );
     }
 }
 
@@ -136,7 +170,16 @@ pub async fn spawn(config: &Config) -> anyhow::Result<RunningServer> {
 
 /// As [`spawn`], over a store the caller opened (tests wrap ports to inject faults).
 pub async fn spawn_with_store(config: &Config, store: Store) -> anyhow::Result<RunningServer> {
-    let state = build_state(config, store.clone());
+    spawn_with_clock(config, store, Arc::new(SystemClock)).await
+}
+
+/// As [`spawn_with_store`], with the clock the rate limits read.
+pub async fn spawn_with_clock(
+    config: &Config,
+    store: Store,
+    clock: Arc<dyn Clock>,
+) -> anyhow::Result<RunningServer> {
+    let state = build_state_with_clock(config, store.clone(), clock)?;
     let listener = TcpListener::bind(config.server.listen)
         .await
         .with_context(|| format!("binding {}", config.server.listen))?;
@@ -161,22 +204,58 @@ async fn run(
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<()> {
     let workers = state.workers.clone();
-    let app = router(
-        state,
-        &HttpSettings {
-            request_timeout: config.server.request_timeout.0,
-            body_limit_bytes: config.server.body_limit_bytes,
-        },
-    );
+    let rate = state.rate.clone();
+    let settings = HttpSettings {
+        request_timeout: config.server.request_timeout.0,
+        body_limit_bytes: config.server.body_limit_bytes,
+        separate_admin: config.server.admin_listen.is_some(),
+    };
+    let connections = ConnectionSettings {
+        header_timeout: config.server.header_timeout.0,
+        idle_timeout: config.server.idle_timeout.0,
+        max_connections: config.server.max_connections,
+    };
+    warn_about_exposure(&config);
+    tracing::info!(mode = state.social.auth().mode(), "authentication");
+    let (admin_stop, admin_stopped) = oneshot::channel::<()>();
+    let admin = match config.server.admin_listen {
+        Some(address) => {
+            let listener = TcpListener::bind(address)
+                .await
+                .with_context(|| format!("binding server.admin_listen {address}"))?;
+            tracing::info!("operations endpoints on http://{}", listener.local_addr()?);
+            let app = admin_router(state.clone(), &settings);
+            Some(tokio::spawn(crate::http::server::serve(
+                listener,
+                app,
+                connections,
+                async {
+                    let _ = admin_stopped.await;
+                },
+            )))
+        }
+        None => None,
+    };
+    let app = router(state, &settings);
+    let forget = tokio::spawn(async move {
+        let mut tick = tokio::time::interval(Duration::from_secs(60));
+        loop {
+            tick.tick().await;
+            rate.forget_idle();
+        }
+    });
     let trimmer = tokio::spawn(trim_changes(
         store.change_feed.clone(),
         config.change_feed.retention.0,
         config.change_feed.max_retention.0,
     ));
-    let served = axum::serve(listener, app)
-        .with_graceful_shutdown(shutdown)
-        .await;
+    let served = crate::http::server::serve(listener, app, connections, shutdown).await;
+    let _ = admin_stop.send(());
+    if let Some(admin) = admin {
+        let _ = admin.await;
+    }
     trimmer.abort();
+    forget.abort();
     // In-flight requests are done: let each worker finish its step and hand its lease on.
     workers.stop().await;
     served.context("serving HTTP")
@@ -201,7 +280,7 @@ async fn trim_changes(feed: Arc<dyn ChangeFeed>, retention: Duration, max_retent
 /// Serves until SIGINT or SIGTERM, then drains in-flight requests.
 pub async fn serve(config: Config) -> anyhow::Result<()> {
     let store = open_store(&config).await?;
-    let state = build_state(&config, store.clone());
+    let state = build_state(&config, store.clone())?;
     let listener = TcpListener::bind(config.server.listen)
         .await
         .with_context(|| format!("binding {}", config.server.listen))?;

@@ -92,7 +92,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             };
             tokio::runtime::Runtime::new()?.block_on(async move {
                 let store = crate::app::open_store(&config).await?;
-                let state = crate::app::build_state(&config, store);
+                let state = crate::app::build_state(&config, store)?;
                 let plan = crate::seed::plan(&args);
                 let report = crate::seed::run(state.social.clone(), &plan).await?;
                 // The activity logs come from the change feed: let the workers catch up.

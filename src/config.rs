@@ -2,7 +2,7 @@
 //! `SOCIALITE_SECTION__KEY` environment variables, then command-line flags. Validated once
 //! at start-up.
 
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -26,6 +26,8 @@ pub struct Config {
     pub change_feed: ChangeFeedConfig,
     pub activity: ActivityConfig,
     pub workers: WorkersConfig,
+    pub auth: AuthConfig,
+    pub rate: RateConfig,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -36,6 +38,17 @@ pub struct ServerConfig {
     pub request_timeout: HumanDuration,
     /// Larger request bodies are answered 413.
     pub body_limit_bytes: usize,
+    /// Serve `/metrics` and `/v1/workers` here only (and not on `listen`).
+    pub admin_listen: Option<SocketAddr>,
+    /// Peers whose `X-Forwarded-For` names the client; otherwise the client is the peer.
+    pub trusted_proxies: Vec<IpAddr>,
+    /// A request's header must arrive within this long (the wait of a kept-alive
+    /// connection for its next request included); the connection is closed otherwise.
+    pub header_timeout: HumanDuration,
+    /// A connection that moves no byte either way for this long is closed.
+    pub idle_timeout: HumanDuration,
+    /// Connections served at once; more are answered 503 and closed at once.
+    pub max_connections: usize,
 }
 
 impl Default for ServerConfig {
@@ -44,6 +57,11 @@ impl Default for ServerConfig {
             listen: SocketAddr::from(([127, 0, 0, 1], 8080)),
             request_timeout: HumanDuration(Duration::from_secs(30)),
             body_limit_bytes: 64 * 1024,
+            admin_listen: None,
+            trusted_proxies: Vec::new(),
+            header_timeout: HumanDuration(Duration::from_secs(10)),
+            idle_timeout: HumanDuration(Duration::from_secs(60)),
+            max_connections: 1024,
         }
     }
 }
@@ -194,6 +212,73 @@ impl Default for WorkersConfig {
             lease_ttl: HumanDuration(Duration::from_secs(10)),
             refresh_interval: HumanDuration(Duration::from_secs(2)),
             batch_size: 500,
+        }
+    }
+}
+
+/// How requests prove who they are.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AuthMode {
+    /// API tokens issued by this service (`POST /v1/users`, `/v1/users/{id}/tokens`).
+    Token,
+    /// JWTs from an identity provider; the user id is `sub`.
+    Jwt,
+    /// No authentication: for a trusted network behind a gateway.
+    None,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct AuthConfig {
+    pub mode: AuthMode,
+    /// A verified token is trusted for this long without a database read, so a revoked
+    /// token keeps working in other processes for up to this long.
+    pub token_cache_ttl: HumanDuration,
+    /// `jwt`: HS256 with this secret.
+    pub jwt_secret: Option<String>,
+    /// `jwt`: RS256 or ES256 with this PEM public key.
+    pub jwt_public_key_file: Option<PathBuf>,
+    /// `jwt`: the required `iss`, when set.
+    pub jwt_issuer: Option<String>,
+    /// `jwt`: the required `aud`, when set.
+    pub jwt_audience: Option<String>,
+    /// Bearer token for `/metrics` and `/v1/workers`, when set.
+    pub admin_token: Option<String>,
+}
+
+impl Default for AuthConfig {
+    fn default() -> Self {
+        AuthConfig {
+            mode: AuthMode::Token,
+            token_cache_ttl: HumanDuration(Duration::from_secs(10)),
+            jwt_secret: None,
+            jwt_public_key_file: None,
+            jwt_issuer: None,
+            jwt_audience: None,
+            admin_token: None,
+        }
+    }
+}
+
+/// Token buckets, per process.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct RateConfig {
+    /// Writes per authenticated user per minute (0: unlimited).
+    pub writes_per_min: u32,
+    /// Authenticated reads per user per minute (0: unlimited).
+    pub reads_per_min: u32,
+    /// Requests per client IP per minute (0: unlimited).
+    pub ip_per_min: u32,
+}
+
+impl Default for RateConfig {
+    fn default() -> Self {
+        RateConfig {
+            writes_per_min: 300,
+            reads_per_min: 3000,
+            ip_per_min: 7500,
         }
     }
 }
@@ -364,6 +449,20 @@ impl Config {
         if self.server.request_timeout.0.is_zero() {
             bail!("server.request_timeout must be positive");
         }
+        if self.server.header_timeout.0.is_zero() || self.server.idle_timeout.0.is_zero() {
+            bail!("server.header_timeout and server.idle_timeout must be positive");
+        }
+        if self.server.max_connections == 0 {
+            bail!("server.max_connections must be positive");
+        }
+        if self
+            .server
+            .admin_listen
+            .is_some_and(|a| a == self.server.listen && a.port() != 0)
+        {
+            bail!("server.admin_listen must differ from server.listen");
+        }
+        self.validate_auth()?;
         if self.storage.backend == Backend::Mongodb
             && self
                 .storage
@@ -372,6 +471,29 @@ impl Config {
                 .is_none_or(str::is_empty)
         {
             bail!("storage.mongodb_uri is required when storage.backend is mongodb");
+        }
+        Ok(())
+    }
+
+    fn validate_auth(&self) -> anyhow::Result<()> {
+        let auth = &self.auth;
+        let secret = auth.jwt_secret.as_deref().is_some_and(|s| !s.is_empty());
+        let key = auth.jwt_public_key_file.is_some();
+        if auth.mode == AuthMode::Jwt && secret == key {
+            bail!(
+                "auth.mode = jwt needs exactly one of auth.jwt_secret (HS256) and auth.jwt_public_key_file (RS256 or ES256)"
+            );
+        }
+        if auth.mode != AuthMode::Jwt && (secret || key) {
+            bail!("auth.jwt_secret and auth.jwt_public_key_file apply only to auth.mode = jwt");
+        }
+        if auth.token_cache_ttl.0 > Duration::from_secs(300) {
+            bail!(
+                "auth.token_cache_ttl must be at most 5m (it is how long a revoked token may still work)"
+            );
+        }
+        if auth.admin_token.as_deref().is_some_and(|t| t.len() < 16) {
+            bail!("auth.admin_token must be at least 16 characters");
         }
         Ok(())
     }

@@ -18,6 +18,7 @@ pub mod graph;
 pub mod leases;
 pub mod mongo;
 pub mod timelines;
+pub mod tokens;
 pub mod users;
 
 use std::sync::Arc;
@@ -31,6 +32,7 @@ pub use deliveries::DeliveryStore;
 pub use graph::{GraphStore, in_follower_batches};
 pub use leases::{Lease, LeaseStore};
 pub use timelines::TimelineStore;
+pub use tokens::{TokenHash, TokenRecord, TokenStore};
 pub use users::UserStore;
 
 #[derive(Debug, thiserror::Error)]
@@ -51,6 +53,9 @@ pub enum StoreError {
     /// version it acted under: a newer holder may have applied newer changes.
     #[error("fenced off: lease {0} is no longer held at this version")]
     Fenced(String),
+    /// The caller may not do this (raised by the services, not adapters).
+    #[error("{0}")]
+    Forbidden(String),
     /// A change that can never be processed, whatever the retries (malformed data): the
     /// worker quarantines it with an alert instead of stopping the feed for ever.
     #[error("poison change: {0}")]
@@ -81,6 +86,7 @@ pub trait Adapter:
     + ActivityStore
     + LeaseStore
     + DeliveryStore
+    + TokenStore
 {
 }
 
@@ -94,6 +100,7 @@ impl<T> Adapter for T where
         + ActivityStore
         + LeaseStore
         + DeliveryStore
+        + TokenStore
 {
 }
 
@@ -109,6 +116,7 @@ pub struct Store {
     pub activity: Arc<dyn ActivityStore>,
     pub leases: Arc<dyn LeaseStore>,
     pub deliveries: Arc<dyn DeliveryStore>,
+    pub tokens: Arc<dyn TokenStore>,
 }
 
 impl Store {
@@ -122,7 +130,8 @@ impl Store {
             change_feed: adapter.clone(),
             activity: adapter.clone(),
             leases: adapter.clone(),
-            deliveries: adapter,
+            deliveries: adapter.clone(),
+            tokens: adapter,
         }
     }
 

@@ -14,6 +14,7 @@ mod graph;
 mod leases;
 mod schema;
 mod timelines;
+mod tokens;
 mod users;
 
 use std::path::{Path, PathBuf};
@@ -93,6 +94,7 @@ impl EmbeddedStore {
         schema::migrate(&writer)?;
         writer.execute_batch(leases::SCHEMA)?;
         writer.execute_batch(deliveries::SCHEMA)?;
+        writer.execute_batch(tokens::SCHEMA)?;
         activity::migrate(&writer)?;
         Ok(EmbeddedStore {
             inner: Arc::new(Inner {

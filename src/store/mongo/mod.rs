@@ -13,6 +13,7 @@ mod deliveries;
 mod graph;
 mod leases;
 mod timelines;
+mod tokens;
 mod users;
 
 use std::sync::Arc;
@@ -221,6 +222,7 @@ impl MongoStore {
             content::indexes(),
             timelines::indexes(),
             activity::indexes(),
+            tokens::indexes(),
         ];
         graph::migrate(&db)
             .await
