@@ -114,7 +114,15 @@ fn jwt(config: &AuthConfig) -> anyhow::Result<Jwt> {
         _ => anyhow::bail!("auth.mode = jwt needs auth.jwt_secret or auth.jwt_public_key_file"),
     };
     let mut validation = Validation::new(algorithm);
-    validation.set_required_spec_claims(&["exp", "sub"]);
+    // A configured audience or issuer must be present, not merely right when present.
+    let mut required = vec!["exp", "sub"];
+    if config.jwt_audience.is_some() {
+        required.push("aud");
+    }
+    if config.jwt_issuer.is_some() {
+        required.push("iss");
+    }
+    validation.set_required_spec_claims(&required);
     validation.leeway = 0;
     validation.validate_aud = config.jwt_audience.is_some();
     if let Some(audience) = &config.jwt_audience {

@@ -132,8 +132,8 @@ impl Social {
     /// Another token for an existing user.
     pub async fn issue_token(&self, user: &str) -> StoreResult<IssuedToken> {
         if !self.auth.issues_tokens() {
-            return Err(StoreError::Invalid(format!(
-                "tokens are not issued with auth.mode = {}",
+            return Err(StoreError::NotFound(format!(
+                "tokens (none are issued with auth.mode = {})",
                 self.auth.mode()
             )));
         }

@@ -197,6 +197,24 @@ pub struct TestServer {
 impl TestServer {
     pub async fn start(test: TestConfig) -> TestServer {
         let server = spawn(&test.config).await.expect("server starts");
+        TestServer::around(server, test)
+    }
+
+    /// As [`TestServer::start`], with the clock the rate limits read.
+    pub async fn start_with_clock(
+        test: TestConfig,
+        clock: Arc<dyn socialite::workers::Clock>,
+    ) -> TestServer {
+        let store = socialite::app::open_store(&test.config)
+            .await
+            .expect("store opens");
+        let server = socialite::app::spawn_with_clock(&test.config, store, clock)
+            .await
+            .expect("server starts");
+        TestServer::around(server, test)
+    }
+
+    fn around(server: RunningServer, test: TestConfig) -> TestServer {
         TestServer {
             base: format!("http://{}", server.addr),
             client: reqwest::Client::new(),
