@@ -43,6 +43,10 @@ pub enum Command {
         /// Random seed; the same seed gives the same data set.
         #[arg(long, default_value_t = 1)]
         seed: u64,
+        /// Issue every user an API token and write them here as a JSON array (the token
+        /// of u{i} at index i), for the load tests.
+        #[arg(long, value_name = "FILE")]
+        tokens_out: Option<PathBuf>,
     },
     /// Print the OpenAPI document.
     Openapi,
@@ -80,6 +84,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             max_follows,
             posts_per_user,
             seed,
+            ref tokens_out,
         }) => {
             let mut config = load_config(&cli)?;
             // Seeding is repeatable, so it trades per-commit fsync for speed.
@@ -94,7 +99,9 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 let store = crate::app::open_store(&config).await?;
                 let state = crate::app::build_state(&config, store)?;
                 let plan = crate::seed::plan(&args);
-                let report = crate::seed::run(state.social.clone(), &plan).await?;
+                let report =
+                    crate::seed::run_with_tokens(state.social.clone(), &plan, tokens_out.as_deref())
+                        .await?;
                 // The activity logs come from the change feed: let the workers catch up.
                 if config.workers.enabled {
                     let settled = state.workers.settle(std::time::Duration::from_secs(3600)).await;
