@@ -68,7 +68,7 @@ pub fn main() -> ExitCode {
 fn load_config(cli: &Cli) -> anyhow::Result<Config> {
     let overrides = Overrides::new(cli.listen, cli.feed_strategy);
     let config = Config::load(cli.config.as_deref(), &overrides)?;
-    let effective = toml::to_string(&config).unwrap_or_default();
+    let effective = toml::to_string(&config.redacted()).unwrap_or_default();
     tracing::info!("effective configuration:\n{effective}");
     Ok(config)
 }

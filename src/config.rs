@@ -475,6 +475,19 @@ impl Config {
         Ok(())
     }
 
+    /// The configuration as it may be logged: secrets replaced by a placeholder.
+    pub fn redacted(&self) -> Config {
+        let mut shown = self.clone();
+        let hide = |secret: &mut Option<String>| {
+            if secret.is_some() {
+                *secret = Some("<redacted>".to_owned());
+            }
+        };
+        hide(&mut shown.auth.jwt_secret);
+        hide(&mut shown.auth.admin_token);
+        shown
+    }
+
     fn validate_auth(&self) -> anyhow::Result<()> {
         let auth = &self.auth;
         let secret = auth.jwt_secret.as_deref().is_some_and(|s| !s.is_empty());
