@@ -6,7 +6,7 @@
 // followers who all have one; the other strategies write the same either way.
 import http from 'k6/http';
 import {
-  BASE_URL, postJson, randomText, record, summaryTrendStats, thresholds, trend,
+  batchRequest, createUser, postJson, randomText, record, summaryTrendStats, thresholds, trend, useTokens,
 } from './lib.js';
 
 const COUNTS = (__ENV.FOLLOWER_COUNTS || '10,100,1000,10000').split(',').map((c) => parseInt(c, 10));
@@ -28,9 +28,6 @@ export const options = {
   setupTimeout: '30m',
 };
 
-function tag(name) {
-  return { tags: { op: 'setup', name } };
-}
 
 function inBatches(count, request) {
   for (let start = 0; start < count; start += 200) {
@@ -43,11 +40,13 @@ function inBatches(count, request) {
 }
 
 export function setup() {
+  const tokens = {};
   for (const count of COUNTS) {
     const author = `fan${count}`;
-    postJson('/v1/users', { id: author }, { op: 'setup' });
-    inBatches(count, (i) => ['PUT', `${BASE_URL}/v1/users/u${i}/following/${author}`, null, tag('setup')]);
+    tokens[author] = createUser(author);
+    inBatches(count, (i) => batchRequest('PUT', `/v1/users/u${i}/following/${author}`, { op: 'setup' }));
   }
+  return { tokens };
 }
 
 function postAll(prefix) {
@@ -59,8 +58,9 @@ function postAll(prefix) {
   }
 }
 
-export default function () {
+export default function (data) {
+  useTokens(data);
   postAll('post_f');
-  inBatches(MAX_FOLLOWERS, (i) => ['GET', `${BASE_URL}/v1/users/u${i}/timeline?limit=20`, null, tag('activate')]);
+  inBatches(MAX_FOLLOWERS, (i) => batchRequest('GET', `/v1/users/u${i}/timeline?limit=20`, { op: 'activate' }));
   postAll('post_active_f');
 }

@@ -1,10 +1,41 @@
 // Shared helpers for the socialite k6 scripts.
 import http from 'k6/http';
+import { SharedArray } from 'k6/data';
 import { Counter, Rate, Trend } from 'k6/metrics';
 
 export const BASE_URL = __ENV.BASE_URL || 'http://127.0.0.1:8080';
 export const USERS = parseInt(__ENV.USERS || '10000', 10);
-const JSON_HEADERS = { headers: { 'Content-Type': 'application/json' } };
+
+// Authentication: the seeder's tokens (`socialite seed --tokens-out`, TOKENS_FILE: the
+// token of u{i} at index i) and those of users a script creates in setup() (pass
+// setup's data to useTokens). A request carries the token of the user in its path.
+const SEEDED = __ENV.TOKENS_FILE ? new SharedArray('tokens', () => JSON.parse(open(__ENV.TOKENS_FILE))) : [];
+let created = {};
+
+export function useTokens(data) {
+  if (data && data.tokens) {
+    created = data.tokens;
+  }
+}
+
+export function tokenOf(user) {
+  const seeded = /^u(\d+)$/.exec(user);
+  if (seeded && SEEDED.length > 0) {
+    return SEEDED[parseInt(seeded[1], 10)];
+  }
+  return created[user];
+}
+
+function actingUser(path) {
+  const match = /^\/v1\/users\/([^/?]+)/.exec(path);
+  return match ? match[1] : undefined;
+}
+
+// Creates a user through the API and returns their token (undefined with auth off).
+export function createUser(id) {
+  const response = postJson('/v1/users', { id }, { op: 'setup' });
+  return response.status === 201 ? response.json('token') : undefined;
+}
 
 export const serverErrors = new Counter('server_errors');
 export const opErrors = new Rate('op_errors');
@@ -44,20 +75,36 @@ function named(tags) {
   return Object.assign({ name: tags && tags.op ? tags.op : 'other' }, tags);
 }
 
+// Request parameters for `path`: its tags, and the acting user's bearer token.
+export function params(path, tags, json) {
+  const headers = json ? { 'Content-Type': 'application/json' } : {};
+  const user = actingUser(path);
+  const token = user ? tokenOf(user) : undefined;
+  if (token) {
+    headers.Authorization = `Bearer ${token}`;
+  }
+  return { tags: named(tags), headers };
+}
+
+// One entry of http.batch.
+export function batchRequest(method, path, tags) {
+  return [method, `${BASE_URL}${path}`, null, params(path, tags)];
+}
+
 export function get(path, tags) {
-  return http.get(`${BASE_URL}${path}`, { tags: named(tags) });
+  return http.get(`${BASE_URL}${path}`, params(path, tags));
 }
 
 export function put(path, tags) {
-  return http.put(`${BASE_URL}${path}`, null, { tags: named(tags) });
+  return http.put(`${BASE_URL}${path}`, null, params(path, tags));
 }
 
 export function del(path, tags) {
-  return http.del(`${BASE_URL}${path}`, null, { tags: named(tags) });
+  return http.del(`${BASE_URL}${path}`, null, params(path, tags));
 }
 
 export function postJson(path, body, tags) {
-  return http.post(`${BASE_URL}${path}`, JSON.stringify(body), Object.assign({ tags: named(tags) }, JSON_HEADERS));
+  return http.post(`${BASE_URL}${path}`, JSON.stringify(body), params(path, tags, true));
 }
 
 const LETTERS = 'abcdefghijklmnopqrstuvwxyz ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789';

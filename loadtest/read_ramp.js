@@ -4,7 +4,9 @@
 // /healthz is read as often, one request at a time like the reads: the HTTP floor that no
 // timeline read can go below on this machine.
 import http from 'k6/http';
-import { BASE_URL, get, postJson, record, summaryTrendStats, thresholds } from './lib.js';
+import {
+  batchRequest, createUser, get, record, summaryTrendStats, thresholds, useTokens,
+} from './lib.js';
 import { healthz } from './mixed.js';
 
 const COUNTS = (__ENV.FOLLOWEE_COUNTS || '1,10,100,1000').split(',').map((c) => parseInt(c, 10));
@@ -18,21 +20,25 @@ export const options = {
 };
 
 export function setup() {
+  const tokens = {};
   for (const count of COUNTS) {
     const reader = `rd${count}`;
-    postJson('/v1/users', { id: reader }, { op: 'setup' });
+    tokens[reader] = createUser(reader);
+    useTokens({ tokens });
     for (let start = 0; start < count; start += 200) {
       const batch = [];
       for (let i = start; i < Math.min(start + 200, count); i += 1) {
-        batch.push(['PUT', `${BASE_URL}/v1/users/${reader}/following/u${i}`, null, { tags: { op: 'setup', name: 'setup' } }]);
+        batch.push(batchRequest('PUT', `/v1/users/${reader}/following/u${i}`, { op: 'setup' }));
       }
       http.batch(batch);
     }
     get(`/v1/users/${reader}/timeline?limit=20`, { op: 'setup' });
   }
+  return { tokens };
 }
 
-export default function () {
+export default function (data) {
+  useTokens(data);
   for (let i = 0; i < READS; i += 1) {
     healthz();
   }

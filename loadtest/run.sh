@@ -9,6 +9,12 @@
 # The standard data set: SEED_USERS=10000 SEED_MAX_FOLLOWS=200 SEED_POSTS=20 (seed 42);
 # smoke uses 500/20/5. Seeded files are kept in target/loadtest-seed/ and copied, so
 # repeated runs skip seeding. Other knobs: RATE, DURATION, VUS (mixed), K6 (binary).
+#
+# Authentication stays on (auth.mode = token unless SOCIALITE_AUTH__MODE says otherwise):
+# the seeder writes every user's token to a file the scripts read (TOKENS_FILE), and
+# users the scripts create get their tokens from the API. All load comes from one
+# address, so the per-address limit is raised (IP_PER_MIN, default 100000000); the
+# per-user limits stay at their defaults.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 strategy="${1:?usage: run.sh STRATEGY [mixed|fanout|read_ramp|smoke]}"
@@ -33,23 +39,30 @@ cleanup() {
 trap cleanup EXIT
 
 export SOCIALITE_FEED__STRATEGY="$strategy"
+export SOCIALITE_RATE__IP_PER_MIN="${IP_PER_MIN:-100000000}"
+auth_mode="${SOCIALITE_AUTH__MODE:-token}"
+token_args=()
 if [[ -n "${MONGODB_URI:-}" ]]; then
   export SOCIALITE_STORAGE__BACKEND=mongodb
   base="${MONGODB_URI%%\?*}"; base="${base%/}"; base="${base%/*}"
   query=""; [[ "$MONGODB_URI" == *\?* ]] && query="?${MONGODB_URI#*\?}"
   export SOCIALITE_STORAGE__MONGODB_URI="${base}/loadtest_$(date +%s)_$$${query}"
   storage=mongodb
-  "$bin" seed --users "$users" --max-follows "$follows" --posts-per-user "$posts" --seed 42
+  tokens_file="$work/tokens.json"
+  [[ "$auth_mode" == token ]] && token_args=(--tokens-out "$tokens_file")
+  "$bin" seed --users "$users" --max-follows "$follows" --posts-per-user "$posts" --seed 42 "${token_args[@]}"
 else
   export SOCIALITE_STORAGE__PATH="$work/socialite.db"
   storage=embedded
   cache_dir="$root/target/loadtest-seed"
-  seeded="$cache_dir/$strategy-$users-$follows-$posts.db"
-  if [[ ! -f "$seeded" ]]; then
+  seeded="$cache_dir/$strategy-$users-$follows-$posts-tokens.db"
+  tokens_file="$seeded.tokens.json"
+  if [[ ! -f "$seeded" || ! -f "$tokens_file" ]]; then
     mkdir -p "$cache_dir"
     # Seed before the server starts: seeding writes straight through the storage port.
-    SOCIALITE_STORAGE__PATH="$seeded.tmp" "$bin" seed --users "$users" --max-follows "$follows" \
-      --posts-per-user "$posts" --seed 42
+    # Tokens are always issued, so one seeded file serves every auth mode.
+    SOCIALITE_AUTH__MODE=token SOCIALITE_STORAGE__PATH="$seeded.tmp" "$bin" seed --users "$users" --max-follows "$follows" \
+      --posts-per-user "$posts" --seed 42 --tokens-out "$tokens_file"
     sqlite3 "$seeded.tmp" 'PRAGMA wal_checkpoint(TRUNCATE);' >/dev/null 2>&1 || true
     rm -f "$seeded.tmp-wal" "$seeded.tmp-shm"
     mv "$seeded.tmp" "$seeded"
@@ -68,6 +81,7 @@ done
 [[ -n "$base_url" ]] || { cat "$work/server.log" >&2; echo "server did not start" >&2; exit 1; }
 curl -fsS "$base_url/readyz" >/dev/null
 export BASE_URL="$base_url" USERS="$users"
+if [[ "$auth_mode" == token ]]; then export TOKENS_FILE="$tokens_file"; fi
 
 stamp="$(date -u +%Y%m%dT%H%M%SZ)"
 out="$root/loadtest/results/$storage-$strategy-$scenario-$stamp"

@@ -10,11 +10,13 @@ use tokio::net::TcpListener;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
-use crate::config::{Backend, Config};
+use crate::config::{AuthMode, Backend, Config};
 use crate::domain::{ActivityLimits, now_ms};
 use crate::events::{Hub, HubSettings};
-use crate::http::{AppState, HttpSettings, router};
-use crate::service::{EventsService, Social};
+use crate::http::rate::RateLimits;
+use crate::http::server::ConnectionSettings;
+use crate::http::{AppState, HttpSettings, admin_router, router};
+use crate::service::{AuthSettings, EventsService, Social};
 use crate::store::embedded::EmbeddedStore;
 use crate::store::{ChangeFeed, Store};
 use crate::telemetry;
@@ -25,7 +27,7 @@ use crate::workers::aggregates::{
 use crate::workers::counters::CountersWorker;
 use crate::workers::events::EventsWorker;
 use crate::workers::timelines::TimelinesWorker;
-use crate::workers::{Runner, RunnerSettings, Step, SystemClock, Wakers, Worker, Workers};
+use crate::workers::{Clock, Runner, RunnerSettings, Step, SystemClock, Wakers, Worker, Workers};
 
 /// How often the embedded change feed is trimmed to its retention.
 const TRIM_INTERVAL: Duration = Duration::from_secs(60);
@@ -54,7 +56,17 @@ pub async fn open_store(config: &Config) -> anyhow::Result<Store> {
 }
 
 /// The handlers' state over an open store, with this process's workers started.
-pub async fn build_state(config: &Config, store: Store) -> AppState {
+pub async fn build_state(config: &Config, store: Store) -> anyhow::Result<AppState> {
+    build_state_with_clock(config, store, Arc::new(SystemClock)).await
+}
+
+/// As [`build_state`], with the clock the rate limits read (tests move it by hand).
+pub async fn build_state_with_clock(
+    config: &Config,
+    store: Store,
+    clock: Arc<dyn Clock>,
+) -> anyhow::Result<AppState> {
+    let auth = AuthSettings::from_config(&config.auth)?;
     let limits = activity_limits(config);
     let wakers = Arc::new(Wakers::default());
     let event_log = prepare_event_log(config, &store).await;
@@ -70,17 +82,19 @@ pub async fn build_state(config: &Config, store: Store) -> AppState {
             },
         )
     });
-    AppState {
-        social: Arc::new(Social::new(
-            store.clone(),
-            &config.feed.settings(),
-            limits,
-            wakers,
-        )),
+    let social =
+        Social::new(store.clone(), &config.feed.settings(), limits, wakers).with_auth(auth);
+    Ok(AppState {
+        social: Arc::new(social),
         workers: Arc::new(workers),
         metrics: telemetry::metrics_handle(),
         events: Arc::new(EventsService::new(store, hub)),
-    }
+        rate: Arc::new(RateLimits::new(
+            &config.rate,
+            config.server.trusted_proxies.clone(),
+            clock,
+        )),
+    })
 }
 
 /// Creates the event log when needed. A store that cannot keep one (a MongoDB without
@@ -162,6 +176,22 @@ pub async fn rebuild_aggregates(config: &Config) -> anyhow::Result<String> {
             )
         }
         other => anyhow::bail!("the rebuild did not complete: {other:?}"),
+    }
+}
+
+/// Says loudly what is left open.
+fn warn_about_exposure(config: &Config) {
+    if config.auth.mode == AuthMode::None {
+        tracing::warn!(
+            "AUTHENTICATION IS OFF (auth.mode = none): any client can act as any user. \
+             Run this only on a trusted network behind a gateway that authenticates."
+        );
+    }
+    if config.server.admin_listen.is_none() && config.auth.admin_token.is_none() {
+        tracing::warn!(
+            "/metrics and /v1/workers are open to every client of server.listen; set \
+             server.admin_listen or auth.admin_token to restrict them"
+        );
     }
 }
 
@@ -250,7 +280,16 @@ pub async fn spawn(config: &Config) -> anyhow::Result<RunningServer> {
 
 /// As [`spawn`], over a store the caller opened (tests wrap ports to inject faults).
 pub async fn spawn_with_store(config: &Config, store: Store) -> anyhow::Result<RunningServer> {
-    let state = build_state(config, store.clone()).await;
+    spawn_with_clock(config, store, Arc::new(SystemClock)).await
+}
+
+/// As [`spawn_with_store`], with the clock the rate limits read.
+pub async fn spawn_with_clock(
+    config: &Config,
+    store: Store,
+    clock: Arc<dyn Clock>,
+) -> anyhow::Result<RunningServer> {
+    let state = build_state_with_clock(config, store.clone(), clock).await?;
     let listener = TcpListener::bind(config.server.listen)
         .await
         .with_context(|| format!("binding {}", config.server.listen))?;
@@ -276,29 +315,66 @@ async fn run(
 ) -> anyhow::Result<()> {
     let workers = state.workers.clone();
     let state_hub = state.events.hub().cloned();
-    let app = router(
-        state,
-        &HttpSettings {
-            request_timeout: config.server.request_timeout.0,
-            body_limit_bytes: config.server.body_limit_bytes,
-        },
-    );
+    let rate = state.rate.clone();
+    let settings = HttpSettings {
+        request_timeout: config.server.request_timeout.0,
+        body_limit_bytes: config.server.body_limit_bytes,
+        separate_admin: config.server.admin_listen.is_some(),
+    };
+    let connections = ConnectionSettings {
+        header_timeout: config.server.header_timeout.0,
+        idle_timeout: config.server.idle_timeout.0,
+        max_connections: config.server.max_connections,
+    };
+    warn_about_exposure(&config);
+    tracing::info!(mode = state.social.auth().mode(), "authentication");
+    let (admin_stop, admin_stopped) = oneshot::channel::<()>();
+    let admin = match config.server.admin_listen {
+        Some(address) => {
+            let listener = TcpListener::bind(address)
+                .await
+                .with_context(|| format!("binding server.admin_listen {address}"))?;
+            tracing::info!("operations endpoints on http://{}", listener.local_addr()?);
+            let app = admin_router(state.clone(), &settings);
+            Some(tokio::spawn(crate::http::server::serve(
+                listener,
+                app,
+                connections,
+                async {
+                    let _ = admin_stopped.await;
+                },
+            )))
+        }
+        None => None,
+    };
+    let app = router(state, &settings);
+    let forget = tokio::spawn(async move {
+        let mut tick = tokio::time::interval(Duration::from_secs(60));
+        loop {
+            tick.tick().await;
+            rate.forget_idle();
+        }
+    });
     let trimmer = tokio::spawn(trim_changes(
         store.change_feed.clone(),
         config.change_feed.retention.0,
         config.change_feed.max_retention.0,
     ));
     let hub = state_hub;
-    let served = axum::serve(listener, app)
-        .with_graceful_shutdown(async move {
-            shutdown.await;
-            // Open streams never end on their own: end them so the drain can finish.
-            if let Some(hub) = hub {
-                hub.close();
-            }
-        })
-        .await;
+    let shutdown = async move {
+        shutdown.await;
+        // Open streams never end on their own: end them so the drain can finish.
+        if let Some(hub) = hub {
+            hub.close();
+        }
+    };
+    let served = crate::http::server::serve(listener, app, connections, shutdown).await;
+    let _ = admin_stop.send(());
+    if let Some(admin) = admin {
+        let _ = admin.await;
+    }
     trimmer.abort();
+    forget.abort();
     // In-flight requests are done: let each worker finish its step and hand its lease on.
     workers.stop().await;
     served.context("serving HTTP")
@@ -323,7 +399,7 @@ async fn trim_changes(feed: Arc<dyn ChangeFeed>, retention: Duration, max_retent
 /// Serves until SIGINT or SIGTERM, then drains in-flight requests.
 pub async fn serve(config: Config) -> anyhow::Result<()> {
     let store = open_store(&config).await?;
-    let state = build_state(&config, store.clone()).await;
+    let state = build_state(&config, store.clone()).await?;
     let listener = TcpListener::bind(config.server.listen)
         .await
         .with_context(|| format!("binding {}", config.server.listen))?;

@@ -43,6 +43,10 @@ pub enum Command {
         /// Random seed; the same seed gives the same data set.
         #[arg(long, default_value_t = 1)]
         seed: u64,
+        /// Issue every user an API token and write them here as a JSON array (the token
+        /// of u{i} at index i), for the load tests.
+        #[arg(long, value_name = "FILE")]
+        tokens_out: Option<PathBuf>,
     },
     /// Print the OpenAPI document.
     Openapi,
@@ -76,7 +80,7 @@ pub fn main() -> ExitCode {
 fn load_config(cli: &Cli) -> anyhow::Result<Config> {
     let overrides = Overrides::new(cli.listen, cli.feed_strategy);
     let config = Config::load(cli.config.as_deref(), &overrides)?;
-    let effective = toml::to_string(&config).unwrap_or_default();
+    let effective = toml::to_string(&config.redacted()).unwrap_or_default();
     tracing::info!("effective configuration:\n{effective}");
     Ok(config)
 }
@@ -92,6 +96,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             max_follows,
             posts_per_user,
             seed,
+            ref tokens_out,
         }) => {
             let mut config = load_config(&cli)?;
             // Seeding is repeatable, so it trades per-commit fsync for speed.
@@ -104,9 +109,11 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             };
             tokio::runtime::Runtime::new()?.block_on(async move {
                 let store = crate::app::open_store(&config).await?;
-                let state = crate::app::build_state(&config, store).await;
+                let state = crate::app::build_state(&config, store).await?;
                 let plan = crate::seed::plan(&args);
-                let report = crate::seed::run(state.social.clone(), &plan).await?;
+                let report =
+                    crate::seed::run_with_tokens(state.social.clone(), &plan, tokens_out.as_deref())
+                        .await?;
                 // The activity logs come from the change feed: let the workers catch up.
                 if config.workers.enabled {
                     let settled = state.workers.settle(std::time::Duration::from_secs(3600)).await;

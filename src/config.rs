@@ -2,7 +2,7 @@
 //! `SOCIALITE_SECTION__KEY` environment variables, then command-line flags. Validated once
 //! at start-up.
 
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -14,6 +14,12 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use crate::domain::FeedStrategy;
 use crate::feed::FeedSettings;
 use crate::store::embedded::Synchronous;
+
+mod auth;
+mod events;
+
+pub use auth::{AuthConfig, AuthMode, RateConfig};
+pub use events::EventsConfig;
 
 pub const DEFAULT_CONFIG_FILE: &str = "socialite.toml";
 
@@ -27,6 +33,8 @@ pub struct Config {
     pub activity: ActivityConfig,
     pub workers: WorkersConfig,
     pub events: EventsConfig,
+    pub auth: AuthConfig,
+    pub rate: RateConfig,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -37,6 +45,17 @@ pub struct ServerConfig {
     pub request_timeout: HumanDuration,
     /// Larger request bodies are answered 413.
     pub body_limit_bytes: usize,
+    /// Serve `/metrics` and `/v1/workers` here only (and not on `listen`).
+    pub admin_listen: Option<SocketAddr>,
+    /// Peers whose `X-Forwarded-For` names the client; otherwise the client is the peer.
+    pub trusted_proxies: Vec<IpAddr>,
+    /// A request's header must arrive within this long (the wait of a kept-alive
+    /// connection for its next request included); the connection is closed otherwise.
+    pub header_timeout: HumanDuration,
+    /// A connection that moves no byte either way for this long is closed.
+    pub idle_timeout: HumanDuration,
+    /// Connections served at once; more are answered 503 and closed at once.
+    pub max_connections: usize,
 }
 
 impl Default for ServerConfig {
@@ -45,6 +64,11 @@ impl Default for ServerConfig {
             listen: SocketAddr::from(([127, 0, 0, 1], 8080)),
             request_timeout: HumanDuration(Duration::from_secs(30)),
             body_limit_bytes: 64 * 1024,
+            admin_listen: None,
+            trusted_proxies: Vec::new(),
+            header_timeout: HumanDuration(Duration::from_secs(10)),
+            idle_timeout: HumanDuration(Duration::from_secs(60)),
+            max_connections: 1024,
         }
     }
 }
@@ -195,42 +219,6 @@ impl Default for WorkersConfig {
             lease_ttl: HumanDuration(Duration::from_secs(10)),
             refresh_interval: HumanDuration(Duration::from_secs(2)),
             batch_size: 500,
-        }
-    }
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct EventsConfig {
-    /// MongoDB: the event log's capped collection size in bytes (fixed when created).
-    pub max_bytes: u64,
-    /// Embedded: events kept; the oldest go first.
-    pub max_count: u64,
-    /// The most events a reader takes in one batch.
-    pub batch_max: usize,
-    /// Open timeline streams per process; more are answered 503.
-    pub max_streams: usize,
-    /// Messages buffered per timeline stream; a client this far behind is disconnected.
-    pub stream_buffer: usize,
-}
-
-impl Default for EventsConfig {
-    fn default() -> Self {
-        EventsConfig {
-            max_bytes: 256 * 1024 * 1024,
-            max_count: 1_000_000,
-            batch_max: 500,
-            max_streams: 10_000,
-            stream_buffer: 256,
-        }
-    }
-}
-
-impl EventsConfig {
-    pub fn bounds(&self) -> crate::store::LogBounds {
-        crate::store::LogBounds {
-            max_count: self.max_count,
-            max_bytes: self.max_bytes,
         }
     }
 }
@@ -395,37 +383,27 @@ impl Config {
                 workers.batch_size
             );
         }
-        let events = &self.events;
-        if events.max_bytes < 4096 {
-            bail!(
-                "events.max_bytes must be at least 4096, got {}",
-                events.max_bytes
-            );
-        }
-        if events.max_count == 0 {
-            bail!("events.max_count must be positive");
-        }
-        if !(1..=10_000).contains(&events.batch_max) {
-            bail!("events.batch_max must be 1-10000, got {}", events.batch_max);
-        }
-        if !(1..=1_000_000).contains(&events.max_streams) {
-            bail!(
-                "events.max_streams must be 1-1000000, got {}",
-                events.max_streams
-            );
-        }
-        if !(1..=100_000).contains(&events.stream_buffer) {
-            bail!(
-                "events.stream_buffer must be 1-100000, got {}",
-                events.stream_buffer
-            );
-        }
+        self.events.validate()?;
         if self.server.body_limit_bytes < 1024 {
             bail!("server.body_limit_bytes must be at least 1024");
         }
         if self.server.request_timeout.0.is_zero() {
             bail!("server.request_timeout must be positive");
         }
+        if self.server.header_timeout.0.is_zero() || self.server.idle_timeout.0.is_zero() {
+            bail!("server.header_timeout and server.idle_timeout must be positive");
+        }
+        if self.server.max_connections == 0 {
+            bail!("server.max_connections must be positive");
+        }
+        if self
+            .server
+            .admin_listen
+            .is_some_and(|a| a == self.server.listen && a.port() != 0)
+        {
+            bail!("server.admin_listen must differ from server.listen");
+        }
+        self.validate_auth()?;
         if self.storage.backend == Backend::Mongodb
             && self
                 .storage

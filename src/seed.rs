@@ -8,9 +8,11 @@
 
 use std::collections::HashSet;
 use std::future::Future;
-use std::sync::Arc;
+use std::path::Path;
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
+use anyhow::Context;
 use futures::{StreamExt, TryStreamExt};
 use indicatif::{ProgressBar, ProgressStyle};
 use rand::rngs::Xoshiro256PlusPlus;
@@ -141,12 +143,50 @@ where
 
 /// Writes the plan: users, then the graph, then posts (which fan out as configured).
 pub async fn run(social: Arc<Social>, plan: &SeedPlan) -> anyhow::Result<SeedReport> {
+    run_with_tokens(social, plan, None).await
+}
+
+/// As [`run`]; with `tokens`, also issues every user an API token and writes them to
+/// that file as a JSON array, the token of `u{i}` at index `i` (what the k6 scripts
+/// read, since the server keeps only hashes).
+pub async fn run_with_tokens(
+    social: Arc<Social>,
+    plan: &SeedPlan,
+    tokens: Option<&Path>,
+) -> anyhow::Result<SeedReport> {
+    if tokens.is_some() {
+        anyhow::ensure!(
+            social.auth().issues_tokens(),
+            "--tokens-out needs auth.mode = token, not {}",
+            social.auth().mode()
+        );
+    }
     let started = Instant::now();
-    phase("users", plan.users.clone(), |id| {
-        let social = social.clone();
-        async move { social.create_user(&id, &id).await.map(drop) }
-    })
+    let issued = Arc::new(Mutex::new(vec![String::new(); plan.users.len()]));
+    let with_tokens = tokens.is_some();
+    phase(
+        "users",
+        plan.users.iter().cloned().enumerate().collect(),
+        |(index, id)| {
+            let (social, issued) = (social.clone(), issued.clone());
+            async move {
+                if !with_tokens {
+                    return social.create_user(&id, &id).await.map(drop);
+                }
+                let (_, token) = social.register(&id, &id).await?;
+                if let Some(token) = token {
+                    issued.lock().unwrap_or_else(|p| p.into_inner())[index] = token.token;
+                }
+                Ok(())
+            }
+        },
+    )
     .await?;
+    if let Some(path) = tokens {
+        let issued = issued.lock().unwrap_or_else(|p| p.into_inner());
+        let json = serde_json::to_vec(&*issued)?;
+        std::fs::write(path, json).with_context(|| format!("writing {}", path.display()))?;
+    }
     phase("follows", plan.follows.clone(), |(follower, followee)| {
         let social = social.clone();
         async move {

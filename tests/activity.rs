@@ -319,7 +319,8 @@ async fn activity_over_http() {
 
         // `Api` also checks that each of these is a complete problem+json body.
         for (path, code) in [
-            ("/v1/users/ghost/activity", 404),
+            // Acting for a user nobody holds a token of: unauthenticated.
+            ("/v1/users/ghost/activity", 401),
             ("/v1/users/ann/activity?skip=-1", 422),
             ("/v1/users/ann/activity?skip=x", 422),
             ("/v1/users/ann/activity?skip=10000001", 422),
@@ -336,23 +337,30 @@ async fn activity_over_http() {
             ),
             (0, Some(5))
         );
-        for (method, path) in [
+        for (method, path, expected) in [
             (
                 reqwest::Method::PUT,
                 "/v1/users/ghost/likes/000000000000000000000000".to_owned(),
+                StatusCode::UNAUTHORIZED,
             ),
             (
                 reqwest::Method::PUT,
                 "/v1/users/ann/likes/000000000000000000000000".to_owned(),
+                StatusCode::NOT_FOUND,
             ),
-            (reqwest::Method::PUT, "/v1/users/ann/likes/nope".to_owned()),
+            (
+                reqwest::Method::PUT,
+                "/v1/users/ann/likes/nope".to_owned(),
+                StatusCode::NOT_FOUND,
+            ),
             (
                 reqwest::Method::DELETE,
                 format!("/v1/users/ghost/likes/{post_id}"),
+                StatusCode::UNAUTHORIZED,
             ),
         ] {
             let (status, _) = api.send(method.clone(), &path, None).await;
-            assert_eq!(status, StatusCode::NOT_FOUND, "{method} {path}");
+            assert_eq!(status, expected, "{method} {path}");
         }
         server.stop().await;
     }

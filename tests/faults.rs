@@ -31,14 +31,20 @@ async fn storage_failures_answer_503_with_an_opaque_problem() {
 
         content.failing.store(true, Ordering::SeqCst);
         let client = reqwest::Client::new();
+        let token = api.token("ann");
         let requests = [
             client.get(format!("{base}/v1/users/ann/posts")),
             client.get(format!("{base}/v1/posts/{post}")),
             client
                 .post(format!("{base}/v1/users/ann/posts"))
+                .bearer_auth(&token)
                 .json(&json!({"text": "during"})),
-            client.delete(format!("{base}/v1/posts/{post}")),
-            client.get(format!("{base}/v1/users/ann/timeline")),
+            client
+                .delete(format!("{base}/v1/posts/{post}"))
+                .bearer_auth(&token),
+            client
+                .get(format!("{base}/v1/users/ann/timeline"))
+                .bearer_auth(&token),
         ];
         for request in requests {
             let response = request.send().await.unwrap();

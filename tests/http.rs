@@ -79,11 +79,12 @@ async fn users_are_created_read_and_renamed() {
             api.get("/v1/users/alice").await.1["display_name"],
             "Alice A."
         );
+        // Acting for a user whose token nobody holds: unauthenticated (401), not 404.
         assert_eq!(
             api.patch("/v1/users/nobody", json!({"display_name": "N"}))
                 .await
                 .0,
-            StatusCode::NOT_FOUND
+            StatusCode::UNAUTHORIZED
         );
         assert_eq!(
             api.patch("/v1/users/alice", json!({"display_name": ""}))
@@ -182,11 +183,11 @@ async fn the_follow_graph_is_idempotent_and_paginated() {
         );
         assert_eq!(
             api.put("/v1/users/ghost/following/hub").await.0,
-            StatusCode::NOT_FOUND
+            StatusCode::UNAUTHORIZED
         );
         assert_eq!(
             api.delete("/v1/users/ghost/following/hub").await.0,
-            StatusCode::NOT_FOUND
+            StatusCode::UNAUTHORIZED
         );
 
         for which in ["followers", "following"] {
@@ -312,7 +313,7 @@ async fn posts_are_created_listed_and_deleted() {
             api.post("/v1/users/ghost/posts", json!({"text": "boo"}))
                 .await
                 .0,
-            StatusCode::NOT_FOUND
+            StatusCode::UNAUTHORIZED
         );
 
         let (status, page) = api.get("/v1/users/writer/posts?limit=2").await;
@@ -437,7 +438,7 @@ async fn timelines_over_http_for_every_strategy() {
             }
             assert_eq!(
                 api.get("/v1/users/ghost/timeline").await.0,
-                StatusCode::NOT_FOUND
+                StatusCode::UNAUTHORIZED
             );
 
             assert_eq!(

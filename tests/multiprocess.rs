@@ -47,6 +47,7 @@ async fn killing_the_lease_holder_hands_the_work_over_without_loss_or_doubling()
 async fn three_processes_and_a_kill(storage: &[(&str, std::ffi::OsString)]) {
     let client = reqwest::Client::new();
     let mut processes: Vec<(Child, Api)> = Vec::new();
+    let credentials = Api::new(client.clone(), "");
     for _ in 0..3 {
         let (child, base) = start_binary(
             &[],
@@ -59,13 +60,13 @@ async fn three_processes_and_a_kill(storage: &[(&str, std::ffi::OsString)]) {
                 ])
                 .collect::<Vec<_>>(),
         );
-        processes.push((child, Api::new(client.clone(), base)));
+        processes.push((child, credentials.at(base)));
     }
     processes[0].1.user("poster").await;
 
     let apis: Vec<Api> = processes
         .iter()
-        .map(|(_, api)| Api::new(client.clone(), api_base(api)))
+        .map(|(_, api)| api.at(api_base(api)))
         .collect();
     let first = holder(&apis).await;
     let mut posted = Vec::new();
@@ -89,7 +90,7 @@ async fn three_processes_and_a_kill(storage: &[(&str, std::ffi::OsString)]) {
     }
     let survivors: Vec<Api> = (0..3)
         .filter(|i| *i != first)
-        .map(|i| Api::new(client.clone(), api_base(&processes[i].1)))
+        .map(|i| processes[i].1.at(api_base(&processes[i].1)))
         .collect();
     let second = holder(&survivors).await;
 

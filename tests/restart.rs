@@ -36,13 +36,15 @@ async fn acknowledged_posts_survive_kill_9() {
     let acknowledged = Arc::new(Mutex::new(Vec::<String>::new()));
     let enough = Arc::new(tokio::sync::Notify::new());
     let mut tasks = Vec::new();
+    let token = api.token("durable");
     for writer in 0..8 {
-        let (client, base) = (client.clone(), base.clone());
+        let (client, base, token) = (client.clone(), base.clone(), token.clone());
         let (acknowledged, enough) = (acknowledged.clone(), enough.clone());
         tasks.push(tokio::spawn(async move {
             for i in 0.. {
                 let sent = client
                     .post(format!("{base}/v1/users/durable/posts"))
+                    .bearer_auth(&token)
                     .json(&json!({"text": format!("post {writer}.{i}")}))
                     .send()
                     .await;
@@ -82,7 +84,7 @@ async fn acknowledged_posts_survive_kill_9() {
             dir.path().join("socialite.db").as_os_str(),
         )],
     );
-    let api = Api::new(client, base);
+    let api = api.at(base);
     for id in &acknowledged {
         let (status, _) = api.get(&format!("/v1/posts/{id}")).await;
         assert_eq!(status, StatusCode::OK, "acknowledged post {id} was lost");

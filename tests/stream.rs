@@ -46,7 +46,14 @@ async fn a_followee_post_arrives_as_an_item_and_a_deletion_as_a_delete() {
         let server = server(kind, |_| {}).await;
         pair(&server).await;
         api_rename(&server).await;
-        let mut stream = Client::open(&server.client, &server.base, "ann", None).await;
+        let mut stream = Client::open(
+            &server.client,
+            &server.base,
+            "ann",
+            server.api().credentials().token("ann"),
+            None,
+        )
+        .await;
         let post = server.api().say("bob", "hello #live").await;
         let message = stream.next().await.unwrap();
         assert_eq!(message.event, "item", "{kind:?}");
@@ -91,7 +98,14 @@ async fn reconnecting_with_last_event_id_gets_exactly_the_missed_items_in_order(
         let server = server(kind, |_| {}).await;
         pair(&server).await;
         let api = server.api();
-        let mut stream = Client::open(&server.client, &server.base, "ann", None).await;
+        let mut stream = Client::open(
+            &server.client,
+            &server.base,
+            "ann",
+            server.api().credentials().token("ann"),
+            None,
+        )
+        .await;
         api.say("bob", "one").await;
         let first = stream.next().await.unwrap();
         drop(stream);
@@ -100,7 +114,14 @@ async fn reconnecting_with_last_event_id_gets_exactly_the_missed_items_in_order(
             missed.push(api.say("bob", text).await);
         }
         let last = first.id.unwrap();
-        let mut stream = Client::open(&server.client, &server.base, "ann", Some(&last)).await;
+        let mut stream = Client::open(
+            &server.client,
+            &server.base,
+            "ann",
+            server.api().credentials().token("ann"),
+            Some(&last),
+        )
+        .await;
         let mut got = Vec::new();
         for _ in 0..3 {
             let message = stream.next().await.unwrap();
@@ -131,7 +152,14 @@ async fn a_last_event_id_older_than_the_log_gives_reset_and_the_page_gives_410()
         server.api().say("bob", &format!("post {i}")).await;
     }
     server.settle().await;
-    let mut stream = Client::open(&server.client, &server.base, "ann", Some("1")).await;
+    let mut stream = Client::open(
+        &server.client,
+        &server.base,
+        "ann",
+        server.api().credentials().token("ann"),
+        Some("1"),
+    )
+    .await;
     let reset = stream.next().await.unwrap();
     assert_eq!(reset.event, "reset");
     let (status, body) = server.api().get("/v1/events").await;
@@ -159,7 +187,14 @@ async fn an_unfollow_gives_a_delete_of_the_authors_items() {
         let api = server.api();
         let mut posts = vec![api.say("bob", "a").await, api.say("bob", "b").await];
         posts.reverse();
-        let mut stream = Client::open(&server.client, &server.base, "ann", None).await;
+        let mut stream = Client::open(
+            &server.client,
+            &server.base,
+            "ann",
+            server.api().credentials().token("ann"),
+            None,
+        )
+        .await;
         assert_eq!(
             api.delete("/v1/users/ann/following/bob").await.0,
             StatusCode::NO_CONTENT
@@ -218,11 +253,15 @@ async fn a_thousand_streams_each_receive_a_post_with_memory_bounded() {
         .build()
         .unwrap();
     let names: Vec<String> = (0..STREAMS).map(|i| format!("r{i}")).collect();
-    let streams = futures::future::join_all(
-        names
-            .iter()
-            .map(|name| Client::open(&client, &server.base, name, None)),
-    )
+    let streams = futures::future::join_all(names.iter().map(|name| {
+        Client::open(
+            &client,
+            &server.base,
+            name,
+            api.credentials().token(name),
+            None,
+        )
+    }))
     .await;
     assert_eq!(hub(&server).open_streams(), STREAMS, "one slot per stream");
     let post = api.say("bob", "to everyone").await;
@@ -308,16 +347,30 @@ async fn a_client_that_never_reads_is_disconnected() {
 async fn streams_past_the_limit_get_503() {
     let server = server(Kind::Embedded, |c| c.events.max_streams = 2).await;
     pair(&server).await;
-    let _a = Client::open(&server.client, &server.base, "ann", None).await;
-    let _b = Client::open(&server.client, &server.base, "bob", None).await;
+    let _a = Client::open(
+        &server.client,
+        &server.base,
+        "ann",
+        server.api().credentials().token("ann"),
+        None,
+    )
+    .await;
+    let _b = Client::open(
+        &server.client,
+        &server.base,
+        "bob",
+        server.api().credentials().token("bob"),
+        None,
+    )
+    .await;
     let (status, body) = server.api().get("/v1/users/ann/timeline/stream").await;
     assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{body}");
     assert_eq!(body["type"], "/problems/too-many-streams");
     let (status, _) = server.api().get("/v1/users/nobody/timeline/stream").await;
     assert_eq!(
         status,
-        StatusCode::SERVICE_UNAVAILABLE,
-        "the limit is checked first"
+        StatusCode::UNAUTHORIZED,
+        "credentials are checked before the limit"
     );
     drop(_a);
     server.stop().await;
@@ -328,17 +381,31 @@ async fn bad_stream_requests_are_4xx() {
     let server = server(Kind::Embedded, |_| {}).await;
     pair(&server).await;
     let api = server.api();
+    // Without the owner's credentials an unknown user is the same 401 as any other.
     assert_eq!(
         api.get("/v1/users/nobody/timeline/stream").await.0,
-        StatusCode::NOT_FOUND
+        StatusCode::UNAUTHORIZED
     );
     assert_eq!(
         api.get("/v1/users/no-such!/timeline/stream").await.0,
-        StatusCode::NOT_FOUND
+        StatusCode::UNAUTHORIZED
+    );
+    assert_eq!(
+        api.send_as(
+            common::As::Token(&api.token("bob")),
+            reqwest::Method::GET,
+            "/v1/users/ann/timeline/stream",
+            None
+        )
+        .await
+        .0,
+        StatusCode::FORBIDDEN,
+        "another user's stream"
     );
     let response = server
         .client
         .get(server.url("/v1/users/ann/timeline/stream"))
+        .bearer_auth(api.token("ann"))
         .header("Last-Event-ID", "abc")
         .send()
         .await

@@ -5,6 +5,7 @@ use axum::http::StatusCode;
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
+use super::auth::Owner;
 use super::error::{ApiError, ApiResult, Json, Problem, Query};
 use super::{AppState, known_post_id, known_user_id, parse_limit};
 use crate::domain::{Activity, format_time_ms};
@@ -61,6 +62,7 @@ pub struct ActivityPageBody {
 #[utoipa::path(
     put, path = "/v1/users/{id}/likes/{post_id}", tag = "activity",
     params(("id" = String, Path, description = "User"), ("post_id" = String, Path, description = "Post")),
+    security(("bearer" = [])),
     responses(
         (status = 204, description = "Liked"),
         (status = 404, description = "Unknown user or post", body = Problem, content_type = "application/problem+json"),
@@ -68,7 +70,8 @@ pub struct ActivityPageBody {
 )]
 pub async fn like(
     State(state): State<AppState>,
-    Path((id, post_id)): Path<(String, String)>,
+    Owner(id): Owner,
+    Path((_owner, post_id)): Path<(String, String)>,
 ) -> ApiResult<StatusCode> {
     known_user_id(&id)?;
     let post = known_post_id(&post_id)?;
@@ -80,6 +83,7 @@ pub async fn like(
 #[utoipa::path(
     delete, path = "/v1/users/{id}/likes/{post_id}", tag = "activity",
     params(("id" = String, Path, description = "User"), ("post_id" = String, Path, description = "Post")),
+    security(("bearer" = [])),
     responses(
         (status = 204, description = "Not liked"),
         (status = 404, description = "Unknown user or malformed post id", body = Problem, content_type = "application/problem+json"),
@@ -87,7 +91,8 @@ pub async fn like(
 )]
 pub async fn unlike(
     State(state): State<AppState>,
-    Path((id, post_id)): Path<(String, String)>,
+    Owner(id): Owner,
+    Path((_owner, post_id)): Path<(String, String)>,
 ) -> ApiResult<StatusCode> {
     known_user_id(&id)?;
     let post = known_post_id(&post_id)?;
@@ -99,6 +104,7 @@ pub async fn unlike(
 #[utoipa::path(
     get, path = "/v1/users/{id}/activity", tag = "activity",
     params(("id" = String, Path, description = "User"), ActivityQuery),
+    security(("bearer" = [])),
     responses(
         (status = 200, description = "A page of the log", body = ActivityPageBody),
         (status = 404, description = "Unknown user", body = Problem, content_type = "application/problem+json"),
@@ -107,7 +113,7 @@ pub async fn unlike(
 )]
 pub async fn list_activity(
     State(state): State<AppState>,
-    Path(id): Path<String>,
+    Owner(id): Owner,
     Query(query): Query<ActivityQuery>,
 ) -> ApiResult<Json<ActivityPageBody>> {
     known_user_id(&id)?;

@@ -32,6 +32,8 @@ pub struct ApiError {
     detail: String,
     /// Seconds a client should wait before retrying, sent as `Retry-After`.
     retry_after: Option<u32>,
+    /// More headers: `WWW-Authenticate` on a 401, `RateLimit-*` on a 429.
+    headers: Vec<(&'static str, String)>,
 }
 
 impl ApiError {
@@ -41,6 +43,41 @@ impl ApiError {
             kind,
             detail: detail.into(),
             retry_after: None,
+            headers: Vec::new(),
+        }
+    }
+
+    /// Missing or invalid credentials: the same answer whatever was wrong with them.
+    pub fn unauthorized() -> Self {
+        ApiError {
+            headers: vec![("www-authenticate", "Bearer".to_owned())],
+            ..ApiError::new(
+                StatusCode::UNAUTHORIZED,
+                "unauthorized",
+                "missing or invalid credentials: send Authorization: Bearer <token>",
+            )
+        }
+    }
+
+    pub fn forbidden(detail: impl Into<String>) -> Self {
+        ApiError::new(StatusCode::FORBIDDEN, "forbidden", detail)
+    }
+
+    /// A rate limit was reached: retry after `retry_after` seconds.
+    pub fn too_many_requests(limit: u32, retry_after: u32, what: &str) -> Self {
+        ApiError {
+            retry_after: Some(retry_after),
+            headers: vec![
+                ("ratelimit-limit", limit.to_string()),
+                ("ratelimit-remaining", "0".to_owned()),
+                ("ratelimit-reset", retry_after.to_string()),
+                ("ratelimit-policy", format!("{limit};w=60")),
+            ],
+            ..ApiError::new(
+                StatusCode::TOO_MANY_REQUESTS,
+                "rate-limited",
+                format!("{what}: at most {limit} a minute; retry in {retry_after} s"),
+            )
         }
     }
 
@@ -80,11 +117,11 @@ impl IntoResponse for ApiError {
         let body = serde_json::to_vec(&problem).unwrap_or_default();
         let retry_after = self
             .retry_after
-            .map(|s| (header::RETRY_AFTER, s.to_string()));
+            .map(|s| (header::RETRY_AFTER.as_str(), s.to_string()));
         (
             self.status,
             [(header::CONTENT_TYPE, "application/problem+json")],
-            axum::response::AppendHeaders(retry_after),
+            axum::response::AppendHeaders(retry_after.into_iter().chain(self.headers)),
             body,
         )
             .into_response()
@@ -109,6 +146,7 @@ impl From<StoreError> for ApiError {
                     "the event log no longer holds that position ({why}); start again from the oldest kept event"
                 ),
             ),
+            StoreError::Forbidden(why) => ApiError::forbidden(why),
             // No route reads the change feed, so a position error is a storage fault too.
             cause @ (StoreError::InvalidPosition(_)
             | StoreError::Fenced(_)

@@ -4,7 +4,7 @@
 use std::convert::Infallible;
 use std::time::Duration;
 
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
@@ -12,6 +12,7 @@ use futures::stream::{self, Stream};
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
+use super::auth::{Admin, Owner};
 use super::error::{ApiError, ApiResult, Json, Problem, Query};
 use super::timeline::TimelineItemBody;
 use super::{AppState, known_user_id};
@@ -74,18 +75,23 @@ fn parse_event_id(what: &str, raw: &str) -> ApiResult<EventId> {
         .map_err(|_| ApiError::invalid(format!("{what} must be a decimal event id, got {raw:?}")))
 }
 
-/// A page of the event log, oldest first.
+/// A page of the event log, oldest first. The log holds every user's likes, which are
+/// otherwise private, so with `auth.admin_token` set it needs that token, as the other
+/// endpoints for operators and integrations do.
 #[utoipa::path(
     get, path = "/v1/events", tag = "events",
     params(EventsQuery),
+    security((), ("admin" = [])),
     responses(
         (status = 200, description = "A page of the event log", body = EventPageBody),
+        (status = 401, description = "`auth.admin_token` is set and was not sent", body = Problem, content_type = "application/problem+json"),
         (status = 410, description = "`after` was trimmed from the log: start again without it", body = Problem, content_type = "application/problem+json"),
         (status = 422, description = "Bad after or limit", body = Problem, content_type = "application/problem+json"),
     )
 )]
 pub async fn list_events(
     State(state): State<AppState>,
+    _admin: Admin,
     Query(query): Query<EventsQuery>,
 ) -> ApiResult<Json<EventPageBody>> {
     let after = query
@@ -168,6 +174,7 @@ fn events(stream: TimelineStream) -> impl Stream<Item = Result<SseEvent, Infalli
         ("id" = String, Path, description = "Reader"),
         ("Last-Event-ID" = Option<String>, Header, description = "Resume after this event id (decimal)"),
     ),
+    security(("bearer" = [])),
     responses(
         (status = 200, description = "A stream of `item`, `delete` and `reset` events", body = String, content_type = "text/event-stream"),
         (status = 404, description = "Unknown user", body = Problem, content_type = "application/problem+json"),
@@ -177,7 +184,7 @@ fn events(stream: TimelineStream) -> impl Stream<Item = Result<SseEvent, Infalli
 )]
 pub async fn timeline_stream(
     State(state): State<AppState>,
-    Path(id): Path<String>,
+    Owner(id): Owner,
     headers: HeaderMap,
 ) -> ApiResult<Response> {
     known_user_id(&id)?;

@@ -5,6 +5,7 @@ use axum::http::StatusCode;
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
+use super::auth::Owner;
 use super::error::{ApiError, ApiResult, Json, Problem, Query};
 use super::{AppState, known_user_id, parse_limit};
 use crate::domain::validate_user_id;
@@ -36,6 +37,7 @@ pub struct UserRefPage {
 #[utoipa::path(
     put, path = "/v1/users/{id}/following/{target}", tag = "graph",
     params(("id" = String, Path, description = "Follower"), ("target" = String, Path, description = "User to follow")),
+    security(("bearer" = [])),
     responses(
         (status = 204, description = "Following"),
         (status = 404, description = "Unknown user", body = Problem, content_type = "application/problem+json"),
@@ -44,7 +46,8 @@ pub struct UserRefPage {
 )]
 pub async fn follow(
     State(state): State<AppState>,
-    Path((id, target)): Path<(String, String)>,
+    Owner(id): Owner,
+    Path((_owner, target)): Path<(String, String)>,
 ) -> ApiResult<StatusCode> {
     known_user_id(&id)?;
     known_user_id(&target)?;
@@ -56,6 +59,7 @@ pub async fn follow(
 #[utoipa::path(
     delete, path = "/v1/users/{id}/following/{target}", tag = "graph",
     params(("id" = String, Path, description = "Follower"), ("target" = String, Path, description = "User to unfollow")),
+    security(("bearer" = [])),
     responses(
         (status = 204, description = "Not following"),
         (status = 404, description = "Unknown user", body = Problem, content_type = "application/problem+json"),
@@ -63,7 +67,8 @@ pub async fn follow(
 )]
 pub async fn unfollow(
     State(state): State<AppState>,
-    Path((id, target)): Path<(String, String)>,
+    Owner(id): Owner,
+    Path((_owner, target)): Path<(String, String)>,
 ) -> ApiResult<StatusCode> {
     known_user_id(&id)?;
     known_user_id(&target)?;

@@ -1,12 +1,16 @@
 //! The HTTP API.
 
 mod activity;
+pub mod auth;
 pub mod error;
 mod events;
 mod follows;
 mod ops;
 mod posts;
+pub mod rate;
+pub mod server;
 mod timeline;
+mod tokens;
 mod trends;
 mod users;
 
@@ -14,7 +18,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use axum::Router;
-use axum::extract::{DefaultBodyLimit, MatchedPath, Request};
+use axum::extract::{ConnectInfo, DefaultBodyLimit, MatchedPath, Request, State};
 use axum::http::{HeaderName, StatusCode};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
@@ -36,6 +40,7 @@ pub struct AppState {
     pub workers: Arc<crate::workers::Workers>,
     pub metrics: PrometheusHandle,
     pub events: Arc<crate::service::EventsService>,
+    pub rate: Arc<rate::RateLimits>,
 }
 
 #[derive(OpenApi)]
@@ -46,6 +51,7 @@ pub struct AppState {
     ),
     paths(
         users::create_user, users::get_user, users::update_user,
+        tokens::issue_token, tokens::revoke_token,
         follows::follow, follows::unfollow, follows::list_following, follows::list_followers,
         posts::create_post, posts::get_post, posts::delete_post, posts::list_posts,
         timeline::timeline, events::timeline_stream, events::list_events,
@@ -54,6 +60,7 @@ pub struct AppState {
         ops::healthz, ops::readyz, ops::metrics, ops::openapi, ops::meta, ops::workers,
     ),
     components(schemas(error::Problem)),
+    modifiers(&SecuritySchemes),
     tags(
         (name = "users", description = "Profiles"),
         (name = "graph", description = "The follow graph"),
@@ -67,13 +74,123 @@ pub struct AppState {
 )]
 pub struct ApiDoc;
 
+/// `bearer`: a user's API token (`auth.mode = token`) or a JWT (`jwt`); `admin`:
+/// `auth.admin_token`.
+struct SecuritySchemes;
+
+impl utoipa::Modify for SecuritySchemes {
+    fn modify(&self, doc: &mut utoipa::openapi::OpenApi) {
+        use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
+        let components = doc.components.get_or_insert_with(Default::default);
+        components.add_security_scheme(
+            "bearer",
+            SecurityScheme::Http(
+                HttpBuilder::new()
+                    .scheme(HttpAuthScheme::Bearer)
+                    .description(Some(
+                        "The user's API token (auth.mode = token) or a JWT whose sub is the user id (auth.mode = jwt)",
+                    ))
+                    .build(),
+            ),
+        );
+        components.add_security_scheme(
+            "admin",
+            SecurityScheme::Http(
+                HttpBuilder::new()
+                    .scheme(HttpAuthScheme::Bearer)
+                    .description(Some("auth.admin_token, when set"))
+                    .build(),
+            ),
+        );
+    }
+}
+
 /// The spec, as served and as committed to `openapi/openapi.json`.
 pub fn api_doc() -> utoipa::openapi::OpenApi {
     let mut doc = ApiDoc::openapi();
     // utoipa copies Cargo.toml's license field, which this crate does not set.
     doc.info.license = None;
     document_unavailable(&mut doc);
+    document_auth_and_limits(&mut doc);
     doc
+}
+
+fn problem_response(description: &str, headers: &[(&str, &str)]) -> utoipa::openapi::Response {
+    use utoipa::openapi::{
+        ContentBuilder, HeaderBuilder, ObjectBuilder, Ref, ResponseBuilder, Type,
+    };
+    let mut response = ResponseBuilder::new().description(description).content(
+        "application/problem+json",
+        ContentBuilder::new()
+            .schema(Some(Ref::from_schema_name("Problem")))
+            .build(),
+    );
+    for (name, about) in headers {
+        let kind = if *name == "WWW-Authenticate" {
+            Type::String
+        } else {
+            Type::Integer
+        };
+        response = response.header(
+            *name,
+            HeaderBuilder::new()
+                .schema(ObjectBuilder::new().schema_type(kind))
+                .description(Some(*about))
+                .build(),
+        );
+    }
+    response.build()
+}
+
+/// Every operation that names the `bearer` scheme answers 401 without valid
+/// credentials and 403 with another user's; every operation but the health checks can
+/// answer 429 (the per-address limit, and the per-user ones where authenticated).
+fn document_auth_and_limits(doc: &mut utoipa::openapi::OpenApi) {
+    let unauthorized = problem_response(
+        "Missing or invalid credentials (the same answer for an unknown user)",
+        &[("WWW-Authenticate", "Bearer")],
+    );
+    let forbidden = problem_response("The credentials are another user's", &[]);
+    let limited = problem_response(
+        "A rate limit was reached",
+        &[
+            ("Retry-After", "Seconds until a request would be allowed"),
+            ("RateLimit-Limit", "Requests allowed a minute"),
+            ("RateLimit-Remaining", "Requests left now: 0"),
+            (
+                "RateLimit-Reset",
+                "Seconds until a request would be allowed",
+            ),
+        ],
+    );
+    for (path, item) in doc.paths.paths.iter_mut() {
+        let operations = [
+            &mut item.get,
+            &mut item.put,
+            &mut item.post,
+            &mut item.delete,
+            &mut item.patch,
+        ];
+        for operation in operations.into_iter().flatten() {
+            let responses = &mut operation.responses.responses;
+            let user_scheme = operation.security.iter().flatten().any(|requirement| {
+                serde_json::to_value(requirement).is_ok_and(|v| v.get("bearer").is_some())
+            });
+            if user_scheme {
+                responses
+                    .entry("401".to_owned())
+                    .or_insert_with(|| unauthorized.clone().into());
+                responses
+                    .entry("403".to_owned())
+                    .or_insert_with(|| forbidden.clone().into());
+            }
+            if path != "/healthz" && path != "/readyz" {
+                responses
+                    .entry("429".to_owned())
+                    .or_insert_with(|| limited.clone().into());
+            }
+        }
+    }
 }
 
 /// Every operation can answer 503: any request that runs past `server.request_timeout`,
@@ -131,6 +248,22 @@ pub fn openapi_json() -> String {
 pub struct HttpSettings {
     pub request_timeout: Duration,
     pub body_limit_bytes: usize,
+    /// `/metrics` and `/v1/workers` are served by [`admin_router`] only.
+    pub separate_admin: bool,
+}
+
+/// `/metrics` and `/v1/workers`, for `server.admin_listen`.
+pub fn admin_router(state: AppState, settings: &HttpSettings) -> Router {
+    let admin = Router::new()
+        .route("/v1/workers", get(ops::workers))
+        .route("/metrics", get(ops::metrics))
+        .fallback(not_found)
+        .method_not_allowed_fallback(method_not_allowed)
+        .with_state(state);
+    admin.layer(ServiceBuilder::new().layer(middleware::from_fn_with_state(
+        settings.request_timeout,
+        time_limit,
+    )))
 }
 
 pub fn router(state: AppState, settings: &HttpSettings) -> Router {
@@ -168,12 +301,26 @@ pub fn router(state: AppState, settings: &HttpSettings) -> Router {
             put(activity::like).delete(activity::unlike),
         )
         .route("/v1/users/{id}/activity", get(activity::list_activity))
+        .route(
+            "/v1/users/{id}/tokens",
+            axum::routing::post(tokens::issue_token),
+        )
+        .route(
+            "/v1/users/{id}/tokens/{token_id}",
+            axum::routing::delete(tokens::revoke_token),
+        )
         .route("/v1/meta", get(ops::meta))
-        .route("/v1/workers", get(ops::workers))
         .route("/healthz", get(ops::healthz))
         .route("/readyz", get(ops::readyz))
-        .route("/metrics", get(ops::metrics))
-        .route("/openapi.json", get(ops::openapi))
+        .route("/openapi.json", get(ops::openapi));
+    let api = if settings.separate_admin {
+        api
+    } else {
+        api.route("/v1/workers", get(ops::workers))
+            .route("/metrics", get(ops::metrics))
+    };
+    let limits = state.rate.clone();
+    let api = api
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .with_state(state);
@@ -192,6 +339,7 @@ pub fn router(state: AppState, settings: &HttpSettings) -> Router {
             )
             .layer(PropagateRequestIdLayer::new(request_id))
             .layer(middleware::from_fn(record_metrics))
+            .layer(middleware::from_fn_with_state(limits, limit_client_address))
             .layer(middleware::from_fn_with_state(
                 settings.request_timeout,
                 time_limit,
@@ -213,6 +361,27 @@ async fn time_limit(
             ApiError::unavailable().into_response()
         }
     }
+}
+
+/// The per-address bucket, for every request but the health checks.
+async fn limit_client_address(
+    State(limits): State<Arc<rate::RateLimits>>,
+    request: Request,
+    next: Next,
+) -> Response {
+    let path = request.uri().path();
+    if path != "/healthz" && path != "/readyz" {
+        if let Some(ConnectInfo(peer)) = request
+            .extensions()
+            .get::<ConnectInfo<std::net::SocketAddr>>()
+        {
+            let client = limits.client_ip(peer.ip(), request.headers());
+            if let Err(limited) = limits.check_ip(client) {
+                return limited.into_response();
+            }
+        }
+    }
+    next.run(request).await
 }
 
 async fn not_found() -> ApiError {

@@ -6,6 +6,7 @@ use axum::response::IntoResponse;
 use serde::Serialize;
 use utoipa::ToSchema;
 
+use super::auth::Admin;
 use super::error::{ApiError, ApiResult, Json, Problem};
 use super::{AppState, api_doc};
 
@@ -52,8 +53,12 @@ pub async fn readyz(State(state): State<AppState>) -> ApiResult<Json<Status>> {
 
 /// Prometheus metrics: request counts and latency per route, fan-out counters.
 #[utoipa::path(get, path = "/metrics", tag = "operations",
-    responses((status = 200, description = "Prometheus text format", body = String, content_type = "text/plain")))]
-pub async fn metrics(State(state): State<AppState>) -> impl IntoResponse {
+    security((), ("admin" = [])),
+    responses(
+        (status = 200, description = "Prometheus text format", body = String, content_type = "text/plain"),
+        (status = 401, description = "`auth.admin_token` is set and was not sent", body = Problem, content_type = "application/problem+json"),
+    ))]
+pub async fn metrics(State(state): State<AppState>, _admin: Admin) -> impl IntoResponse {
     (
         [(header::CONTENT_TYPE, "text/plain; version=0.0.4")],
         state.metrics.render(),
@@ -114,8 +119,12 @@ pub struct WorkersBody {
 }
 
 #[utoipa::path(get, path = "/v1/workers", tag = "operations",
-    responses((status = 200, description = "Each change-feed worker's lease, position, lag and last error", body = WorkersBody)))]
-pub async fn workers(State(state): State<AppState>) -> ApiResult<Json<WorkersBody>> {
+    security((), ("admin" = [])),
+    responses(
+        (status = 200, description = "Each change-feed worker's lease, position, lag and last error", body = WorkersBody),
+        (status = 401, description = "`auth.admin_token` is set and was not sent", body = Problem, content_type = "application/problem+json"),
+    ))]
+pub async fn workers(State(state): State<AppState>, _admin: Admin) -> ApiResult<Json<WorkersBody>> {
     let reports = state.workers.report().await?;
     let workers = reports
         .into_iter()

@@ -5,6 +5,7 @@ use axum::http::StatusCode;
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
+use super::auth::{Caller, Owner};
 use super::error::{ApiError, ApiResult, Json, Problem, Query};
 use super::{AppState, known_post_id, known_user_id, parse_before, parse_limit};
 use crate::domain::{Post, format_time_ms, validate_post_text};
@@ -63,6 +64,7 @@ pub struct PageQuery {
     post, path = "/v1/users/{id}/posts", tag = "posts",
     params(("id" = String, Path, description = "Author")),
     request_body = CreatePost,
+    security(("bearer" = [])),
     responses(
         (status = 201, description = "Created", body = PostBody),
         (status = 400, description = "Malformed JSON", body = Problem, content_type = "application/problem+json"),
@@ -73,7 +75,7 @@ pub struct PageQuery {
 )]
 pub async fn create_post(
     State(state): State<AppState>,
-    Path(id): Path<String>,
+    Owner(id): Owner,
     Json(body): Json<CreatePost>,
 ) -> ApiResult<(StatusCode, Json<PostBody>)> {
     known_user_id(&id)?;
@@ -99,10 +101,11 @@ pub async fn get_post(
     Ok(Json(state.social.get_post(id).await?.into()))
 }
 
-/// Delete a post everywhere.
+/// Delete a post everywhere; only its author may.
 #[utoipa::path(
     delete, path = "/v1/posts/{post_id}", tag = "posts",
     params(("post_id" = String, Path, description = "Post id")),
+    security(("bearer" = [])),
     responses(
         (status = 204, description = "Deleted"),
         (status = 404, description = "Unknown or already deleted post", body = Problem, content_type = "application/problem+json"),
@@ -110,10 +113,11 @@ pub async fn get_post(
 )]
 pub async fn delete_post(
     State(state): State<AppState>,
+    Caller(caller): Caller,
     Path(post_id): Path<String>,
 ) -> ApiResult<StatusCode> {
     let id = known_post_id(&post_id)?;
-    match state.social.delete_post(id).await? {
+    match state.social.delete_post_as(id, caller.as_deref()).await? {
         Some(_) => Ok(StatusCode::NO_CONTENT),
         None => Err(ApiError::not_found(format!("post {post_id} not found"))),
     }

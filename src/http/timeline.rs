@@ -1,9 +1,10 @@
 //! `/v1/users/{id}/timeline`: the home timeline.
 
-use axum::extract::{Path, State};
+use axum::extract::State;
 use serde::Serialize;
 use utoipa::ToSchema;
 
+use super::auth::Owner;
 use super::error::{ApiResult, Json, Problem, Query};
 use super::posts::PageQuery;
 use super::{AppState, known_user_id, parse_before, parse_limit};
@@ -46,6 +47,7 @@ pub struct TimelinePageBody {
 #[utoipa::path(
     get, path = "/v1/users/{id}/timeline", tag = "timeline",
     params(("id" = String, Path, description = "Reader"), PageQuery),
+    security(("bearer" = [])),
     responses(
         (status = 200, description = "A page of the timeline", body = TimelinePageBody),
         (status = 404, description = "Unknown user", body = Problem, content_type = "application/problem+json"),
@@ -54,7 +56,7 @@ pub struct TimelinePageBody {
 )]
 pub async fn timeline(
     State(state): State<AppState>,
-    Path(id): Path<String>,
+    Owner(id): Owner,
     Query(query): Query<PageQuery>,
 ) -> ApiResult<Json<TimelinePageBody>> {
     known_user_id(&id)?;

@@ -5,6 +5,7 @@ use axum::http::StatusCode;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
+use super::auth::Owner;
 use super::error::{ApiError, ApiResult, Json, Problem};
 use super::{AppState, known_user_id};
 use crate::domain::{User, format_time_ms, validate_display_name, validate_user_id};
@@ -41,6 +42,21 @@ pub struct UserBody {
     pub created_at: String,
 }
 
+/// A new user, with their first API token when the server issues tokens.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct CreatedUser {
+    #[serde(flatten)]
+    pub user: UserBody,
+    /// `auth.mode = token`: send as `Authorization: Bearer <token>`. Shown only now.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(example = "q2xUuYVZ6v0Xn5b8hC1m3h1oL8ZbW2t2jX0yK4dY7rA")]
+    pub token: Option<String>,
+    /// Names the token, to revoke it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(example = "9f86d081884c7d65")]
+    pub token_id: Option<String>,
+}
+
 impl From<User> for UserBody {
     fn from(user: User) -> Self {
         UserBody {
@@ -54,12 +70,12 @@ impl From<User> for UserBody {
     }
 }
 
-/// Create a user.
+/// Create a user. With `auth.mode = token` the answer carries their first API token.
 #[utoipa::path(
     post, path = "/v1/users", tag = "users",
     request_body = CreateUser,
     responses(
-        (status = 201, description = "Created", body = UserBody),
+        (status = 201, description = "Created", body = CreatedUser),
         (status = 400, description = "Malformed JSON", body = Problem, content_type = "application/problem+json"),
         (status = 409, description = "The id is taken", body = Problem, content_type = "application/problem+json"),
         (status = 413, description = "Body too large", body = Problem, content_type = "application/problem+json"),
@@ -70,12 +86,19 @@ impl From<User> for UserBody {
 pub async fn create_user(
     State(state): State<AppState>,
     Json(body): Json<CreateUser>,
-) -> ApiResult<(StatusCode, Json<UserBody>)> {
+) -> ApiResult<(StatusCode, Json<CreatedUser>)> {
     validate_user_id(&body.id).map_err(ApiError::invalid)?;
     let display_name = body.display_name.unwrap_or_else(|| body.id.clone());
     validate_display_name(&display_name).map_err(ApiError::invalid)?;
-    let user = state.social.create_user(&body.id, &display_name).await?;
-    Ok((StatusCode::CREATED, Json(user.into())))
+    let (user, token) = state.social.register(&body.id, &display_name).await?;
+    Ok((
+        StatusCode::CREATED,
+        Json(CreatedUser {
+            user: user.into(),
+            token_id: token.as_ref().map(|t| t.id.clone()),
+            token: token.map(|t| t.token),
+        }),
+    ))
 }
 
 /// Get a user with their counters.
@@ -100,6 +123,7 @@ pub async fn get_user(
     patch, path = "/v1/users/{id}", tag = "users",
     params(("id" = String, Path, description = "User id")),
     request_body = UpdateUser,
+    security(("bearer" = [])),
     responses(
         (status = 200, description = "The updated user", body = UserBody),
         (status = 400, description = "Malformed JSON", body = Problem, content_type = "application/problem+json"),
@@ -109,7 +133,7 @@ pub async fn get_user(
 )]
 pub async fn update_user(
     State(state): State<AppState>,
-    Path(id): Path<String>,
+    Owner(id): Owner,
     Json(body): Json<UpdateUser>,
 ) -> ApiResult<Json<UserBody>> {
     known_user_id(&id)?;

@@ -6,6 +6,7 @@
 //! through these operations.
 
 mod activity;
+pub mod auth;
 pub mod events;
 
 use std::sync::Arc;
@@ -16,6 +17,7 @@ use crate::store::{Inserted, Store, StoreError, StoreResult};
 use crate::workers::Wakers;
 
 pub use activity::ActivityLog;
+pub use auth::{Auth, AuthError, AuthSettings, IssuedToken};
 pub use events::{EventPage, EventsService, Window};
 
 /// A page of a keyset-paginated list: `next` is the cursor of the following page.
@@ -46,6 +48,7 @@ pub struct Social {
     store: Store,
     timelines: Timelines,
     activity: ActivityLog,
+    auth: Auth,
     wakers: Arc<Wakers>,
 }
 
@@ -64,9 +67,20 @@ impl Social {
         Social {
             timelines: Timelines::new(store.clone(), feed),
             activity: ActivityLog::new(store.clone(), limits, wakers.clone()),
+            auth: Auth::new(&store, AuthSettings::default()),
             store,
             wakers,
         }
+    }
+
+    /// Checks credentials as `settings` say (the default: this service's tokens).
+    pub fn with_auth(mut self, settings: AuthSettings) -> Self {
+        self.auth = Auth::new(&self.store, settings);
+        self
+    }
+
+    pub fn auth(&self) -> &Auth {
+        &self.auth
     }
 
     pub fn activity(&self) -> &ActivityLog {
@@ -97,6 +111,45 @@ impl Social {
             .await?;
         self.wakers.wake_all();
         Ok(user)
+    }
+
+    /// Creates a user and, when this service issues tokens, their first token. The user
+    /// is stored first: should the token fail to store, the id is taken and has no token
+    /// (the answer is 503), which is safe; a token stored first could name an id that
+    /// someone else then takes.
+    pub async fn register(
+        &self,
+        id: &str,
+        display_name: &str,
+    ) -> StoreResult<(User, Option<IssuedToken>)> {
+        let user = self.create_user(id, display_name).await?;
+        let token = if self.auth.issues_tokens() {
+            Some(self.auth.issue(id).await?)
+        } else {
+            None
+        };
+        Ok((user, token))
+    }
+
+    /// Another token for an existing user.
+    pub async fn issue_token(&self, user: &str) -> StoreResult<IssuedToken> {
+        if !self.auth.issues_tokens() {
+            return Err(StoreError::NotFound(format!(
+                "tokens (none are issued with auth.mode = {})",
+                self.auth.mode()
+            )));
+        }
+        self.user(user).await?;
+        self.auth.issue(user).await
+    }
+
+    /// `NotFound` when `user` has no token `id`.
+    pub async fn revoke_token(&self, user: &str, id: &str) -> StoreResult<()> {
+        if self.auth.revoke(user, id).await? {
+            Ok(())
+        } else {
+            Err(StoreError::NotFound(format!("token {id}")))
+        }
     }
 
     pub async fn user(&self, id: &str) -> StoreResult<User> {
@@ -215,6 +268,28 @@ impl Social {
             .posts_by_author(author, before, limit + 1)
             .await?;
         Ok(Page::from_extra(posts, limit, |p| p.id))
+    }
+
+    /// Deletes the post as `caller`: `Forbidden` unless they wrote it (any caller when
+    /// authentication is off, `caller` then being `None`). `None` when it did not exist.
+    pub async fn delete_post_as(
+        &self,
+        id: PostId,
+        caller: Option<&str>,
+    ) -> StoreResult<Option<Post>> {
+        if let Some(caller) = caller {
+            match self.store.content.post(id).await? {
+                None => return Ok(None),
+                // Authors never change, so the check cannot go stale before the delete.
+                Some(post) if post.author != caller => {
+                    return Err(StoreError::Forbidden(format!(
+                        "post {id} is not {caller}'s to delete"
+                    )));
+                }
+                Some(_) => {}
+            }
+        }
+        self.delete_post(id).await
     }
 
     /// Deletes the post and retracts it from timelines. `None` when it did not exist (or

@@ -19,6 +19,7 @@ pub mod graph;
 pub mod leases;
 pub mod mongo;
 pub mod timelines;
+pub mod tokens;
 pub mod trends;
 pub mod users;
 
@@ -34,6 +35,7 @@ pub use events::{EventStore, LogBounds};
 pub use graph::{GraphStore, in_follower_batches};
 pub use leases::{Lease, LeaseStore};
 pub use timelines::TimelineStore;
+pub use tokens::{TokenHash, TokenRecord, TokenStore};
 pub use trends::TrendStore;
 pub use users::{Recount, UserStore};
 
@@ -58,6 +60,9 @@ pub enum StoreError {
     /// version it acted under: a newer holder may have applied newer changes.
     #[error("fenced off: lease {0} is no longer held at this version")]
     Fenced(String),
+    /// The caller may not do this (raised by the services, not adapters).
+    #[error("{0}")]
+    Forbidden(String),
     /// A change that can never be processed, whatever the retries (malformed data): the
     /// worker quarantines it with an alert instead of stopping the feed for ever.
     #[error("poison change: {0}")]
@@ -90,6 +95,7 @@ pub trait Adapter:
     + DeliveryStore
     + EventStore
     + TrendStore
+    + TokenStore
 {
 }
 
@@ -105,6 +111,7 @@ impl<T> Adapter for T where
         + DeliveryStore
         + EventStore
         + TrendStore
+        + TokenStore
 {
 }
 
@@ -122,6 +129,7 @@ pub struct Store {
     pub deliveries: Arc<dyn DeliveryStore>,
     pub events: Arc<dyn EventStore>,
     pub trends: Arc<dyn TrendStore>,
+    pub tokens: Arc<dyn TokenStore>,
 }
 
 impl Store {
@@ -137,7 +145,8 @@ impl Store {
             leases: adapter.clone(),
             deliveries: adapter.clone(),
             events: adapter.clone(),
-            trends: adapter,
+            trends: adapter.clone(),
+            tokens: adapter,
         }
     }
 

@@ -6,9 +6,10 @@
 
 #![allow(dead_code)]
 
+use std::collections::HashMap;
 use std::path::PathBuf;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 
 use reqwest::StatusCode;
 use serde_json::{Value, json};
@@ -186,6 +187,8 @@ pub fn fresh_config(kind: Kind) -> TestConfig {
 pub struct TestServer {
     pub base: String,
     pub client: reqwest::Client,
+    /// The credentials every [`Api`] of this server shares.
+    pub credentials: Credentials,
     pub server: RunningServer,
     pub data_dir: PathBuf,
     _dir: tempfile::TempDir,
@@ -194,9 +197,28 @@ pub struct TestServer {
 impl TestServer {
     pub async fn start(test: TestConfig) -> TestServer {
         let server = spawn(&test.config).await.expect("server starts");
+        TestServer::around(server, test)
+    }
+
+    /// As [`TestServer::start`], with the clock the rate limits read.
+    pub async fn start_with_clock(
+        test: TestConfig,
+        clock: Arc<dyn socialite::workers::Clock>,
+    ) -> TestServer {
+        let store = socialite::app::open_store(&test.config)
+            .await
+            .expect("store opens");
+        let server = socialite::app::spawn_with_clock(&test.config, store, clock)
+            .await
+            .expect("server starts");
+        TestServer::around(server, test)
+    }
+
+    fn around(server: RunningServer, test: TestConfig) -> TestServer {
         TestServer {
             base: format!("http://{}", server.addr),
             client: reqwest::Client::new(),
+            credentials: Credentials::default(),
             server,
             data_dir: test.dir.path().to_path_buf(),
             _dir: test.dir,
@@ -218,7 +240,11 @@ impl TestServer {
     }
 
     pub fn api(&self) -> Api {
-        Api::new(self.client.clone(), self.base.clone())
+        Api {
+            client: self.client.clone(),
+            base: self.base.clone(),
+            credentials: self.credentials.clone(),
+        }
     }
 
     pub async fn stop(self) {
@@ -226,11 +252,71 @@ impl TestServer {
     }
 }
 
+/// What the harness learnt from the API: each user's token (from `POST /v1/users`) and
+/// each post's author, so that requests go out as the user they act for.
+#[derive(Clone, Default)]
+pub struct Credentials {
+    tokens: Arc<Mutex<HashMap<String, String>>>,
+    authors: Arc<Mutex<HashMap<String, String>>>,
+}
+
+impl Credentials {
+    pub fn token(&self, user: &str) -> Option<String> {
+        self.tokens.lock().unwrap().get(user).cloned()
+    }
+
+    pub fn set_token(&self, user: &str, token: &str) {
+        self.tokens
+            .lock()
+            .unwrap()
+            .insert(user.to_owned(), token.to_owned());
+    }
+
+    /// The user a request to `path` acts as: the `{id}` of `/v1/users/{id}/...`, or the
+    /// author of the post in `/v1/posts/{post_id}`.
+    fn acting_user(&self, path: &str) -> Option<String> {
+        let path = path.split('?').next().unwrap_or(path);
+        if let Some(rest) = path.strip_prefix("/v1/users/") {
+            return rest.split('/').next().map(str::to_owned);
+        }
+        let post = path.strip_prefix("/v1/posts/")?;
+        self.authors.lock().unwrap().get(post).cloned()
+    }
+
+    /// Keeps tokens and post authors found in a response body.
+    fn learn(&self, body: &Value) {
+        if let (Some(id), Some(token)) = (body["id"].as_str(), body["token"].as_str())
+            && body.get("display_name").is_some()
+        {
+            self.set_token(id, token);
+        }
+        let posts = std::iter::once(body).chain(body["items"].as_array().into_iter().flatten());
+        let mut authors = self.authors.lock().unwrap();
+        for post in posts {
+            if let (Some(id), Some(author)) = (post["id"].as_str(), post["author"].as_str()) {
+                authors.insert(id.to_owned(), author.to_owned());
+            }
+        }
+    }
+}
+
+/// How a request authenticates.
+#[derive(Debug, Clone, Copy)]
+pub enum As<'a> {
+    /// As the user the path acts for, when the harness knows their token.
+    Owner,
+    /// With no credentials.
+    Nobody,
+    /// With this bearer token.
+    Token(&'a str),
+}
+
 /// A JSON client for one server. Every 4xx and 5xx it sees must be a complete
-/// problem+json body.
+/// problem+json body. Requests carry the token of the user they act for.
 pub struct Api {
     client: reqwest::Client,
     base: String,
+    credentials: Credentials,
 }
 
 impl Api {
@@ -238,7 +324,28 @@ impl Api {
         Api {
             client,
             base: base.into(),
+            credentials: Credentials::default(),
         }
+    }
+
+    /// Another server on the same database, with the credentials learnt so far.
+    pub fn at(&self, base: impl Into<String>) -> Api {
+        Api {
+            client: self.client.clone(),
+            base: base.into(),
+            credentials: self.credentials.clone(),
+        }
+    }
+
+    pub fn credentials(&self) -> &Credentials {
+        &self.credentials
+    }
+
+    /// `user`'s token, which `POST /v1/users` returned.
+    pub fn token(&self, user: &str) -> String {
+        self.credentials
+            .token(user)
+            .unwrap_or_else(|| panic!("no token known for {user}"))
     }
 
     pub fn base(&self) -> &str {
@@ -251,7 +358,28 @@ impl Api {
         path: &str,
         body: Option<Value>,
     ) -> (StatusCode, Value) {
+        self.send_as(As::Owner, method, path, body).await
+    }
+
+    pub async fn send_as(
+        &self,
+        who: As<'_>,
+        method: reqwest::Method,
+        path: &str,
+        body: Option<Value>,
+    ) -> (StatusCode, Value) {
         let mut request = self.client.request(method, format!("{}{path}", self.base));
+        let token = match who {
+            As::Owner => self
+                .credentials
+                .acting_user(path)
+                .and_then(|user| self.credentials.token(&user)),
+            As::Nobody => None,
+            As::Token(token) => Some(token.to_owned()),
+        };
+        if let Some(token) = token {
+            request = request.bearer_auth(token);
+        }
         if let Some(body) = body {
             request = request.json(&body);
         }
@@ -267,6 +395,9 @@ impl Api {
         } else {
             serde_json::from_str(&text).unwrap_or(Value::String(text))
         };
+        if status.is_success() {
+            self.credentials.learn(&value);
+        }
         if status.is_client_error() || status.is_server_error() {
             assert!(problem, "{status} must be problem+json: {value}");
             assert_eq!(value["status"], status.as_u16(), "{value}");

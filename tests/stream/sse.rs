@@ -22,9 +22,13 @@ impl Client {
         client: &reqwest::Client,
         base: &str,
         user: &str,
+        token: Option<String>,
         last: Option<&str>,
     ) -> Client {
         let mut request = client.get(format!("{base}/v1/users/{user}/timeline/stream"));
+        if let Some(token) = token {
+            request = request.bearer_auth(token);
+        }
         if let Some(last) = last {
             request = request.header("Last-Event-ID", last);
         }

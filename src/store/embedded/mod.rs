@@ -15,6 +15,7 @@ mod graph;
 mod leases;
 mod schema;
 mod timelines;
+mod tokens;
 mod trends;
 mod users;
 
@@ -99,6 +100,7 @@ impl EmbeddedStore {
         writer.execute_batch(deliveries::SCHEMA)?;
         writer.execute_batch(events::SCHEMA)?;
         writer.execute_batch(trends::SCHEMA)?;
+        writer.execute_batch(tokens::SCHEMA)?;
         activity::migrate(&writer)?;
         Ok(EmbeddedStore {
             inner: Arc::new(Inner {

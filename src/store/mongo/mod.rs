@@ -14,6 +14,7 @@ mod events;
 mod graph;
 mod leases;
 mod timelines;
+mod tokens;
 mod trends;
 mod users;
 
@@ -226,6 +227,7 @@ impl MongoStore {
             timelines::indexes(),
             activity::indexes(),
             trends::indexes(),
+            tokens::indexes(),
         ];
         graph::migrate(&db)
             .await

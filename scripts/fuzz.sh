@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# Fuzzes the running API against its own OpenAPI document with schemathesis (pinned,
+# from PyPI, in a virtual environment this script creates under target/), with
+# authentication on: every operation, a bounded number of examples each. Fails on any
+# 5xx, any response that breaks the schema, and any undocumented status code.
+#
+# Env: FUZZ_EXAMPLES (per operation, default 30), FUZZ_MAX_TIME (seconds, default 150),
+# BIN (the socialite binary, default target/release/socialite, built when missing).
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$root"
+SCHEMATHESIS_VERSION="4.32.5"
+venv="$root/target/fuzz-venv"
+if ! "$venv/bin/schemathesis" --version 2>/dev/null | grep -q "$SCHEMATHESIS_VERSION"; then
+  python3 -m venv "$venv"
+  "$venv/bin/pip" install --quiet --disable-pip-version-check "schemathesis==$SCHEMATHESIS_VERSION"
+fi
+bin="${BIN:-$root/target/release/socialite}"
+[[ -x "$bin" ]] || cargo build --release --locked --quiet
+
+work="$(mktemp -d)"
+server_pid=""
+cleanup() {
+  if [[ -n "$server_pid" ]]; then kill "$server_pid" 2>/dev/null || true; wait "$server_pid" 2>/dev/null || true; fi
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+# Token authentication (the default) with the per-user limits raised, so that the
+# fuzzer's one user is not throttled into seeing mostly 429s (which are documented).
+SOCIALITE_STORAGE__PATH="$work/fuzz.db" SOCIALITE_RATE__WRITES_PER_MIN=1000000 \
+  SOCIALITE_RATE__READS_PER_MIN=1000000 SOCIALITE_RATE__IP_PER_MIN=1000000 \
+  RUST_LOG=warn,socialite=info NO_COLOR=1 "$bin" serve --listen 127.0.0.1:0 > "$work/server.log" 2>&1 &
+server_pid=$!
+base=""
+for _ in $(seq 1 300); do
+  base="$(grep -o 'listening on http://[0-9.:]*' "$work/server.log" | head -1 | sed 's/listening on //')" || true
+  [[ -n "$base" ]] && break
+  sleep 0.1
+done
+[[ -n "$base" ]] || { cat "$work/server.log" >&2; echo "server did not start" >&2; exit 1; }
+
+token="$(curl -fsS -XPOST "$base/v1/users" -H 'content-type: application/json' -d '{"id":"fuzz"}' |
+  python3 -c 'import json, sys; print(json.load(sys.stdin)["token"])')"
+
+status=0
+"$venv/bin/schemathesis" --no-color run "$base/openapi.json" \
+  --checks not_a_server_error,status_code_conformance,response_schema_conformance,content_type_conformance \
+  --header "Authorization: Bearer $token" \
+  --max-examples "${FUZZ_EXAMPLES:-30}" \
+  --max-time "${FUZZ_MAX_TIME:-150}" \
+  --generation-deterministic \
+  --workers 2 \
+  --request-timeout 10 \
+  || status=$?
+if grep -q 'panicked' "$work/server.log"; then
+  echo "the server panicked during the fuzz run:" >&2
+  grep -A5 'panicked' "$work/server.log" >&2
+  status=1
+fi
+exit "$status"

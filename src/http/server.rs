@@ -1,0 +1,193 @@
+//! Serving connections, hardened against slow and greedy clients:
+//! - a request's header must arrive within `server.header_timeout` (hyper's header read
+//!   timer, which also runs while a kept-alive connection waits for its next request);
+//! - a connection that moves no byte either way for `server.idle_timeout` is closed;
+//! - at most `server.max_connections` are served at once: past that, a new connection
+//!   gets a 503 written without waiting and is closed, while the others go on.
+//!
+//! Shutdown stops accepting, then lets each connection finish its request in flight.
+
+use std::future::Future;
+use std::io;
+use std::net::SocketAddr;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
+
+use axum::Router;
+use axum::extract::ConnectInfo;
+use hyper::body::Incoming;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::server::graceful::GracefulShutdown;
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::Semaphore;
+use tower::ServiceExt;
+
+#[derive(Debug, Clone, Copy)]
+pub struct ConnectionSettings {
+    pub header_timeout: Duration,
+    pub idle_timeout: Duration,
+    pub max_connections: usize,
+}
+
+/// What a connection past the cap is told before it is closed.
+fn refusal() -> Vec<u8> {
+    let body = r#"{"type":"/problems/unavailable","title":"Service Unavailable","status":503,"detail":"too many connections; try again shortly"}"#;
+    format!(
+        "HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/problem+json\r\n\
+         retry-after: 1\r\nconnection: close\r\ncontent-length: {}\r\n\r\n{body}",
+        body.len()
+    )
+    .into_bytes()
+}
+
+/// Serves `app` on `listener` until `shutdown`, then drains the open connections.
+pub async fn serve(
+    listener: TcpListener,
+    app: Router,
+    settings: ConnectionSettings,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> io::Result<()> {
+    let slots = Arc::new(Semaphore::new(settings.max_connections));
+    let graceful = GracefulShutdown::new();
+    let mut http = hyper::server::conn::http1::Builder::new();
+    http.timer(TokioTimer::new())
+        .header_read_timeout(settings.header_timeout);
+    let refusal = refusal();
+    let epoch = Instant::now();
+    tokio::pin!(shutdown);
+    loop {
+        let (stream, peer) = tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok(accepted) => accepted,
+                Err(error) => {
+                    // Out of descriptors and the like: back off instead of spinning.
+                    tracing::warn!(error = %error, "accepting a connection failed");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                }
+            },
+            () = &mut shutdown => break,
+        };
+        let Ok(slot) = slots.clone().try_acquire_owned() else {
+            metrics::counter!("http_connections_refused_total").increment(1);
+            // Never waits: a client that does not read simply misses the explanation.
+            let _ = stream.try_write(&refusal);
+            continue;
+        };
+        let _ = stream.set_nodelay(true);
+        let activity = Arc::new(AtomicU64::new(epoch.elapsed().as_millis() as u64));
+        let io = Watched {
+            stream,
+            activity: activity.clone(),
+            epoch,
+        };
+        let app = app.clone();
+        let service = hyper::service::service_fn(move |mut request: hyper::Request<Incoming>| {
+            request
+                .extensions_mut()
+                .insert(ConnectInfo::<SocketAddr>(peer));
+            app.clone().oneshot(request)
+        });
+        let connection = graceful.watch(http.serve_connection(TokioIo::new(io), service));
+        let idle_timeout = settings.idle_timeout;
+        tokio::spawn(async move {
+            let _slot = slot;
+            tokio::select! {
+                served = connection => {
+                    if let Err(error) = served {
+                        tracing::debug!(error = %error, %peer, "connection ended");
+                    }
+                }
+                () = idle(activity, epoch, idle_timeout) => {
+                    tracing::debug!(%peer, "closing an idle connection");
+                }
+            }
+        });
+    }
+    drop(listener);
+    graceful.shutdown().await;
+    Ok(())
+}
+
+/// Returns once no byte has moved for `timeout`.
+async fn idle(activity: Arc<AtomicU64>, epoch: Instant, timeout: Duration) {
+    loop {
+        let last = epoch + Duration::from_millis(activity.load(Ordering::Relaxed));
+        let deadline = last + timeout;
+        if Instant::now() >= deadline {
+            return;
+        }
+        tokio::time::sleep_until(deadline.into()).await;
+    }
+}
+
+/// A TCP stream that notes when bytes last moved, in milliseconds since `epoch`.
+struct Watched {
+    stream: TcpStream,
+    activity: Arc<AtomicU64>,
+    epoch: Instant,
+}
+
+impl Watched {
+    fn touch(&self) {
+        self.activity
+            .store(self.epoch.elapsed().as_millis() as u64, Ordering::Relaxed);
+    }
+}
+
+impl AsyncRead for Watched {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        let before = buf.filled().len();
+        let polled = Pin::new(&mut self.stream).poll_read(cx, buf);
+        if buf.filled().len() > before {
+            self.touch();
+        }
+        polled
+    }
+}
+
+impl AsyncWrite for Watched {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        data: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        let polled = Pin::new(&mut self.stream).poll_write(cx, data);
+        if matches!(polled, Poll::Ready(Ok(n)) if n > 0) {
+            self.touch();
+        }
+        polled
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.stream).poll_flush(cx)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.stream).poll_shutdown(cx)
+    }
+
+    fn poll_write_vectored(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        let polled = Pin::new(&mut self.stream).poll_write_vectored(cx, bufs);
+        if matches!(polled, Poll::Ready(Ok(n)) if n > 0) {
+            self.touch();
+        }
+        polled
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.stream.is_write_vectored()
+    }
+}
