@@ -16,7 +16,8 @@ if ! "$venv/bin/schemathesis" --version 2>/dev/null | grep -q "$SCHEMATHESIS_VER
   "$venv/bin/pip" install --quiet --disable-pip-version-check "schemathesis==$SCHEMATHESIS_VERSION"
 fi
 bin="${BIN:-$root/target/release/socialite}"
-[[ -x "$bin" ]] || cargo build --release --locked --quiet
+# Always build: a stale binary from an earlier checkout must not be what is fuzzed.
+[[ -n "${BIN:-}" ]] || cargo build --release --locked --quiet
 
 work="$(mktemp -d)"
 server_pid=""
