@@ -1,0 +1,209 @@
+//! The OpenAPI document: the operations, the security schemes, and the responses every
+//! operation shares (401/403 for user-scoped ones, 429, 503), as served at
+//! `/openapi.json` and committed to `openapi/openapi.json`.
+
+use utoipa::OpenApi;
+
+use super::{activity, error, events, follows, ops, posts, timeline, tokens, trends, users};
+
+#[derive(OpenApi)]
+#[openapi(
+    info(
+        title = "socialite",
+        description = "A social feed service: users, a follow graph, posts and home timelines built by a configurable fan-out strategy."
+    ),
+    paths(
+        users::create_user, users::get_user, users::update_user,
+        tokens::issue_token, tokens::revoke_token,
+        follows::follow, follows::unfollow, follows::list_following, follows::list_followers,
+        posts::create_post, posts::get_post, posts::delete_post, posts::list_posts,
+        timeline::timeline, events::timeline_stream, events::list_events,
+        trends::tag, trends::trends,
+        activity::like, activity::unlike, activity::list_activity,
+        ops::healthz, ops::readyz, ops::metrics, ops::openapi, ops::meta, ops::workers,
+    ),
+    components(schemas(error::Problem)),
+    modifiers(&SecuritySchemes),
+    tags(
+        (name = "users", description = "Profiles"),
+        (name = "graph", description = "The follow graph"),
+        (name = "posts", description = "Content"),
+        (name = "timeline", description = "Home timelines"),
+        (name = "events", description = "The event log"),
+        (name = "trends", description = "Hashtag counts"),
+        (name = "activity", description = "Likes and the user activity log"),
+        (name = "operations", description = "Health, metrics and metadata"),
+    )
+)]
+pub struct ApiDoc;
+
+/// `bearer`: a user's API token (`auth.mode = token`) or a JWT (`jwt`); `admin`:
+/// `auth.admin_token`.
+struct SecuritySchemes;
+
+impl utoipa::Modify for SecuritySchemes {
+    fn modify(&self, doc: &mut utoipa::openapi::OpenApi) {
+        use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
+        let components = doc.components.get_or_insert_with(Default::default);
+        components.add_security_scheme(
+            "bearer",
+            SecurityScheme::Http(
+                HttpBuilder::new()
+                    .scheme(HttpAuthScheme::Bearer)
+                    .description(Some(
+                        "The user's API token (auth.mode = token) or a JWT whose sub is the user id (auth.mode = jwt)",
+                    ))
+                    .build(),
+            ),
+        );
+        components.add_security_scheme(
+            "admin",
+            SecurityScheme::Http(
+                HttpBuilder::new()
+                    .scheme(HttpAuthScheme::Bearer)
+                    .description(Some("auth.admin_token, when set"))
+                    .build(),
+            ),
+        );
+    }
+}
+
+/// The spec, as served and as committed to `openapi/openapi.json`.
+pub fn api_doc() -> utoipa::openapi::OpenApi {
+    let mut doc = ApiDoc::openapi();
+    // utoipa copies Cargo.toml's license field, which this crate does not set.
+    doc.info.license = None;
+    document_unavailable(&mut doc);
+    document_auth_and_limits(&mut doc);
+    doc
+}
+
+fn problem_response(description: &str, headers: &[(&str, &str)]) -> utoipa::openapi::Response {
+    use utoipa::openapi::{
+        ContentBuilder, HeaderBuilder, ObjectBuilder, Ref, ResponseBuilder, Type,
+    };
+    let mut response = ResponseBuilder::new().description(description).content(
+        "application/problem+json",
+        ContentBuilder::new()
+            .schema(Some(Ref::from_schema_name("Problem")))
+            .build(),
+    );
+    for (name, about) in headers {
+        let kind = if *name == "WWW-Authenticate" {
+            Type::String
+        } else {
+            Type::Integer
+        };
+        response = response.header(
+            *name,
+            HeaderBuilder::new()
+                .schema(ObjectBuilder::new().schema_type(kind))
+                .description(Some(*about))
+                .build(),
+        );
+    }
+    response.build()
+}
+
+/// Every operation that names the `bearer` scheme answers 401 without valid
+/// credentials and 403 with another user's; every operation but the health checks can
+/// answer 429 (the per-address limit, and the per-user ones where authenticated).
+fn document_auth_and_limits(doc: &mut utoipa::openapi::OpenApi) {
+    let unauthorized = problem_response(
+        "Missing or invalid credentials (the same answer for an unknown user)",
+        &[("WWW-Authenticate", "Bearer")],
+    );
+    let forbidden = problem_response("The credentials are another user's", &[]);
+    let limited = problem_response(
+        "A rate limit was reached",
+        &[
+            ("Retry-After", "Seconds until a request would be allowed"),
+            ("RateLimit-Limit", "Requests allowed a minute"),
+            ("RateLimit-Remaining", "Requests left now: 0"),
+            (
+                "RateLimit-Reset",
+                "Seconds until a request would be allowed",
+            ),
+        ],
+    );
+    for (path, item) in doc.paths.paths.iter_mut() {
+        let operations = [
+            &mut item.get,
+            &mut item.put,
+            &mut item.post,
+            &mut item.delete,
+            &mut item.patch,
+        ];
+        for operation in operations.into_iter().flatten() {
+            let responses = &mut operation.responses.responses;
+            let user_scheme = operation.security.iter().flatten().any(|requirement| {
+                serde_json::to_value(requirement).is_ok_and(|v| v.get("bearer").is_some())
+            });
+            if user_scheme {
+                responses
+                    .entry("401".to_owned())
+                    .or_insert_with(|| unauthorized.clone().into());
+                responses
+                    .entry("403".to_owned())
+                    .or_insert_with(|| forbidden.clone().into());
+            }
+            if path != "/healthz" && path != "/readyz" {
+                responses
+                    .entry("429".to_owned())
+                    .or_insert_with(|| limited.clone().into());
+            }
+        }
+    }
+}
+
+/// Every operation can answer 503: any request that runs past `server.request_timeout`,
+/// and any that touches storage when storage fails. Added here once rather than on each
+/// handler.
+fn document_unavailable(doc: &mut utoipa::openapi::OpenApi) {
+    use utoipa::openapi::{ContentBuilder, Ref, ResponseBuilder};
+    let response = ResponseBuilder::new()
+        .description(
+            "Storage unavailable or the request timed out; retry after `Retry-After` seconds",
+        )
+        .header(
+            "Retry-After",
+            utoipa::openapi::HeaderBuilder::new()
+                .schema(
+                    utoipa::openapi::ObjectBuilder::new()
+                        .schema_type(utoipa::openapi::Type::Integer),
+                )
+                .description(Some("Seconds to wait before retrying"))
+                .build(),
+        )
+        .content(
+            "application/problem+json",
+            ContentBuilder::new()
+                .schema(Some(Ref::from_schema_name("Problem")))
+                .build(),
+        )
+        .build();
+    for item in doc.paths.paths.values_mut() {
+        let operations = [
+            &mut item.get,
+            &mut item.put,
+            &mut item.post,
+            &mut item.delete,
+            &mut item.patch,
+        ];
+        for operation in operations.into_iter().flatten() {
+            operation
+                .responses
+                .responses
+                .entry("503".to_owned())
+                .or_insert_with(|| response.clone().into());
+        }
+    }
+}
+
+pub fn openapi_json() -> String {
+    let mut json = api_doc()
+        .to_pretty_json()
+        .expect("the OpenAPI document serialises");
+    json.push('\n');
+    json
+}
