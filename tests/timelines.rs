@@ -154,6 +154,51 @@ fn entries(base: i64, n: i64) -> Vec<TimelineEntry> {
     (0..n).map(entry).collect()
 }
 
+/// More cache holders than the embedded store writes in one transaction (250): every
+/// one takes the post and is counted once, a follower without a cache and a cache of a
+/// non-follower are left alone, and a replay writes nothing.
+#[tokio::test]
+async fn an_audience_push_past_one_chunk_reaches_every_cache_once() {
+    for kind in kinds("an_audience_push_past_one_chunk_reaches_every_cache_once") {
+        let t = fresh_store(kind).await;
+        let (users, graph, timelines) = (&t.store.users, &t.store.graph, &t.store.timelines);
+        let ids: Vec<String> = ["a", "stranger"]
+            .into_iter()
+            .map(String::from)
+            .chain((0..601).map(|i| format!("f{i:03}")))
+            .collect();
+        for id in &ids {
+            let user = NewUser {
+                id: id.clone(),
+                display_name: id.clone(),
+                created_at_ms: 0,
+            };
+            users.create_user(&user).await.unwrap();
+            if id.starts_with('f') {
+                graph.follow(id, "a", 0).await.unwrap();
+            }
+            if id != "f600" {
+                assert!(timelines.cache_start(id, 0).await.unwrap());
+            }
+        }
+        let e = entries(1_700_000_000_000, 1);
+        let pushed = timelines.cache_push_to_audience("a", &e, 10).await.unwrap();
+        assert_eq!(pushed, 601, "{kind:?}: the author and 600 cached followers");
+        let again = timelines.cache_push_to_audience("a", &e, 10).await.unwrap();
+        assert_eq!(again, 0, "{kind:?}: replayed");
+        for id in &ids {
+            let cache = timelines.cache(id).await.unwrap();
+            let held = cache.map(|c| c.entries.iter().map(|e| e.id).collect::<Vec<_>>());
+            let expected = match id.as_str() {
+                "f600" => None,
+                "stranger" => Some(vec![]),
+                _ => Some(vec![e[0].id]),
+            };
+            assert_eq!(held, expected, "{kind:?}: {id}");
+        }
+    }
+}
+
 #[tokio::test]
 async fn replayed_pushes_leave_each_post_once() {
     for kind in kinds("replayed_pushes_leave_each_post_once") {

@@ -104,9 +104,9 @@ impl FeedService for CacheFeed {
         FeedStrategy::Cache
     }
 
-    /// One store call delivers to the whole audience (the embedded store in one
-    /// transaction; MongoDB in batches, retrying each), so a failure retries the call:
-    /// pushes are idempotent, and caches that already took the post are not written.
+    /// One store call delivers to the whole audience (both stores in batches, retrying
+    /// each), so a failure retries the call: pushes are idempotent, and caches that
+    /// already took the post are not written.
     fn kind(&self) -> Option<TimelineKind> {
         Some(TimelineKind::Cache)
     }

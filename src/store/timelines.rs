@@ -76,6 +76,8 @@ pub trait TimelineStore: Send + Sync + 'static {
     /// Pushes `entries` into the caches of `author` and of `author`'s followers, where
     /// they have one. The embedded store walks whichever is smaller, the followers or the
     /// caches, so a post costs nothing per follower without a cache when few users read.
+    /// Both stores write in batches, each retried, and report the first batch that kept
+    /// failing once all were tried (pushes are idempotent, so retrying the call is safe).
     async fn cache_push_to_audience(
         &self,
         author: &str,

@@ -1,10 +1,12 @@
 //! The embedded adapter: one SQLite file in WAL mode.
 //!
 //! Writes go through a single connection, one `BEGIN IMMEDIATE` transaction per port
-//! call, so every invariant that MongoDB keeps with single-document atomic commands
-//! (bucket sizes, counters, cache bounds) holds here because writers are serialised.
-//! Reads use a small pool of connections and run beside the writer, which WAL allows.
-//! All SQLite calls run on tokio's blocking pool; no lock is held across an `.await`.
+//! call (a push to a whole audience: one per chunk), so every invariant that MongoDB
+//! keeps with single-document atomic commands (bucket sizes, counters, cache bounds)
+//! holds here because writers are serialised; they take the connection in the order
+//! they asked for it. Reads use a small pool of connections and run beside the writer,
+//! which WAL allows. Writes run on tokio's blocking pool, reads in place where they can
+//! (see `read_in_place`); only the writer's queue is awaited while held.
 
 mod activity;
 mod changes;
@@ -61,7 +63,9 @@ pub struct EmbeddedStore {
 
 struct Inner {
     path: PathBuf,
-    writer: Mutex<Connection>,
+    /// The one write connection, handed out first come, first served: a request's write
+    /// waits for the transactions queued before it, never for a stream of later ones.
+    writer: Arc<tokio::sync::Mutex<Connection>>,
     readers: Mutex<Vec<Connection>>,
     /// One permit per pooled reader connection, so the pool never grows past it.
     read_slots: Arc<tokio::sync::Semaphore>,
@@ -105,7 +109,7 @@ impl EmbeddedStore {
         Ok(EmbeddedStore {
             inner: Arc::new(Inner {
                 path: path.to_path_buf(),
-                writer: Mutex::new(writer),
+                writer: Arc::new(tokio::sync::Mutex::new(writer)),
                 readers: Mutex::new(Vec::new()),
                 read_slots: Arc::new(tokio::sync::Semaphore::new(reader_count())),
                 events_appended: tokio::sync::Notify::new(),
@@ -113,15 +117,16 @@ impl EmbeddedStore {
         })
     }
 
-    /// Runs `f` in one write transaction on the blocking pool.
+    /// Runs `f` in one write transaction on the blocking pool, once the writer is free.
     async fn write<T, F>(&self, f: F) -> StoreResult<T>
     where
         T: Send + 'static,
         F: FnOnce(&Transaction<'_>) -> StoreResult<T> + Send + 'static,
     {
-        let inner = self.inner.clone();
+        // Awaited, not blocked on: a queued write holds no thread. Moved into the task, so
+        // a cancelled caller cannot free the writer while its transaction runs.
+        let mut conn = self.inner.writer.clone().lock_owned().await;
         run_blocking(move || {
-            let mut conn = inner.writer.lock().unwrap_or_else(|p| p.into_inner());
             let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
             let value = f(&tx)?;
             tx.commit()?;

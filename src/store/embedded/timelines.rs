@@ -1,15 +1,17 @@
 //! Materialised timelines on SQLite: `buckets` plus `bucket_entries` hold what a bucket
 //! document holds, `caches` plus `cache_entries` what a `timeline_cache` document holds.
 //! Each port call is one write transaction, so bucket sizes and cache bounds hold, and
-//! the checks that make pushes idempotent cannot race.
+//! the checks that make pushes idempotent cannot race; the one exception, a push to a
+//! whole audience, is one such transaction per chunk of cache holders.
 
 use async_trait::async_trait;
 use rusqlite::{OptionalExtension, Transaction, params};
 
+mod audience;
 mod buckets;
 mod names;
 
-use super::{EmbeddedStore, IN_CHUNK, placeholders, post_id_at};
+use super::{EmbeddedStore, post_id_at};
 use crate::domain::{
     Bucket, BucketKind, CacheState, NameStamp, PostId, TimelineEntry, TimelineKind,
 };
@@ -167,68 +169,25 @@ impl TimelineStore for EmbeddedStore {
         cache_size: u32,
     ) -> StoreResult<u64> {
         let (users, entries) = (users.to_vec(), entries.to_vec());
-        self.write(move |tx| {
-            let mut written = 0;
-            for chunk in users.chunks(IN_CHUNK) {
-                let sql = format!(
-                    "SELECT user FROM caches WHERE user IN ({})",
-                    placeholders(chunk.len())
-                );
-                let owners: Vec<String> = tx
-                    .prepare_cached(&sql)?
-                    .query_map(rusqlite::params_from_iter(chunk), |row| row.get(0))?
-                    .collect::<rusqlite::Result<_>>()?;
-                for owner in owners {
-                    let inserted = insert_cache_entries(tx, &owner, &entries, cache_size)?;
-                    written += u64::from(inserted > 0);
-                }
-            }
-            Ok(written)
-        })
-        .await
+        self.write(move |tx| audience::push_to_caches(tx, &users, &entries, cache_size))
+            .await
     }
 
+    /// The cache holders are listed in one read, then written a chunk per transaction
+    /// (see [`audience::AUDIENCE_CHUNK`]): one transaction for the whole audience held
+    /// the single writer for 150-250 ms at 10,000 caches, and every other write, a
+    /// request's included, queued behind it.
     async fn cache_push_to_audience(
         &self,
         author: &str,
         entries: &[TimelineEntry],
         cache_size: u32,
     ) -> StoreResult<u64> {
-        let (author, entries) = (author.to_owned(), entries.to_vec());
-        self.write(move |tx| {
-            let caches: i64 = tx
-                .prepare_cached("SELECT value FROM meta WHERE key = 'cache_count'")?
-                .query_row([], |row| row.get(0))
-                .optional()?
-                .unwrap_or(0);
-            let followers: i64 = tx
-                .prepare_cached("SELECT followers_count FROM users WHERE id = ?1")?
-                .query_row([&author], |row| row.get(0))
-                .optional()?
-                .unwrap_or(0);
-            // Walk the smaller side: with few active readers, a post to many followers
-            // touches only the caches that exist.
-            let sql = if caches <= followers {
-                "SELECT c.user FROM caches c WHERE c.user = ?1 OR EXISTS (
-                     SELECT 1 FROM follows f WHERE f.follower = c.user AND f.followee = ?1)"
-            } else {
-                "SELECT c.user FROM caches c WHERE c.user = ?1
-                 UNION ALL
-                 SELECT f.follower FROM follows f CROSS JOIN caches c ON c.user = f.follower
-                 WHERE f.followee = ?1"
-            };
-            let owners: Vec<String> = tx
-                .prepare_cached(sql)?
-                .query_map([&author], |row| row.get(0))?
-                .collect::<rusqlite::Result<_>>()?;
-            let mut written = 0;
-            for owner in &owners {
-                let inserted = insert_cache_entries(tx, owner, &entries, cache_size)?;
-                written += u64::from(inserted > 0);
-            }
-            Ok(written)
-        })
-        .await
+        let author = author.to_owned();
+        let owners = self
+            .read(move |conn| audience::cache_owners(conn, &author))
+            .await?;
+        audience::in_chunks(&owners, |chunk| self.cache_push(chunk, entries, cache_size)).await
     }
 
     async fn cache_push_building(
