@@ -194,6 +194,11 @@ pub struct Change {
     pub document: Option<serde_json::Value>,
 }
 
+/// The collection a MongoDB change feed files counter-only user updates under (an `$inc`
+/// or a recount): not a rename, but a reason to recount. The embedded store moves
+/// counters in the write's transaction and never emits these.
+pub const COUNTER_UPDATES: &str = "user_counts";
+
 /// What a worker's effects are conditional on: the lease it acts under.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Fence {

@@ -193,7 +193,7 @@ pub(super) fn deliver(
         let Some(collection) = named.or_else(|| feed_name(&item.event)) else {
             continue;
         };
-        if let Some((op, key, document)) = to_change(collection, &item.event)? {
+        if let Some((collection, op, key, document)) = to_change(collection, &item.event)? {
             let event = &item.event;
             changes.push(Change {
                 position: position_of(mode, lanes)?,

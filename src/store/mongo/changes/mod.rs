@@ -38,7 +38,7 @@ pub(super) use self::streams::Streams;
 use self::streams::oplog_entry;
 use super::content::DELETED_POSTS;
 use super::{MongoStore, all, db_error, error_code, post_from, user_from};
-use crate::domain::{Change, ChangeOp, ChangePosition};
+use crate::domain::{COUNTER_UPDATES, Change, ChangeOp, ChangePosition};
 use crate::store::{ChangeFeed, StoreError, StoreResult};
 
 /// The collections the feed watches, and the name each has in the feed. The one list:
@@ -87,29 +87,36 @@ fn key_of(value: Option<&Bson>) -> Option<String> {
     }
 }
 
-/// The change without its position, or `None` for events the feed does not carry.
+/// A change as the feed carries it, without its position.
+type Converted = (&'static str, ChangeOp, String, Option<serde_json::Value>);
+
+/// The change without its position (and the collection it is filed under), or `None`
+/// for events the feed does not carry.
 fn to_change(
     collection: &'static str,
     event: &ChangeStreamEvent<Document>,
-) -> StoreResult<Option<(ChangeOp, String, Option<serde_json::Value>)>> {
+) -> StoreResult<Option<Converted>> {
     let op = match event.operation_type {
         OperationType::Insert => ChangeOp::Insert,
         OperationType::Update | OperationType::Replace => ChangeOp::Update,
         OperationType::Delete => ChangeOp::Delete,
         _ => return Ok(None),
     };
-    // Counter updates (`$inc` of a user's counts) are not changes of the profile: only
-    // an update touching the display name is carried, as on the embedded store, so a
-    // `users` update always means a rename.
-    if collection == "users"
+    // Counter updates (a request's `$inc`, a recount's `$set`) are not changes of the
+    // profile: they are filed under `COUNTER_UPDATES`, so a `users` update always means a
+    // rename, as on the embedded store. They stay in the feed because the counters
+    // worker must recount after an `$inc` that landed after its last recount.
+    let collection = if collection == "users"
         && op == ChangeOp::Update
         && event
             .update_description
             .as_ref()
             .is_some_and(|d| !d.updated_fields.contains_key("display_name"))
     {
-        return Ok(None);
-    }
+        COUNTER_UPDATES
+    } else {
+        collection
+    };
     let full = event.full_document.as_ref();
     let key = key_of(event.document_key.as_ref().and_then(|k| k.get("_id")))
         .or_else(|| key_of(full.and_then(|d| d.get("_id"))));
@@ -121,7 +128,7 @@ fn to_change(
         (ChangeOp::Delete, _) | (_, None) => None,
         (_, Some(doc)) => Some(
             match collection {
-                "users" => serde_json::to_value(user_from(doc)?),
+                "users" | COUNTER_UPDATES => serde_json::to_value(user_from(doc)?),
                 "posts" => serde_json::to_value(post_from(doc)?),
                 "likes" => {
                     let id = doc.get_document("_id").ok();
@@ -138,7 +145,7 @@ fn to_change(
             .map_err(|e| StoreError::Backend(e.into()))?,
         ),
     };
-    Ok(Some((op, key, document)))
+    Ok(Some((collection, op, key, document)))
 }
 
 /// `HistoryLost` if the oplog no longer reaches back to a cluster-time mark. (Token
