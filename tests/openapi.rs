@@ -34,3 +34,46 @@ fn every_operation_documents_its_errors() {
         }
     }
 }
+
+/// The spec's constraints on texts are the server's: a value schemathesis (or any client)
+/// generates from the schema is accepted, and one outside it is refused. Checked for
+/// every Unicode scalar value against the pattern, and at the length bounds.
+#[test]
+fn text_constraints_in_the_spec_are_the_servers() {
+    use socialite::domain::{validate_display_name, validate_post_text};
+    let spec: serde_json::Value = serde_json::from_str(&socialite::http::openapi_json()).unwrap();
+    let schemas = &spec["components"]["schemas"];
+    let fields: [(&str, &str, fn(&str) -> Result<(), String>); 3] = [
+        ("CreateUser", "display_name", validate_display_name),
+        ("UpdateUser", "display_name", validate_display_name),
+        ("CreatePost", "text", validate_post_text),
+    ];
+    for (schema, field, validate) in fields {
+        let property = &schemas[schema]["properties"][field];
+        let pattern = property["pattern"].as_str().expect("a pattern");
+        let pattern = regex::Regex::new(pattern).expect("the pattern compiles");
+        let (min, max) = (
+            property["minLength"].as_u64().expect("minLength") as usize,
+            property["maxLength"].as_u64().expect("maxLength") as usize,
+        );
+        for c in (0..=0x10FFFF_u32).filter_map(char::from_u32) {
+            let one = c.to_string();
+            assert_eq!(
+                pattern.is_match(&one),
+                validate(&one).is_ok(),
+                "{schema}.{field}: U+{:04X}",
+                c as u32
+            );
+        }
+        assert!(
+            validate(&"é".repeat(max)).is_ok(),
+            "{schema}.{field} at {max}"
+        );
+        assert!(
+            validate(&"é".repeat(max + 1)).is_err(),
+            "{schema}.{field} past {max}"
+        );
+        assert_eq!(min, 1);
+        assert!(validate("").is_err() && validate(" \u{3000}x").is_ok());
+    }
+}

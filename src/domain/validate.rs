@@ -11,7 +11,8 @@ pub fn validate_user_id(id: &str) -> Result<(), String> {
     }
 }
 
-/// Display names are 1–64 characters (Unicode scalar values), not blank.
+/// Display names are 1–64 characters (Unicode scalar values), not blank. Blank is
+/// `char::is_whitespace` throughout; the OpenAPI spec's pattern lists those characters.
 pub fn validate_display_name(name: &str) -> Result<(), String> {
     let chars = name.chars().count();
     if !(1..=64).contains(&chars) || name.trim().is_empty() {

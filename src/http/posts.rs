@@ -13,8 +13,13 @@ use crate::domain::{Post, format_time_ms, validate_post_text};
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CreatePost {
-    /// 1–500 characters.
-    #[schema(example = "hello, world")]
+    /// 1–500 characters, not all whitespace.
+    #[schema(
+        example = "hello, world",
+        min_length = 1,
+        max_length = 500,
+        pattern = "[^\\t\\n\\u000b\\f\\r \\u0085\\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000]"
+    )]
     pub text: String,
 }
 

@@ -16,15 +16,26 @@ pub struct CreateUser {
     /// 1–32 characters of `[A-Za-z0-9_]`.
     #[schema(example = "alice", pattern = "^[A-Za-z0-9_]{1,32}$")]
     pub id: String,
-    /// 1–64 characters; defaults to the id.
-    #[schema(example = "Alice")]
+    /// 1–64 characters, not all whitespace; defaults to the id.
+    #[schema(
+        example = "Alice",
+        min_length = 1,
+        max_length = 64,
+        pattern = "[^\\t\\n\\u000b\\f\\r \\u0085\\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000]"
+    )]
     pub display_name: Option<String>,
 }
 
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct UpdateUser {
-    #[schema(example = "Alice L.")]
+    /// 1–64 characters, not all whitespace.
+    #[schema(
+        example = "Alice L.",
+        min_length = 1,
+        max_length = 64,
+        pattern = "[^\\t\\n\\u000b\\f\\r \\u0085\\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000]"
+    )]
     pub display_name: String,
 }
 
