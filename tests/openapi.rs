@@ -43,7 +43,8 @@ fn text_constraints_in_the_spec_are_the_servers() {
     use socialite::domain::{validate_display_name, validate_post_text};
     let spec: serde_json::Value = serde_json::from_str(&socialite::http::openapi_json()).unwrap();
     let schemas = &spec["components"]["schemas"];
-    let fields: [(&str, &str, fn(&str) -> Result<(), String>); 3] = [
+    type Validator = fn(&str) -> Result<(), String>;
+    let fields: [(&str, &str, Validator); 3] = [
         ("CreateUser", "display_name", validate_display_name),
         ("UpdateUser", "display_name", validate_display_name),
         ("CreatePost", "text", validate_post_text),
