@@ -127,6 +127,22 @@ async fn only_the_owner_may_write_or_read_private_data() {
                 }
             }
         }
+        // The live timeline is private too. Its owner's 200 is a stream that never ends
+        // (tests/stream.rs reads it); everyone else is refused before it opens.
+        for (who, expected) in [
+            (As::Nobody, StatusCode::UNAUTHORIZED),
+            (As::Token(&revoked), StatusCode::UNAUTHORIZED),
+            (As::Token("not-a-token"), StatusCode::UNAUTHORIZED),
+            (As::Token(&bob), StatusCode::FORBIDDEN),
+        ] {
+            let (status, body) = api
+                .send_as(who, Method::GET, "/v1/users/alice/timeline/stream", None)
+                .await;
+            assert_eq!(status, expected, "{kind:?} stream as {who:?}: {body}");
+            if status == StatusCode::UNAUTHORIZED {
+                unauthorized.push(body);
+            }
+        }
         // No enumeration: every 401 is the same, whoever was named and whatever was sent.
         let (status, ghost) = api
             .send_as(
