@@ -158,6 +158,12 @@ async fn incremental_counts_equal_a_count_from_scratch() {
         random_posts(store, &mut live, &mut rng, 40).await;
         drain(&mut events).await;
         assert_eq!(drain(&mut aggregates).await.first(), Some(&Step::Rebuilt));
+        let status = aggregates.status().lock().unwrap().clone();
+        assert_eq!(
+            (status.rebuilds, status.history_lost),
+            (1, 0),
+            "{kind:?}: a first start rebuilds but loses no history"
+        );
         assert_counts(store, &live, &format!("{kind:?} after the first rebuild")).await;
         for round in 0..5 {
             random_posts(store, &mut live, &mut rng, 60).await;

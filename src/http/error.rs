@@ -152,6 +152,7 @@ impl From<StoreError> for ApiError {
             | StoreError::Fenced(_)
             | StoreError::Poison(_)
             | StoreError::HistoryLost(_)
+            | StoreError::NoPosition(_)
             | StoreError::Backend(_)) => {
                 // The cause goes to the log, never to the client.
                 tracing::error!(error = %format!("{cause:#}"), "storage failure");

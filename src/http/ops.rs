@@ -106,8 +106,12 @@ pub struct WorkerBody {
     pub lag_changes: u64,
     /// Changes applied by this process since it started.
     pub processed: u64,
-    /// History-lost rebuilds done by this process.
+    /// Rebuilds done by this process: a first start on a feed that needs a position
+    /// (the aggregates), a rebuild on request, and history lost.
     pub rebuilds: u64,
+    /// Of those, the ones forced by history lost (a trimmed position), each logged as
+    /// an error and counted in `socialite_worker_history_lost_total`.
+    pub history_lost: u64,
     /// Changes this process skipped as poison (malformed), each logged as an error.
     pub quarantined: u64,
     pub last_error: Option<String>,
@@ -139,6 +143,7 @@ pub async fn workers(State(state): State<AppState>, _admin: Admin) -> ApiResult<
             delay_seconds: r.local.delay_seconds,
             processed: r.local.processed,
             rebuilds: r.local.rebuilds,
+            history_lost: r.local.history_lost,
             quarantined: r.local.quarantined,
             last_error: r.local.last_error,
         })

@@ -51,6 +51,11 @@ pub enum StoreError {
     /// The change feed no longer holds the position a reader asked to resume from.
     #[error("change feed history lost: position {0} was trimmed")]
     HistoryLost(String),
+    /// A feed that cannot start without a position, and has none yet (a first start):
+    /// the worker builds its derived data from the sources. Normal, unlike
+    /// `HistoryLost`, so it is logged as information and not counted as a loss.
+    #[error("no position yet: {0}")]
+    NoPosition(String),
     /// The event log no longer holds what follows the position a reader asked for.
     #[error("event log position lost: {0}")]
     PositionLost(String),

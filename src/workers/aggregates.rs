@@ -11,7 +11,8 @@
 //!   incremental worker only stands by; afterwards it continues from the rebuild's
 //!   watermark. A crashed holder of either type is replaced once its lease expires.
 //! - With no watermark yet (first start) the worker starts with a rebuild; when the log
-//!   trimmed past its watermark (`PositionLost`) it rebuilds too.
+//!   trimmed past its watermark (`PositionLost`) it rebuilds too, logged as an error and
+//!   counted as history lost, which a first start is not.
 
 use std::sync::Arc;
 
@@ -121,8 +122,8 @@ impl Worker for AggregatesWorker {
 }
 
 /// The event log offered to the worker runtime as its feed: positions are event ids.
-/// No position yet, or one the log trimmed away, is `HistoryLost`, which makes the
-/// runtime rebuild.
+/// No position yet is `NoPosition` (a first start) and one the log trimmed away is
+/// `HistoryLost`: both make the runtime rebuild, but only the second is a loss.
 pub struct EventFeed {
     events: Arc<dyn EventStore>,
 }
@@ -141,7 +142,7 @@ impl ChangeFeed for EventFeed {
         limit: usize,
     ) -> StoreResult<Vec<Change>> {
         let Some(after) = after else {
-            return Err(StoreError::HistoryLost(
+            return Err(StoreError::NoPosition(
                 "no watermark yet: counting from the posts".to_owned(),
             ));
         };

@@ -89,6 +89,8 @@ pub struct Status {
     pub lag_changes: u64,
     pub processed: u64,
     pub rebuilds: u64,
+    /// Rebuilds forced by history lost (a trimmed position), each logged as an error.
+    pub history_lost: u64,
     /// Changes skipped as poison (malformed), each logged as an error.
     pub quarantined: u64,
     pub last_error: Option<String>,
@@ -210,6 +212,7 @@ impl Runner {
         {
             Ok(batch) => batch,
             Err(StoreError::HistoryLost(at)) => return self.rebuild(&fence, &at).await,
+            Err(StoreError::NoPosition(why)) => return self.bootstrap(&fence, &why).await,
             Err(error) => return Err(error),
         };
         self.hooks.at(name, Point::Read).await?;
@@ -364,6 +367,18 @@ impl Runner {
             "change feed history lost; rebuilding derived data"
         );
         metrics::counter!("socialite_worker_history_lost_total", "worker" => name).increment(1);
+        self.update(|s| s.history_lost += 1);
+        self.rebuild_now(fence, false).await
+    }
+
+    /// A first start on a feed that needs a position to begin (the aggregates' event
+    /// log): build from the sources. Not a loss, so neither an error nor counted as one.
+    async fn bootstrap(&mut self, fence: &Fence, why: &str) -> StoreResult<Step> {
+        tracing::info!(
+            worker = self.worker.name(),
+            reason = why,
+            "first start; building derived data from the sources"
+        );
         self.rebuild_now(fence, false).await
     }
 
