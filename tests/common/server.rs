@@ -1,0 +1,113 @@
+//! Servers under test: one spawned in this process on a fresh configuration
+//! ([`TestServer`]), or the real binary as a child process ([`start_binary`]).
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use socialite::app::{RunningServer, spawn};
+
+use super::{Api, Credentials, TestConfig};
+
+/// Starts the real binary serving on a free port, with `env` on top of a quiet
+/// environment, and returns it with its base URL once it reports its address.
+pub fn start_binary(
+    args: &[&str],
+    env: &[(&str, &std::ffi::OsStr)],
+) -> (std::process::Child, String) {
+    use std::io::{BufRead, BufReader};
+    use std::process::{Command, Stdio};
+    let mut command = Command::new(env!("CARGO_BIN_EXE_socialite"));
+    command
+        .args(["serve", "--listen", "127.0.0.1:0"])
+        .args(args)
+        .env("NO_COLOR", "1")
+        .env("RUST_LOG", "info")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null());
+    for (key, value) in env {
+        command.env(key, value);
+    }
+    let mut child = command.spawn().expect("the binary starts");
+    let stdout = child.stdout.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines() {
+            let Ok(line) = line else { break };
+            if let Some(at) = line.find("listening on http://") {
+                let _ = tx.send(line[at + "listening on ".len()..].trim().to_owned());
+            }
+        }
+    });
+    let base = rx
+        .recv_timeout(std::time::Duration::from_secs(30))
+        .expect("the server reports its address");
+    (child, base)
+}
+
+pub struct TestServer {
+    pub base: String,
+    pub client: reqwest::Client,
+    /// The credentials every [`Api`] of this server shares.
+    pub credentials: Credentials,
+    pub server: RunningServer,
+    pub data_dir: PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+impl TestServer {
+    pub async fn start(test: TestConfig) -> TestServer {
+        let server = spawn(&test.config).await.expect("server starts");
+        TestServer::around(server, test)
+    }
+
+    /// As [`TestServer::start`], with the clock the rate limits read.
+    pub async fn start_with_clock(
+        test: TestConfig,
+        clock: Arc<dyn socialite::workers::Clock>,
+    ) -> TestServer {
+        let store = socialite::app::open_store(&test.config)
+            .await
+            .expect("store opens");
+        let server = socialite::app::spawn_with_clock(&test.config, store, clock)
+            .await
+            .expect("server starts");
+        TestServer::around(server, test)
+    }
+
+    fn around(server: RunningServer, test: TestConfig) -> TestServer {
+        TestServer {
+            base: format!("http://{}", server.addr),
+            client: reqwest::Client::new(),
+            credentials: Credentials::default(),
+            server,
+            data_dir: test.dir.path().to_path_buf(),
+            _dir: test.dir,
+        }
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        format!("{}{}", self.base, path)
+    }
+
+    /// Waits until the server's workers have applied every change written so far.
+    pub async fn settle(&self) {
+        self.server
+            .state
+            .workers
+            .settle(std::time::Duration::from_secs(30))
+            .await
+            .expect("the workers catch up");
+    }
+
+    pub fn api(&self) -> Api {
+        Api {
+            client: self.client.clone(),
+            base: self.base.clone(),
+            credentials: self.credentials.clone(),
+        }
+    }
+
+    pub async fn stop(self) {
+        self.server.stop().await.expect("server stops cleanly");
+    }
+}
