@@ -1,0 +1,244 @@
+//! Timeline semantics under every strategy: what a timeline holds and in which order,
+//! backfill on follow, and the cache, which exists only for users who read.
+
+use socialite::domain::{ActivityLimits, FeedStrategy, PostId};
+use socialite::service::Social;
+use socialite::store::StoreError;
+
+use super::{Model, settings, setups, users, walk};
+use crate::common::{fresh_store, kinds};
+
+#[tokio::test]
+async fn timelines_follow_the_same_semantics_under_every_strategy() {
+    for setup in setups("timelines_follow_the_same_semantics_under_every_strategy").await {
+        let label = &setup.label;
+        let social = &setup.social;
+        users(social, &["a", "b", "c", "d", "lonely"]).await;
+        let mut model = Model { posts: Vec::new() };
+
+        for round in 0..5 {
+            model.post(social, "b").await;
+            model.post(social, "c").await;
+            if round % 2 == 0 {
+                model.post(social, "a").await;
+            }
+        }
+        // Own posts only before following anyone; a first read also creates a cache.
+        assert_eq!(
+            walk(social, "a", 2).await,
+            model.expected(&["a"]),
+            "{label}: own posts"
+        );
+
+        // Follow: the followee's earlier posts appear at once.
+        social.follow("a", "b").await.unwrap();
+        assert_eq!(
+            walk(social, "a", 3).await,
+            model.expected(&["a", "b"]),
+            "{label}: backfill"
+        );
+
+        for _ in 0..4 {
+            model.post(social, "b").await;
+            model.post(social, "c").await;
+            model.post(social, "a").await;
+        }
+        // Pages of 3 cross buckets of 3 and run past a cache of 4.
+        assert_eq!(
+            walk(social, "a", 3).await,
+            model.expected(&["a", "b"]),
+            "{label}: paging"
+        );
+        assert_eq!(
+            walk(social, "a", 100).await,
+            model.expected(&["a", "b"]),
+            "{label}: one page"
+        );
+
+        social.follow("a", "c").await.unwrap();
+        assert_eq!(
+            walk(social, "a", 4).await,
+            model.expected(&["a", "b", "c"]),
+            "{label}: second follow"
+        );
+
+        // Unfollow: the author's posts disappear.
+        social.unfollow("a", "b").await.unwrap();
+        assert_eq!(
+            walk(social, "a", 3).await,
+            model.expected(&["a", "c"]),
+            "{label}: unfollow"
+        );
+
+        // Deletion: gone everywhere.
+        let c_post = model.posts.iter().rev().find(|p| p.1 == "c").unwrap().0;
+        let a_post = model.posts.iter().find(|p| p.1 == "a").unwrap().0;
+        model.delete(social, c_post).await;
+        model.delete(social, a_post).await;
+        assert_eq!(
+            walk(social, "a", 3).await,
+            model.expected(&["a", "c"]),
+            "{label}: delete"
+        );
+        assert!(
+            setup
+                .store
+                .store
+                .content
+                .post(c_post)
+                .await
+                .unwrap()
+                .is_none()
+        );
+
+        // A user with no follows sees only their own posts; one with nothing sees nothing.
+        model.post(social, "d").await;
+        model.post(social, "d").await;
+        assert_eq!(
+            walk(social, "d", 1).await,
+            model.expected(&["d"]),
+            "{label}: own"
+        );
+        let empty = social.timeline("lonely", None, 10).await.unwrap();
+        assert!(
+            empty.items.is_empty() && empty.next_cursor.is_none(),
+            "{label}"
+        );
+
+        // Author names come from the current profile.
+        social.rename("c", "Cee").await.unwrap();
+        let page = social.timeline("a", None, 100).await.unwrap();
+        let from_c = page.items.iter().find(|i| i.author == "c").unwrap();
+        assert_eq!(from_c.author_display_name, "Cee", "{label}");
+
+        // Unknown users are not found, not a failure.
+        assert!(matches!(
+            social.timeline("nobody", None, 10).await,
+            Err(StoreError::NotFound(_))
+        ));
+    }
+}
+
+#[tokio::test]
+async fn follow_backfills_at_least_the_configured_number_of_posts() {
+    for kind in kinds("follow_backfills_at_least_the_configured_number_of_posts") {
+        for strategy in FeedStrategy::ALL {
+            let store = fresh_store(kind).await;
+            let mut settings = settings(strategy, true);
+            settings.backfill_on_follow = 5;
+            settings.cache_size = 50;
+            settings.bucket_size = 50;
+            let social = Social::new(
+                store.store.clone(),
+                &settings,
+                ActivityLimits::default(),
+                Default::default(),
+            );
+            users(&social, &["reader", "writer"]).await;
+            social.timeline("reader", None, 10).await.unwrap();
+            let mut model = Model { posts: Vec::new() };
+            for _ in 0..8 {
+                model.post(&social, "writer").await;
+            }
+            social.follow("reader", "writer").await.unwrap();
+            let page = social.timeline("reader", None, 5).await.unwrap();
+            let got: Vec<PostId> = page.items.iter().map(|i| i.id).collect();
+            let newest: Vec<PostId> = model
+                .expected(&["writer"])
+                .iter()
+                .take(5)
+                .map(|p| p.0)
+                .collect();
+            assert_eq!(got, newest, "{kind:?}/{strategy}");
+        }
+    }
+}
+
+#[tokio::test]
+async fn the_cache_exists_only_for_users_who_read() {
+    for kind in kinds("the_cache_exists_only_for_users_who_read") {
+        for embed in [true, false] {
+            let store = fresh_store(kind).await;
+            let social = Social::new(
+                store.store.clone(),
+                &settings(FeedStrategy::Cache, embed),
+                ActivityLimits::default(),
+                Default::default(),
+            );
+            users(&social, &["author", "reader", "dormant"]).await;
+            social.follow("reader", "author").await.unwrap();
+            social.follow("dormant", "author").await.unwrap();
+            let mut model = Model { posts: Vec::new() };
+            for _ in 0..3 {
+                model.post(&social, "author").await;
+            }
+            assert!(
+                store
+                    .store
+                    .timelines
+                    .cache("reader")
+                    .await
+                    .unwrap()
+                    .is_none()
+            );
+            social.timeline("reader", None, 2).await.unwrap();
+            for _ in 0..6 {
+                model.post(&social, "author").await;
+            }
+            let cache = store
+                .store
+                .timelines
+                .cache("reader")
+                .await
+                .unwrap()
+                .expect("created on read");
+            assert!(cache.ready);
+            let ids: Vec<PostId> = cache.entries.iter().map(|e| e.id).collect();
+            let newest: Vec<PostId> = model
+                .expected(&["author"])
+                .iter()
+                .take(4)
+                .map(|p| p.0)
+                .collect();
+            assert_eq!(ids, newest, "{kind:?}: the newest cache_size entries");
+            assert_eq!(
+                cache.entries[0].text.is_some(),
+                embed,
+                "embedding follows the setting"
+            );
+            assert!(
+                store
+                    .store
+                    .timelines
+                    .cache("dormant")
+                    .await
+                    .unwrap()
+                    .is_none(),
+                "never read, never built"
+            );
+            assert!(
+                store
+                    .store
+                    .timelines
+                    .cache("author")
+                    .await
+                    .unwrap()
+                    .is_none()
+            );
+            assert!(matches!(
+                social.timeline("ghost", None, 5).await,
+                Err(StoreError::NotFound(_))
+            ));
+            assert!(
+                store
+                    .store
+                    .timelines
+                    .cache("ghost")
+                    .await
+                    .unwrap()
+                    .is_none(),
+                "no cache for users that do not exist"
+            );
+        }
+    }
+}
