@@ -70,6 +70,8 @@ if [[ "${PERF:-0}" == 1 ]]; then
     > "$out/perf.log" 2>&1 || true
 fi
 client_rc=0; wait "$client_pid" || client_rc=$?
+# The events worker's share: from a change's commit to its event's (same run).
+curl -s "$base/metrics" > "$out/metrics.txt" || true
 k6_rc=0; wait "$k6_pid" || k6_rc=$?
 cat "$out/client.log"
 python3 - "$out/k6.json" "$k6_rc" <<'PY'
@@ -82,6 +84,8 @@ def p(name):
 print(f'mixed.js alongside: {rate:.0f} sessions/s, read p50/p99 {p("op_read")}, post {p("op_post")}, '
       f'error rate {m["op_errors"]["value"]:.4f}, k6 exit {sys.argv[2]}')
 PY
+grep -E '^socialite_worker_delay_seconds\{worker="events",quantile="0\.(5|99)"\}' "$out/metrics.txt" \
+  | sed 's/^/server: /' || true
 grep -c 'did not keep up' "$out/server.log" | sed 's/^/slow-client disconnects: /' || true
 echo "logs in $out"
 exit "$client_rc"
