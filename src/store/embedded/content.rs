@@ -55,7 +55,7 @@ impl ContentStore for EmbeddedStore {
     }
 
     async fn post(&self, id: PostId) -> StoreResult<Option<Post>> {
-        self.read(move |conn| {
+        self.read_inline(move |conn| {
             Ok(conn
                 .prepare_cached("SELECT id, author, text FROM posts WHERE id = ?1")?
                 .query_row([&id.bytes()[..]], post_from_row)

@@ -67,7 +67,7 @@ impl GraphStore for EmbeddedStore {
 
     async fn edge(&self, follower: &str, followee: &str) -> StoreResult<Option<bool>> {
         let (follower, followee) = (follower.to_owned(), followee.to_owned());
-        self.read(move |conn| {
+        self.read_inline(move |conn| {
             Ok(conn
                 .prepare_cached(
                     "SELECT backfilled FROM follows WHERE follower = ?1 AND followee = ?2",

@@ -129,7 +129,7 @@ impl TimelineStore for EmbeddedStore {
         let user = user.to_owned();
         let per_bucket = i64::try_from(per_bucket).unwrap_or(i64::MAX);
         let before = before.map(|b| b.bytes().to_vec());
-        self.read(move |conn| {
+        self.read_inline(move |conn| {
             let code = kind_code(kind);
             let heads: Vec<(i64, i64, PostId)> = conn
                 .prepare_cached(
@@ -213,7 +213,7 @@ impl TimelineStore for EmbeddedStore {
 
     async fn cache(&self, user: &str) -> StoreResult<Option<CacheState>> {
         let user = user.to_owned();
-        self.read(move |conn| {
+        self.read_inline(move |conn| {
             let head: Option<(bool, i64)> = conn
                 .prepare_cached("SELECT ready, started_at FROM caches WHERE user = ?1")?
                 .query_row([&user], |row| Ok((row.get(0)?, row.get(1)?)))
@@ -311,7 +311,7 @@ impl TimelineStore for EmbeddedStore {
         limit: usize,
     ) -> StoreResult<Option<CacheView>> {
         let user = user.to_owned();
-        self.read(move |conn| names::cache_current(conn, &user, before, limit))
+        self.read_inline(move |conn| names::cache_current(conn, &user, before, limit))
             .await
     }
 

@@ -43,7 +43,7 @@ impl TokenStore for EmbeddedStore {
 
     async fn token_by_hash(&self, hash: &TokenHash) -> StoreResult<Option<TokenRecord>> {
         let hash = *hash;
-        self.read(move |conn| {
+        self.read_inline(move |conn| {
             Ok(conn
                 .prepare_cached(
                     "SELECT token_id, user, created_at FROM api_tokens WHERE hash = ?1",

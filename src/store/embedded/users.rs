@@ -65,7 +65,7 @@ impl UserStore for EmbeddedStore {
 
     async fn user(&self, id: &str) -> StoreResult<Option<User>> {
         let id = id.to_owned();
-        self.read(move |conn| Ok(get_user(conn, &id)?)).await
+        self.read_inline(move |conn| Ok(get_user(conn, &id)?)).await
     }
 
     async fn rename_user(&self, id: &str, display_name: &str) -> StoreResult<Option<User>> {
@@ -88,7 +88,7 @@ impl UserStore for EmbeddedStore {
 
     async fn authors(&self, reader: &str, authors: &[String]) -> StoreResult<Vec<AuthorView>> {
         let (reader, authors) = (reader.to_owned(), authors.to_vec());
-        self.read(move |conn| {
+        self.read_inline(move |conn| {
             let mut found = Vec::with_capacity(authors.len());
             for chunk in authors.chunks(IN_CHUNK) {
                 let sql = format!(
