@@ -71,11 +71,16 @@ impl PostId {
 }
 
 impl fmt::Display for PostId {
+    /// 24 lowercase hex digits, written at once: every timeline item carries an id, and
+    /// a `write!` per byte was 5% of a warm timeline read's CPU.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        for byte in self.0 {
-            write!(f, "{byte:02x}")?;
+        const DIGITS: &[u8; 16] = b"0123456789abcdef";
+        let mut text = [0u8; 24];
+        for (pair, byte) in text.chunks_exact_mut(2).zip(self.0) {
+            pair[0] = DIGITS[usize::from(byte >> 4)];
+            pair[1] = DIGITS[usize::from(byte & 0xf)];
         }
-        Ok(())
+        f.write_str(std::str::from_utf8(&text).map_err(|_| fmt::Error)?)
     }
 }
 
@@ -162,6 +167,10 @@ mod tests {
         assert_eq!(text.len(), 24);
         assert_eq!(text.parse::<PostId>().unwrap(), id);
         assert!("xyz".parse::<PostId>().is_err());
+        let every_nibble = PostId::from_bytes([
+            0x01, 0x23, 0x45, 0x67, 0x89, 0xab, 0xcd, 0xef, 0xf0, 0x0f, 0x9a, 0x00,
+        ]);
+        assert_eq!(every_nibble.to_string(), "0123456789abcdeff00f9a00");
         assert!("zz0000000000000000000000".parse::<PostId>().is_err());
     }
 
