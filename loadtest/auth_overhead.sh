@@ -13,9 +13,6 @@ set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 strategy="${1:-cache}"
 cd "$root"
-k6="${K6:-$(loadtest/install-k6.sh)}"
-cargo build --release --locked --quiet
-bin="$root/target/release/socialite"
 source loadtest/common.sh
 
 declare -A total=([token]=0 [none]=0) url=()

@@ -1,6 +1,12 @@
-# Sourced by the ratio scripts (auth_overhead.sh, read_ceiling.sh): a seeded data set
-# with tokens, kept in target/loadtest-seed/, and release servers on port 0 over copies
-# of it. Expects $root, $bin and $strategy; sets $seeded, $tokens_file, $users, $base.
+# Sourced by the scripts that measure against a seeded data set (auth_overhead.sh,
+# read_ceiling.sh, sse_latency.sh): the data set with tokens, kept in
+# target/loadtest-seed/, and release servers on port 0 over copies of it. Expects $root
+# (the working directory) and $strategy; sets $k6, $bin (built), $seeded, $tokens_file,
+# $users and $work (OUT, kept, or a
+# temporary directory removed on exit). Processes added to $pids are stopped on exit.
+k6="${K6:-$(loadtest/install-k6.sh)}"
+cargo build --release --locked --quiet
+bin="$root/target/release/socialite"
 users="${SEED_USERS:-10000}" follows="${SEED_MAX_FOLLOWS:-200}" posts="${SEED_POSTS:-20}"
 cache_dir="$root/target/loadtest-seed"
 seeded="$cache_dir/$strategy-$users-$follows-$posts-tokens.db"
@@ -13,26 +19,32 @@ if [[ ! -f "$seeded" || ! -f "$tokens_file" ]]; then
   rm -f "$seeded.tmp-wal" "$seeded.tmp-shm"
   mv "$seeded.tmp" "$seeded"
 fi
-work="$(mktemp -d)"
-server_pids=()
-base=""
-stop_servers() {
-  for pid in "${server_pids[@]}"; do kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; done
-  server_pids=()
+if [[ -n "${OUT:-}" ]]; then
+  work="$OUT" keep_work=1
+  mkdir -p "$work"
+else
+  work="$(mktemp -d)" keep_work=0
+fi
+pids=()
+base="" server_pid=""
+stop_all() {
+  for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; done
+  pids=()
 }
-trap 'stop_servers; rm -rf "$work"' EXIT
+trap 'stop_all; if (( ! keep_work )); then rm -rf "$work"; fi' EXIT
 
-# start_server MODE NAME: serves a fresh copy of the data set with auth.mode = MODE,
-# the per-address limit raised (all load comes from one address) but still checked,
-# then warms every cache; sets $base to its address. Servers keep running until
-# stop_servers (or the script's exit). k6 sends the seeded tokens whatever the mode.
-start_server() {
+# serve MODE NAME: serves a fresh copy of the data set ($work/db-NAME, log in
+# $work/server-NAME.log) with auth.mode = MODE and the per-address limit raised (all
+# load comes from one address) but still checked; other settings come from the
+# caller's environment. Sets $base and $server_pid; the server runs until exit.
+serve() {
   local mode="$1" name="$2" log="$work/server-$2.log"
   cp "$seeded" "$work/db-$name"
   SOCIALITE_FEED__STRATEGY="$strategy" SOCIALITE_AUTH__MODE="$mode" \
     SOCIALITE_RATE__IP_PER_MIN=100000000 SOCIALITE_STORAGE__PATH="$work/db-$name" \
     RUST_LOG=warn,socialite=info NO_COLOR=1 "$bin" serve --listen 127.0.0.1:0 > "$log" 2>&1 &
-  server_pids+=($!)
+  server_pid=$!
+  pids+=("$server_pid")
   base=""
   for _ in $(seq 1 300); do
     base="$(grep -o 'listening on http://[0-9.:]*' "$log" | head -1 | sed 's/listening on //')" || true
@@ -40,6 +52,12 @@ start_server() {
     sleep 0.1
   done
   [[ -n "$base" ]] || { cat "$log" >&2; exit 1; }
+}
+
+# start_server MODE NAME: serve, then warm every cache (k6 sends the seeded tokens
+# whatever the mode).
+start_server() {
+  serve "$1" "$2"
   BASE_URL="$base" USERS="$users" TOKENS_FILE="$tokens_file" \
     "$k6" run --quiet --no-color loadtest/warm.js >/dev/null
 }

@@ -9,9 +9,6 @@ set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 strategy="${1:-cache}"
 cd "$root"
-k6="${K6:-$(loadtest/install-k6.sh)}"
-cargo build --release --locked --quiet
-bin="$root/target/release/socialite"
 source loadtest/common.sh
 
 start_server "${MODE:-none}" ceiling

@@ -11,43 +11,16 @@
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
-k6="${K6:-$(loadtest/install-k6.sh)}"
-cargo build --release --locked --quiet
+strategy="${STRATEGY:-cache}"
+OUT="${OUT:-$(mktemp -d)}" # kept: the logs are the run's record
+source loadtest/common.sh
 cargo build --release --locked --quiet --example sse_latency
-bin="$root/target/release/socialite" client="$root/target/release/examples/sse_latency"
-users=10000 follows=200 posts=20 strategy="${STRATEGY:-cache}"
+client="$root/target/release/examples/sse_latency"
+out="$work"
 streams="${STREAMS:-1000}" first=$((users - ${STREAMS:-1000}))
 probe_posts="${POSTS:-120}" interval="${INTERVAL_MS:-500}"
-cache_dir="$root/target/loadtest-seed"
-seeded="$cache_dir/$strategy-$users-$follows-$posts-tokens.db"
-tokens_file="$seeded.tokens.json"
-if [[ ! -f "$seeded" || ! -f "$tokens_file" ]]; then
-  mkdir -p "$cache_dir"
-  SOCIALITE_FEED__STRATEGY="$strategy" SOCIALITE_AUTH__MODE=token SOCIALITE_STORAGE__PATH="$seeded.tmp" \
-    "$bin" seed --users "$users" --max-follows "$follows" --posts-per-user "$posts" --seed 42 \
-    --tokens-out "$tokens_file"
-  rm -f "$seeded.tmp-wal" "$seeded.tmp-shm"
-  mv "$seeded.tmp" "$seeded"
-fi
-out="${OUT:-$(mktemp -d)}"
-mkdir -p "$out"
-pids=()
-cleanup() { for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; done; }
-trap cleanup EXIT
-cp "$seeded" "$out/db"
 # The streams alone would nearly fill the default server.max_connections (1024).
-SOCIALITE_FEED__STRATEGY="$strategy" SOCIALITE_AUTH__MODE=token SOCIALITE_RATE__IP_PER_MIN=100000000 \
-  SOCIALITE_SERVER__MAX_CONNECTIONS="${MAX_CONNECTIONS:-4096}" SOCIALITE_STORAGE__PATH="$out/db" RUST_LOG=warn,socialite=info NO_COLOR=1 \
-  "$bin" serve --listen 127.0.0.1:0 > "$out/server.log" 2>&1 &
-server_pid=$!
-pids+=("$server_pid")
-base=""
-for _ in $(seq 1 300); do
-  base="$(grep -o 'listening on http://[0-9.:]*' "$out/server.log" | head -1 | sed 's/listening on //')" || true
-  [[ -n "$base" ]] && break
-  sleep 0.1
-done
-[[ -n "$base" ]] || { cat "$out/server.log" >&2; exit 1; }
+SOCIALITE_SERVER__MAX_CONNECTIONS="${MAX_CONNECTIONS:-4096}" serve token sse
 
 SSE_BASE_URL="$base" TOKENS_FILE="$tokens_file" SSE_FIRST="$first" SSE_STREAMS="$streams" \
   SSE_AUTHORS="${AUTHORS:-2}" SSE_POSTS="$probe_posts" SSE_INTERVAL_MS="$interval" \
@@ -86,6 +59,6 @@ print(f'mixed.js alongside: {rate:.0f} sessions/s, read p50/p99 {p("op_read")}, 
 PY
 grep -E '^socialite_worker_delay_seconds\{worker="events",quantile="0\.(5|99)"\}' "$out/metrics.txt" \
   | sed 's/^/server: /' || true
-grep -c 'did not keep up' "$out/server.log" | sed 's/^/slow-client disconnects: /' || true
+grep -c 'did not keep up' "$out/server-sse.log" | sed 's/^/slow-client disconnects: /' || true
 echo "logs in $out"
 exit "$client_rc"
