@@ -22,14 +22,14 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use async_trait::async_trait;
-use socialite::domain::{Change, ChangePosition, Event, EventId, Fence, now_ms};
+use socialite::domain::{Change, Event, EventId, Fence, now_ms};
 use socialite::store::embedded::{EmbeddedStore, Synchronous};
 use socialite::store::trends::{HOUR_MS, HOURS_KEPT};
 use socialite::store::{Store, StoreError, StoreResult, TrendStore};
-use socialite::workers::aggregates::{AggregatesWorker, EventFeed, NAME, tag_changes};
+use socialite::workers::aggregates::{AggregatesWorker, NAME, tag_changes};
 use socialite::workers::{SystemClock, Worker};
 
-use common::{build_event_log, copy_db, env, run_to_idle, tagged_posts};
+use common::{aggregate, build_event_log, copy_db, env, run_on_events, tagged_posts};
 
 fn first_hour() -> i64 {
     now_ms().div_euclid(HOUR_MS) - (HOURS_KEPT - 1)
@@ -62,15 +62,6 @@ impl Worker for PerEvent {
     async fn rebuild(&self, _fence: &Fence) -> StoreResult<()> {
         panic!("the backlog starts after a watermark: no rebuild expected")
     }
-
-    async fn rebuild_to(
-        &self,
-        fence: &Fence,
-        head: Option<ChangePosition>,
-    ) -> StoreResult<Option<ChangePosition>> {
-        self.rebuild(fence).await?;
-        Ok(head)
-    }
 }
 
 fn open(path: &Path, synchronous: Synchronous) -> Store {
@@ -91,9 +82,8 @@ async fn arm(backlog: &Path, copy: &Path, batched: bool) -> (f64, Vec<(String, u
             trends: store.trends.clone(),
         })
     };
-    let feed = Arc::new(EventFeed::new(store.events.clone()));
     let started = Instant::now();
-    run_to_idle(&store, worker, feed).await;
+    run_on_events(&store, worker).await;
     let seconds = started.elapsed().as_secs_f64();
     let top = store.trends.top_tags(first_hour(), 100).await.unwrap();
     (seconds, top)
@@ -109,16 +99,7 @@ async fn main() {
         let store = open(&backlog, Synchronous::Normal);
         // The watermark first (a rebuild of nothing), so every post below is a backlog
         // event for the worker rather than part of a first-start rebuild.
-        let worker = Arc::new(AggregatesWorker::new(
-            store.trends.clone(),
-            Arc::new(SystemClock),
-        ));
-        run_to_idle(
-            &store,
-            worker,
-            Arc::new(EventFeed::new(store.events.clone())),
-        )
-        .await;
+        aggregate(&store).await;
         // Spread over the 7 days kept, so batches touch many (tag, hour) rows.
         tagged_posts(&store, events, (HOURS_KEPT - 1) * HOUR_MS, now_ms()).await;
         let logged = build_event_log(&store).await;

@@ -34,10 +34,8 @@ use socialite::domain::{PostId, hashtags, now_ms};
 use socialite::store::Store;
 use socialite::store::embedded::{EmbeddedStore, Synchronous};
 use socialite::store::trends::HOUR_MS;
-use socialite::workers::SystemClock;
-use socialite::workers::aggregates::{AggregatesWorker, EventFeed};
 
-use common::{build_event_log, env, run_to_idle, summary, tagged_posts};
+use common::{aggregate, build_event_log, env, summary, tagged_posts};
 
 const WINDOW_MS: i64 = 24 * HOUR_MS;
 const LIMIT: usize = 10;
@@ -49,16 +47,7 @@ async fn build(path: &Path, posts: usize) {
     let started = Instant::now();
     tagged_posts(&store, posts, 23 * HOUR_MS, now_ms()).await;
     build_event_log(&store).await;
-    let worker = Arc::new(AggregatesWorker::new(
-        store.trends.clone(),
-        Arc::new(SystemClock),
-    ));
-    run_to_idle(
-        &store,
-        worker,
-        Arc::new(EventFeed::new(store.events.clone())),
-    )
-    .await;
+    aggregate(&store).await;
     eprintln!(
         "set-up: {posts} tagged posts, event log and counts in {:.1} s",
         started.elapsed().as_secs_f64()

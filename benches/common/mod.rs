@@ -7,6 +7,7 @@ use std::sync::Arc;
 use socialite::config::EventsConfig;
 use socialite::domain::NewUser;
 use socialite::store::Store;
+use socialite::workers::aggregates::{AggregatesWorker, EventFeed};
 use socialite::workers::events::EventsWorker;
 use socialite::workers::{Runner, RunnerSettings, Step, SystemClock, Worker};
 
@@ -135,6 +136,22 @@ pub async fn run_to_idle(
     }
     runner.release().await.unwrap();
     applied
+}
+
+/// Runs `worker` on the event log (the aggregates' feed) until it is caught up.
+pub async fn run_on_events(store: &Store, worker: Arc<dyn Worker>) -> usize {
+    run_to_idle(
+        store,
+        worker,
+        Arc::new(EventFeed::new(store.events.clone())),
+    )
+    .await
+}
+
+/// Counts the event log's tags with the product's aggregates worker, up to its end.
+pub async fn aggregate(store: &Store) -> usize {
+    let worker = AggregatesWorker::new(store.trends.clone(), Arc::new(SystemClock));
+    run_on_events(store, Arc::new(worker)).await
 }
 
 /// Turns every change so far into the event log, as the server's events worker would.
