@@ -23,6 +23,12 @@ use socialite::config::Config;
 use socialite::events::Hub;
 use sse::Client;
 
+/// `user`'s live timeline stream, opened with their own token.
+async fn open_as(server: &TestServer, user: &str, last: Option<&str>) -> Client {
+    let token = server.api().credentials().token(user);
+    Client::open(&server.client, &server.base, user, token, last).await
+}
+
 async fn server(kind: Kind, tune: impl FnOnce(&mut Config)) -> TestServer {
     let mut test = fresh_config(kind);
     tune(&mut test.config);
@@ -55,14 +61,7 @@ async fn a_followee_post_arrives_as_an_item_and_a_deletion_as_a_delete() {
         let server = server(kind, |_| {}).await;
         pair(&server).await;
         api_rename(&server).await;
-        let mut stream = Client::open(
-            &server.client,
-            &server.base,
-            "ann",
-            server.api().credentials().token("ann"),
-            None,
-        )
-        .await;
+        let mut stream = open_as(&server, "ann", None).await;
         let post = server.api().say("bob", "hello #live").await;
         let message = stream.next().await.unwrap();
         assert_eq!(message.event, "item", "{kind:?}");
@@ -107,14 +106,7 @@ async fn reconnecting_with_last_event_id_gets_exactly_the_missed_items_in_order(
         let server = server(kind, |_| {}).await;
         pair(&server).await;
         let api = server.api();
-        let mut stream = Client::open(
-            &server.client,
-            &server.base,
-            "ann",
-            server.api().credentials().token("ann"),
-            None,
-        )
-        .await;
+        let mut stream = open_as(&server, "ann", None).await;
         api.say("bob", "one").await;
         let first = stream.next().await.unwrap();
         drop(stream);
@@ -123,14 +115,7 @@ async fn reconnecting_with_last_event_id_gets_exactly_the_missed_items_in_order(
             missed.push(api.say("bob", text).await);
         }
         let last = first.id.unwrap();
-        let mut stream = Client::open(
-            &server.client,
-            &server.base,
-            "ann",
-            server.api().credentials().token("ann"),
-            Some(&last),
-        )
-        .await;
+        let mut stream = open_as(&server, "ann", Some(&last)).await;
         let mut got = Vec::new();
         for _ in 0..3 {
             let message = stream.next().await.unwrap();
@@ -161,14 +146,7 @@ async fn a_last_event_id_older_than_the_log_gives_reset_and_the_page_gives_410()
         server.api().say("bob", &format!("post {i}")).await;
     }
     server.settle().await;
-    let mut stream = Client::open(
-        &server.client,
-        &server.base,
-        "ann",
-        server.api().credentials().token("ann"),
-        Some("1"),
-    )
-    .await;
+    let mut stream = open_as(&server, "ann", Some("1")).await;
     let reset = stream.next().await.unwrap();
     assert_eq!(reset.event, "reset");
     let (status, body) = server.api().get("/v1/events").await;
@@ -196,14 +174,7 @@ async fn an_unfollow_gives_a_delete_of_the_authors_items() {
         let api = server.api();
         let mut posts = vec![api.say("bob", "a").await, api.say("bob", "b").await];
         posts.reverse();
-        let mut stream = Client::open(
-            &server.client,
-            &server.base,
-            "ann",
-            server.api().credentials().token("ann"),
-            None,
-        )
-        .await;
+        let mut stream = open_as(&server, "ann", None).await;
         assert_eq!(
             api.delete("/v1/users/ann/following/bob").await.0,
             StatusCode::NO_CONTENT

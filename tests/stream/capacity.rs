@@ -3,7 +3,7 @@
 
 use reqwest::StatusCode;
 
-use super::{hub, pair, server};
+use super::{hub, open_as, pair, server};
 use crate::common::Kind;
 use crate::sse::Client;
 
@@ -124,22 +124,8 @@ async fn a_client_that_never_reads_is_disconnected() {
 async fn streams_past_the_limit_get_503() {
     let server = server(Kind::Embedded, |c| c.events.max_streams = 2).await;
     pair(&server).await;
-    let _a = Client::open(
-        &server.client,
-        &server.base,
-        "ann",
-        server.api().credentials().token("ann"),
-        None,
-    )
-    .await;
-    let _b = Client::open(
-        &server.client,
-        &server.base,
-        "bob",
-        server.api().credentials().token("bob"),
-        None,
-    )
-    .await;
+    let _a = open_as(&server, "ann", None).await;
+    let _b = open_as(&server, "bob", None).await;
     let (status, body) = server.api().get("/v1/users/ann/timeline/stream").await;
     assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{body}");
     assert_eq!(body["type"], "/problems/too-many-streams");
