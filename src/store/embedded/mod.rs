@@ -203,8 +203,8 @@ impl Inner {
     }
 }
 
-/// A connection set up as every one of this store's: busy waits, a statement cache, and
-/// a stable query plan per statement.
+/// A connection set up as every one of this store's: busy waits, a statement cache, a
+/// stable query plan per statement, and the file mapped into memory.
 fn connect(path: &Path) -> rusqlite::Result<Connection> {
     let conn = Connection::open(path)?;
     conn.busy_timeout(std::time::Duration::from_secs(5))?;
