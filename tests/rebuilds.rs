@@ -251,6 +251,10 @@ async fn the_timelines_rebuild_delivers_unmarked_posts_and_retracts_deleted_ones
             social.timeline(&id, None, 10).await.unwrap();
             followers.push(id);
         }
+        // Follows too, and then unfollows past the service, in the history lost.
+        social.create_user("quitter", "quitter").await.unwrap();
+        social.follow("quitter", "star").await.unwrap();
+        social.timeline("quitter", None, 10).await.unwrap();
         let mut worker = runner(store, Arc::new(TimelinesWorker::new(store.clone(), &feed)));
         // Above `inline_fanout_max`: the worker delivers it.
         let gone = social.post("star", "soon gone").await.unwrap().id;
@@ -263,6 +267,7 @@ async fn the_timelines_rebuild_delivers_unmarked_posts_and_retracts_deleted_ones
 
         let mut fresh = None;
         f.lose_history(async {
+            store.graph.unfollow("quitter", "star").await.unwrap();
             fresh = Some(social.post("star", "never delivered").await.unwrap().id);
             // Deleted past the service: no retraction in the request.
             store.content.delete_post(gone).await.unwrap().unwrap();
@@ -285,6 +290,12 @@ async fn the_timelines_rebuild_delivers_unmarked_posts_and_retracts_deleted_ones
             .collect();
         from_scratch.sort();
         assert_eq!(cached(store, &followers).await[0], from_scratch, "{kind:?}");
+        let left = social.timeline("quitter", None, 10).await.unwrap();
+        assert!(left.items.is_empty(), "{kind:?}: {:?}", left.items);
+        if let Some(file) = &f.file {
+            // What the lost unfollow's removal would have done, the rebuild did.
+            assert_eq!(common::pending_marks(file), (0, 0), "no retraction pending");
+        }
 
         let after = social.post("star", "after the rebuild").await.unwrap().id;
         catch_up(&mut worker).await;

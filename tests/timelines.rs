@@ -1,6 +1,7 @@
 //! Timeline correctness under races, replays, faults and size bounds, on every backend
 //! (issue 13): build races, replays and size bounds here, injected failures in
-//! `timelines/failures.rs`, fanout on read and real-MongoDB plans in `timelines/reads.rs`.
+//! `timelines/failures.rs`, fanout on read and real-MongoDB plans in `timelines/reads.rs`,
+//! pushes racing with retractions in `timelines/retractions.rs`.
 //! Faults and pauses come from port decorators (`timelines/faults.rs`).
 
 mod common;
@@ -8,6 +9,8 @@ mod common;
 mod failures;
 #[path = "timelines/reads.rs"]
 mod reads;
+#[path = "timelines/retractions.rs"]
+mod retractions;
 
 use std::sync::Arc;
 

@@ -122,6 +122,10 @@ pub trait TimelineStore: Send + Sync + 'static {
     ) -> StoreResult<()>;
     /// Removes a post from every timeline.
     async fn remove_post_entries(&self, kind: TimelineKind, post: PostId) -> StoreResult<()>;
+    /// Removes from the caches every entry a delete or an unfollow hides whose removal
+    /// may never have run (its change was lost), as a rebuild must. Returns how many
+    /// entries went. Entries a later follow made servable again stay.
+    async fn settle_retractions(&self) -> StoreResult<u64>;
 
     /// Stamps `author`'s embedded entries in `users`' timelines of `kind` with `name`,
     /// where they carry no stamp or an older one: an older rename applied after a newer

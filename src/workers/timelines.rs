@@ -160,7 +160,9 @@ impl Worker for TimelinesWorker {
     /// is: pushes are idempotent and followed by the existence re-check, retractions
     /// only remove. (Follows and unfollows whose changes were lost are not repeated:
     /// reads drop the entries of authors the reader no longer follows, and a follow's
-    /// backfill is done by its request.)
+    /// backfill is done by its request.) Last, on a cache strategy, the store settles
+    /// the retractions whose removal it still counts as pending (see
+    /// `TimelineStore::settle_retractions`), which only removes.
     async fn rebuild(&self, _fence: &Fence) -> StoreResult<()> {
         if self.timelines.strategy() == FeedStrategy::FanoutOnRead {
             return Ok(());
@@ -198,7 +200,17 @@ impl Worker for TimelinesWorker {
             }
             after = page.last().copied();
         }
-        tracing::info!(worker = NAME, fanned_out, retracted, "timelines rebuilt");
+        let settled = match self.timelines.strategy() {
+            FeedStrategy::Cache => self.store.timelines.settle_retractions().await?,
+            _ => 0,
+        };
+        tracing::info!(
+            worker = NAME,
+            fanned_out,
+            retracted,
+            settled,
+            "timelines rebuilt"
+        );
         Ok(())
     }
 }

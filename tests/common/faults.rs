@@ -299,6 +299,9 @@ impl TimelineStore for FaultyTimelines {
     async fn cache_start(&self, user: &str, now_ms: i64) -> StoreResult<bool> {
         self.inner.cache_start(user, now_ms).await
     }
+    async fn settle_retractions(&self) -> StoreResult<u64> {
+        self.inner.settle_retractions().await
+    }
     async fn cache_fill(&self, user: &str, e: &[TimelineEntry], size: u32) -> StoreResult<()> {
         self.check("cache_fill", &[user.to_owned()])?;
         self.inner.cache_fill(user, e, size).await

@@ -188,3 +188,16 @@ pub async fn event_log_kinds(test: &str) -> Vec<Kind> {
     }
     found
 }
+
+/// Rows of the embedded store's pending retraction marks: (deletes, unfollows). The
+/// store serves a cache unchecked only while none concerns its owner.
+pub fn pending_marks(file: &std::path::Path) -> (i64, i64) {
+    let conn = rusqlite::Connection::open(file).unwrap();
+    let count = |table: &str| -> i64 {
+        conn.query_row(&format!("SELECT count(*) FROM {table}"), [], |row| {
+            row.get(0)
+        })
+        .unwrap()
+    };
+    (count("pending_deletes"), count("pending_unfollows"))
+}

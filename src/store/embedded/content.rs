@@ -3,6 +3,7 @@
 use async_trait::async_trait;
 use rusqlite::{OptionalExtension, params};
 
+use super::timelines::retractions;
 use super::{
     EmbeddedStore, IN_CHUNK, add_to_counter, placeholders, post_from_row, post_id_at, record_change,
 };
@@ -71,6 +72,7 @@ impl ContentStore for EmbeddedStore {
                 .query_row([&id.bytes()[..]], post_from_row)
                 .optional()?;
             if let Some(post) = &post {
+                retractions::mark_delete(tx, post.id)?;
                 add_to_counter(tx, "posts_count", &post.author, -1)?;
                 // The deleted post rides with its change, so workers know its author.
                 record_change(tx, "posts", ChangeOp::Delete, &id.to_string(), Some(post))?;

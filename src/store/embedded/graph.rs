@@ -5,6 +5,7 @@ use async_trait::async_trait;
 use rusqlite::{OptionalExtension, params};
 use serde::Serialize;
 
+use super::timelines::retractions;
 use super::{EmbeddedStore, add_to_counter, record_change, user_exists};
 use crate::domain::ChangeOp;
 use crate::store::{GraphStore, StoreError, StoreResult};
@@ -33,6 +34,7 @@ impl GraphStore for EmbeddedStore {
             if added == 0 {
                 return Ok(false);
             }
+            retractions::clear_unfollow(tx, &follower, &followee)?;
             add_to_counter(tx, "following_count", &follower, 1)?;
             add_to_counter(tx, "followers_count", &followee, 1)?;
             let doc = FollowDoc { follower: &follower, followee: &followee };
@@ -51,6 +53,7 @@ impl GraphStore for EmbeddedStore {
             if removed == 0 {
                 return Ok(false);
             }
+            retractions::mark_unfollow(tx, &follower, &followee)?;
             add_to_counter(tx, "following_count", &follower, -1)?;
             add_to_counter(tx, "followers_count", &followee, -1)?;
             record_change::<()>(

@@ -4,7 +4,7 @@
 
 use rusqlite::Connection;
 
-use super::timelines::PART_BITS;
+use super::timelines::{PART_BITS, retractions};
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS meta (
@@ -124,6 +124,7 @@ CREATE TABLE IF NOT EXISTS changes (
 
 pub fn migrate(conn: &Connection) -> rusqlite::Result<()> {
     conn.execute_batch(SCHEMA)?;
+    conn.execute_batch(retractions::SCHEMA)?;
     // Timed periods are split into parts, stored as keys `period << PART_BITS | part`.
     // Buckets stored before that become part 0 of their period, once: the marker is
     // written in the same transaction as the rewrite.
@@ -151,7 +152,8 @@ pub fn migrate(conn: &Connection) -> rusqlite::Result<()> {
     // when there are fewer of them.
     conn.execute_batch(
         "INSERT OR IGNORE INTO meta (key, value) SELECT 'cache_count', count(*) FROM caches;",
-    )
+    )?;
+    retractions::migrate(conn)
 }
 
 /// Adds a column unless the table has it already.

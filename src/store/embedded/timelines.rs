@@ -10,6 +10,7 @@ use rusqlite::{OptionalExtension, Transaction, params};
 mod audience;
 mod buckets;
 mod names;
+pub(super) mod retractions;
 
 use super::{EmbeddedStore, post_id_at};
 use crate::domain::{
@@ -61,14 +62,12 @@ fn insert_cache_entries(
     let mut inserted = 0;
     for entry in entries {
         let (name, version) = name_columns(entry);
-        inserted += insert.execute(params![
-            user,
-            &entry.id.bytes()[..],
-            entry.author,
-            entry.text,
-            name,
-            version
-        ])?;
+        let id = &entry.id.bytes()[..];
+        let new = insert.execute(params![user, id, entry.author, entry.text, name, version])?;
+        if new > 0 {
+            retractions::mark_inserted(tx, user, id, &entry.author)?;
+        }
+        inserted += new;
     }
     // Keep the newest `cache_size` entries, as `$push` with `$sort` and `$slice` does.
     tx.prepare_cached(
@@ -279,9 +278,12 @@ impl TimelineStore for EmbeddedStore {
                         "DELETE FROM bucket_entries WHERE kind = ?1 AND user = ?2 AND author = ?3",
                     )?
                     .execute(params![kind_code(kind), user, author])?,
-                TimelineKind::Cache => tx
-                    .prepare_cached("DELETE FROM cache_entries WHERE user = ?1 AND author = ?2")?
-                    .execute(params![user, author])?,
+                TimelineKind::Cache => {
+                    tx.prepare_cached("DELETE FROM cache_entries WHERE user = ?1 AND author = ?2")?
+                        .execute(params![user, author])?;
+                    retractions::clear_unfollow(tx, &user, &author)?;
+                    0
+                }
             };
             Ok(())
         })
@@ -295,13 +297,20 @@ impl TimelineStore for EmbeddedStore {
                 TimelineKind::Buckets(kind) => tx
                     .prepare_cached("DELETE FROM bucket_entries WHERE post_id = ?1 AND kind = ?2")?
                     .execute(params![id, kind_code(kind)])?,
-                TimelineKind::Cache => tx
-                    .prepare_cached("DELETE FROM cache_entries WHERE post_id = ?1")?
-                    .execute([id])?,
+                TimelineKind::Cache => {
+                    tx.prepare_cached("DELETE FROM cache_entries WHERE post_id = ?1")?
+                        .execute([id])?;
+                    retractions::clear_delete(tx, id)?;
+                    0
+                }
             };
             Ok(())
         })
         .await
+    }
+
+    async fn settle_retractions(&self) -> StoreResult<u64> {
+        self.write(|tx| Ok(retractions::settle(tx)? as u64)).await
     }
 
     async fn cache_current(

@@ -1,6 +1,8 @@
 //! What serving a cache and renaming authors need on SQLite: the cache as its owner may
 //! be served it, in one read transaction, and name stamps replaced only by newer ones.
 
+use std::sync::LazyLock;
+
 use rusqlite::{Connection, OptionalExtension, Transaction, params};
 
 use super::{ENTRY_COLUMNS, entry_from_row, kind_code};
@@ -8,31 +10,48 @@ use crate::domain::{NameStamp, PostId, TimelineKind};
 use crate::store::StoreResult;
 use crate::store::timelines::CacheView;
 
+/// A page of a cache's entries, newest first: as they are (0), or checked (1).
+static CACHE_PAGE: LazyLock<[String; 2]> = LazyLock::new(|| {
+    let checked = "AND (e.author = ?1 OR EXISTS (
+                        SELECT 1 FROM follows WHERE follower = ?1 AND followee = e.author))
+                   AND EXISTS (SELECT 1 FROM posts WHERE id = e.post_id)";
+    ["", checked].map(|checks| {
+        format!(
+            "SELECT {ENTRY_COLUMNS} FROM cache_entries AS e
+             WHERE e.user = ?1 AND (?2 IS NULL OR e.post_id < ?2) {checks}
+             ORDER BY e.post_id DESC LIMIT ?3"
+        )
+    })
+});
+
 /// One read transaction: the cache's state, its entries whose post exists and whose
-/// author is the owner or followed by the owner (both primary-key lookups per entry),
-/// and its oldest entry.
+/// author is the owner or followed by the owner, and its oldest entry.
+///
+/// Only while a retraction that may concern the owner is pending (see [`retractions`])
+/// is each entry checked against the posts and the follow graph (two index seeks per
+/// entry); otherwise every entry the cache holds is one the owner may be served.
+///
+/// [`retractions`]: super::retractions
 pub(super) fn cache_current(
     conn: &Connection,
     user: &str,
     before: Option<PostId>,
     limit: usize,
 ) -> StoreResult<Option<CacheView>> {
-    let head: Option<(bool, i64)> = conn
-        .prepare_cached("SELECT ready, started_at FROM caches WHERE user = ?1")?
-        .query_row([user], |row| Ok((row.get(0)?, row.get(1)?)))
+    let head: Option<(bool, i64, bool)> = conn
+        .prepare_cached(
+            "SELECT ready, started_at,
+                    EXISTS (SELECT 1 FROM pending_deletes)
+                    OR EXISTS (SELECT 1 FROM pending_unfollows WHERE user = ?1)
+             FROM caches WHERE user = ?1",
+        )?
+        .query_row([user], |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)))
         .optional()?;
-    let Some((ready, started_at_ms)) = head else {
+    let Some((ready, started_at_ms, pending)) = head else {
         return Ok(None);
     };
     let entries = conn
-        .prepare_cached(&format!(
-            "SELECT {ENTRY_COLUMNS} FROM cache_entries AS e
-             WHERE e.user = ?1 AND (?2 IS NULL OR e.post_id < ?2)
-               AND (e.author = ?1 OR EXISTS (
-                    SELECT 1 FROM follows WHERE follower = ?1 AND followee = e.author))
-               AND EXISTS (SELECT 1 FROM posts WHERE id = e.post_id)
-             ORDER BY e.post_id DESC LIMIT ?3"
-        ))?
+        .prepare_cached(&CACHE_PAGE[usize::from(pending)])?
         .query_map(
             params![user, before.map(|b| b.bytes().to_vec()), limit as i64],
             entry_from_row,
