@@ -259,11 +259,8 @@ async fn the_timelines_rebuild_delivers_unmarked_posts_and_retracts_deleted_ones
         // Above `inline_fanout_max`: the worker delivers it.
         let gone = social.post("star", "soon gone").await.unwrap().id;
         catch_up(&mut worker).await;
-        assert_eq!(
-            cached(store, &followers).await,
-            vec![vec![gone]; 3],
-            "{kind:?}"
-        );
+        let fans = cached(store, &followers).await;
+        assert_eq!(fans, vec![vec![gone]; 3], "{kind:?}");
 
         let mut fresh = None;
         f.lose_history(async {
@@ -275,19 +272,10 @@ async fn the_timelines_rebuild_delivers_unmarked_posts_and_retracts_deleted_ones
         .await;
         let fresh = fresh.unwrap();
         until_rebuilt(&mut worker, kind).await;
-        assert_eq!(
-            cached(store, &followers).await,
-            vec![vec![fresh]; 3],
-            "{kind:?}"
-        );
-        let mut from_scratch: Vec<PostId> = store
-            .content
-            .posts_by_author("star", None, 100)
-            .await
-            .unwrap()
-            .iter()
-            .map(|p| p.id)
-            .collect();
+        let fans = cached(store, &followers).await;
+        assert_eq!(fans, vec![vec![fresh]; 3], "{kind:?}");
+        let posts = store.content.posts_by_author("star", None, 100).await;
+        let mut from_scratch: Vec<PostId> = posts.unwrap().iter().map(|p| p.id).collect();
         from_scratch.sort();
         assert_eq!(cached(store, &followers).await[0], from_scratch, "{kind:?}");
         let left = social.timeline("quitter", None, 10).await.unwrap();
