@@ -35,6 +35,32 @@ fn every_operation_documents_its_errors() {
     }
 }
 
+/// Every operation that takes a JSON body documents the `Json` extractor's rejections
+/// (400 malformed, 413 too large, 415 not JSON), which any of them can answer.
+#[test]
+fn every_json_body_documents_its_rejections() {
+    let spec: serde_json::Value = serde_json::from_str(&socialite::http::openapi_json()).unwrap();
+    let mut bodies = 0;
+    for (path, item) in spec["paths"].as_object().unwrap() {
+        for (method, operation) in item.as_object().unwrap() {
+            if operation["requestBody"].is_null() {
+                continue;
+            }
+            bodies += 1;
+            for code in ["400", "413", "415"] {
+                assert!(
+                    operation["responses"][code].is_object(),
+                    "{method} {path} takes a JSON body but does not document {code}"
+                );
+            }
+        }
+    }
+    assert!(
+        bodies >= 3,
+        "POST /v1/users, PATCH /v1/users/{{id}}, POST .../posts"
+    );
+}
+
 /// The spec's constraints on texts are the server's: a value schemathesis (or any client)
 /// generates from the schema is accepted, and one outside it is refused. Checked for
 /// every Unicode scalar value against the pattern, and at the length bounds.
