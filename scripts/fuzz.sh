@@ -41,11 +41,17 @@ for _ in $(seq 1 300); do
 done
 [[ -n "$base" ]] || { cat "$work/server.log" >&2; echo "server did not start" >&2; exit 1; }
 
-token="$(curl -fsS -XPOST "$base/v1/users" -H 'content-type: application/json' -d '{"id":"fuzz"}' |
-  python3 -c 'import json, sys; print(json.load(sys.stdin)["token"])')"
+# The users scripts/schemathesis.toml names: the fuzzer acts as "fuzz" (its token on
+# every request, its id pinned as `{id}` where only the owner may act) and follows or
+# unfollows "fuzz2".
+create_user() {
+  curl -fsS -XPOST "$base/v1/users" -H 'content-type: application/json' -d "{\"id\":\"$1\"}"
+}
+token="$(create_user fuzz | python3 -c 'import json, sys; print(json.load(sys.stdin)["token"])')"
+create_user fuzz2 > /dev/null
 
 status=0
-"$venv/bin/schemathesis" --no-color run "$base/openapi.json" \
+"$venv/bin/schemathesis" --no-color --config-file "$root/scripts/schemathesis.toml" run "$base/openapi.json" \
   --checks not_a_server_error,status_code_conformance,response_schema_conformance,content_type_conformance \
   --header "Authorization: Bearer $token" \
   --max-examples "${FUZZ_EXAMPLES:-30}" \

@@ -35,6 +35,55 @@ fn every_operation_documents_its_errors() {
     }
 }
 
+/// Every operation that takes a JSON body documents the `Json` extractor's rejections
+/// (400 malformed, 413 too large, 415 not JSON), which any of them can answer.
+#[test]
+fn every_json_body_documents_its_rejections() {
+    let spec: serde_json::Value = serde_json::from_str(&socialite::http::openapi_json()).unwrap();
+    let mut bodies = 0;
+    for (path, item) in spec["paths"].as_object().unwrap() {
+        for (method, operation) in item.as_object().unwrap() {
+            if operation["requestBody"].is_null() {
+                continue;
+            }
+            bodies += 1;
+            for code in ["400", "413", "415"] {
+                assert!(
+                    operation["responses"][code].is_object(),
+                    "{method} {path} takes a JSON body but does not document {code}"
+                );
+            }
+        }
+    }
+    assert!(
+        bodies >= 3,
+        "POST /v1/users, PATCH /v1/users/{{id}}, POST .../posts"
+    );
+}
+
+/// The timeline stream's 200 describes one event, which is how OpenAPI before 3.2
+/// (and schemathesis) read a `text/event-stream` schema: an object with the `event`
+/// names the server sends, its `data` and its `id`, not the whole body as a string.
+#[test]
+fn the_stream_documents_one_event() {
+    let spec: serde_json::Value = serde_json::from_str(&socialite::http::openapi_json()).unwrap();
+    let ok = &spec["paths"]["/v1/users/{id}/timeline/stream"]["get"]["responses"]["200"];
+    let reference = ok["content"]["text/event-stream"]["schema"]["$ref"]
+        .as_str()
+        .expect("the event schema is a component");
+    let schemas = &spec["components"]["schemas"];
+    let event = &schemas[reference.trim_start_matches("#/components/schemas/")];
+    assert_eq!(event["type"], "object");
+    assert_eq!(event["required"], serde_json::json!(["event", "data"]));
+    assert_eq!(event["properties"]["data"]["type"], "string");
+    assert_eq!(event["properties"]["id"]["type"], "string");
+    let names = event["properties"]["event"]["$ref"].as_str().unwrap();
+    assert_eq!(
+        schemas[names.trim_start_matches("#/components/schemas/")]["enum"],
+        serde_json::json!(["item", "delete", "reset"])
+    );
+}
+
 /// The spec's constraints on texts are the server's: a value schemathesis (or any client)
 /// generates from the schema is accepted, and one outside it is refused. Checked for
 /// every Unicode scalar value against the pattern, and at the length bounds.

@@ -125,6 +125,33 @@ pub struct DeleteBody {
     pub author: Option<String>,
 }
 
+/// The name of a timeline stream event.
+#[derive(ToSchema)]
+#[schema(rename_all = "lowercase")]
+#[allow(dead_code)] // documents the `event:` field; `sse` writes the names
+pub enum StreamEventName {
+    Item,
+    Delete,
+    Reset,
+}
+
+/// One event of a timeline stream, by its fields (`event:`, `data:`, `id:`); comments
+/// (the keep-alive) are no events. For `text/event-stream`, OpenAPI before 3.2 reads a
+/// response's `schema` as describing each event, as schemathesis does.
+#[derive(ToSchema)]
+#[allow(dead_code)] // documentation only: `sse` writes the events
+pub struct StreamEvent {
+    pub event: StreamEventName,
+    /// JSON: for `item` a timeline item (as `GET /v1/users/{id}/timeline` lists it),
+    /// for `delete` `{ids, author}`, for `reset` `{reason}`.
+    #[schema(example = r#"{"ids":["6560a1b2c3d4e5f6a7b8c9d0"],"author":null}"#)]
+    pub data: String,
+    /// The event-log id, a decimal string, to resume with `Last-Event-ID`; only a
+    /// `reset` may lack it (when the hub has no position to continue from).
+    #[schema(example = "1042", pattern = "^[0-9]+$", nullable = false)]
+    pub id: Option<String>,
+}
+
 fn sse(message: StreamMessage) -> SseEvent {
     let (name, id, data) = match message {
         StreamMessage::Item { id, item } => (
@@ -176,7 +203,7 @@ fn events(stream: TimelineStream) -> impl Stream<Item = Result<SseEvent, Infalli
     ),
     security(("bearer" = [])),
     responses(
-        (status = 200, description = "A stream of `item`, `delete` and `reset` events", body = String, content_type = "text/event-stream"),
+        (status = 200, description = "A stream of `item`, `delete` and `reset` events; the schema is one event's", body = StreamEvent, content_type = "text/event-stream"),
         (status = 404, description = "Unknown user", body = Problem, content_type = "application/problem+json"),
         (status = 422, description = "Bad Last-Event-ID", body = Problem, content_type = "application/problem+json"),
         (status = 503, description = "Too many open streams (`events.max_streams`), or storage unavailable", body = Problem, content_type = "application/problem+json"),

@@ -1,6 +1,6 @@
 //! The OpenAPI document: the operations, the security schemes, and the responses every
-//! operation shares (401/403 for user-scoped ones, 429, 503), as served at
-//! `/openapi.json` and committed to `openapi/openapi.json`.
+//! operation shares (401/403 for user-scoped ones, 400/413/415 for those with a JSON
+//! body, 429, 503), as served at `/openapi.json` and committed to `openapi/openapi.json`.
 
 use utoipa::OpenApi;
 
@@ -75,6 +75,7 @@ pub fn api_doc() -> utoipa::openapi::OpenApi {
     doc.info.license = None;
     document_unavailable(&mut doc);
     document_auth_and_limits(&mut doc);
+    document_json_bodies(&mut doc);
     doc
 }
 
@@ -151,6 +152,39 @@ fn document_auth_and_limits(doc: &mut utoipa::openapi::OpenApi) {
                 responses
                     .entry("429".to_owned())
                     .or_insert_with(|| limited.clone().into());
+            }
+        }
+    }
+}
+
+/// Every operation that takes a JSON body reads it with the `Json` extractor, whose
+/// rejections are the same everywhere: 400 for malformed JSON, 413 past
+/// `server.body_limit_bytes`, 415 without `Content-Type: application/json` (422, a body
+/// of the wrong shape, each operation documents with its own validation).
+fn document_json_bodies(doc: &mut utoipa::openapi::OpenApi) {
+    let rejections = [
+        ("400", problem_response("Malformed JSON", &[])),
+        ("413", problem_response("Body too large", &[])),
+        ("415", problem_response("Not JSON", &[])),
+    ];
+    for item in doc.paths.paths.values_mut() {
+        let operations = [
+            &mut item.get,
+            &mut item.put,
+            &mut item.post,
+            &mut item.delete,
+            &mut item.patch,
+        ];
+        for operation in operations.into_iter().flatten() {
+            if operation.request_body.is_none() {
+                continue;
+            }
+            for (code, response) in &rejections {
+                operation
+                    .responses
+                    .responses
+                    .entry((*code).to_owned())
+                    .or_insert_with(|| response.clone().into());
             }
         }
     }

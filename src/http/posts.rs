@@ -72,9 +72,7 @@ pub struct PageQuery {
     security(("bearer" = [])),
     responses(
         (status = 201, description = "Created", body = PostBody),
-        (status = 400, description = "Malformed JSON", body = Problem, content_type = "application/problem+json"),
         (status = 404, description = "Unknown user", body = Problem, content_type = "application/problem+json"),
-        (status = 413, description = "Body too large", body = Problem, content_type = "application/problem+json"),
         (status = 422, description = "Invalid text", body = Problem, content_type = "application/problem+json"),
     )
 )]

@@ -87,10 +87,7 @@ impl From<User> for UserBody {
     request_body = CreateUser,
     responses(
         (status = 201, description = "Created", body = CreatedUser),
-        (status = 400, description = "Malformed JSON", body = Problem, content_type = "application/problem+json"),
         (status = 409, description = "The id is taken", body = Problem, content_type = "application/problem+json"),
-        (status = 413, description = "Body too large", body = Problem, content_type = "application/problem+json"),
-        (status = 415, description = "Not JSON", body = Problem, content_type = "application/problem+json"),
         (status = 422, description = "Invalid id or display name", body = Problem, content_type = "application/problem+json"),
     )
 )]
@@ -137,7 +134,6 @@ pub async fn get_user(
     security(("bearer" = [])),
     responses(
         (status = 200, description = "The updated user", body = UserBody),
-        (status = 400, description = "Malformed JSON", body = Problem, content_type = "application/problem+json"),
         (status = 404, description = "Unknown user", body = Problem, content_type = "application/problem+json"),
         (status = 422, description = "Invalid display name", body = Problem, content_type = "application/problem+json"),
     )
