@@ -18,9 +18,12 @@
 //!   the edge makes the author's entries servable again.
 //!
 //! So a read with no mark that concerns its owner serves the cache's entries as they are,
-//! and a read with one checks every entry as before. Marks outlive their entries only
-//! when their removal never runs (a change lost to the feed's trim: the timelines
-//! worker's rebuild then settles them all) and cost only speed meanwhile.
+//! and a read with one checks every entry as before. A mark outlives its removal in two
+//! cases, and costs only speed: the removal never runs (its change was lost to the
+//! feed's trim; the timelines worker's rebuild then settles every mark), or a push
+//! landed after the unfollow's removal (the owner's reads stay checked until the owner
+//! follows the author again or a rebuild settles it; a late push of a deleted post is
+//! retracted again by the pusher's own re-check, which takes its mark).
 
 use rusqlite::{Connection, Transaction, params};
 
