@@ -127,32 +127,23 @@ fn document_auth_and_limits(doc: &mut utoipa::openapi::OpenApi) {
             ),
         ],
     );
-    for (path, item) in doc.paths.paths.iter_mut() {
-        let operations = [
-            &mut item.get,
-            &mut item.put,
-            &mut item.post,
-            &mut item.delete,
-            &mut item.patch,
-        ];
-        for operation in operations.into_iter().flatten() {
-            let responses = &mut operation.responses.responses;
-            let user_scheme = operation.security.iter().flatten().any(|requirement| {
-                serde_json::to_value(requirement).is_ok_and(|v| v.get("bearer").is_some())
-            });
-            if user_scheme {
-                responses
-                    .entry("401".to_owned())
-                    .or_insert_with(|| unauthorized.clone().into());
-                responses
-                    .entry("403".to_owned())
-                    .or_insert_with(|| forbidden.clone().into());
-            }
-            if path != "/healthz" && path != "/readyz" {
-                responses
-                    .entry("429".to_owned())
-                    .or_insert_with(|| limited.clone().into());
-            }
+    for (path, operation) in operations(doc) {
+        let responses = &mut operation.responses.responses;
+        let user_scheme = operation.security.iter().flatten().any(|requirement| {
+            serde_json::to_value(requirement).is_ok_and(|v| v.get("bearer").is_some())
+        });
+        if user_scheme {
+            responses
+                .entry("401".to_owned())
+                .or_insert_with(|| unauthorized.clone().into());
+            responses
+                .entry("403".to_owned())
+                .or_insert_with(|| forbidden.clone().into());
+        }
+        if path != "/healthz" && path != "/readyz" {
+            responses
+                .entry("429".to_owned())
+                .or_insert_with(|| limited.clone().into());
         }
     }
 }
@@ -167,25 +158,16 @@ fn document_json_bodies(doc: &mut utoipa::openapi::OpenApi) {
         ("413", problem_response("Body too large", &[])),
         ("415", problem_response("Not JSON", &[])),
     ];
-    for item in doc.paths.paths.values_mut() {
-        let operations = [
-            &mut item.get,
-            &mut item.put,
-            &mut item.post,
-            &mut item.delete,
-            &mut item.patch,
-        ];
-        for operation in operations.into_iter().flatten() {
-            if operation.request_body.is_none() {
-                continue;
-            }
-            for (code, response) in &rejections {
-                operation
-                    .responses
-                    .responses
-                    .entry((*code).to_owned())
-                    .or_insert_with(|| response.clone().into());
-            }
+    for (_, operation) in operations(doc) {
+        if operation.request_body.is_none() {
+            continue;
+        }
+        for (code, response) in &rejections {
+            operation
+                .responses
+                .responses
+                .entry((*code).to_owned())
+                .or_insert_with(|| response.clone().into());
         }
     }
 }
@@ -194,44 +176,37 @@ fn document_json_bodies(doc: &mut utoipa::openapi::OpenApi) {
 /// and any that touches storage when storage fails. Added here once rather than on each
 /// handler.
 fn document_unavailable(doc: &mut utoipa::openapi::OpenApi) {
-    use utoipa::openapi::{ContentBuilder, Ref, ResponseBuilder};
-    let response = ResponseBuilder::new()
-        .description(
-            "Storage unavailable or the request timed out; retry after `Retry-After` seconds",
-        )
-        .header(
-            "Retry-After",
-            utoipa::openapi::HeaderBuilder::new()
-                .schema(
-                    utoipa::openapi::ObjectBuilder::new()
-                        .schema_type(utoipa::openapi::Type::Integer),
-                )
-                .description(Some("Seconds to wait before retrying"))
-                .build(),
-        )
-        .content(
-            "application/problem+json",
-            ContentBuilder::new()
-                .schema(Some(Ref::from_schema_name("Problem")))
-                .build(),
-        )
-        .build();
-    for item in doc.paths.paths.values_mut() {
-        let operations = [
-            &mut item.get,
-            &mut item.put,
-            &mut item.post,
-            &mut item.delete,
-            &mut item.patch,
-        ];
-        for operation in operations.into_iter().flatten() {
-            operation
-                .responses
-                .responses
-                .entry("503".to_owned())
-                .or_insert_with(|| response.clone().into());
-        }
+    let response = problem_response(
+        "Storage unavailable or the request timed out; retry after `Retry-After` seconds",
+        &[("Retry-After", "Seconds to wait before retrying")],
+    );
+    for (_, operation) in operations(doc) {
+        operation
+            .responses
+            .responses
+            .entry("503".to_owned())
+            .or_insert_with(|| response.clone().into());
     }
+}
+
+/// Every operation of the document, with its path.
+fn operations(
+    doc: &mut utoipa::openapi::OpenApi,
+) -> impl Iterator<Item = (&str, &mut utoipa::openapi::path::Operation)> {
+    doc.paths.paths.iter_mut().flat_map(|(path, item)| {
+        let utoipa::openapi::PathItem {
+            get,
+            put,
+            post,
+            delete,
+            patch,
+            ..
+        } = item;
+        [get, put, post, delete, patch]
+            .into_iter()
+            .flatten()
+            .map(move |operation| (path.as_str(), operation))
+    })
 }
 
 pub fn openapi_json() -> String {
