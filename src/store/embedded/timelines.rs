@@ -273,18 +273,18 @@ impl TimelineStore for EmbeddedStore {
         let (user, author) = (user.to_owned(), author.to_owned());
         self.write(move |tx| {
             match kind {
-                TimelineKind::Buckets(kind) => tx
-                    .prepare_cached(
+                TimelineKind::Buckets(kind) => {
+                    tx.prepare_cached(
                         "DELETE FROM bucket_entries WHERE kind = ?1 AND user = ?2 AND author = ?3",
                     )?
-                    .execute(params![kind_code(kind), user, author])?,
+                    .execute(params![kind_code(kind), user, author])?;
+                }
                 TimelineKind::Cache => {
                     tx.prepare_cached("DELETE FROM cache_entries WHERE user = ?1 AND author = ?2")?
                         .execute(params![user, author])?;
                     retractions::clear_unfollow(tx, &user, &author)?;
-                    0
                 }
-            };
+            }
             Ok(())
         })
         .await
@@ -294,16 +294,18 @@ impl TimelineStore for EmbeddedStore {
         self.write(move |tx| {
             let id = &post.bytes()[..];
             match kind {
-                TimelineKind::Buckets(kind) => tx
-                    .prepare_cached("DELETE FROM bucket_entries WHERE post_id = ?1 AND kind = ?2")?
-                    .execute(params![id, kind_code(kind)])?,
+                TimelineKind::Buckets(kind) => {
+                    tx.prepare_cached(
+                        "DELETE FROM bucket_entries WHERE post_id = ?1 AND kind = ?2",
+                    )?
+                    .execute(params![id, kind_code(kind)])?;
+                }
                 TimelineKind::Cache => {
                     tx.prepare_cached("DELETE FROM cache_entries WHERE post_id = ?1")?
                         .execute([id])?;
                     retractions::clear_delete(tx, id)?;
-                    0
                 }
-            };
+            }
             Ok(())
         })
         .await
