@@ -10,6 +10,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use async_trait::async_trait;
+use common::faults::PauseAtRead;
 use common::{event_log_kinds, fresh_store};
 use rand::{RngExt, SeedableRng};
 use socialite::domain::{Post, PostId, hashtags, now_ms};
@@ -20,7 +21,6 @@ use socialite::workers::aggregates::{
 };
 use socialite::workers::events::EventsWorker;
 use socialite::workers::{Hooks, ManualClock, Point, Runner, RunnerSettings, Step};
-use tokio::sync::Notify;
 
 const TTL: i64 = 10_000;
 const SETTINGS: RunnerSettings = RunnerSettings {
@@ -178,23 +178,6 @@ async fn incremental_counts_equal_a_count_from_scratch() {
     }
 }
 
-/// Pauses a step at `Read` until resumed (the rebuild holds the lock there).
-struct PauseAtRead {
-    paused: Notify,
-    resume: Notify,
-}
-
-#[async_trait]
-impl Hooks for PauseAtRead {
-    async fn at(&self, _worker: &str, point: Point) -> StoreResult<()> {
-        if point == Point::Read {
-            self.paused.notify_one();
-            self.resume.notified().await;
-        }
-        Ok(())
-    }
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_rebuild_while_posts_arrive_ends_at_the_truth_and_the_worker_stands_by() {
     for kind in event_log_kinds("a_rebuild_while_posts_arrive").await {
@@ -213,10 +196,7 @@ async fn a_rebuild_while_posts_arrive_ends_at_the_truth_and_the_worker_stands_by
         // The incremental worker hands the lock back (as on shutdown).
         aggregates.release().await.unwrap();
 
-        let hooks = Arc::new(PauseAtRead {
-            paused: Notify::new(),
-            resume: Notify::new(),
-        });
+        let hooks = Arc::new(PauseAtRead::default());
         let holder = format!("{REBUILD_PREFIX}cli");
         let mut rebuild = aggregates_runner(&store, &clock, &holder).with_hooks(hooks.clone());
         let task = tokio::spawn(async move { rebuild.rebuild_once().await });

@@ -8,15 +8,14 @@ mod common;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use async_trait::async_trait;
+use common::faults::PauseAtRead;
 use common::{Kind, fresh_name, kinds, mongo_base_uri, mongo_uri_with_database};
 use mongodb::bson::{Document, doc, oid::ObjectId};
 use socialite::domain::{Post, PostId, now_ms};
+use socialite::store::Store;
 use socialite::store::embedded::{EmbeddedStore, Synchronous};
-use socialite::store::{Store, StoreResult};
 use socialite::workers::counters::CountersWorker;
-use socialite::workers::{Hooks, ManualClock, Point, Runner, RunnerSettings, Step};
-use tokio::sync::Notify;
+use socialite::workers::{ManualClock, Runner, RunnerSettings, Step};
 
 const TTL: i64 = 10_000;
 const SETTINGS: RunnerSettings = RunnerSettings {
@@ -206,23 +205,6 @@ async fn a_post_whose_counter_write_never_happened_is_counted_once_the_worker_ca
     }
 }
 
-/// Pauses a step at `Read` until released.
-struct PauseAtRead {
-    paused: Notify,
-    resume: Notify,
-}
-
-#[async_trait]
-impl Hooks for PauseAtRead {
-    async fn at(&self, _worker: &str, point: Point) -> StoreResult<()> {
-        if point == Point::Read {
-            self.paused.notify_one();
-            self.resume.notified().await;
-        }
-        Ok(())
-    }
-}
-
 /// A reads the first post and pauses; its lease expires; B takes over and recounts for
 /// a newer post. A marker planted afterwards shows whether A's recount, for older
 /// changes, writes anything when A resumes: it must not.
@@ -239,10 +221,7 @@ async fn a_stale_holders_recount_is_refused() {
             .await
             .unwrap();
 
-        let hooks = Arc::new(PauseAtRead {
-            paused: Notify::new(),
-            resume: Notify::new(),
-        });
+        let hooks = Arc::new(PauseAtRead::default());
         let mut a = runner(store, &clock, "A").with_hooks(hooks.clone());
         let paused_a = tokio::spawn(async move {
             let step = a.step().await;

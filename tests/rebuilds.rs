@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use common::{Kind, fresh_name, kinds, mongo_base_uri, mongo_uri_with_database};
 use mongodb::bson::{Document, doc, oid::ObjectId};
-use socialite::domain::{ActivityLimits, ActivityType, FeedStrategy, PostId, now_ms};
+use socialite::domain::{ActivityLimits, FeedStrategy, PostId, now_ms};
 use socialite::feed::FeedSettings;
 use socialite::service::Social;
 use socialite::store::Store;
@@ -298,43 +298,6 @@ async fn the_timelines_rebuild_delivers_unmarked_posts_and_retracts_deleted_ones
     }
 }
 
-/// Each user's log as (user, type, reference), checked newest first by time.
-async fn logged(store: &Store, users: &[&str]) -> Vec<(String, ActivityType, String)> {
-    let mut all = Vec::new();
-    for user in users {
-        let page = store.activity.activities(user, 0, 1000).await.unwrap();
-        let times: Vec<i64> = page.items.iter().map(|a| a.ts_ms).collect();
-        assert!(
-            times.windows(2).all(|w| w[0] >= w[1]),
-            "{user}: newest first"
-        );
-        for a in page.items {
-            all.push((user.to_string(), a.kind, a.reference));
-        }
-    }
-    all.sort();
-    all
-}
-
-async fn from_scratch(store: &Store, users: &[&str]) -> Vec<(String, ActivityType, String)> {
-    let mut all = Vec::new();
-    for user in users {
-        for post in store
-            .content
-            .posts_by_author(user, None, 1000)
-            .await
-            .unwrap()
-        {
-            all.push((user.to_string(), ActivityType::Post, post.id.to_string()));
-        }
-        for followee in store.graph.following(user, None, 1000).await.unwrap() {
-            all.push((user.to_string(), ActivityType::Follow, followee));
-        }
-    }
-    all.sort();
-    all
-}
-
 #[tokio::test]
 async fn the_activity_rebuild_equals_logs_from_scratch() {
     for kind in kinds("the_activity_rebuild_equals_logs_from_scratch") {
@@ -373,8 +336,8 @@ async fn the_activity_rebuild_equals_logs_from_scratch() {
         .await;
         until_rebuilt(&mut worker, kind).await;
         assert_eq!(
-            logged(store, &users).await,
-            from_scratch(store, &users).await,
+            common::activity_logged(store, &users).await,
+            common::activity_from_scratch(store, &users).await,
             "{kind:?}"
         );
         // Past the primary limit of 2, the rest is on pages.
@@ -388,8 +351,8 @@ async fn the_activity_rebuild_equals_logs_from_scratch() {
             .unwrap();
         catch_up(&mut worker).await;
         assert_eq!(
-            logged(store, &users).await,
-            from_scratch(store, &users).await,
+            common::activity_logged(store, &users).await,
+            common::activity_from_scratch(store, &users).await,
             "{kind:?}"
         );
         assert_eq!(rebuilds(&worker), 1, "{kind:?}: no second rebuild");

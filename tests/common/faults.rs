@@ -13,7 +13,8 @@ use socialite::store::timelines::CacheView;
 use socialite::store::{
     ContentStore, Inserted, Recount, StoreError, StoreResult, TimelineStore, UserStore,
 };
-use tokio::sync::oneshot;
+use socialite::workers::{Hooks, Point};
+use tokio::sync::{Notify, oneshot};
 
 /// The text of every injected failure; a response that shows it leaked the cause.
 pub const INJECTED: &str = "injected fault: the disk is on fire";
@@ -342,5 +343,24 @@ impl TimelineStore for FaultyTimelines {
     }
     async fn mark_renamed(&self, author: &str, version: u64) -> StoreResult<()> {
         self.inner.mark_renamed(author, version).await
+    }
+}
+
+/// Worker hooks that pause a step at `Read` (a change read, nothing applied yet) until
+/// `resume` is notified, notifying `paused` when they get there.
+#[derive(Default)]
+pub struct PauseAtRead {
+    pub paused: Notify,
+    pub resume: Notify,
+}
+
+#[async_trait]
+impl Hooks for PauseAtRead {
+    async fn at(&self, _worker: &str, point: Point) -> StoreResult<()> {
+        if point == Point::Read {
+            self.paused.notify_one();
+            self.resume.notified().await;
+        }
+        Ok(())
     }
 }

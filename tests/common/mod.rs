@@ -16,6 +16,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use socialite::config::{Backend, Config};
+use socialite::domain::ActivityType;
 use socialite::store::Store;
 use socialite::store::embedded::{EmbeddedStore, Synchronous};
 
@@ -200,4 +201,47 @@ pub fn pending_marks(file: &std::path::Path) -> (i64, i64) {
         .unwrap()
     };
     (count("pending_deletes"), count("pending_unfollows"))
+}
+
+/// Each of `users`' activity logs as (user, type, reference), sorted, each checked
+/// newest first by time.
+pub async fn activity_logged(store: &Store, users: &[&str]) -> Vec<(String, ActivityType, String)> {
+    let mut all = Vec::new();
+    for user in users {
+        let page = store.activity.activities(user, 0, 1000).await.unwrap();
+        let times: Vec<i64> = page.items.iter().map(|a| a.ts_ms).collect();
+        assert!(
+            times.windows(2).all(|w| w[0] >= w[1]),
+            "{user}: newest first"
+        );
+        for a in page.items {
+            all.push((user.to_string(), a.kind, a.reference));
+        }
+    }
+    all.sort();
+    all
+}
+
+/// What `users`' activity logs must hold when computed from scratch: (user, type,
+/// reference), sorted.
+pub async fn activity_from_scratch(
+    store: &Store,
+    users: &[&str],
+) -> Vec<(String, ActivityType, String)> {
+    let mut all = Vec::new();
+    for user in users {
+        for post in store
+            .content
+            .posts_by_author(user, None, 1000)
+            .await
+            .unwrap()
+        {
+            all.push((user.to_string(), ActivityType::Post, post.id.to_string()));
+        }
+        for followee in store.graph.following(user, None, 1000).await.unwrap() {
+            all.push((user.to_string(), ActivityType::Follow, followee));
+        }
+    }
+    all.sort();
+    all
 }

@@ -8,10 +8,11 @@ use async_trait::async_trait;
 use socialite::domain::{ActivityLimits, ActivityType, now_ms};
 use socialite::store::StoreResult;
 use socialite::workers::activity::{ActivityWorker, NAME};
-use socialite::workers::{Clock, Hooks, ManualClock, Point, Runner, RunnerSettings, Step};
+use socialite::workers::{Clock, ManualClock, Runner, RunnerSettings, Step};
 use tokio::sync::Notify;
 
 use super::{SETTINGS, TTL, log, post, runner};
+use crate::common::faults::PauseAtRead;
 use crate::common::{self, fresh_store, kinds};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -107,23 +108,6 @@ async fn leases_refresh_take_over_and_refuse_the_old_holder() {
     }
 }
 
-/// Pauses a step at `Read` until released.
-struct PauseAtRead {
-    paused: Notify,
-    resume: Notify,
-}
-
-#[async_trait]
-impl Hooks for PauseAtRead {
-    async fn at(&self, _worker: &str, point: Point) -> StoreResult<()> {
-        if point == Point::Read {
-            self.paused.notify_one();
-            self.resume.notified().await;
-        }
-        Ok(())
-    }
-}
-
 /// Fig. 3: A reads a change and pauses; its lease expires; B takes over and applies that
 /// change and a newer one; A resumes, its write is refused, it stops, and the data holds
 /// B's state.
@@ -136,10 +120,7 @@ async fn a_paused_holder_is_fenced_off_after_a_take_over() {
         common::create_user(store, "ann").await;
         let first = post(store, "ann", "first").await;
 
-        let hooks = Arc::new(PauseAtRead {
-            paused: Notify::new(),
-            resume: Notify::new(),
-        });
+        let hooks = Arc::new(PauseAtRead::default());
         let mut a = runner(store, &clock, "A").with_hooks(hooks.clone());
         let paused_a = tokio::spawn(async move {
             let step = a.step().await;

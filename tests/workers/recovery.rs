@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use socialite::domain::{ActivityType, now_ms};
-use socialite::store::{Store, StoreError, StoreResult};
+use socialite::store::{StoreError, StoreResult};
 use socialite::workers::activity::NAME;
 use socialite::workers::{Hooks, ManualClock, Point, Step};
 
@@ -104,43 +104,6 @@ async fn a_first_worker_processes_everything_written_before_it_started() {
     }
 }
 
-/// What every log must hold when computed from scratch: (user, type, reference).
-async fn from_scratch(store: &Store, users: &[&str]) -> Vec<(String, ActivityType, String)> {
-    let mut all = Vec::new();
-    for user in users {
-        for post in store
-            .content
-            .posts_by_author(user, None, 1000)
-            .await
-            .unwrap()
-        {
-            all.push((user.to_string(), ActivityType::Post, post.id.to_string()));
-        }
-        for followee in store.graph.following(user, None, 1000).await.unwrap() {
-            all.push((user.to_string(), ActivityType::Follow, followee));
-        }
-    }
-    all.sort();
-    all
-}
-
-async fn logged(store: &Store, users: &[&str]) -> Vec<(String, ActivityType, String)> {
-    let mut all = Vec::new();
-    for user in users {
-        let page = store.activity.activities(user, 0, 1000).await.unwrap();
-        let times: Vec<i64> = page.items.iter().map(|a| a.ts_ms).collect();
-        assert!(
-            times.windows(2).all(|w| w[0] >= w[1]),
-            "{user}: newest first"
-        );
-        for a in page.items {
-            all.push((user.to_string(), a.kind, a.reference));
-        }
-    }
-    all.sort();
-    all
-}
-
 /// The embedded trimmer keeps what a lagging worker still needs, up to the hard cutoff;
 /// past it the worker finds its history lost, rebuilds, and its data equals a
 /// from-scratch computation. (MongoDB's retention is the oplog's.)
@@ -164,8 +127,8 @@ async fn trimming_waits_for_lagging_workers_and_history_lost_rebuilds() {
     store.change_feed.trim_changes(far_future, 0).await.unwrap();
     assert!(matches!(worker.step().await.unwrap(), Step::Applied(2)));
     assert_eq!(
-        logged(store, &users).await,
-        from_scratch(store, &users).await
+        common::activity_logged(store, &users).await,
+        common::activity_from_scratch(store, &users).await
     );
 
     // Past the hard cutoff they go anyway: the worker rebuilds from the sources.
@@ -185,15 +148,15 @@ async fn trimming_waits_for_lagging_workers_and_history_lost_rebuilds() {
         "a loss, counted"
     );
     assert_eq!(
-        logged(store, &users).await,
-        from_scratch(store, &users).await
+        common::activity_logged(store, &users).await,
+        common::activity_from_scratch(store, &users).await
     );
     // And it goes on from the head it took before the rebuild.
     post(store, "gus", "after").await;
     assert_eq!(worker.step().await.unwrap(), Step::Applied(1));
     assert_eq!(
-        logged(store, &users).await,
-        from_scratch(store, &users).await
+        common::activity_logged(store, &users).await,
+        common::activity_from_scratch(store, &users).await
     );
 }
 
