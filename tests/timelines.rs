@@ -7,6 +7,8 @@
 mod common;
 #[path = "timelines/failures.rs"]
 mod failures;
+#[path = "timelines/races.rs"]
+mod races;
 #[path = "timelines/reads.rs"]
 mod reads;
 #[path = "timelines/retractions.rs"]

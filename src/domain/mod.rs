@@ -142,6 +142,9 @@ pub struct CacheState {
     /// False while the cache is still being filled from fanout on read.
     pub ready: bool,
     pub started_at_ms: i64,
+    /// True while the cache holds its owner's whole timeline: nothing was ever left below
+    /// its oldest entry (see `feed::cache` for what a cache covers).
+    pub complete: bool,
     /// Newest first.
     pub entries: Vec<TimelineEntry>,
 }

@@ -3,10 +3,23 @@
 //! read; posts are pushed only into caches that exist; reads past the cache's end fall
 //! back to fanout on read.
 //!
-//! Invariant: a cache holds every timeline entry at or above its oldest entry. Pushes
-//! keep the newest `cache_size` (evicting only from the bottom), removals take single
-//! entries out, and a follow backfills only entries above the oldest one, so the
-//! invariant survives all of them, and the fallback starts exactly where the cache ends.
+//! Invariant: a cache covers exactly the interval from its oldest entry upward: it
+//! holds every timeline entry at or above that entry, so the fallback starts exactly
+//! where the cache ends. A cache is also *complete* while it holds the whole timeline
+//! (nothing was ever left below its oldest entry). Every writer keeps this, in the same
+//! atomic store write (see `TimelineStore::cache_push`):
+//! - a ready cache takes an entry below its oldest one only while complete. Otherwise a
+//!   late push (a worker's delivery, a follow's backfill) would become the oldest entry
+//!   and hide from the fallback every post between it and the old bottom;
+//! - pushes keep the newest `cache_size`, evicting only from the bottom; a trim that
+//!   drops an entry ends completeness, and so does a fill of `cache_size` entries;
+//! - removals take entries out, which only narrows what the cache must hold. A removal
+//!   that empties an incomplete cache leaves it covering nothing, able to take nothing:
+//!   the next read deletes it and builds it again (`cache_reset`).
+//!
+//! So a cache serves every live post of the reader and of every author they follow,
+//! like fanout on read; a follow brings in every post of the followee the cache's
+//! interval covers (at most `cache_size`), whatever `feed.backfill_on_follow` says.
 //!
 //! Races with a build (the window between `cache_start` and `cache_fill`): posts fanned
 //! out meanwhile land in the empty cache; a follow backfills into it as well, since the
@@ -152,47 +165,26 @@ impl FeedService for CacheFeed {
         followee: &str,
         name: Option<&NameStamp>,
     ) -> StoreResult<()> {
-        let timelines = &self.store.timelines;
+        // The followee's newest `cache_size`: any older post of theirs above the cache's
+        // oldest entry would be trimmed by these anyway. The store keeps the coverage
+        // rule, so entries a ready cache must not take are left to the fallback.
         let size = self.settings.cache_size;
-        let Some(cache) = timelines.cache(follower).await? else {
-            return Ok(());
-        };
         let posts = self
             .store
             .content
-            .posts_by_author(followee, None, self.settings.backfill_on_follow as usize)
+            .posts_by_author(followee, None, size as usize)
             .await?;
-        let mut entries: Vec<TimelineEntry> = posts
+        let entries: Vec<TimelineEntry> = posts
             .iter()
             .map(|p| p.entry(self.settings.embed_content, name))
             .collect();
-        let mut oldest = cache.entries.last().map(|e| e.id);
-        if !cache.ready {
-            // Being built: the fill may have read the timeline before this edge existed.
-            // Everything goes in; the fill keeps the newest `cache_size` of both.
-            if timelines
-                .cache_push_building(follower, &entries, size)
-                .await?
-            {
-                return self.settle(&entries).await;
-            }
-            // The build finished in between: a cache is never unready again.
-            oldest = timelines
-                .cache(follower)
-                .await?
-                .and_then(|c| c.entries.last().map(|e| e.id));
-        }
-        // Entries below the cache's oldest would open a gap above older entries of other
-        // authors that the cache does not hold; the fallback serves those instead.
-        let Some(oldest) = oldest else {
+        if entries.is_empty() {
             return Ok(());
-        };
-        entries.retain(|e| e.id > oldest);
-        if !entries.is_empty() {
-            timelines
-                .cache_push(&[follower.to_owned()], &entries, size)
-                .await?;
         }
+        self.store
+            .timelines
+            .cache_push(&[follower.to_owned()], &entries, size)
+            .await?;
         self.settle(&entries).await
     }
 
@@ -211,7 +203,18 @@ impl FeedService for CacheFeed {
     ) -> StoreResult<Vec<TimelineEntry>> {
         let store = &self.store;
         let cache = match store.timelines.cache_current(user, before, want).await? {
-            Some(cache) if cache.ready => cache,
+            // Ready and covering something, or complete (so taking every push).
+            Some(cache) if cache.ready && (cache.complete || cache.oldest.is_some()) => cache,
+            Some(cache) if cache.ready => {
+                // Emptied by removals while incomplete: it covers nothing and can take
+                // nothing, so build it again.
+                if store.timelines.cache_reset(user).await?
+                    && store.timelines.cache_start(user, now_ms()).await?
+                {
+                    self.build(user).await?;
+                }
+                return read_through(store, user, before, want).await;
+            }
             Some(cache) => {
                 if now_ms() - cache.started_at_ms > STALE_BUILD_MS {
                     self.build(user).await?;

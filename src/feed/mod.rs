@@ -23,7 +23,7 @@ pub use sized_buckets::SizedBuckets;
 pub use timed_buckets::TimedBuckets;
 
 use crate::domain::{FeedStrategy, NameStamp, Post, PostId, TimelineEntry, TimelineKind};
-use crate::store::{Store, StoreResult};
+use crate::store::{Store, StoreError, StoreResult};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FeedSettings {
@@ -209,12 +209,44 @@ impl Timelines {
         self.feed.retract(post).await
     }
 
+    /// Brings `follower`'s timeline in line with the edge `follower` → `followee` as it
+    /// stands: a backfill while it exists, a removal of the followee's entries while it
+    /// does not. Called after every follow and unfollow, by the request and again by the
+    /// timelines worker. Returns whether the edge existed when the upkeep last ran.
+    ///
+    /// The upkeep is not atomic with the edge change, so it may land after a newer
+    /// change's own upkeep: an unfollow's removal after a racing follow's backfill (in
+    /// another process, or after a pause) would leave the follow without its posts for
+    /// good. So the edge is read again after each upkeep, and the upkeep repeated until
+    /// that read agrees with the state it acted on: whichever upkeep lands last was
+    /// checked against the edge after it landed, so the last change always wins.
+    pub async fn sync_edge(&self, follower: &str, followee: &str) -> StoreResult<bool> {
+        if self.feed.kind().is_none() {
+            return Ok(self.store.graph.edge(follower, followee).await?.is_some());
+        }
+        let mut exists = self.store.graph.edge(follower, followee).await?.is_some();
+        for _ in 0..MAX_SYNC_ROUNDS {
+            if exists {
+                self.followed(follower, followee).await?;
+            } else {
+                self.feed.unfollowed(follower, followee).await?;
+            }
+            let now = self.store.graph.edge(follower, followee).await?.is_some();
+            if now == exists {
+                return Ok(exists);
+            }
+            exists = now;
+        }
+        // Giving up silently could leave the last upkeep wrong: fail, so that the
+        // request answers 503 and the worker retries the change.
+        Err(StoreError::Backend(anyhow::anyhow!(
+            "the edge {follower} -> {followee} kept changing under its timeline upkeep"
+        )))
+    }
+
     /// Backfills `followee`'s posts into `follower`'s timeline, stamped with the name
     /// read before, and stamps them again if a rename landed meanwhile.
-    pub async fn followed(&self, follower: &str, followee: &str) -> StoreResult<()> {
-        if self.feed.kind().is_none() {
-            return Ok(());
-        }
+    async fn followed(&self, follower: &str, followee: &str) -> StoreResult<()> {
         if !self.settings.embed_content {
             return self.feed.followed(follower, followee, None).await;
         }
@@ -232,11 +264,11 @@ impl Timelines {
             _ => Ok(()),
         }
     }
-
-    pub async fn unfollowed(&self, follower: &str, followee: &str) -> StoreResult<()> {
-        self.feed.unfollowed(follower, followee).await
-    }
 }
+
+/// Upkeep rounds of one edge before [`Timelines::sync_edge`] reports a failure; each
+/// extra round needs another follow or unfollow of the same pair meanwhile.
+const MAX_SYNC_ROUNDS: usize = 16;
 
 /// Retracts, among `ids` just written to timelines of `kind` from an earlier read, the
 /// posts deleted since that read. A delete removes the post before it retracts it: if

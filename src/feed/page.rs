@@ -29,7 +29,9 @@ pub struct TimelinePage {
 }
 
 /// A read that keeps finding stale entries stops refilling after this many rounds and
-/// serves what it has; each round drops only entries that raced with an unfollow.
+/// serves what it has, with a cursor at the last entry it examined: a short page with a
+/// cursor says "more may follow", and only a strategy that ran out of entries ends the
+/// walk (`next_cursor: null`).
 const MAX_READ_ROUNDS: usize = 8;
 
 impl Timelines {
@@ -45,10 +47,11 @@ impl Timelines {
         let mut kept: Vec<TimelineEntry> = Vec::with_capacity(want);
         let mut names: HashMap<String, String> = HashMap::new();
         let mut cursor = before;
+        let mut exhausted = false;
         for _ in 0..MAX_READ_ROUNDS {
             let request = want - kept.len();
             let candidates = self.feed.entries(user, cursor, request).await?;
-            let exhausted = candidates.len() < request;
+            exhausted = candidates.len() < request;
             cursor = candidates.last().map(|e| e.id).or(cursor);
             kept.extend(self.current(user, candidates, &mut names).await?);
             if kept.len() >= want || exhausted {
@@ -58,7 +61,15 @@ impl Timelines {
         if kept.is_empty() && self.store.users.user(user).await?.is_none() {
             return Err(StoreError::NotFound(format!("user {user}")));
         }
-        let next_cursor = (kept.len() > limit).then(|| kept[limit - 1].id);
+        let next_cursor = if kept.len() > limit {
+            Some(kept[limit - 1].id)
+        } else if exhausted {
+            None
+        } else {
+            // The rounds ran out among stale entries: everything down to `cursor` was
+            // examined, and older entries may still follow.
+            cursor
+        };
         kept.truncate(limit);
         let items = kept
             .into_iter()

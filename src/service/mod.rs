@@ -186,9 +186,12 @@ impl Social {
             .await?;
         if added {
             self.wakers.wake_all();
-            self.timelines.followed(follower, followee).await?;
-            // The timelines worker, seeing the mark, does not backfill again.
-            self.store.graph.mark_backfilled(follower, followee).await?;
+            // The timelines worker, seeing the mark, does not backfill again. Marked only
+            // if the edge still stood after the upkeep; a later unfollow's own upkeep,
+            // and its change, take over otherwise.
+            if self.timelines.sync_edge(follower, followee).await? {
+                self.store.graph.mark_backfilled(follower, followee).await?;
+            }
         }
         Ok(added)
     }
@@ -200,7 +203,7 @@ impl Social {
         }
         if self.store.graph.unfollow(follower, followee).await? {
             self.wakers.wake_all();
-            self.timelines.unfollowed(follower, followee).await?;
+            self.timelines.sync_edge(follower, followee).await?;
         }
         Ok(())
     }

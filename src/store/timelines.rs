@@ -19,6 +19,8 @@ use crate::domain::{
 pub struct CacheView {
     pub ready: bool,
     pub started_at_ms: i64,
+    /// Whether the cache holds its owner's whole timeline (see [`CacheState::complete`]).
+    pub complete: bool,
     /// Newest first: the newest entries below the read's `before`, at most its `limit`,
     /// whose post exists and whose author is the owner or someone the owner follows.
     pub entries: Vec<TimelineEntry>,
@@ -67,6 +69,11 @@ pub trait TimelineStore: Send + Sync + 'static {
 
     /// Pushes `entries` into the caches of those `users` that have one, keeping only the
     /// newest `cache_size` entries. Returns how many caches took at least one entry.
+    ///
+    /// Every cache write keeps what a cache covers (see `feed::cache`), atomically with
+    /// the write: a cache being built takes every entry; a ready one takes an entry below
+    /// its oldest only while it is complete; a trim that drops an entry, or a fill of
+    /// `cache_size` entries, makes it incomplete.
     async fn cache_push(
         &self,
         users: &[String],
@@ -84,14 +91,6 @@ pub trait TimelineStore: Send + Sync + 'static {
         entries: &[TimelineEntry],
         cache_size: u32,
     ) -> StoreResult<u64>;
-    /// Pushes `entries` into `user`'s cache only while it is being built (it exists and
-    /// is not ready), atomically with that check. False, and nothing written, otherwise.
-    async fn cache_push_building(
-        &self,
-        user: &str,
-        entries: &[TimelineEntry],
-        cache_size: u32,
-    ) -> StoreResult<bool>;
     async fn cache(&self, user: &str) -> StoreResult<Option<CacheState>>;
     /// `user`'s cache as `user` may be served it, in one call: `None` without a cache;
     /// otherwise without the entries an unfollow or a delete is still removing (a push
@@ -103,9 +102,15 @@ pub trait TimelineStore: Send + Sync + 'static {
         before: Option<PostId>,
         limit: usize,
     ) -> StoreResult<Option<CacheView>>;
-    /// Creates an empty, not yet ready cache. Returns false when one already exists.
+    /// Creates an empty, not yet ready, complete cache. Returns false when one already
+    /// exists.
     async fn cache_start(&self, user: &str, now_ms: i64) -> StoreResult<bool>;
-    /// Merges `entries` into the cache and marks it ready.
+    /// Deletes `user`'s cache if it is ready, holds no entry and is not complete: such a
+    /// cache covers nothing and can take no push, so only a new build makes it useful.
+    /// Returns whether it was deleted.
+    async fn cache_reset(&self, user: &str) -> StoreResult<bool>;
+    /// Merges `entries`, the newest `cache_size` entries of the timeline as a read saw
+    /// them (fewer means the whole timeline), into the cache and marks it ready.
     async fn cache_fill(
         &self,
         user: &str,

@@ -3,10 +3,10 @@
 //! - A post not yet marked delivered (its author's audience was left to this worker, or
 //!   a crash cut the request's fan-out short) is fanned out and then marked.
 //! - A user change propagates the display name into the author's timeline entries.
-//! - A deleted post is retracted; a follow whose edge still exists and is not marked
-//!   backfilled is backfilled (then marked); an unfollow whose edge is still gone is
-//!   removed. These repeat what the request did, so a crash between a write and its
-//!   timeline upkeep is repaired.
+//! - A deleted post is retracted; a follow whose edge is not marked backfilled, and
+//!   every unfollow, bring the pair's timeline in line with the edge as it stands
+//!   (`Timelines::sync_edge`). These repeat what the request did, so a crash between a
+//!   write and its timeline upkeep is repaired.
 //!
 //! Fences, per side effect (MongoDB has no transaction to check the lease in, so each
 //! effect is guarded by the state of its source instead):
@@ -14,9 +14,9 @@
 //!   post's existence is checked again: a stale holder that pushes a post a newer holder
 //!   already retracted finds it deleted and retracts it again;
 //! - retractions and removals only ever remove, and are idempotent;
-//! - a backfill runs only while the follow edge exists, a removal only while it is gone,
-//!   so an old change can never undo a newer one; reads also drop entries of authors the
-//!   reader no longer follows;
+//! - a backfill or a removal is checked against the edge after it landed, and repeated
+//!   until the edge agrees (`Timelines::sync_edge`), so an old change can never undo a
+//!   newer one; reads also drop entries of authors the reader no longer follows;
 //! - a rename stamps the author's entries only where their stamp is older (see
 //!   `feed::names`): an old holder replaying an old rename changes nothing newer.
 //!
@@ -124,12 +124,15 @@ impl Worker for TimelinesWorker {
                         StoreError::Poison(format!("follow change {}: {e}", change.position.0))
                     })?;
                     let graph = &self.store.graph;
-                    // Only an edge that still exists and whose backfill was not marked done
-                    // (the request marks it once its own backfill completed).
-                    if graph.edge(&edge.follower, &edge.followee).await? == Some(false) {
-                        self.timelines
-                            .followed(&edge.follower, &edge.followee)
-                            .await?;
+                    // An edge whose backfill was marked done needs nothing: the mark is
+                    // written after an upkeep that saw the edge, and any later unfollow
+                    // brings its own change. Otherwise the edge as it stands now.
+                    if graph.edge(&edge.follower, &edge.followee).await? != Some(true)
+                        && self
+                            .timelines
+                            .sync_edge(&edge.follower, &edge.followee)
+                            .await?
+                    {
                         graph
                             .mark_backfilled(&edge.follower, &edge.followee)
                             .await?;
@@ -139,9 +142,9 @@ impl Worker for TimelinesWorker {
                     let Some((follower, followee)) = change.key.split_once('/') else {
                         continue;
                     };
-                    if self.store.graph.edge(follower, followee).await?.is_none() {
-                        self.timelines.unfollowed(follower, followee).await?;
-                    }
+                    // Whatever the edge is now: if a follow came back meanwhile, the
+                    // unfollow's removal may have landed after its backfill.
+                    self.timelines.sync_edge(follower, followee).await?;
                 }
                 _ => {}
             }

@@ -196,11 +196,33 @@ impl ContentStore for PausingContent {
 /// Which write a [`FaultyTimelines`] is asked for: the method and its users.
 pub type Rule = Box<dyn Fn(&str, &[String]) -> bool + Send + Sync>;
 
-/// Timelines whose writes fail when `rule` says so; `failures` counts them.
+/// Holds the first call of `method` once armed, before it reaches the store, until
+/// released: that write then lands after whatever the test does meanwhile.
+pub struct Hold {
+    pub method: &'static str,
+    pub armed: AtomicBool,
+    pub reached: Notify,
+    pub release: Notify,
+}
+
+impl Hold {
+    pub fn new(method: &'static str) -> Arc<Hold> {
+        Arc::new(Hold {
+            method,
+            armed: AtomicBool::new(false),
+            reached: Notify::new(),
+            release: Notify::new(),
+        })
+    }
+}
+
+/// Timelines whose writes fail when `rule` says so; `failures` counts them. A [`Hold`]
+/// in `hold` pauses its method's first call once armed.
 pub struct FaultyTimelines {
     pub inner: Arc<dyn TimelineStore>,
     pub rule: Mutex<Rule>,
     pub failures: Mutex<u32>,
+    pub hold: Mutex<Option<Arc<Hold>>>,
 }
 
 impl FaultyTimelines {
@@ -210,7 +232,18 @@ impl FaultyTimelines {
             inner,
             rule: Mutex::new(rule),
             failures: Mutex::new(0),
+            hold: Mutex::new(None),
         })
+    }
+
+    async fn held(&self, method: &str) {
+        let hold = self.hold.lock().unwrap().clone();
+        if let Some(hold) = hold.filter(|h| h.method == method) {
+            if hold.armed.swap(false, Ordering::SeqCst) {
+                hold.reached.notify_one();
+                hold.release.notified().await;
+            }
+        }
     }
 
     pub fn set(&self, rule: Rule) {
@@ -285,20 +318,14 @@ impl TimelineStore for FaultyTimelines {
         self.check("cache_push_to_audience", &[author.to_owned()])?;
         self.inner.cache_push_to_audience(author, e, size).await
     }
-    async fn cache_push_building(
-        &self,
-        user: &str,
-        e: &[TimelineEntry],
-        size: u32,
-    ) -> StoreResult<bool> {
-        self.check("cache_push_building", &[user.to_owned()])?;
-        self.inner.cache_push_building(user, e, size).await
-    }
     async fn cache(&self, user: &str) -> StoreResult<Option<CacheState>> {
         self.inner.cache(user).await
     }
     async fn cache_start(&self, user: &str, now_ms: i64) -> StoreResult<bool> {
         self.inner.cache_start(user, now_ms).await
+    }
+    async fn cache_reset(&self, user: &str) -> StoreResult<bool> {
+        self.inner.cache_reset(user).await
     }
     async fn settle_retractions(&self) -> StoreResult<u64> {
         self.inner.settle_retractions().await
@@ -314,6 +341,7 @@ impl TimelineStore for FaultyTimelines {
         author: &str,
     ) -> StoreResult<()> {
         self.check("remove_author_entries", &[user.to_owned()])?;
+        self.held("remove_author_entries").await;
         self.inner.remove_author_entries(kind, user, author).await
     }
     async fn remove_post_entries(&self, kind: TimelineKind, post: PostId) -> StoreResult<()> {

@@ -148,6 +148,9 @@ pub fn migrate(conn: &Connection) -> rusqlite::Result<()> {
         add_column(conn, table, "name", "TEXT")?;
         add_column(conn, table, "name_v", "INTEGER")?;
     }
+    // Whether a cache holds its owner's whole timeline (see `feed::cache`); caches
+    // written before the flag existed are taken as not complete, which is always safe.
+    add_column(conn, "caches", "complete", "INTEGER NOT NULL DEFAULT 0")?;
     // How many caches exist, so a fan-out can walk the caches instead of the followers
     // when there are fewer of them.
     conn.execute_batch(

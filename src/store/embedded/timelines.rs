@@ -47,22 +47,44 @@ fn name_columns(entry: &TimelineEntry) -> (Option<&str>, Option<i64>) {
     }
 }
 
-/// Inserts the entries the cache lacks (the primary key ignores the others) and trims
-/// it to the newest `cache_size`. Returns how many were new.
+/// Inserts into `user`'s cache the entries it lacks and may take, and trims it to the
+/// newest `cache_size`. Returns how many were new; nothing without a cache.
+///
+/// The coverage rule (see `feed::cache`): a cache being built takes every entry (its
+/// fill merges them); a ready cache takes an entry below its oldest one only while it is
+/// complete, since reads serve everything below the oldest entry from fanout on read and
+/// a late entry there would hide what lies between. A trim that drops an entry ends
+/// completeness; so does a fill whose read was cut at `cache_size` (`fill_full`).
 fn insert_cache_entries(
     tx: &Transaction<'_>,
     user: &str,
     entries: &[TimelineEntry],
     cache_size: u32,
+    fill_full: Option<bool>,
 ) -> StoreResult<usize> {
+    let head: Option<(bool, bool, Option<Vec<u8>>)> = tx
+        .prepare_cached(
+            "SELECT ready, complete,
+                    (SELECT post_id FROM cache_entries WHERE user = ?1 ORDER BY post_id LIMIT 1)
+             FROM caches WHERE user = ?1",
+        )?
+        .query_row([user], |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)))
+        .optional()?;
+    let Some((ready, complete, oldest)) = head else {
+        return Ok(0);
+    };
+    let takes = |id: &[u8]| !ready || complete || oldest.as_deref().is_some_and(|o| id > o);
     let mut insert = tx.prepare_cached(
         "INSERT OR IGNORE INTO cache_entries (user, post_id, author, text, name, name_v)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
     )?;
     let mut inserted = 0;
     for entry in entries {
-        let (name, version) = name_columns(entry);
         let id = &entry.id.bytes()[..];
+        if !takes(id) {
+            continue;
+        }
+        let (name, version) = name_columns(entry);
         let new = insert.execute(params![user, id, entry.author, entry.text, name, version])?;
         if new > 0 {
             retractions::mark_inserted(tx, user, id, &entry.author)?;
@@ -70,12 +92,20 @@ fn insert_cache_entries(
         inserted += new;
     }
     // Keep the newest `cache_size` entries, as `$push` with `$sort` and `$slice` does.
-    tx.prepare_cached(
-        "DELETE FROM cache_entries WHERE user = ?1 AND post_id < (
-             SELECT post_id FROM cache_entries WHERE user = ?1
-             ORDER BY post_id DESC LIMIT 1 OFFSET ?2)",
-    )?
-    .execute(params![user, i64::from(cache_size) - 1])?;
+    let trimmed = tx
+        .prepare_cached(
+            "DELETE FROM cache_entries WHERE user = ?1 AND post_id < (
+                 SELECT post_id FROM cache_entries WHERE user = ?1
+                 ORDER BY post_id DESC LIMIT 1 OFFSET ?2)",
+        )?
+        .execute(params![user, i64::from(cache_size) - 1])?;
+    if trimmed > 0 || fill_full.is_some() {
+        let ends = trimmed > 0 || fill_full == Some(true);
+        tx.prepare_cached(
+            "UPDATE caches SET complete = complete AND NOT ?2, ready = ready OR ?3 WHERE user = ?1",
+        )?
+        .execute(params![user, ends, fill_full.is_some()])?;
+    }
     Ok(inserted)
 }
 
@@ -189,35 +219,14 @@ impl TimelineStore for EmbeddedStore {
         audience::in_chunks(&owners, |chunk| self.cache_push(chunk, entries, cache_size)).await
     }
 
-    async fn cache_push_building(
-        &self,
-        user: &str,
-        entries: &[TimelineEntry],
-        cache_size: u32,
-    ) -> StoreResult<bool> {
-        let (user, entries) = (user.to_owned(), entries.to_vec());
-        self.write(move |tx| {
-            let ready: Option<bool> = tx
-                .prepare_cached("SELECT ready FROM caches WHERE user = ?1")?
-                .query_row([&user], |row| row.get(0))
-                .optional()?;
-            if ready != Some(false) {
-                return Ok(false);
-            }
-            insert_cache_entries(tx, &user, &entries, cache_size)?;
-            Ok(true)
-        })
-        .await
-    }
-
     async fn cache(&self, user: &str) -> StoreResult<Option<CacheState>> {
         let user = user.to_owned();
         self.read_inline(move |conn| {
-            let head: Option<(bool, i64)> = conn
-                .prepare_cached("SELECT ready, started_at FROM caches WHERE user = ?1")?
-                .query_row([&user], |row| Ok((row.get(0)?, row.get(1)?)))
+            let head: Option<(bool, i64, bool)> = conn
+                .prepare_cached("SELECT ready, started_at, complete FROM caches WHERE user = ?1")?
+                .query_row([&user], |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)))
                 .optional()?;
-            let Some((ready, started_at_ms)) = head else {
+            let Some((ready, started_at_ms, complete)) = head else {
                 return Ok(None);
             };
             let entries = conn
@@ -226,7 +235,7 @@ impl TimelineStore for EmbeddedStore {
                 )?
                 .query_map([&user], entry_from_row)?
                 .collect::<rusqlite::Result<_>>()?;
-            Ok(Some(CacheState { ready, started_at_ms, entries }))
+            Ok(Some(CacheState { ready, started_at_ms, complete, entries }))
         })
         .await
     }
@@ -236,7 +245,7 @@ impl TimelineStore for EmbeddedStore {
         self.write(move |tx| {
             let created = tx
                 .prepare_cached(
-                    "INSERT OR IGNORE INTO caches (user, ready, started_at) VALUES (?1, 0, ?2)",
+                    "INSERT OR IGNORE INTO caches (user, ready, started_at, complete) VALUES (?1, 0, ?2, 1)",
                 )?
                 .execute(params![user, now_ms])?;
             if created > 0 {
@@ -248,6 +257,24 @@ impl TimelineStore for EmbeddedStore {
         .await
     }
 
+    async fn cache_reset(&self, user: &str) -> StoreResult<bool> {
+        let user = user.to_owned();
+        self.write(move |tx| {
+            let deleted = tx
+                .prepare_cached(
+                    "DELETE FROM caches WHERE user = ?1 AND ready AND NOT complete
+                       AND NOT EXISTS (SELECT 1 FROM cache_entries WHERE user = ?1)",
+                )?
+                .execute([&user])?;
+            if deleted > 0 {
+                tx.prepare_cached("UPDATE meta SET value = value - 1 WHERE key = 'cache_count'")?
+                    .execute([])?;
+            }
+            Ok(deleted > 0)
+        })
+        .await
+    }
+
     async fn cache_fill(
         &self,
         user: &str,
@@ -255,10 +282,9 @@ impl TimelineStore for EmbeddedStore {
         cache_size: u32,
     ) -> StoreResult<()> {
         let (user, entries) = (user.to_owned(), entries.to_vec());
+        let full = entries.len() >= cache_size as usize;
         self.write(move |tx| {
-            insert_cache_entries(tx, &user, &entries, cache_size)?;
-            tx.prepare_cached("UPDATE caches SET ready = 1 WHERE user = ?1")?
-                .execute([&user])?;
+            insert_cache_entries(tx, &user, &entries, cache_size, Some(full))?;
             Ok(())
         })
         .await

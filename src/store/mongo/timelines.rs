@@ -1,6 +1,6 @@
 //! Materialised timelines on MongoDB: `timed_buckets` `{_id: {u, t, p}, n, mn, mx, pmx,
 //! c}` (part `p` of period `t`), `sized_buckets` `{_id, u, s, n, mn, mx, pmx, c}` and
-//! `timeline_cache` `{_id: user, ready, started, c}`, where each entry of `c` is `{_id,
+//! `timeline_cache` `{_id: user, ready, started, complete, c}`, where each entry of `c` is `{_id,
 //! a, m}` embedded or `{_id, a}` linked. `pmx` bounds the ids of the group's older
 //! documents (see `buckets.rs`).
 
@@ -202,9 +202,7 @@ impl TimelineStore for MongoStore {
             _ => {
                 let mut written = 0;
                 for user in users {
-                    let merged = self
-                        .cache_merge(user, entries, cache_size, doc! {}, None)
-                        .await?;
+                    let merged = self.cache_merge(user, entries, cache_size, None).await?;
                     written += u64::from(merged.is_some_and(|n| n > 0));
                 }
                 Ok(written)
@@ -226,18 +224,6 @@ impl TimelineStore for MongoStore {
         .await
     }
 
-    async fn cache_push_building(
-        &self,
-        user: &str,
-        entries: &[TimelineEntry],
-        cache_size: u32,
-    ) -> StoreResult<bool> {
-        let merged = self
-            .cache_merge(user, entries, cache_size, doc! { "ready": false }, None)
-            .await?;
-        Ok(merged.is_some())
-    }
-
     async fn cache(&self, user: &str) -> StoreResult<Option<CacheState>> {
         let found = self
             .cache_coll()
@@ -250,6 +236,7 @@ impl TimelineStore for MongoStore {
         Ok(Some(CacheState {
             ready: doc.get_bool("ready").unwrap_or(false),
             started_at_ms: int(&doc, "started"),
+            complete: doc.get_bool("complete").unwrap_or(false),
             entries: entries_from(&doc)?,
         }))
     }
@@ -259,12 +246,24 @@ impl TimelineStore for MongoStore {
             .cache_coll()
             .update_one(
                 doc! { "_id": user },
-                doc! { "$setOnInsert": { "ready": false, "started": now_ms, "c": [] } },
+                doc! { "$setOnInsert": { "ready": false, "started": now_ms, "complete": true, "c": [] } },
             )
             .upsert(true)
             .await
             .map_err(db_error)?;
         Ok(result.upserted_id.is_some())
+    }
+
+    async fn cache_reset(&self, user: &str) -> StoreResult<bool> {
+        let filter = doc! {
+            "_id": user, "ready": true, "complete": { "$ne": true }, "c": { "$size": 0 },
+        };
+        let result = self
+            .cache_coll()
+            .delete_one(filter)
+            .await
+            .map_err(db_error)?;
+        Ok(result.deleted_count > 0)
     }
 
     async fn cache_fill(
@@ -273,8 +272,8 @@ impl TimelineStore for MongoStore {
         entries: &[TimelineEntry],
         cache_size: u32,
     ) -> StoreResult<()> {
-        let ready = Some(doc! { "ready": true });
-        self.cache_merge(user, entries, cache_size, doc! {}, ready)
+        let full = entries.len() >= cache_size as usize;
+        self.cache_merge(user, entries, cache_size, Some(full))
             .await?;
         Ok(())
     }

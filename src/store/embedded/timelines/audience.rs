@@ -71,7 +71,7 @@ pub(super) fn push_to_caches(
             .query_map(rusqlite::params_from_iter(chunk), |row| row.get(0))?
             .collect::<rusqlite::Result<_>>()?;
         for owner in owners {
-            let inserted = insert_cache_entries(tx, &owner, entries, cache_size)?;
+            let inserted = insert_cache_entries(tx, &owner, entries, cache_size, None)?;
             written += u64::from(inserted > 0);
         }
     }

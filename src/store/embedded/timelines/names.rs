@@ -38,16 +38,18 @@ pub(super) fn cache_current(
     before: Option<PostId>,
     limit: usize,
 ) -> StoreResult<Option<CacheView>> {
-    let head: Option<(bool, i64, bool)> = conn
+    let head: Option<(bool, i64, bool, bool)> = conn
         .prepare_cached(
-            "SELECT ready, started_at,
+            "SELECT ready, started_at, complete,
                     EXISTS (SELECT 1 FROM pending_deletes)
                     OR EXISTS (SELECT 1 FROM pending_unfollows WHERE user = ?1)
              FROM caches WHERE user = ?1",
         )?
-        .query_row([user], |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)))
+        .query_row([user], |row| {
+            Ok((row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?))
+        })
         .optional()?;
-    let Some((ready, started_at_ms, pending)) = head else {
+    let Some((ready, started_at_ms, complete, pending)) = head else {
         return Ok(None);
     };
     let entries = conn
@@ -66,6 +68,7 @@ pub(super) fn cache_current(
     Ok(Some(CacheView {
         ready,
         started_at_ms,
+        complete,
         entries,
         oldest,
     }))

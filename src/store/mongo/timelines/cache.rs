@@ -1,5 +1,9 @@
 //! Pushes into `timeline_cache` documents, idempotent by post id: `$push` does not
 //! deduplicate, and a fill, a push and a stale rebuild can all carry the same post.
+//!
+//! Every write keeps the coverage rule of `feed::cache` in its own filter: a cache
+//! being built (`ready: false`) takes everything; a ready one takes an entry below its
+//! oldest only while `complete`; a write that may drop an entry clears `complete`.
 
 use std::collections::HashSet;
 
@@ -8,7 +12,7 @@ use mongodb::bson::{Document, doc};
 use super::buckets::held_ids;
 use super::entry_doc;
 use crate::domain::{PostId, TimelineEntry};
-use crate::store::mongo::{MongoStore, all, db_error, oid};
+use crate::store::mongo::{MongoStore, db_error, oid};
 use crate::store::{StoreError, StoreResult};
 
 /// Users per multi-document cache update.
@@ -22,81 +26,119 @@ fn push(entries: &[TimelineEntry], cache_size: u32) -> Document {
     doc! { "c": { "$each": each, "$sort": { "_id": 1 }, "$slice": -i64::from(cache_size) } }
 }
 
+/// The caches that may take `id`: being built, complete, or holding an older entry.
+fn takes(id: PostId) -> Document {
+    doc! { "$or": [
+        { "ready": false },
+        { "complete": true },
+        { "c._id": { "$lt": oid(id) } },
+    ] }
+}
+
 impl MongoStore {
-    /// One entry into the caches of `users`, one `updateMany` per batch, matching only
-    /// caches that exist (`upsert: false`) and do not hold the entry yet. Returns how
-    /// many caches took it.
+    /// One entry into the caches of `users`, matching only caches that exist
+    /// (`upsert: false`), do not hold the entry yet and may take it. Returns how many
+    /// caches took it.
+    ///
+    /// Two `updateMany` per batch, since a classic update cannot tell whether its
+    /// `$slice` dropped an entry: first into the caches with room (no trim, so
+    /// completeness stands), then into the rest, clearing `complete`. A cache that only
+    /// gained room between the two is marked incomplete needlessly, which is safe.
     pub(super) async fn cache_push_one(
         &self,
         users: &[String],
         entry: &TimelineEntry,
         cache_size: u32,
     ) -> StoreResult<u64> {
-        let update = doc! { "$push": push(std::slice::from_ref(entry), cache_size) };
+        let push = push(std::slice::from_ref(entry), cache_size);
+        let roomy = doc! { "$push": push.clone() };
+        let trimming = doc! { "$push": push, "$set": { "complete": false } };
+        let room = format!("c.{}", cache_size.saturating_sub(1));
         let mut written = 0;
         for batch in users.chunks(CACHE_BATCH) {
-            let result = self
-                .cache_coll()
-                .update_many(
-                    doc! { "_id": { "$in": batch }, "c._id": { "$ne": oid(entry.id) } },
-                    update.clone(),
-                )
-                .await
-                .map_err(db_error)?;
-            written += result.matched_count;
+            let mut filter = doc! { "_id": { "$in": batch }, "c._id": { "$ne": oid(entry.id) } };
+            filter.extend(takes(entry.id));
+            let mut with_room = filter.clone();
+            with_room.insert(&room, doc! { "$exists": false });
+            for (filter, update) in [(with_room, &roomy), (filter, &trimming)] {
+                let result = self
+                    .cache_coll()
+                    .update_many(filter, update.clone())
+                    .await
+                    .map_err(db_error)?;
+                written += result.matched_count;
+            }
         }
         Ok(written)
     }
 
-    /// Several entries into `user`'s cache, if it exists and matches `condition`,
-    /// setting `set` as well. `None` when there is no such cache, otherwise how many
-    /// entries were new.
+    /// Several entries into `user`'s cache, if it exists, keeping the coverage rule;
+    /// `fill` makes it ready, and says whether the fill's read was cut at `cache_size`.
+    /// `None` when there is no cache, otherwise how many entries were new.
     ///
-    /// Reads the ids the cache holds, then pushes only the missing entries, guarded by
-    /// `c._id` `$nin` those very entries; a concurrent push of one of them fails the
-    /// guard, and the merge reads again. Chosen over one guarded update per entry, which
-    /// rewrites the whole array once per entry (a fill of 50 is 50 rewrites and round
-    /// trips), and over a version field, which every fan-out push would have to bump,
-    /// so that a merge into a busy cache would keep losing to unrelated posts.
+    /// Reads the cache, then pushes only the missing entries it may take, guarded by the
+    /// state the decision rests on: the same readiness, completeness, length and oldest
+    /// entry, and none of the entries present. A concurrent write fails the guard, and
+    /// the merge reads again. Chosen over one guarded update per entry, which rewrites
+    /// the whole array once per entry (a fill of 50 is 50 rewrites and round trips).
     pub(super) async fn cache_merge(
         &self,
         user: &str,
         entries: &[TimelineEntry],
         cache_size: u32,
-        condition: Document,
-        set: Option<Document>,
+        fill: Option<bool>,
     ) -> StoreResult<Option<usize>> {
-        let mut filter = doc! { "_id": user };
-        filter.extend(condition);
         for _ in 0..MAX_MERGE_ATTEMPTS {
-            let found = all(self
+            let found = self
                 .cache_coll()
-                .find(filter.clone())
-                .projection(doc! { "c._id": 1 }))
-            .await?;
-            if found.is_empty() {
+                .find_one(doc! { "_id": user })
+                .projection(doc! { "c._id": 1, "ready": 1, "complete": 1 })
+                .await
+                .map_err(db_error)?;
+            let Some(found) = found else {
                 return Ok(None);
-            }
-            let held: HashSet<PostId> = held_ids(&found).into_iter().collect();
-            let mut seen = held;
+            };
+            let ready = found.get_bool("ready").unwrap_or(false);
+            let complete = found.get_bool("complete").unwrap_or(false);
+            let held = held_ids(std::slice::from_ref(&found));
+            let oldest = held.iter().min().copied();
+            let may_take =
+                |id: PostId| !ready || complete || oldest.is_some_and(|oldest| id > oldest);
+            let mut seen: HashSet<PostId> = held.iter().copied().collect();
             let fresh: Vec<TimelineEntry> = entries
                 .iter()
-                .filter(|e| seen.insert(e.id))
+                .filter(|e| may_take(e.id) && seen.insert(e.id))
                 .cloned()
                 .collect();
+            let trims = held.len() + fresh.len() > cache_size as usize;
             let mut update = Document::new();
             if !fresh.is_empty() {
                 update.insert("$push", push(&fresh, cache_size));
             }
-            if let Some(set) = &set {
-                update.insert("$set", set.clone());
+            let mut set = Document::new();
+            if trims || fill == Some(true) {
+                set.insert("complete", false);
+            }
+            if fill.is_some() {
+                set.insert("ready", true);
+            }
+            if !set.is_empty() {
+                update.insert("$set", set);
             }
             if update.is_empty() {
                 return Ok(Some(0));
             }
-            let mut guarded = filter.clone();
             let fresh_ids: Vec<_> = fresh.iter().map(|e| oid(e.id)).collect();
-            guarded.insert("c._id", doc! { "$nin": fresh_ids });
+            let mut guarded = doc! {
+                "_id": user,
+                "ready": ready,
+                "complete": if complete { doc! { "$eq": true } } else { doc! { "$ne": true } },
+                "c": { "$size": held.len() as i64 },
+                "c._id": { "$nin": fresh_ids },
+            };
+            if let Some(oldest) = oldest {
+                guarded.insert("c.0._id", oid(oldest));
+            }
             let result = self
                 .cache_coll()
                 .update_one(guarded, update)

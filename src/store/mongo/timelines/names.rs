@@ -57,6 +57,7 @@ impl MongoStore {
         Ok(Some(CacheView {
             ready: doc.get_bool("ready").unwrap_or(false),
             started_at_ms: int(&doc, "started"),
+            complete: doc.get_bool("complete").unwrap_or(false),
             entries,
             oldest,
         }))
