@@ -1,19 +1,21 @@
 //! The counters worker, through `step()` on every backend: a post whose counter write
 //! never happened is counted once the worker catches up; a stale holder's recount is
-//! refused by the per-user `counted_seq`; after a random mix of writes the counts equal
-//! a count from scratch; and after history is lost the rebuild recounts everyone.
+//! refused by the per-user `counted_seq`; a recount held between its read and its write
+//! never writes over a follow acknowledged meanwhile; after a random mix of writes the
+//! counts equal a count from scratch; and after history is lost the rebuild recounts
+//! everyone.
 
 mod common;
 
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use common::faults::PauseAtRead;
+use common::faults::{PauseAtRead, PausingUsers};
 use common::{Kind, fresh_name, kinds, mongo_base_uri, mongo_uri_with_database};
 use mongodb::bson::{Document, doc, oid::ObjectId};
 use socialite::domain::{Post, PostId, now_ms};
-use socialite::store::Store;
 use socialite::store::embedded::{EmbeddedStore, Synchronous};
+use socialite::store::{Store, UserStore};
 use socialite::workers::counters::CountersWorker;
 use socialite::workers::{ManualClock, Runner, RunnerSettings, Step};
 
@@ -125,8 +127,18 @@ impl Raw {
 }
 
 fn runner(store: &Store, clock: &Arc<ManualClock>, holder: &str) -> Runner {
+    runner_over(store.users.clone(), store, clock, holder)
+}
+
+/// A runner whose worker reaches the users through `users` (a decorator).
+fn runner_over(
+    users: Arc<dyn UserStore>,
+    store: &Store,
+    clock: &Arc<ManualClock>,
+    holder: &str,
+) -> Runner {
     Runner::new(
-        Arc::new(CountersWorker::new(store.users.clone())),
+        Arc::new(CountersWorker::new(users)),
         store.leases.clone(),
         store.change_feed.clone(),
         clock.clone(),
@@ -256,6 +268,78 @@ async fn a_stale_holders_recount_is_refused() {
             .unwrap();
         catch_up(&mut b).await;
         assert_eq!(shown(store, "bea").await, (3, 0, 0), "{kind:?}");
+    }
+}
+
+/// The worker counts ann's followers for a first follow (one) and is held before it
+/// writes; a second follow is acknowledged meanwhile, its counter already moved to two.
+/// When the worker goes on, its count of one must not replace the acknowledged two.
+#[tokio::test]
+async fn a_recount_read_before_a_follow_never_writes_over_its_counter() {
+    for kind in kinds("a_recount_read_before_a_follow_never_writes_over_its_counter") {
+        let f = fixture(kind).await;
+        let store = &f.store;
+        for user in ["ann", "bob", "cy"] {
+            common::create_user(store, user).await;
+        }
+        let clock = Arc::new(ManualClock::at(now_ms()));
+        let (users, held, resume) = PausingUsers::new(store.users.clone(), "ann");
+        let mut worker = runner_over(users, store, &clock, "W");
+        // Past the users' creation, which recounts no one.
+        catch_up(&mut worker).await;
+        assert!(store.graph.follow("bob", "ann", now_ms()).await.unwrap());
+
+        let step = tokio::spawn(async move {
+            let step = worker.step().await;
+            (worker, step)
+        });
+        held.await.unwrap();
+        assert!(store.graph.follow("cy", "ann", now_ms()).await.unwrap());
+        assert_eq!(
+            shown(store, "ann").await.2,
+            2,
+            "{kind:?}: the second follow"
+        );
+        resume.send(()).unwrap();
+        let (mut worker, step) = step.await.unwrap();
+        assert!(matches!(step.unwrap(), Step::Applied(_)), "{kind:?}");
+        assert_eq!(
+            shown(store, "ann").await.2,
+            2,
+            "{kind:?}: a count read before the second follow wrote over its counter"
+        );
+        catch_up(&mut worker).await;
+        assert_eq!(shown(store, "ann").await, (0, 0, 2), "{kind:?}");
+        assert_eq!(shown(store, "ann").await, counted(store, "ann").await);
+    }
+}
+
+/// A MongoDB profile written before counters had a version (no `counter_version`) is
+/// recounted like any other: its missing version reads as 0, and the write that
+/// expects 0 matches it.
+#[tokio::test]
+async fn a_profile_from_before_counter_versions_is_recounted() {
+    for kind in kinds("a_profile_from_before_counter_versions_is_recounted") {
+        let f = fixture(kind).await;
+        let Raw::Mongo(db) = &f.raw else { continue };
+        let store = &f.store;
+        common::create_user(store, "dee").await;
+        let users = db.collection::<Document>("users");
+        let unset = doc! { "$unset": { "counter_version": "" } };
+        users
+            .update_one(doc! { "_id": "dee" }, unset)
+            .await
+            .unwrap();
+        f.raw.post_without_counter("dee", "uncounted").await;
+        let clock = Arc::new(ManualClock::at(now_ms()));
+        catch_up(&mut runner(store, &clock, "W")).await;
+        assert_eq!(shown(store, "dee").await, (1, 0, 0));
+        let dee = users
+            .find_one(doc! { "_id": "dee" })
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(dee.get_i64("counter_version").unwrap(), 1, "{dee}");
     }
 }
 

@@ -37,7 +37,7 @@ pub use leases::{Lease, LeaseStore};
 pub use timelines::TimelineStore;
 pub use tokens::{TokenHash, TokenRecord, TokenStore};
 pub use trends::TrendStore;
-pub use users::{Recount, UserStore};
+pub use users::{Counted, Recount, UserStore};
 
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {

@@ -21,6 +21,21 @@ pub struct Recount {
     pub always: bool,
 }
 
+/// A user's counts as the sources held them when read for a [`Recount`], and the
+/// version of the user's counters read before them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Counted {
+    pub user: String,
+    /// The recount's `seq`, to become the user's `counted_seq`.
+    pub seq: u64,
+    pub posts: u64,
+    pub following: u64,
+    pub followers: u64,
+    /// Every write to the user's counters (a request's increment, a recount) adds one,
+    /// so an unchanged version means no counter moved since the read.
+    pub version: u64,
+}
+
 /// Changes here are appended to the change feed atomically with the change.
 #[async_trait]
 pub trait UserStore: Send + Sync + 'static {
@@ -32,13 +47,21 @@ pub trait UserStore: Send + Sync + 'static {
     /// The existing users among `authors`, with their display names and whether `reader`
     /// follows them: everything a timeline page needs about its authors, in one call.
     async fn authors(&self, reader: &str, authors: &[String]) -> StoreResult<Vec<AuthorView>>;
-    /// Sets each user's `followers_count`, `following_count` and `posts_count` to a
-    /// count of the follow edges and posts that exist now, fenced per user by
-    /// `counted_seq` (see [`Recount`]). Unknown users are skipped. Writes nothing to the
-    /// embedded change feed. Returns how many users were written.
-    async fn recount(&self, users: &[Recount]) -> StoreResult<u64>;
+    /// The first half of a recount, reading only: for each of `users` that needs a write
+    /// (it exists, its `counted_seq` is below the recount's `seq`, and unless `always`
+    /// a stored count differs from the sources), its counters' version, then a count of
+    /// its follow edges and posts as they exist now. The version is read no later than
+    /// the sources, so a write whose counter moved after the read is not in the counts.
+    async fn count_sources(&self, users: &[Recount]) -> StoreResult<Vec<Counted>>;
+    /// The second half: sets each user's `followers_count`, `following_count`,
+    /// `posts_count` and `counted_seq` to `counted`, and moves its version on, only
+    /// where the version is still the one read: a counter moved since the read is never
+    /// overwritten by a count that predates its write. Returns the users so refused;
+    /// each is counted again by a retry or by the change that moved its counter. Writes
+    /// nothing to the embedded change feed.
+    async fn write_counts(&self, counted: &[Counted]) -> StoreResult<Vec<String>>;
     /// Recounts every user (the counters worker's rebuild after history was lost), each
-    /// write conditional on the user's `counted_seq` not having moved since it was read
+    /// write conditional on the user's counters not having moved since they were read
     /// (embedded: one transaction, fenced by the lease). Returns how many were written.
     async fn recount_all(&self, fence: &Fence) -> StoreResult<u64>;
 }

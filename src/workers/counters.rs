@@ -9,12 +9,19 @@
 //! `$inc` reaches the MongoDB feed as a user update) are recounted at the highest `seq`
 //! of the changes that touched them.
 //!
-//! Fences, per side effect: the one effect is `UserStore::recount`, conditional per user
-//! on `counted_seq < seq` and setting `counted_seq = seq` in the same atomic statement
-//! (both backends). A paused holder that lost its lease recounts for older changes than
-//! its successor already did, so its write matches nothing; a replay matches nothing
-//! either. A recount for a user-document change writes only a correction, so the
-//! worker's own writes (user updates on MongoDB) settle after one more round.
+//! Fences, per side effect: the one effect is the write of a recount, conditional per
+//! user on the version of its counters, which every counter write moves (a request's
+//! increment, a recount). A recount reads the version, then counts the sources, then
+//! writes only where the version is still the one it read (`UserStore::write_counts`):
+//! a follow whose `$inc` lands between the count and the write is never overwritten by
+//! a count that missed it, so a profile never shows less than an acknowledged write
+//! made it. A refused user is read again, a few times, and otherwise left to the
+//! change that moved its counter, which recounts it. Which recounts need a write at all
+//! is decided at the read: `counted_seq` below the recount's seq (a paused holder that
+//! lost its lease, or a replay, recounts for older changes than were already counted,
+//! and writes nothing; one that read first is refused by the version its successor
+//! moved), and, for a user-document change, a count that differs, so the worker's own
+//! writes (user updates on MongoDB) settle after one more round.
 //! The rebuild recounts every user; its fence is described at `UserStore::recount_all`.
 
 use std::collections::BTreeMap;
@@ -28,6 +35,10 @@ use crate::domain::{COUNTER_UPDATES, Change, ChangeOp, Fence, Post};
 use crate::store::{Recount, StoreError, StoreResult, UserStore};
 
 pub const NAME: &str = "counters";
+
+/// Reads and writes of one batch's recounts before users whose counters keep moving
+/// are left to the changes that moved them.
+const RECOUNT_ATTEMPTS: usize = 3;
 
 pub struct CountersWorker {
     users: Arc<dyn UserStore>,
@@ -113,11 +124,27 @@ impl Worker for CountersWorker {
         if users.is_empty() {
             return Ok(());
         }
-        let recounts: Vec<Recount> = users
+        let mut recounts: Vec<Recount> = users
             .into_iter()
             .map(|(user, (seq, always))| Recount { user, seq, always })
             .collect();
-        self.users.recount(&recounts).await?;
+        for _ in 0..RECOUNT_ATTEMPTS {
+            let counted = self.users.count_sources(&recounts).await?;
+            if counted.is_empty() {
+                return Ok(());
+            }
+            let refused = self.users.write_counts(&counted).await?;
+            if refused.is_empty() {
+                return Ok(());
+            }
+            // Refusals are few: counters that moved between one read and its write.
+            recounts.retain(|r| refused.contains(&r.user));
+        }
+        tracing::debug!(
+            worker = NAME,
+            users = recounts.len(),
+            "counters kept moving during their recount; their own changes recount them"
+        );
         Ok(())
     }
 

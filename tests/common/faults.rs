@@ -6,15 +6,16 @@ use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 use socialite::domain::{
-    AuthorView, Bucket, BucketKind, CacheState, Fence, NameStamp, NewUser, Post, PostId,
-    TimelineEntry, TimelineKind, User,
+    Bucket, BucketKind, CacheState, NameStamp, Post, PostId, TimelineEntry, TimelineKind,
 };
 use socialite::store::timelines::CacheView;
-use socialite::store::{
-    ContentStore, Inserted, Recount, StoreError, StoreResult, TimelineStore, UserStore,
-};
+use socialite::store::{ContentStore, Inserted, StoreError, StoreResult, TimelineStore};
 use socialite::workers::{Hooks, Point};
 use tokio::sync::{Notify, oneshot};
+
+mod users;
+#[allow(unused_imports)]
+pub use users::{FailingUsers, PausingUsers};
 
 /// The text of every injected failure; a response that shows it leaked the cause.
 pub const INJECTED: &str = "injected fault: the disk is on fire";
@@ -82,49 +83,6 @@ impl ContentStore for FailingContent {
 
 /// Content that holds the first `home_posts` of `user` after it has read, until told to
 /// go on: a cache build then holds its snapshot while the test changes the world.
-/// Fails every call while `failing` is set, like [`FailingContent`].
-pub struct FailingUsers {
-    pub inner: Arc<dyn UserStore>,
-    pub failing: AtomicBool,
-}
-
-#[async_trait]
-impl UserStore for FailingUsers {
-    async fn create_user(&self, user: &NewUser) -> StoreResult<User> {
-        self.check()?;
-        self.inner.create_user(user).await
-    }
-    async fn user(&self, id: &str) -> StoreResult<Option<User>> {
-        self.check()?;
-        self.inner.user(id).await
-    }
-    async fn rename_user(&self, id: &str, display_name: &str) -> StoreResult<Option<User>> {
-        self.check()?;
-        self.inner.rename_user(id, display_name).await
-    }
-    async fn authors(&self, reader: &str, authors: &[String]) -> StoreResult<Vec<AuthorView>> {
-        self.check()?;
-        self.inner.authors(reader, authors).await
-    }
-    async fn recount(&self, users: &[Recount]) -> StoreResult<u64> {
-        self.check()?;
-        self.inner.recount(users).await
-    }
-    async fn recount_all(&self, fence: &Fence) -> StoreResult<u64> {
-        self.check()?;
-        self.inner.recount_all(fence).await
-    }
-}
-
-impl FailingUsers {
-    fn check(&self) -> StoreResult<()> {
-        if self.failing.load(Ordering::SeqCst) {
-            return Err(injected());
-        }
-        Ok(())
-    }
-}
-
 pub struct PausingContent {
     pub inner: Arc<dyn ContentStore>,
     pub user: String,

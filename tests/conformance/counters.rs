@@ -1,9 +1,9 @@
 //! The counters of users, follows and posts, kept by the port on every backend.
 
 use socialite::domain::{NewUser, now_ms};
-use socialite::store::StoreError;
+use socialite::store::{Recount, StoreError};
 
-use crate::common::{fresh_store, kinds};
+use crate::common::{create_user, fresh_store, kinds};
 
 #[tokio::test]
 async fn users_follows_and_posts_keep_their_counters() {
@@ -203,5 +203,99 @@ async fn users_follows_and_posts_keep_their_counters() {
         let expected = [("alice", "Alice"), ("bob", "BOB")];
         assert_eq!(names, expected.map(|(i, n)| (i.to_owned(), n.to_owned())));
         store.health.ping().await.unwrap();
+    }
+}
+
+/// A recount's write is a compare-and-set on the counters' version: counts read before
+/// a follow or a post moved a counter are refused, never written over it, and a write
+/// replayed is refused too; a fresh read writes. Which users need a write at all is
+/// decided at the read.
+#[tokio::test]
+async fn a_recount_refuses_to_write_over_counters_that_moved_since_its_read() {
+    for kind in kinds("a_recount_refuses_to_write_over_counters_that_moved_since_its_read") {
+        let t = fresh_store(kind).await;
+        let (users, graph) = (&t.store.users, &t.store.graph);
+        for id in ["ann", "bob", "cy"] {
+            create_user(&t.store, id).await;
+        }
+        let ann = |seq: u64, always: bool| Recount {
+            user: "ann".into(),
+            seq,
+            always,
+        };
+        let shown = || async {
+            let ann = users.user("ann").await.unwrap().unwrap();
+            (ann.posts_count, ann.following_count, ann.followers_count)
+        };
+        assert!(graph.follow("bob", "ann", now_ms()).await.unwrap());
+
+        let nobody = Recount {
+            user: "nobody".into(),
+            ..ann(5, true)
+        };
+        let read = users.count_sources(&[ann(5, true), nobody]).await.unwrap();
+        assert_eq!(read.len(), 1, "{kind:?}: unknown users are skipped");
+        assert_eq!(
+            (read[0].posts, read[0].following, read[0].followers),
+            (0, 0, 1)
+        );
+        assert!(graph.follow("cy", "ann", now_ms()).await.unwrap());
+        assert_eq!(
+            users.write_counts(&read).await.unwrap(),
+            ["ann"],
+            "{kind:?}"
+        );
+        assert_eq!(
+            shown().await,
+            (0, 0, 2),
+            "{kind:?}: the follow's counter stands"
+        );
+
+        let read = users.count_sources(&[ann(5, true)]).await.unwrap();
+        t.store
+            .content
+            .insert_post("ann", "p", now_ms())
+            .await
+            .unwrap();
+        assert_eq!(
+            users.write_counts(&read).await.unwrap(),
+            ["ann"],
+            "{kind:?}"
+        );
+        assert_eq!(
+            shown().await,
+            (1, 0, 2),
+            "{kind:?}: the post's counter stands"
+        );
+
+        let read = users.count_sources(&[ann(5, true)]).await.unwrap();
+        assert_eq!((read[0].posts, read[0].followers), (1, 2), "{kind:?}");
+        assert!(
+            users.write_counts(&read).await.unwrap().is_empty(),
+            "{kind:?}"
+        );
+        assert_eq!(
+            users.write_counts(&read).await.unwrap(),
+            ["ann"],
+            "{kind:?}: a replayed write finds the version it moved"
+        );
+        assert_eq!(shown().await, (1, 0, 2), "{kind:?}");
+        // `counted_seq` is now 5: nothing to write for a recount at or below it, nor for
+        // a correction above it while the counts are right; a recount above it writes.
+        assert!(
+            users
+                .count_sources(&[ann(5, true)])
+                .await
+                .unwrap()
+                .is_empty()
+        );
+        assert!(
+            users
+                .count_sources(&[ann(6, false)])
+                .await
+                .unwrap()
+                .is_empty()
+        );
+        assert_eq!(users.count_sources(&[ann(6, true)]).await.unwrap().len(), 1);
     }
 }

@@ -292,9 +292,11 @@ fn record_change<D: Serialize>(
     Ok(())
 }
 
+/// Moves one of `user`'s counters, and their version (see `UserStore::write_counts`).
 fn add_to_counter(tx: &Transaction<'_>, column: &str, user: &str, delta: i64) -> StoreResult<()> {
     tx.prepare_cached(&format!(
-        "UPDATE users SET {column} = {column} + ?1 WHERE id = ?2"
+        "UPDATE users SET {column} = {column} + ?1, counter_version = counter_version + 1
+         WHERE id = ?2"
     ))?
     .execute(params![delta, user])?;
     Ok(())

@@ -144,6 +144,14 @@ pub fn migrate(conn: &Connection) -> rusqlite::Result<()> {
     add_column(conn, "follows", "backfilled", "INTEGER NOT NULL DEFAULT 0")?;
     // The feed order of the newest change the counters worker recounted a user for.
     add_column(conn, "users", "counted_seq", "INTEGER NOT NULL DEFAULT -1")?;
+    // Moved by every write to a user's counters, so a recount writes only where none
+    // moved since it read the sources.
+    add_column(
+        conn,
+        "users",
+        "counter_version",
+        "INTEGER NOT NULL DEFAULT 0",
+    )?;
     for table in ["bucket_entries", "cache_entries"] {
         add_column(conn, table, "name", "TEXT")?;
         add_column(conn, table, "name_v", "INTEGER")?;

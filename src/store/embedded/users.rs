@@ -1,4 +1,5 @@
-//! Users on SQLite: one row per profile; renames bump `version` in the same statement.
+//! Users on SQLite: one row per profile; renames bump `version` in the same statement,
+//! every counter write `counter_version` (see `Counted`).
 
 use async_trait::async_trait;
 use rusqlite::{Connection, OptionalExtension, params};
@@ -6,19 +7,27 @@ use rusqlite::{Connection, OptionalExtension, params};
 use super::leases::check_fence;
 use super::{EmbeddedStore, IN_CHUNK, placeholders, record_change};
 use crate::domain::{AuthorView, ChangeOp, Fence, NewUser, User};
-use crate::store::{Recount, StoreError, StoreResult, UserStore};
+use crate::store::{Counted, Recount, StoreError, StoreResult, UserStore};
 
-/// One user's counts from the sources, set only where `counted_seq` is below the
-/// recount's seq (and, unless `always`, only where a count is wrong).
-const RECOUNT: &str = "
-UPDATE users SET posts_count = c.posts, following_count = c.following,
-                 followers_count = c.followers, counted_seq = ?2
-FROM (SELECT (SELECT count(*) FROM posts WHERE author = ?1) AS posts,
+/// One user's counters' version and counts from the sources, read in one statement (one
+/// snapshot), when the user needs a write: `counted_seq` below the recount's seq and,
+/// unless `always`, a stored count that differs.
+const COUNT_SOURCES: &str = "
+SELECT counter_version, posts, following, followers
+FROM (SELECT counter_version, counted_seq, posts_count, following_count, followers_count,
+             (SELECT count(*) FROM posts WHERE author = ?1) AS posts,
              (SELECT count(*) FROM follows WHERE follower = ?1) AS following,
-             (SELECT count(*) FROM follows WHERE followee = ?1) AS followers) AS c
-WHERE id = ?1 AND counted_seq < ?2
-  AND (?3 OR posts_count <> c.posts OR following_count <> c.following
-       OR followers_count <> c.followers)";
+             (SELECT count(*) FROM follows WHERE followee = ?1) AS followers
+      FROM users WHERE id = ?1)
+WHERE counted_seq < ?2
+  AND (?3 OR posts_count <> posts OR following_count <> following
+       OR followers_count <> followers)";
+
+/// A recount's write, only where the counters' version is still the one read.
+const WRITE_COUNTS: &str = "
+UPDATE users SET posts_count = ?3, following_count = ?4, followers_count = ?5,
+                 counted_seq = ?6, counter_version = counter_version + 1
+WHERE id = ?1 AND counter_version = ?2";
 
 fn user_from_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<User> {
     Ok(User {
@@ -116,26 +125,62 @@ impl UserStore for EmbeddedStore {
         .await
     }
 
-    /// One transaction, one `UPDATE` per user: the counts and the fence are read and
-    /// written atomically.
-    async fn recount(&self, users: &[Recount]) -> StoreResult<u64> {
+    /// One read transaction, one statement per user.
+    async fn count_sources(&self, users: &[Recount]) -> StoreResult<Vec<Counted>> {
         let users = users.to_vec();
-        self.write(move |tx| {
-            let mut written = 0;
-            for recount in &users {
-                written += tx.prepare_cached(RECOUNT)?.execute(params![
-                    recount.user,
-                    recount.seq as i64,
-                    recount.always
-                ])? as u64;
+        self.read(move |conn| {
+            let mut stmt = conn.prepare_cached(COUNT_SOURCES)?;
+            let mut counted = Vec::with_capacity(users.len());
+            for recount in users {
+                let params = params![recount.user, recount.seq as i64, recount.always];
+                let row = stmt
+                    .query_row(params, |row| {
+                        Ok([row.get::<_, i64>(0)?, row.get(1)?, row.get(2)?, row.get(3)?])
+                    })
+                    .optional()?;
+                if let Some([version, posts, following, followers]) = row {
+                    counted.push(Counted {
+                        user: recount.user,
+                        seq: recount.seq,
+                        posts: posts as u64,
+                        following: following as u64,
+                        followers: followers as u64,
+                        version: version as u64,
+                    });
+                }
             }
-            Ok(written)
+            Ok(counted)
+        })
+        .await
+    }
+
+    /// One transaction, one conditional `UPDATE` per user.
+    async fn write_counts(&self, counted: &[Counted]) -> StoreResult<Vec<String>> {
+        let counted = counted.to_vec();
+        self.write(move |tx| {
+            let mut stmt = tx.prepare_cached(WRITE_COUNTS)?;
+            let mut refused = Vec::new();
+            for c in counted {
+                let written = stmt.execute(params![
+                    c.user,
+                    c.version as i64,
+                    c.posts as i64,
+                    c.following as i64,
+                    c.followers as i64,
+                    c.seq as i64,
+                ])?;
+                if written == 0 {
+                    refused.push(c.user);
+                }
+            }
+            Ok(refused)
         })
         .await
     }
 
     /// One transaction over every user, fenced by the lease; `counted_seq` becomes the
-    /// newest change the transaction sees, since every change up to it is counted.
+    /// newest change the transaction sees, since every change up to it is counted, and
+    /// every version moves, so an incremental recount read before it is refused.
     async fn recount_all(&self, fence: &Fence) -> StoreResult<u64> {
         let fence = fence.clone();
         self.write(move |tx| {
@@ -145,7 +190,8 @@ impl UserStore for EmbeddedStore {
                    posts_count = (SELECT count(*) FROM posts WHERE author = users.id),
                    following_count = (SELECT count(*) FROM follows WHERE follower = users.id),
                    followers_count = (SELECT count(*) FROM follows WHERE followee = users.id),
-                   counted_seq = max(counted_seq, coalesce((SELECT max(pos) FROM changes), -1))",
+                   counted_seq = max(counted_seq, coalesce((SELECT max(pos) FROM changes), -1)),
+                   counter_version = counter_version + 1",
                 [],
             )?;
             Ok(written as u64)

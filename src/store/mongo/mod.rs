@@ -42,6 +42,10 @@ pub struct MongoStore {
     event_log: std::sync::atomic::AtomicBool,
 }
 
+/// The field of a user document that every write to its counters increments, so that a
+/// recount writes only where no counter moved since it read (see `Counted`).
+pub(super) const COUNTER_VERSION: &str = "counter_version";
+
 /// A collection and one index on it.
 pub(super) type IndexSpec = (&'static str, IndexModel);
 
@@ -284,9 +288,11 @@ impl MongoStore {
         exists(&self.collection(collection), filter).await
     }
 
+    /// Moves one of `id`'s counters, and their version.
     async fn inc_user(&self, id: &str, field: &str, delta: i64) -> StoreResult<()> {
+        let inc = doc! { field: delta, COUNTER_VERSION: 1_i64 };
         self.users_coll()
-            .update_one(doc! { "_id": id }, doc! { "$inc": { field: delta } })
+            .update_one(doc! { "_id": id }, doc! { "$inc": inc })
             .await
             .map_err(db_error)?;
         Ok(())

@@ -1,20 +1,31 @@
 //! Users on MongoDB: `users` `{_id, display_name, followers_count, following_count,
-//! posts_count, created_at, version}`.
+//! posts_count, created_at, version, counted_seq, counter_version}`. `version` moves
+//! with renames, `counter_version` with every counter write (see `Counted`); a profile
+//! written before `counter_version` existed has none, which counts as 0.
 
+use std::collections::HashMap;
 use std::future::IntoFuture;
 
 use async_trait::async_trait;
 use futures::{StreamExt, TryStreamExt};
 use mongodb::bson::{Bson, Document, doc};
 
-use super::{MongoStore, all, db_error, insert_new, user_from};
+use super::{COUNTER_VERSION, MongoStore, all, db_error, insert_new, int, user_from};
 use crate::domain::{AuthorView, Fence, NewUser, User};
-use crate::store::{Recount, StoreError, StoreResult, UserStore};
+use crate::store::{Counted, Recount, StoreError, StoreResult, UserStore};
 
 /// Users recounted at once.
 const RECOUNTS_IN_FLIGHT: usize = 8;
 /// Users read per page by a full recount.
 const RECOUNT_PAGE: i64 = 500;
+
+/// A filter on the counters' version: `version`, where a missing version counts as 0.
+fn version_is(version: i64) -> Bson {
+    match version {
+        0 => Bson::Document(doc! { "$in": [0_i64, Bson::Null] }),
+        v => Bson::Int64(v),
+    }
+}
 
 /// A user's counts as the sources hold them now.
 struct Counts {
@@ -43,31 +54,32 @@ impl MongoStore {
         })
     }
 
-    /// Sets `user`'s counts where `fence` (a filter on the user document) still holds;
-    /// returns whether it wrote.
+    /// Sets `user`'s counts (and `counted_seq`, when given) where its counters' version
+    /// is still `version`, moving the version on; returns whether it wrote.
     async fn set_counts(
         &self,
         user: &str,
         counts: &Counts,
-        fence: Document,
-        seq: Bson,
+        version: i64,
+        seq: Option<i64>,
     ) -> StoreResult<bool> {
-        let mut filter = doc! { "_id": user };
-        filter.extend(fence);
+        let mut set = doc! {
+            "posts_count": counts.posts,
+            "following_count": counts.following,
+            "followers_count": counts.followers,
+        };
+        if let Some(seq) = seq {
+            set.insert("counted_seq", seq);
+        }
         let written = self
             .users_coll()
             .update_one(
-                filter,
-                doc! { "$set": {
-                    "posts_count": counts.posts,
-                    "following_count": counts.following,
-                    "followers_count": counts.followers,
-                    "counted_seq": seq,
-                } },
+                doc! { "_id": user, COUNTER_VERSION: version_is(version) },
+                doc! { "$set": set, "$inc": { COUNTER_VERSION: 1_i64 } },
             )
             .await
             .map_err(db_error)?;
-        Ok(written.modified_count > 0)
+        Ok(written.matched_count > 0)
     }
 
     /// The users that exist among `ids`, in no particular order.
@@ -106,7 +118,7 @@ impl UserStore for MongoStore {
         let doc = doc! {
             "_id": &user.id, "display_name": &user.display_name,
             "followers_count": 0_i64, "following_count": 0_i64, "posts_count": 0_i64,
-            "created_at": user.created_at_ms, "version": 0_i64,
+            "created_at": user.created_at_ms, "version": 0_i64, COUNTER_VERSION: 0_i64,
         };
         if insert_new(&self.users_coll(), doc.clone(), &[]).await? {
             user_from(&doc)
@@ -161,43 +173,84 @@ impl UserStore for MongoStore {
             .collect())
     }
 
-    /// Per user: the three counts, then one `update_one` whose filter is the fence
-    /// (`counted_seq` below the recount's seq; unless `always`, a count that differs).
-    /// The counts are read before the write, so a write that lands in between is not in
-    /// them; its own change has a higher seq and recounts the user again.
-    async fn recount(&self, users: &[Recount]) -> StoreResult<u64> {
-        let writes: Vec<_> = users
+    /// One query for the users' `counted_seq`, counters and versions, then the three
+    /// counts of each user that needs a write, a few users at once.
+    async fn count_sources(&self, users: &[Recount]) -> StoreResult<Vec<Counted>> {
+        let ids: Vec<&str> = users.iter().map(|r| r.user.as_str()).collect();
+        let projection = doc! {
+            "counted_seq": 1, COUNTER_VERSION: 1,
+            "posts_count": 1, "following_count": 1, "followers_count": 1,
+        };
+        let stored = all(self
+            .users_coll()
+            .find(doc! { "_id": { "$in": &ids } })
+            .projection(projection))
+        .await?;
+        let stored: HashMap<&str, &Document> = stored
             .iter()
-            .map(|recount| async move {
+            .filter_map(|d| Some((d.get_str("_id").ok()?, d)))
+            .collect();
+        let reads: Vec<_> = users
+            .iter()
+            .filter_map(|recount| {
+                let user = *stored.get(recount.user.as_str())?;
+                let counted_seq = match user.get("counted_seq") {
+                    Some(_) => int(user, "counted_seq"),
+                    None => -1,
+                };
+                (counted_seq < recount.seq as i64).then_some((recount, user))
+            })
+            .map(|(recount, user)| async move {
                 let counts = self.counts(&recount.user).await?;
-                let seq = recount.seq as i64;
-                let mut fence = doc! { "counted_seq": { "$not": { "$gte": seq } } };
-                if !recount.always {
-                    fence.insert(
-                        "$or",
-                        vec![
-                            doc! { "posts_count": { "$ne": counts.posts } },
-                            doc! { "following_count": { "$ne": counts.following } },
-                            doc! { "followers_count": { "$ne": counts.followers } },
-                        ],
-                    );
-                }
-                self.set_counts(&recount.user, &counts, fence, Bson::Int64(seq))
-                    .await
+                let differs = counts.posts != int(user, "posts_count")
+                    || counts.following != int(user, "following_count")
+                    || counts.followers != int(user, "followers_count");
+                StoreResult::Ok((recount.always || differs).then(|| Counted {
+                    user: recount.user.clone(),
+                    seq: recount.seq,
+                    posts: counts.posts.max(0) as u64,
+                    following: counts.following.max(0) as u64,
+                    followers: counts.followers.max(0) as u64,
+                    version: int(user, COUNTER_VERSION).max(0) as u64,
+                }))
             })
             .collect();
-        let written: Vec<bool> = futures::stream::iter(writes)
+        let counted: Vec<Option<Counted>> = futures::stream::iter(reads)
             .buffer_unordered(RECOUNTS_IN_FLIGHT)
             .try_collect()
             .await?;
-        Ok(written.into_iter().filter(|w| *w).count() as u64)
+        Ok(counted.into_iter().flatten().collect())
     }
 
-    /// Every user, a page at a time: read `counted_seq`, count, then write only where
-    /// `counted_seq` is still what was read, so an incremental recount that landed
-    /// meanwhile (it counted later) is never overwritten. The lease is not consulted per
-    /// write; a stale holder's write is a true count of a moment since the read, and any
-    /// later write has its own change, which recounts the user.
+    /// One `update_one` per user, filtered on the version read, a few at once.
+    async fn write_counts(&self, counted: &[Counted]) -> StoreResult<Vec<String>> {
+        let writes: Vec<_> = counted
+            .iter()
+            .map(|c| async move {
+                let counts = Counts {
+                    posts: c.posts as i64,
+                    following: c.following as i64,
+                    followers: c.followers as i64,
+                };
+                let written = self
+                    .set_counts(&c.user, &counts, c.version as i64, Some(c.seq as i64))
+                    .await?;
+                StoreResult::Ok((!written).then(|| c.user.clone()))
+            })
+            .collect();
+        let refused: Vec<Option<String>> = futures::stream::iter(writes)
+            .buffer_unordered(RECOUNTS_IN_FLIGHT)
+            .try_collect()
+            .await?;
+        Ok(refused.into_iter().flatten().collect())
+    }
+
+    /// Every user, a page at a time: read the counters' versions, count, then write only
+    /// where the version is still the one read, so neither a request's `$inc` nor an
+    /// incremental recount that landed meanwhile is overwritten by an older count. The
+    /// lease is not consulted per write; a stale holder's write is a true count of a
+    /// moment no counter moved since, and any later write has its own change, which
+    /// recounts the user.
     async fn recount_all(&self, _fence: &Fence) -> StoreResult<u64> {
         let mut written = 0;
         let mut after: Option<String> = None;
@@ -211,7 +264,7 @@ impl UserStore for MongoStore {
                 .find(filter)
                 .sort(doc! { "_id": 1 })
                 .limit(RECOUNT_PAGE)
-                .projection(doc! { "_id": 1, "counted_seq": 1 }))
+                .projection(doc! { "_id": 1, COUNTER_VERSION: 1 }))
             .await?;
             let Some(last) = page.last() else {
                 return Ok(written);
@@ -221,14 +274,9 @@ impl UserStore for MongoStore {
                 .iter()
                 .map(|user| async move {
                     let id = user.get_str("_id").unwrap_or_default();
-                    let seq = user.get("counted_seq").cloned();
-                    let fence = match &seq {
-                        Some(seq) => doc! { "counted_seq": seq.clone() },
-                        None => doc! { "counted_seq": { "$exists": false } },
-                    };
                     let counts = self.counts(id).await?;
-                    let seq = seq.unwrap_or(Bson::Int64(-1));
-                    self.set_counts(id, &counts, fence, seq).await
+                    self.set_counts(id, &counts, int(user, COUNTER_VERSION), None)
+                        .await
                 })
                 .collect();
             let done: Vec<bool> = futures::stream::iter(writes)
