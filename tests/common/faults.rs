@@ -16,6 +16,10 @@ use socialite::store::{
 use socialite::workers::{Hooks, Point};
 use tokio::sync::{Notify, oneshot};
 
+mod tokens;
+#[allow(unused_imports)]
+pub use tokens::PausingTokens;
+
 /// The text of every injected failure; a response that shows it leaked the cause.
 pub const INJECTED: &str = "injected fault: the disk is on fire";
 
