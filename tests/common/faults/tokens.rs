@@ -6,11 +6,14 @@ use async_trait::async_trait;
 use socialite::store::{StoreResult, TokenHash, TokenRecord, TokenStore};
 use tokio::sync::oneshot;
 
+/// The hash to hold, who to tell once its lookup has read, and what releases it.
+type Armed = (TokenHash, oneshot::Sender<()>, oneshot::Receiver<()>);
+
 /// Tokens whose next lookup of an armed hash holds after it has read the row, until
 /// released: a verification then carries what it read across whatever the test does.
 pub struct PausingTokens {
     pub inner: Arc<dyn TokenStore>,
-    armed: Mutex<Option<(TokenHash, oneshot::Sender<()>, oneshot::Receiver<()>)>>,
+    armed: Mutex<Option<Armed>>,
 }
 
 impl PausingTokens {
