@@ -55,13 +55,14 @@ pub async fn build_state(config: &Config, store: Store) -> anyhow::Result<AppSta
     build_state_with_clock(config, store, Arc::new(SystemClock)).await
 }
 
-/// As [`build_state`], with the clock the rate limits read (tests move it by hand).
+/// As [`build_state`], with the clock the rate limits and the token cache read (tests
+/// move it by hand).
 pub async fn build_state_with_clock(
     config: &Config,
     store: Store,
     clock: Arc<dyn Clock>,
 ) -> anyhow::Result<AppState> {
-    let auth = AuthSettings::from_config(&config.auth)?;
+    let auth = AuthSettings::from_config(&config.auth)?.with_clock(clock.clone());
     let limits = activity_limits(config);
     let wakers = Arc::new(Wakers::default());
     let event_log = prepare_event_log(config, &store).await;

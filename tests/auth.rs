@@ -2,12 +2,14 @@
 //! JWTs, where tokens are (not) stored, the operations endpoints and `auth.mode = none`.
 //!
 //! This file holds the matrix; JWTs are in `auth/jwt.rs`, token storage in
-//! `auth/tokens.rs`, and the operations endpoints' guard and `auth.mode = none` in
-//! `auth/settings.rs`.
+//! `auth/tokens.rs`, when a revocation takes effect in `auth/revocation.rs`, and the
+//! operations endpoints' guard and `auth.mode = none` in `auth/settings.rs`.
 
 mod common;
 #[path = "auth/jwt.rs"]
 mod jwt;
+#[path = "auth/revocation.rs"]
+mod revocation;
 #[path = "auth/settings.rs"]
 mod settings;
 #[path = "auth/tokens.rs"]

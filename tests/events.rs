@@ -1,6 +1,6 @@
 //! The event log, on every backend that can keep one: one event per change in feed
-//! order across a crash and replay, bounded size, `PositionLost` behind the trim, and
-//! batched tail readers that block at the head.
+//! order across a crash and replay, bounded size, `PositionLost` behind the trim and
+//! past the newest event, and batched tail readers that block at the head.
 
 mod common;
 
@@ -208,6 +208,48 @@ async fn a_replayed_append_adds_nothing() {
             .append(&stale, &synthetic(9..=9), bounds(1000))
             .await;
         assert!(matches!(refused, Err(StoreError::Fenced(_))), "{refused:?}");
+    }
+}
+
+/// A position past the newest event: to `events_after` (a worker's watermark may be a
+/// change ahead of the log) simply the end, even above `i64::MAX` (it wrapped to -1
+/// once); to `events_after_issued` (a client's position) an id never issued, lost.
+#[tokio::test]
+async fn a_position_past_the_newest_event_was_never_issued() {
+    for kind in event_log_kinds("a_position_past_the_newest_event_was_never_issued").await {
+        let t = fresh_store(kind).await;
+        let events = &t.store.events;
+        events.prepare_log(bounds(100)).await.unwrap();
+        let beyond_i64 = i64::MAX as u64 + 1;
+        let issued = |after: u64| events.events_after_issued(Some(EventId(after)), 100);
+        assert!(
+            issued(0).await.unwrap().is_empty(),
+            "{kind:?}: 0 is the start"
+        );
+        let lost = issued(1).await;
+        assert!(
+            matches!(&lost, Err(StoreError::PositionLost(why)) if why.contains("never issued")),
+            "{kind:?}: {lost:?}"
+        );
+        let fence = fence(&t.store, "w").await;
+        events
+            .append(&fence, &synthetic(1..=8), bounds(100))
+            .await
+            .unwrap();
+        for after in [9, beyond_i64, u64::MAX] {
+            let read = events.events_after(Some(EventId(after)), 100).await;
+            assert!(
+                read.as_ref().is_ok_and(Vec::is_empty),
+                "{kind:?} {after}: {read:?}"
+            );
+            let lost = issued(after).await;
+            assert!(
+                matches!(&lost, Err(StoreError::PositionLost(why)) if why.contains("never issued")),
+                "{kind:?} {after}: {lost:?}"
+            );
+        }
+        assert!(issued(8).await.unwrap().is_empty(), "{kind:?}: the head");
+        assert_eq!(issued(3).await.unwrap().len(), 5, "{kind:?}");
     }
 }
 

@@ -1,12 +1,13 @@
 //! Rate limits (on a clock moved by hand) and connection hardening: stalled clients
-//! are cut off at the header timeout and the connection cap refuses the excess.
+//! are cut off at the header timeout, the connection cap refuses the excess, and too
+//! many header fields get 431 problem+json.
 
 mod common;
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::{As, TestServer, fresh_config};
+use common::{As, TestServer, fresh_config, kinds};
 use reqwest::{Method, StatusCode};
 use serde_json::json;
 use socialite::workers::ManualClock;
@@ -112,7 +113,12 @@ const PARTIAL: &[u8] = b"GET /healthz HTTP/1.1\r\nHost: stalled\r\nX-Slow: ";
 /// Sends one request on `stream` and reads its response (headers and a
 /// content-length body).
 async fn exchange(stream: &mut TcpStream, path: &str) -> String {
-    let request = format!("GET {path} HTTP/1.1\r\nHost: t\r\n\r\n");
+    send_raw(stream, &format!("GET {path} HTTP/1.1\r\nHost: t\r\n\r\n")).await
+}
+
+/// Sends `request` on `stream` and reads its response (headers and a content-length
+/// body).
+async fn send_raw(stream: &mut TcpStream, request: &str) -> String {
     stream.write_all(request.as_bytes()).await.unwrap();
     let mut response = Vec::new();
     let mut buf = [0u8; 4096];
@@ -254,4 +260,48 @@ async fn connections_past_the_cap_are_refused_and_the_others_served() {
     .await;
     assert!(served.is_ok(), "a freed slot serves a new connection");
     server.stop().await;
+}
+
+/// A `GET /healthz` carrying `count` header fields, `Host` included.
+fn with_header_fields(count: usize) -> String {
+    let mut request = "GET /healthz HTTP/1.1\r\nHost: t\r\n".to_owned();
+    for i in 1..count {
+        request.push_str(&format!("X-Field-{i}: {i}\r\n"));
+    }
+    request + "\r\n"
+}
+
+/// Past 100 header fields a request gets 431 as problem+json (hyper's own 431 had an
+/// empty body); at 100 it is served, and the connection goes on serving.
+#[tokio::test]
+async fn too_many_header_fields_get_431_as_problem_json() {
+    for kind in kinds("too_many_header_fields_get_431_as_problem_json") {
+        let server = TestServer::start(fresh_config(kind)).await;
+        let mut stream = TcpStream::connect(server.base.trim_start_matches("http://"))
+            .await
+            .unwrap();
+        for (count, status) in [(100, "200"), (101, "431"), (200, "431"), (100, "200")] {
+            let response = send_raw(&mut stream, &with_header_fields(count)).await;
+            let (head, body) = response.split_once("\r\n\r\n").unwrap();
+            assert!(
+                head.starts_with(&format!("HTTP/1.1 {status} ")),
+                "{kind:?} {count}: {head}"
+            );
+            if status == "200" {
+                continue;
+            }
+            let head = head.to_ascii_lowercase();
+            assert!(
+                head.contains("content-type: application/problem+json"),
+                "{kind:?} {count}: {head}"
+            );
+            let problem: serde_json::Value = serde_json::from_str(body).unwrap();
+            assert_eq!(problem["status"], 431, "{problem}");
+            assert_eq!(problem["type"], "/problems/too-many-headers");
+            assert_eq!(problem["title"], "Request Header Fields Too Large");
+            let detail = problem["detail"].as_str().unwrap();
+            assert!(detail.contains(&format!("at most 100 header fields; this one has {count}")));
+        }
+        server.stop().await;
+    }
 }

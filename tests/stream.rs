@@ -166,6 +166,64 @@ async fn a_last_event_id_older_than_the_log_gives_reset_and_the_page_gives_410()
     server.stop().await;
 }
 
+/// An id this log never issued (past its newest event, even past `i64::MAX`) is not a
+/// position to wait at: the stream starts with `reset` at the head and then delivers
+/// what follows (it used to skip every item until ids passed the id), and the page is
+/// 410 (it used to be 200, or 410 "after -1" once the id wrapped).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_last_event_id_never_issued_gives_reset_and_the_page_gives_410() {
+    for kind in event_log_kinds("a_last_event_id_never_issued").await {
+        let server = server(kind, |_| {}).await;
+        pair(&server).await;
+        let api = server.api();
+        api.say("bob", "before").await;
+        server.settle().await;
+        let (_, page) = api.get("/v1/events").await;
+        let mut head = page["next"].as_str().unwrap().to_owned();
+        let (status, page) = api.get(&format!("/v1/events?after={head}")).await;
+        assert_eq!(status, StatusCode::OK, "{kind:?}: the head itself");
+        assert_eq!(
+            (&page["events"], page["next"].as_str()),
+            (&json!([]), Some(&*head))
+        );
+        let next = head.parse::<u64>().unwrap() + 1;
+        for after in [next, 1_000_000, i64::MAX as u64 + 1, u64::MAX] {
+            let (status, body) = api.get(&format!("/v1/events?after={after}")).await;
+            assert_eq!(status, StatusCode::GONE, "{kind:?} {after}: {body}");
+            assert_eq!(body["type"], "/problems/position-lost");
+            let detail = body["detail"].as_str().unwrap();
+            assert!(
+                detail.contains(&format!("event {after} was never issued")),
+                "{detail}"
+            );
+        }
+        for last in ["1000000", "18446744073709551615"] {
+            let mut stream = open_as(&server, "ann", Some(last)).await;
+            let reset = next_within_a_minute(&mut stream).await;
+            assert_eq!(reset.event, "reset", "{kind:?} {last}");
+            assert_eq!(reset.id.as_deref(), Some(&*head), "continue from the head");
+            let post = api.say("bob", "after the reset").await;
+            let item = next_within_a_minute(&mut stream).await;
+            assert_eq!(
+                item.data["id"],
+                post.as_str(),
+                "{kind:?} {last}: not skipped"
+            );
+            head = item.id.unwrap();
+        }
+        server.stop().await;
+    }
+}
+
+/// The next message; a stream that sends nothing fails the test instead of hanging it.
+async fn next_within_a_minute(stream: &mut Client) -> sse::Message {
+    let wait = std::time::Duration::from_secs(60);
+    tokio::time::timeout(wait, stream.next())
+        .await
+        .expect("a message")
+        .expect("the stream is open")
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_unfollow_gives_a_delete_of_the_authors_items() {
     for kind in event_log_kinds("an_unfollow_gives_delete").await {

@@ -52,7 +52,7 @@ pub async fn spawn_with_store(config: &Config, store: Store) -> anyhow::Result<R
     spawn_with_clock(config, store, Arc::new(SystemClock)).await
 }
 
-/// As [`spawn_with_store`], with the clock the rate limits read.
+/// As [`spawn_with_store`], with the clock the rate limits and the token cache read.
 pub async fn spawn_with_clock(
     config: &Config,
     store: Store,

@@ -34,7 +34,8 @@ pub enum StreamMessage {
         posts: Vec<PostId>,
         author: Option<String>,
     },
-    /// The position asked for is gone: reload the timeline, then continue from `id`.
+    /// The log does not hold the position asked for (trimmed, or never issued: past its
+    /// newest event): reload the timeline, then continue from `id`, the head.
     Reset { id: Option<EventId> },
 }
 
@@ -198,7 +199,7 @@ async fn stream(
     let mut last = None;
     if let Some(from) = resume {
         match catch_up(hub, router, from, sender).await {
-            Ok(Ok(through)) => last = Some(through),
+            Ok(Ok(through)) => last = through,
             Ok(Err(end)) => return end,
             Err(error) => return End::Failed(error),
         }
@@ -232,33 +233,31 @@ async fn stream(
     }
 }
 
-/// Sends what the log holds after `from`; returns the last id covered. A position the
-/// log no longer holds gives a `reset` at the current head.
+/// Sends what the log holds after `from`; returns the last id covered (live events up
+/// to it are skipped). A position the log does not hold, trimmed or never issued (past
+/// its newest event), gives a `reset` at the current head (none while the log is empty).
 async fn catch_up(
     hub: &Hub,
     router: &mut Router,
     from: EventId,
     sender: &mpsc::Sender<StreamMessage>,
-) -> StoreResult<Result<EventId, End>> {
+) -> StoreResult<Result<Option<EventId>, End>> {
+    let events = &hub.store.events;
     let mut last = from;
+    // Only `from` came from the client; every later position is an id the log holds.
+    let mut read = events.events_after_issued(Some(from), CATCH_UP_PAGE).await;
     loop {
-        let page = match hub
-            .store
-            .events
-            .events_after(Some(last), CATCH_UP_PAGE)
-            .await
-        {
+        let page = match read {
             Ok(page) => page,
             Err(StoreError::PositionLost(_)) => {
-                let head = hub.store.events.newest_event().await?;
-                let id = head.unwrap_or(from);
-                let sent = sender.send(StreamMessage::Reset { id: Some(id) }).await;
-                return Ok(sent.map(|()| id).map_err(|_| End::Gone));
+                let head = events.newest_event().await?;
+                let sent = sender.send(StreamMessage::Reset { id: head }).await;
+                return Ok(sent.map(|()| head).map_err(|_| End::Gone));
             }
             Err(error) => return Err(error),
         };
         let Some(newest) = page.last().map(|e| e.id) else {
-            return Ok(Ok(last));
+            return Ok(Ok(Some(last)));
         };
         // Catching up waits for the client (backpressure) rather than calling it slow.
         for prepared in hub.prepare(page).await? {
@@ -269,5 +268,6 @@ async fn catch_up(
             }
         }
         last = newest;
+        read = events.events_after(Some(last), CATCH_UP_PAGE).await;
     }
 }

@@ -138,12 +138,13 @@ impl From<StoreError> for ApiError {
                 format!("{what} already exists"),
             ),
             StoreError::Invalid(why) => ApiError::invalid(why),
-            // Only the event log's readers see this: what they asked for was trimmed.
+            // Only the event log's readers see this: what they asked for was trimmed, or
+            // was never issued by this log.
             StoreError::PositionLost(why) => ApiError::new(
                 StatusCode::GONE,
                 "position-lost",
                 format!(
-                    "the event log no longer holds that position ({why}); start again from the oldest kept event"
+                    "the event log does not hold that position ({why}); start again without it, from the oldest kept event"
                 ),
             ),
             StoreError::Forbidden(why) => ApiError::forbidden(why),

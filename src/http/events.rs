@@ -25,7 +25,8 @@ pub const KEEP_ALIVE: Duration = Duration::from_secs(15);
 
 #[derive(Debug, Deserialize, IntoParams)]
 pub struct EventsQuery {
-    /// Exclusive: only events after this id. Omitted: from the oldest kept event.
+    /// Exclusive: only events after this id. Omitted: from the oldest kept event. An id
+    /// the log no longer holds (trimmed) or never issued (past its newest event) is 410.
     #[param(value_type = Option<String>, pattern = "^[0-9]{1,20}$")]
     pub after: Option<String>,
     /// 1–1000, default 100.
@@ -85,7 +86,7 @@ fn parse_event_id(what: &str, raw: &str) -> ApiResult<EventId> {
     responses(
         (status = 200, description = "A page of the event log", body = EventPageBody),
         (status = 401, description = "`auth.admin_token` is set and was not sent", body = Problem, content_type = "application/problem+json"),
-        (status = 410, description = "`after` was trimmed from the log: start again without it", body = Problem, content_type = "application/problem+json"),
+        (status = 410, description = "`after` is not in the log: trimmed, or never issued (past the newest event, e.g. from another deployment or before a restore); start again without it", body = Problem, content_type = "application/problem+json"),
         (status = 422, description = "Bad after or limit", body = Problem, content_type = "application/problem+json"),
     )
 )]
@@ -147,7 +148,7 @@ pub struct StreamEvent {
     #[schema(example = r#"{"ids":["6560a1b2c3d4e5f6a7b8c9d0"],"author":null}"#)]
     pub data: String,
     /// The event-log id, a decimal string, to resume with `Last-Event-ID`; only a
-    /// `reset` may lack it (when the hub has no position to continue from).
+    /// `reset` may lack it (when the log holds no event to continue from).
     #[schema(example = "1042", pattern = "^[0-9]+$", nullable = false)]
     pub id: Option<String>,
 }
@@ -170,7 +171,7 @@ fn sse(message: StreamMessage) -> SseEvent {
         StreamMessage::Reset { id } => (
             "reset",
             id,
-            Ok(r#"{"reason":"the position asked for is no longer in the event log: reload the timeline"}"#.to_owned()),
+            Ok(r#"{"reason":"the position asked for is not in the event log (trimmed, or never issued): reload the timeline"}"#.to_owned()),
         ),
     };
     let event = SseEvent::default()
@@ -193,13 +194,13 @@ fn events(stream: TimelineStream) -> impl Stream<Item = Result<SseEvent, Infalli
 /// timeline's item JSON), a `delete` event (`{ids, author}`) for items removed by a
 /// deletion or an unfollow, each with its event-log `id`. Reconnecting with
 /// `Last-Event-ID` sends everything after it, or a `reset` event (reload the timeline)
-/// when the log no longer holds it. A comment is sent at least every 15 s. A client that
+/// when the log does not hold it: trimmed, or never issued (past the newest event). A comment is sent at least every 15 s. A client that
 /// falls `events.stream_buffer` messages behind is disconnected.
 #[utoipa::path(
     get, path = "/v1/users/{id}/timeline/stream", tag = "timeline",
     params(
         ("id" = String, Path, description = "Reader"),
-        ("Last-Event-ID" = Option<String>, Header, description = "Resume after this event id (decimal)"),
+        ("Last-Event-ID" = Option<String>, Header, description = "Resume after this event id (decimal); one the log does not hold (trimmed, or never issued: past its newest event) gives a `reset` first"),
     ),
     security(("bearer" = [])),
     responses(

@@ -1,6 +1,7 @@
 //! The OpenAPI document: the operations, the security schemes, and the responses every
 //! operation shares (401/403 for user-scoped ones, 400/413/415 for those with a JSON
-//! body, 429, 503), as served at `/openapi.json` and committed to `openapi/openapi.json`.
+//! body, 429, 431, 503), as served at `/openapi.json` and committed to
+//! `openapi/openapi.json`.
 
 use utoipa::OpenApi;
 
@@ -74,6 +75,7 @@ pub fn api_doc() -> utoipa::openapi::OpenApi {
     // utoipa copies Cargo.toml's license field, which this crate does not set.
     doc.info.license = None;
     document_unavailable(&mut doc);
+    document_header_limit(&mut doc);
     document_auth_and_limits(&mut doc);
     document_json_bodies(&mut doc);
     doc
@@ -185,6 +187,25 @@ fn document_unavailable(doc: &mut utoipa::openapi::OpenApi) {
             .responses
             .responses
             .entry("503".to_owned())
+            .or_insert_with(|| response.clone().into());
+    }
+}
+
+/// Every operation answers 431 to a request with more than `MAX_HEADERS` header fields,
+/// checked before routing (`server.rs`).
+fn document_header_limit(doc: &mut utoipa::openapi::OpenApi) {
+    let response = problem_response(
+        &format!(
+            "More than {} request header fields",
+            super::server::MAX_HEADERS
+        ),
+        &[],
+    );
+    for (_, operation) in operations(doc) {
+        operation
+            .responses
+            .responses
+            .entry("431".to_owned())
             .or_insert_with(|| response.clone().into());
     }
 }

@@ -3,10 +3,15 @@
 //!   timer, which also runs while a kept-alive connection waits for its next request);
 //! - a connection that moves no byte either way for `server.idle_timeout` is closed;
 //! - at most `server.max_connections` are served at once: past that, a new connection
-//!   gets a 503 written without waiting and is closed, while the others go on.
+//!   gets a 503 written without waiting and is closed, while the others go on;
+//! - a request with more than [`MAX_HEADERS`] header fields gets 431 problem+json. hyper
+//!   answers its own 431 with an empty body, so its limit is raised to
+//!   [`PARSED_HEADERS`] and ours is checked before routing; only a request past that (or
+//!   past hyper's header buffer, about 400 KiB) still gets hyper's bare 431.
 //!
 //! Shutdown stops accepting, then lets each connection finish its request in flight.
 
+use std::convert::Infallible;
 use std::future::Future;
 use std::io;
 use std::net::SocketAddr;
@@ -18,6 +23,8 @@ use std::time::{Duration, Instant};
 
 use axum::Router;
 use axum::extract::ConnectInfo;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
 use hyper::body::Incoming;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::server::graceful::GracefulShutdown;
@@ -25,6 +32,15 @@ use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::Semaphore;
 use tower::ServiceExt;
+
+use super::error::ApiError;
+
+/// Header fields a request may carry (hyper's own default).
+pub const MAX_HEADERS: usize = 100;
+/// Header fields hyper parses before answering its bare 431. Past its default of 100 it
+/// allocates room for this many per request (64 bytes each, uninitialised), the price of
+/// answering problem+json up to here.
+pub const PARSED_HEADERS: usize = 1000;
 
 #[derive(Debug, Clone, Copy)]
 pub struct ConnectionSettings {
@@ -44,6 +60,16 @@ fn refusal() -> Vec<u8> {
     .into_bytes()
 }
 
+/// The answer to a request with `count` header fields, more than [`MAX_HEADERS`].
+fn too_many_headers(count: usize) -> Response {
+    ApiError::new(
+        StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
+        "too-many-headers",
+        format!("a request may carry at most {MAX_HEADERS} header fields; this one has {count}"),
+    )
+    .into_response()
+}
+
 /// Serves `app` on `listener` until `shutdown`, then drains the open connections.
 pub async fn serve(
     listener: TcpListener,
@@ -55,7 +81,8 @@ pub async fn serve(
     let graceful = GracefulShutdown::new();
     let mut http = hyper::server::conn::http1::Builder::new();
     http.timer(TokioTimer::new())
-        .header_read_timeout(settings.header_timeout);
+        .header_read_timeout(settings.header_timeout)
+        .max_headers(PARSED_HEADERS);
     let refusal = refusal();
     let epoch = Instant::now();
     tokio::pin!(shutdown);
@@ -87,10 +114,17 @@ pub async fn serve(
         };
         let app = app.clone();
         let service = hyper::service::service_fn(move |mut request: hyper::Request<Incoming>| {
-            request
-                .extensions_mut()
-                .insert(ConnectInfo::<SocketAddr>(peer));
-            app.clone().oneshot(request)
+            let app = app.clone();
+            async move {
+                let count = request.headers().len();
+                if count > MAX_HEADERS {
+                    return Ok::<_, Infallible>(too_many_headers(count));
+                }
+                request
+                    .extensions_mut()
+                    .insert(ConnectInfo::<SocketAddr>(peer));
+                app.oneshot(request).await
+            }
         });
         let connection = graceful.watch(http.serve_connection(TokioIo::new(io), service));
         let idle_timeout = settings.idle_timeout;

@@ -3,9 +3,12 @@
 //!
 //! Verified tokens are cached in process for `auth.token_cache_ttl`, so the hot path
 //! reads no storage; a token revoked in another process therefore keeps working here for
-//! up to that long (a revocation in this process drops it from this cache at once).
+//! up to that long. A revocation in this process drops it from this cache at once, and a
+//! verification that read the token before the revocation committed cannot put it back:
+//! each revocation bumps a generation, and a lookup caches its result only when no
+//! revocation happened since it began (checked and inserted under the lock the bump takes).
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use anyhow::Context;
@@ -19,6 +22,7 @@ use sha2::{Digest, Sha256};
 use crate::config::{AuthConfig, AuthMode};
 use crate::domain::now_ms;
 use crate::store::{Store, StoreError, StoreResult, TokenHash, TokenRecord, TokenStore, UserStore};
+use crate::workers::{Clock, SystemClock};
 
 /// Verified credentials kept at once; older ones are evicted first.
 const CACHE_CAPACITY: u64 = 100_000;
@@ -50,6 +54,7 @@ pub struct AuthSettings {
     mode: Mode,
     cache_ttl: Duration,
     admin_token: Option<TokenHash>,
+    clock: Arc<dyn Clock>,
 }
 
 enum Mode {
@@ -69,6 +74,7 @@ impl Default for AuthSettings {
             mode: Mode::Token,
             cache_ttl: Duration::from_secs(10),
             admin_token: None,
+            clock: Arc::new(SystemClock),
         }
     }
 }
@@ -85,7 +91,14 @@ impl AuthSettings {
             mode,
             cache_ttl: config.token_cache_ttl.0,
             admin_token: config.admin_token.as_deref().map(hash),
+            clock: Arc::new(SystemClock),
         })
+    }
+
+    /// The clock that ages verified tokens (tests move it by hand).
+    pub fn with_clock(mut self, clock: Arc<dyn Clock>) -> AuthSettings {
+        self.clock = clock;
+        self
     }
 }
 
@@ -144,12 +157,26 @@ pub fn hash(value: &str) -> TokenHash {
     Sha256::digest(value.as_bytes()).into()
 }
 
+/// A token found in storage, as cached.
+struct Verified {
+    user: String,
+    id: String,
+    /// When it was read, by [`Auth::clock`].
+    at_ms: i64,
+}
+
 pub struct Auth {
     mode: Mode,
     tokens: Arc<dyn TokenStore>,
     users: Arc<dyn UserStore>,
-    /// Token hash to (user, token id), for verified tokens only.
-    verified: Cache<TokenHash, Arc<(String, String)>>,
+    /// Token hash to what was read about it, for verified tokens only. Entries are
+    /// trusted for `cache_ttl_ms` by `clock`; moka's own TTL (monotonic) bounds them too.
+    verified: Cache<TokenHash, Arc<Verified>>,
+    /// Revocations made by this process so far. A lookup notes it before reading and
+    /// caches its token only if it is unchanged, checking and inserting under this lock.
+    revocations: Mutex<u64>,
+    clock: Arc<dyn Clock>,
+    cache_ttl_ms: i64,
     /// JWT subjects known to name a user.
     known_users: Cache<String, ()>,
     admin_token: Option<TokenHash>,
@@ -173,9 +200,19 @@ impl Auth {
             tokens: store.tokens.clone(),
             users: store.users.clone(),
             verified: cache(settings.cache_ttl),
+            revocations: Mutex::new(0),
+            clock: settings.clock,
+            cache_ttl_ms: i64::try_from(settings.cache_ttl.as_millis()).unwrap_or(i64::MAX),
             known_users: cache(settings.cache_ttl),
             admin_token: settings.admin_token,
         }
+    }
+
+    fn revocations(&self) -> std::sync::MutexGuard<'_, u64> {
+        // The guarded sections cannot panic; a poisoned lock still holds a valid count.
+        self.revocations
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
     }
 
     /// `token`, `jwt` or `none`.
@@ -216,16 +253,31 @@ impl Auth {
 
     async fn token_user(&self, token: &str) -> Result<String, AuthError> {
         let hash = hash(token);
-        if let Some(found) = self.verified.get(&hash) {
-            return Ok(found.0.clone());
+        let now_ms = self.clock.now_ms();
+        if let Some(found) = self.verified.get(&hash)
+            && now_ms.saturating_sub(found.at_ms) < self.cache_ttl_ms
+        {
+            return Ok(found.user.clone());
         }
+        let seen = *self.revocations();
         let record = self
             .tokens
             .token_by_hash(&hash)
             .await?
             .ok_or(AuthError::Invalid)?;
-        self.verified
-            .insert(hash, Arc::new((record.user.clone(), record.id)));
+        let verified = Arc::new(Verified {
+            user: record.user.clone(),
+            id: record.id,
+            at_ms: now_ms,
+        });
+        {
+            let revocations = self.revocations();
+            // A revocation since `seen` may have committed after the read above and
+            // swept the cache already: this answer may stand, but must not be kept.
+            if *revocations == seen {
+                self.verified.insert(hash, verified);
+            }
+        }
         Ok(record.user)
     }
 
@@ -282,16 +334,20 @@ impl Auth {
 
     /// Revokes `user`'s token `id`, here at once and elsewhere within the cache TTL.
     pub async fn revoke(&self, user: &str, id: &str) -> StoreResult<bool> {
-        let revoked = self.tokens.revoke_token(user, id).await?;
+        let revoked = self.tokens.revoke_token(user, id).await;
+        // After the delete (even a failed one, which may have committed): lookups that
+        // began before it now cache nothing, and anything they cached before the bump
+        // is in the cache for the sweep below to find.
+        *self.revocations() += 1;
         let stale: Vec<TokenHash> = self
             .verified
             .iter()
-            .filter(|(_, v)| v.0 == user && v.1 == id)
+            .filter(|(_, v)| v.user == user && v.id == id)
             .map(|(k, _)| *k)
             .collect();
         for key in stale {
             self.verified.invalidate(&key);
         }
-        Ok(revoked)
+        revoked
     }
 }

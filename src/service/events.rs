@@ -66,12 +66,13 @@ impl EventsService {
         self.hub.as_ref()
     }
 
-    /// Up to `limit` events after `after`; `PositionLost` when `after` was trimmed.
+    /// Up to `limit` events after `after`; `PositionLost` when `after` was trimmed, or
+    /// is past the newest event (an id this log never issued).
     pub async fn page(&self, after: Option<EventId>, limit: usize) -> StoreResult<EventPage> {
         if self.hub.is_none() {
             return Err(log_off());
         }
-        let events = self.store.events.events_after(after, limit).await?;
+        let events = self.store.events.events_after_issued(after, limit).await?;
         let next = events.last().map(|e| e.id).or(after);
         Ok(EventPage { events, next })
     }

@@ -6,13 +6,17 @@
 //! - The log is bounded (embedded: `events.max_count` rows, trimmed in the append's own
 //!   transaction; MongoDB: a capped collection of `events.max_bytes`), oldest first out.
 //! - A reader whose position was trimmed away gets `PositionLost`, never a silent skip.
+//!   So does a client whose position is past the newest event, an id this log never
+//!   issued ([`EventStore::events_after_issued`]); the workers' own positions (a rebuild's
+//!   watermark is a change `seq`, which may be ahead of the log) read with
+//!   `events_after`, to which such a position is simply the end of the log.
 
 use std::time::Duration;
 
 use async_trait::async_trait;
 use futures::stream::BoxStream;
 
-use super::StoreResult;
+use super::{StoreError, StoreResult};
 use crate::domain::{Event, EventId, Fence, PostId};
 
 /// What the log is allowed to hold.
@@ -45,8 +49,32 @@ pub trait EventStore: Send + Sync + 'static {
     /// gets `PositionLost` instead of silently crossing the gap. Fenced.
     async fn mark_lost(&self, fence: &Fence) -> StoreResult<()>;
     /// Up to `limit` events after `after` (from the oldest kept when `None`), in id
-    /// order. `PositionLost` when events after `after` were trimmed.
+    /// order. `PositionLost` when events after `after` were trimmed. An `after` above
+    /// `i64::MAX`, past any id the log can hold, reads nothing.
     async fn events_after(&self, after: Option<EventId>, limit: usize) -> StoreResult<Vec<Event>>;
+    /// As `events_after`, for a position a client was handed: `PositionLost` also when
+    /// `after` is past the newest event, an id this log never issued (another
+    /// deployment's, or one from before a restore), which would otherwise read as
+    /// "nothing new yet" until the log's ids pass it. `0`, before every id, is always
+    /// valid. One more read, only when the page is empty.
+    async fn events_after_issued(
+        &self,
+        after: Option<EventId>,
+        limit: usize,
+    ) -> StoreResult<Vec<Event>> {
+        let events = self.events_after(after, limit).await?;
+        let Some(after) = after.filter(|_| events.is_empty()) else {
+            return Ok(events);
+        };
+        let newest = self.newest_event().await?;
+        if after <= newest.unwrap_or(EventId(0)) {
+            return Ok(events);
+        }
+        Err(StoreError::PositionLost(match newest {
+            Some(newest) => format!("event {after} was never issued: the newest is {newest}"),
+            None => format!("event {after} was never issued: the log is empty"),
+        }))
+    }
     /// The newest event's id, `None` while the log is empty.
     async fn newest_event(&self) -> StoreResult<Option<EventId>>;
     /// The `post.created` event of `post`, if the log still holds it.

@@ -13,7 +13,10 @@ use socialite::store::{ContentStore, Inserted, StoreError, StoreResult, Timeline
 use socialite::workers::{Hooks, Point};
 use tokio::sync::{Notify, oneshot};
 
+mod tokens;
 mod users;
+#[allow(unused_imports)]
+pub use tokens::PausingTokens;
 #[allow(unused_imports)]
 pub use users::{FailingUsers, PausingUsers};
 

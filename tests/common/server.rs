@@ -60,7 +60,7 @@ impl TestServer {
         TestServer::around(server, test)
     }
 
-    /// As [`TestServer::start`], with the clock the rate limits read.
+    /// As [`TestServer::start`], with the clock the rate limits and the token cache read.
     pub async fn start_with_clock(
         test: TestConfig,
         clock: Arc<dyn socialite::workers::Clock>,

@@ -73,7 +73,10 @@ fn post_of(event: &Event) -> Option<Vec<u8>> {
 /// The read behind `events_after`, in one read transaction.
 fn read_after(conn: &Connection, after: Option<EventId>, limit: usize) -> StoreResult<Vec<Event>> {
     let trimmed = meta(conn, "events_trimmed_through")?;
-    let from = after.map_or(0, |a| a.0 as i64);
+    // Ids are stored as i64: nothing follows a position above them all.
+    let Ok(from) = after.map_or(Ok(0), |a| i64::try_from(a.0)) else {
+        return Ok(Vec::new());
+    };
     if after.is_some() && from < trimmed {
         return Err(StoreError::PositionLost(format!(
             "events after {from} were trimmed (through {trimmed})"

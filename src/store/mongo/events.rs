@@ -199,8 +199,12 @@ impl EventStore for MongoStore {
 
     async fn events_after(&self, after: Option<EventId>, limit: usize) -> StoreResult<Vec<Event>> {
         let coll = self.events_coll()?;
+        // Ids are stored as i64: nothing follows a position above them all.
+        let Ok(from) = after.map(|a| i64::try_from(a.0)).transpose() else {
+            return Ok(Vec::new());
+        };
         check_kept(&coll, after).await?;
-        let filter = after.map_or_else(Document::new, |a| doc! { "_id": { "$gt": a.0 as i64 } });
+        let filter = from.map_or_else(Document::new, |from| doc! { "_id": { "$gt": from } });
         let docs: Vec<Document> = coll
             .find(filter)
             .sort(doc! { "_id": 1 })
