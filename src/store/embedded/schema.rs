@@ -159,6 +159,14 @@ pub fn migrate(conn: &Connection) -> rusqlite::Result<()> {
     // Whether a cache holds its owner's whole timeline (see `feed::cache`); caches
     // written before the flag existed are taken as not complete, which is always safe.
     add_column(conn, "caches", "complete", "INTEGER NOT NULL DEFAULT 0")?;
+    // The hybrid strategy's celebrities (see `GraphStore::reclassify`): `celebrity` now,
+    // `merged` once ever, copied onto every edge to them, which a reader's page merges.
+    add_column(conn, "users", "celebrity", "INTEGER NOT NULL DEFAULT 0")?;
+    add_column(conn, "users", "merged", "INTEGER NOT NULL DEFAULT 0")?;
+    add_column(conn, "follows", "merged", "INTEGER NOT NULL DEFAULT 0")?;
+    conn.execute_batch(
+        "CREATE INDEX IF NOT EXISTS follows_merged ON follows (follower, followee) WHERE merged;",
+    )?;
     // How many caches exist, so a fan-out can walk the caches instead of the followers
     // when there are fewer of them.
     conn.execute_batch(
