@@ -10,6 +10,7 @@
 //! Only the writer's queue is awaited while held.
 
 mod activity;
+pub mod backup;
 mod changes;
 mod content;
 mod deliveries;
@@ -17,6 +18,7 @@ mod events;
 mod graph;
 mod leases;
 pub mod lock;
+pub mod restore;
 mod schema;
 mod timelines;
 mod tokens;
