@@ -19,7 +19,7 @@ const MONGO_ADVICE: &str = "the MongoDB backend is backed up with MongoDB's own 
 /// Copies the configured embedded store to `to` while it is in use.
 pub fn backup(config: &Config, to: &Path) -> anyhow::Result<String> {
     let store = embedded_store(config, "backup")?;
-    let (bar, mut progress) = progress_bar("pages", "{pos}/{len} pages");
+    let (bar, mut progress) = progress_bar("copying", "{pos}/{len} pages");
     let report = crate::store::embedded::backup::backup(store, to, &mut progress);
     bar.finish_and_clear();
     Ok(report?.to_string())
