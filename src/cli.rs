@@ -1,4 +1,5 @@
-//! The command line: `serve` (the default), `seed` and `openapi`.
+//! The command line: `serve` (the default), `seed`, `openapi`, `aggregates`, `backup`
+//! and `restore`.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -54,6 +55,18 @@ pub enum Command {
     Aggregates {
         #[command(subcommand)]
         command: AggregatesCommand,
+    },
+    /// Copy the embedded store to FILE, consistently, while servers keep using it.
+    Backup {
+        /// The copy; written beside it first, then renamed into place.
+        #[arg(long, value_name = "FILE")]
+        to: PathBuf,
+    },
+    /// Replace the embedded store with a backup; refused while any process uses the store.
+    Restore {
+        /// A file written by `socialite backup`.
+        #[arg(long, value_name = "FILE")]
+        from: PathBuf,
     },
 }
 
@@ -140,6 +153,14 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             let report = tokio::runtime::Runtime::new()?
                 .block_on(crate::app::rebuild_aggregates(&config))?;
             println!("{report}");
+            Ok(())
+        }
+        Some(Command::Backup { ref to }) => {
+            println!("{}", crate::backup::backup(&load_config(&cli)?, to)?);
+            Ok(())
+        }
+        Some(Command::Restore { ref from }) => {
+            println!("{}", crate::backup::restore(&load_config(&cli)?, from)?);
             Ok(())
         }
         Some(Command::Serve) | None => {

@@ -7,6 +7,8 @@
 mod common;
 #[path = "timelines/failures.rs"]
 mod failures;
+#[path = "timelines/hybrid.rs"]
+mod hybrid;
 #[path = "timelines/races.rs"]
 mod races;
 #[path = "timelines/reads.rs"]

@@ -24,6 +24,10 @@ pub struct FeedConfig {
     /// Authors with at most this many followers are fanned out to before the 201; larger
     /// audiences only by the timelines worker.
     pub inline_fanout_max: u64,
+    /// `hybrid`: authors with more followers than this become celebrities, whose posts
+    /// are merged into readers' pages instead of fanned out; they stop being celebrities
+    /// below nine tenths of it.
+    pub hybrid_threshold: u64,
 }
 
 impl Default for FeedConfig {
@@ -38,6 +42,7 @@ impl Default for FeedConfig {
             backfill_on_follow: defaults.backfill_on_follow,
             timed_bucket_max_entries: defaults.timed_bucket_max_entries,
             inline_fanout_max: defaults.inline_fanout_max,
+            hybrid_threshold: defaults.hybrid_threshold,
         }
     }
 }
@@ -53,6 +58,7 @@ impl FeedConfig {
             backfill_on_follow: self.backfill_on_follow,
             timed_bucket_max_entries: self.timed_bucket_max_entries,
             inline_fanout_max: self.inline_fanout_max,
+            hybrid_threshold: self.hybrid_threshold,
         }
     }
 }
@@ -70,6 +76,9 @@ impl FeedConfig {
         }
         if self.backfill_on_follow > 10_000 {
             bail!("feed.backfill_on_follow must be at most 10000");
+        }
+        if self.hybrid_threshold == 0 {
+            bail!("feed.hybrid_threshold must be positive");
         }
         if self.timed_bucket_max_entries == 0 {
             bail!("feed.timed_bucket_max_entries must be positive");

@@ -218,14 +218,16 @@ pub enum FeedStrategy {
     TimedBuckets,
     SizedBuckets,
     Cache,
+    Hybrid,
 }
 
 impl FeedStrategy {
-    pub const ALL: [FeedStrategy; 4] = [
+    pub const ALL: [FeedStrategy; 5] = [
         FeedStrategy::FanoutOnRead,
         FeedStrategy::TimedBuckets,
         FeedStrategy::SizedBuckets,
         FeedStrategy::Cache,
+        FeedStrategy::Hybrid,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -234,6 +236,7 @@ impl FeedStrategy {
             FeedStrategy::TimedBuckets => "timed_buckets",
             FeedStrategy::SizedBuckets => "sized_buckets",
             FeedStrategy::Cache => "cache",
+            FeedStrategy::Hybrid => "hybrid",
         }
     }
 }

@@ -6,6 +6,7 @@
 mod buckets;
 mod cache;
 mod fanout_on_read;
+mod hybrid;
 mod names;
 mod page;
 mod sized_buckets;
@@ -18,6 +19,7 @@ use async_trait::async_trait;
 
 pub use cache::CacheFeed;
 pub use fanout_on_read::FanoutOnRead;
+pub use hybrid::{HybridFeed, leave_below};
 pub use page::{TimelineItem, TimelinePage};
 pub use sized_buckets::SizedBuckets;
 pub use timed_buckets::TimedBuckets;
@@ -38,6 +40,9 @@ pub struct FeedSettings {
     /// Authors with at most this many followers are fanned out to in the request; larger
     /// audiences by the timelines worker, so the request does not wait for them.
     pub inline_fanout_max: u64,
+    /// `hybrid`: authors with more followers than this become celebrities (see
+    /// `feed::hybrid`); they stop being celebrities below nine tenths of it.
+    pub hybrid_threshold: u64,
 }
 
 impl Default for FeedSettings {
@@ -51,6 +56,7 @@ impl Default for FeedSettings {
             backfill_on_follow: 100,
             timed_bucket_max_entries: 1000,
             inline_fanout_max: 1000,
+            hybrid_threshold: 10_000,
         }
     }
 }
@@ -116,6 +122,7 @@ pub fn build(store: Store, settings: &FeedSettings) -> Arc<dyn FeedService> {
         FeedStrategy::TimedBuckets => Arc::new(TimedBuckets::new(store, settings.clone())),
         FeedStrategy::SizedBuckets => Arc::new(SizedBuckets::new(store, settings.clone())),
         FeedStrategy::Cache => Arc::new(CacheFeed::new(store, settings.clone())),
+        FeedStrategy::Hybrid => Arc::new(HybridFeed::new(store, settings.clone())),
     }
 }
 

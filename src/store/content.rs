@@ -48,4 +48,12 @@ pub trait ContentStore: Send + Sync + 'static {
         before: Option<PostId>,
         limit: usize,
     ) -> StoreResult<Vec<Post>>;
+    /// The newest posts below `before`, at most `limit`, by the accounts `user` follows
+    /// through an edge flagged merged (see `GraphStore::reclassify`), newest first.
+    async fn merged_posts(
+        &self,
+        user: &str,
+        before: Option<PostId>,
+        limit: usize,
+    ) -> StoreResult<Vec<Post>>;
 }

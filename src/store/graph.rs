@@ -35,6 +35,23 @@ pub trait GraphStore: Send + Sync + 'static {
     /// Marks the backfill of the edge done, if the edge exists. The mark lives on the
     /// edge itself, so an unfollow takes it away and a new follow starts without it.
     async fn mark_backfilled(&self, follower: &str, followee: &str) -> StoreResult<()>;
+
+    /// Whether `author` is a celebrity now (see `feed::hybrid`): their posts are merged
+    /// into readers' pages rather than fanned out.
+    async fn celebrity(&self, author: &str) -> StoreResult<bool>;
+    /// Makes `author` a celebrity when they have more than `enter_above` followers, and
+    /// no longer one below `leave_below`; returns the new status when it changed.
+    ///
+    /// Becoming one keeps readers complete in this order: the author is marked *merged*
+    /// (for good), every edge to them is flagged merged (new edges copy the mark, checked
+    /// again after their insert), and only then is the author a celebrity, whose posts
+    /// are no longer fanned out. A reader merges the posts of every flagged followee.
+    async fn reclassify(
+        &self,
+        author: &str,
+        enter_above: u64,
+        leave_below: u64,
+    ) -> StoreResult<Option<bool>>;
 }
 
 /// Calls `deliver` with the author and then the followers, in batches of

@@ -30,7 +30,7 @@ use serde::Deserialize;
 
 use super::runtime::Worker;
 use crate::domain::{Change, ChangeOp, FeedStrategy, Fence, NameStamp, PostId, User};
-use crate::feed::{FeedSettings, Timelines};
+use crate::feed::{FeedSettings, Timelines, leave_below};
 use crate::store::{Store, StoreError, StoreResult};
 
 pub const NAME: &str = "timelines";
@@ -40,12 +40,14 @@ const REBUILD_PAGE: usize = 500;
 pub struct TimelinesWorker {
     store: Store,
     timelines: Timelines,
+    settings: FeedSettings,
 }
 
 impl TimelinesWorker {
     pub fn new(store: Store, settings: &FeedSettings) -> Self {
         TimelinesWorker {
             timelines: Timelines::new(store.clone(), settings),
+            settings: settings.clone(),
             store,
         }
     }
@@ -62,6 +64,39 @@ fn post_id(change: &Change) -> StoreResult<PostId> {
         .key
         .parse()
         .map_err(|_| StoreError::Poison(format!("post change with key {:?}", change.key)))
+}
+
+impl TimelinesWorker {
+    /// `hybrid`: every followee whose follower count a follow or an unfollow of this
+    /// batch moved becomes, or stops being, a celebrity where it crossed the threshold
+    /// (with hysteresis). Idempotent: a replay finds the status already set.
+    async fn reclassify(&self, changes: &[Change]) -> StoreResult<()> {
+        let mut followees: Vec<&str> = changes
+            .iter()
+            .filter(|c| c.collection == "follows" && c.op != ChangeOp::Update)
+            .filter_map(|c| c.key.split_once('/').map(|(_, followee)| followee))
+            .collect();
+        followees.sort_unstable();
+        followees.dedup();
+        let threshold = self.settings.hybrid_threshold;
+        for followee in followees {
+            let changed = self
+                .store
+                .graph
+                .reclassify(followee, threshold, leave_below(threshold))
+                .await?;
+            if let Some(celebrity) = changed {
+                tracing::info!(
+                    worker = NAME,
+                    author = followee,
+                    celebrity,
+                    "hybrid status changed"
+                );
+                metrics::counter!("socialite_hybrid_reclassified_total").increment(1);
+            }
+        }
+        Ok(())
+    }
 }
 
 #[async_trait]
@@ -149,6 +184,9 @@ impl Worker for TimelinesWorker {
                 _ => {}
             }
         }
+        if self.timelines.strategy() == FeedStrategy::Hybrid {
+            self.reclassify(changes).await?;
+        }
         // After the batch's posts, so that a post fanned out above with an older name
         // is stamped too. Renames of one batch are applied together, newest per author.
         self.timelines.renamed(&renames).await?;
@@ -204,7 +242,9 @@ impl Worker for TimelinesWorker {
             after = page.last().copied();
         }
         let settled = match self.timelines.strategy() {
-            FeedStrategy::Cache => self.store.timelines.settle_retractions().await?,
+            FeedStrategy::Cache | FeedStrategy::Hybrid => {
+                self.store.timelines.settle_retractions().await?
+            }
             _ => 0,
         };
         tracing::info!(

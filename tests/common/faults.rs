@@ -82,6 +82,15 @@ impl ContentStore for FailingContent {
         self.check()?;
         self.inner.home_posts(user, before, limit).await
     }
+    async fn merged_posts(
+        &self,
+        user: &str,
+        before: Option<PostId>,
+        limit: usize,
+    ) -> StoreResult<Vec<Post>> {
+        self.check()?;
+        self.inner.merged_posts(user, before, limit).await
+    }
 }
 
 /// Content that holds the first `home_posts` of `user` after it has read, until told to
@@ -151,6 +160,14 @@ impl ContentStore for PausingContent {
             resume.await.unwrap();
         }
         Ok(posts)
+    }
+    async fn merged_posts(
+        &self,
+        user: &str,
+        before: Option<PostId>,
+        limit: usize,
+    ) -> StoreResult<Vec<Post>> {
+        self.inner.merged_posts(user, before, limit).await
     }
 }
 

@@ -167,4 +167,25 @@ impl ContentStore for EmbeddedStore {
         })
         .await
     }
+
+    async fn merged_posts(
+        &self,
+        user: &str,
+        before: Option<PostId>,
+        limit: usize,
+    ) -> StoreResult<Vec<Post>> {
+        let user = user.to_owned();
+        let before = before.map(|b| b.bytes().to_vec());
+        self.read_inline(move |conn| {
+            let mut stmt = conn.prepare_cached(
+                "SELECT id, author, text FROM posts
+                 WHERE author IN (SELECT followee FROM follows WHERE follower = ?1 AND merged)
+                   AND (?2 IS NULL OR id < ?2)
+                 ORDER BY id DESC LIMIT ?3",
+            )?;
+            let rows = stmt.query_map(params![user, before, limit as i64], post_from_row)?;
+            Ok(rows.collect::<rusqlite::Result<_>>()?)
+        })
+        .await
+    }
 }

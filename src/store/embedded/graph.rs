@@ -28,7 +28,8 @@ impl GraphStore for EmbeddedStore {
             }
             let added = tx
                 .prepare_cached(
-                    "INSERT OR IGNORE INTO follows (follower, followee, created_at) VALUES (?1, ?2, ?3)",
+                    "INSERT OR IGNORE INTO follows (follower, followee, created_at, merged)
+                     VALUES (?1, ?2, ?3, (SELECT merged FROM users WHERE id = ?2))",
                 )?
                 .execute(params![follower, followee, now_ms])?;
             if added == 0 {
@@ -37,8 +38,17 @@ impl GraphStore for EmbeddedStore {
             retractions::clear_unfollow(tx, &follower, &followee)?;
             add_to_counter(tx, "following_count", &follower, 1)?;
             add_to_counter(tx, "followers_count", &followee, 1)?;
-            let doc = FollowDoc { follower: &follower, followee: &followee };
-            record_change(tx, "follows", ChangeOp::Insert, &format!("{follower}/{followee}"), Some(&doc))?;
+            let doc = FollowDoc {
+                follower: &follower,
+                followee: &followee,
+            };
+            record_change(
+                tx,
+                "follows",
+                ChangeOp::Insert,
+                &format!("{follower}/{followee}"),
+                Some(&doc),
+            )?;
             Ok(true)
         })
         .await
@@ -90,6 +100,54 @@ impl GraphStore for EmbeddedStore {
             )?
             .execute([&follower, &followee])?;
             Ok(())
+        })
+        .await
+    }
+
+    async fn celebrity(&self, author: &str) -> StoreResult<bool> {
+        let author = author.to_owned();
+        self.read_inline(move |conn| {
+            let flag: Option<bool> = conn
+                .prepare_cached("SELECT celebrity FROM users WHERE id = ?1")?
+                .query_row([&author], |row| row.get(0))
+                .optional()?;
+            Ok(flag.unwrap_or(false))
+        })
+        .await
+    }
+
+    /// One transaction: the three steps of becoming a celebrity cannot be seen apart.
+    async fn reclassify(
+        &self,
+        author: &str,
+        enter_above: u64,
+        leave_below: u64,
+    ) -> StoreResult<Option<bool>> {
+        let author = author.to_owned();
+        self.write(move |tx| {
+            let found: Option<(i64, bool)> = tx
+                .prepare_cached("SELECT followers_count, celebrity FROM users WHERE id = ?1")?
+                .query_row([&author], |row| Ok((row.get(0)?, row.get(1)?)))
+                .optional()?;
+            let Some((followers, celebrity)) = found else {
+                return Ok(None);
+            };
+            let followers = followers.max(0) as u64;
+            if !celebrity && followers > enter_above {
+                tx.prepare_cached(
+                    "UPDATE follows SET merged = 1 WHERE followee = ?1 AND NOT merged",
+                )?
+                .execute([&author])?;
+                tx.prepare_cached("UPDATE users SET merged = 1, celebrity = 1 WHERE id = ?1")?
+                    .execute([&author])?;
+                return Ok(Some(true));
+            }
+            if celebrity && followers < leave_below {
+                tx.prepare_cached("UPDATE users SET celebrity = 0 WHERE id = ?1")?
+                    .execute([&author])?;
+                return Ok(Some(false));
+            }
+            Ok(None)
         })
         .await
     }

@@ -10,12 +10,15 @@
 //! Only the writer's queue is awaited while held.
 
 mod activity;
+pub mod backup;
 mod changes;
 mod content;
 mod deliveries;
 mod events;
 mod graph;
 mod leases;
+pub mod lock;
+pub mod restore;
 mod schema;
 mod timelines;
 mod tokens;
@@ -67,6 +70,8 @@ pub struct EmbeddedStore {
 
 struct Inner {
     path: PathBuf,
+    /// Held while the store is open, so that `restore` never replaces it under us.
+    _lock: lock::StoreLock,
     /// The one write connection, handed out first come, first served: a request's write
     /// waits for the transactions queued before it, never for a stream of later ones.
     writer: Arc<tokio::sync::Mutex<Connection>>,
@@ -79,11 +84,19 @@ struct Inner {
 
 impl EmbeddedStore {
     /// Opens (creating when needed) the database file and brings its schema up to date.
+    /// Refused while `socialite restore` replaces the file.
     pub fn open(path: &Path, synchronous: Synchronous) -> anyhow::Result<Self> {
         if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
             std::fs::create_dir_all(parent)
                 .with_context(|| format!("creating {}", parent.display()))?;
         }
+        let lock = lock::StoreLock::shared(path).map_err(|error| match error {
+            lock::LockError::Busy(_) => anyhow::anyhow!(
+                "{} is being replaced by `socialite restore`; start again once it is done",
+                path.display()
+            ),
+            lock::LockError::Io(error) => error,
+        })?;
         let writer = connect(path).with_context(|| format!("opening {}", path.display()))?;
         let mode: String = writer.query_row("PRAGMA journal_mode=WAL", [], |row| row.get(0))?;
         anyhow::ensure!(
@@ -105,9 +118,11 @@ impl EmbeddedStore {
         writer.execute_batch(trends::SCHEMA)?;
         writer.execute_batch(tokens::SCHEMA)?;
         activity::migrate(&writer)?;
+        schema::stamp_version(&writer)?;
         Ok(EmbeddedStore {
             inner: Arc::new(Inner {
                 path: path.to_path_buf(),
+                _lock: lock,
                 writer: Arc::new(tokio::sync::Mutex::new(writer)),
                 readers: Mutex::new(Vec::new()),
                 read_slots: Arc::new(tokio::sync::Semaphore::new(reader_count())),

@@ -6,6 +6,27 @@ use rusqlite::Connection;
 
 use super::timelines::{PART_BITS, retractions};
 
+/// The file format this binary writes, kept in `PRAGMA user_version`. Every migration
+/// below is idempotent and brings any older file (0: before the format was numbered) up
+/// to it. Bump it when a migration changes how existing rows must be read, so that an
+/// older binary refuses the file instead of misreading it.
+pub const SCHEMA_VERSION: i64 = 1;
+
+/// The tables every socialite store has had since its first format: what tells a
+/// socialite store from another SQLite file.
+pub const CORE_TABLES: [&str; 5] = ["meta", "users", "follows", "posts", "changes"];
+
+/// The file's format version, refused when a newer binary wrote it.
+pub fn check_version(conn: &Connection) -> anyhow::Result<i64> {
+    let version: i64 = conn.query_row("PRAGMA user_version", [], |row| row.get(0))?;
+    anyhow::ensure!(
+        (0..=SCHEMA_VERSION).contains(&version),
+        "the store's format version is {version}, and this socialite reads versions up to \
+         {SCHEMA_VERSION}: it was written by a newer socialite"
+    );
+    Ok(version)
+}
+
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS meta (
     key   TEXT PRIMARY KEY,
@@ -122,7 +143,8 @@ CREATE TABLE IF NOT EXISTS changes (
 );
 ";
 
-pub fn migrate(conn: &Connection) -> rusqlite::Result<()> {
+pub fn migrate(conn: &Connection) -> anyhow::Result<()> {
+    check_version(conn)?;
     conn.execute_batch(SCHEMA)?;
     conn.execute_batch(retractions::SCHEMA)?;
     // Timed periods are split into parts, stored as keys `period << PART_BITS | part`.
@@ -159,12 +181,27 @@ pub fn migrate(conn: &Connection) -> rusqlite::Result<()> {
     // Whether a cache holds its owner's whole timeline (see `feed::cache`); caches
     // written before the flag existed are taken as not complete, which is always safe.
     add_column(conn, "caches", "complete", "INTEGER NOT NULL DEFAULT 0")?;
+    // The hybrid strategy's celebrities (see `GraphStore::reclassify`): `celebrity` now,
+    // `merged` once ever, copied onto every edge to them, which a reader's page merges.
+    add_column(conn, "users", "celebrity", "INTEGER NOT NULL DEFAULT 0")?;
+    add_column(conn, "users", "merged", "INTEGER NOT NULL DEFAULT 0")?;
+    add_column(conn, "follows", "merged", "INTEGER NOT NULL DEFAULT 0")?;
+    conn.execute_batch(
+        "CREATE INDEX IF NOT EXISTS follows_merged ON follows (follower, followee) WHERE merged;",
+    )?;
     // How many caches exist, so a fan-out can walk the caches instead of the followers
     // when there are fewer of them.
     conn.execute_batch(
         "INSERT OR IGNORE INTO meta (key, value) SELECT 'cache_count', count(*) FROM caches;",
     )?;
-    retractions::migrate(conn)
+    retractions::migrate(conn)?;
+    Ok(())
+}
+
+/// Records that the file is at [`SCHEMA_VERSION`]: called once every migration of
+/// `EmbeddedStore::open` has run.
+pub fn stamp_version(conn: &Connection) -> rusqlite::Result<()> {
+    conn.execute_batch(&format!("PRAGMA user_version = {SCHEMA_VERSION};"))
 }
 
 /// Adds a column unless the table has it already.

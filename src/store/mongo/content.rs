@@ -216,4 +216,34 @@ impl ContentStore for MongoStore {
         posts.truncate(limit);
         Ok(posts)
     }
+
+    /// Two queries: the flagged followees (`{from, merged}` index), then their posts
+    /// (`{author, _id}` index).
+    async fn merged_posts(
+        &self,
+        user: &str,
+        before: Option<PostId>,
+        limit: usize,
+    ) -> StoreResult<Vec<Post>> {
+        let authors: Vec<String> = self
+            .collection(super::graph::FOLLOWS)
+            .find(doc! { "from": user, "merged": true })
+            .projection(doc! { "to": 1 })
+            .await
+            .map_err(db_error)?
+            .try_collect::<Vec<_>>()
+            .await
+            .map_err(db_error)?
+            .iter()
+            .filter_map(|edge| edge.get_str("to").ok().map(str::to_owned))
+            .collect();
+        if authors.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut filter = doc! { "author": { "$in": authors } };
+        if let Some(before) = before {
+            filter.insert("_id", doc! { "$lt": oid(before) });
+        }
+        self.find_posts(filter, limit).await
+    }
 }

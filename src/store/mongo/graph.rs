@@ -17,7 +17,7 @@ use mongodb::Database;
 use mongodb::bson::{Document, doc};
 use mongodb::options::InsertManyOptions;
 
-use super::{IndexSpec, MongoStore, Side, db_error, index, insert_new, is_duplicate_key};
+use super::{IndexSpec, MongoStore, Side, db_error, index, insert_new, int, is_duplicate_key};
 use crate::store::{GraphStore, StoreError, StoreResult};
 
 pub(super) const FOLLOWS: &str = "follows";
@@ -26,6 +26,8 @@ pub(super) fn indexes() -> Vec<IndexSpec> {
     vec![
         (FOLLOWS, index(doc! { "from": 1, "to": 1 }, true)),
         (FOLLOWS, index(doc! { "to": 1, "from": 1 }, false)),
+        // A reader's merged followees (the hybrid strategy's celebrities).
+        (FOLLOWS, index(doc! { "from": 1, "merged": 1 }, false)),
     ]
 }
 
@@ -59,17 +61,28 @@ pub(super) async fn migrate(db: &Database) -> anyhow::Result<()> {
 #[async_trait]
 impl GraphStore for MongoStore {
     async fn follow(&self, follower: &str, followee: &str, now_ms: i64) -> StoreResult<bool> {
-        for id in [follower, followee] {
-            if !self.exists("users", doc! { "_id": id }).await? {
-                return Err(StoreError::NotFound(format!("user {id}")));
-            }
+        if !self.exists("users", doc! { "_id": follower }).await? {
+            return Err(StoreError::NotFound(format!("user {follower}")));
         }
+        let Some(merged) = self.merged(followee).await? else {
+            return Err(StoreError::NotFound(format!("user {followee}")));
+        };
         // The insert decides whether this call added the follow, and so whether it moves
         // the counters.
         let key = format!("{follower}/{followee}");
-        let edge = doc! { "_id": &key, "from": follower, "to": followee, "created_at": now_ms };
+        let edge = doc! {
+            "_id": &key, "from": follower, "to": followee, "created_at": now_ms, "merged": merged,
+        };
         if !insert_new(&self.collection(FOLLOWS), edge, &["from", "to"]).await? {
             return Ok(false);
+        }
+        // A promotion that marked the followee merged after the read above may have
+        // flagged the edges before this one existed: read again, and flag it.
+        if !merged && self.merged(followee).await? == Some(true) {
+            self.collection(FOLLOWS)
+                .update_one(doc! { "_id": &key }, doc! { "$set": { "merged": true } })
+                .await
+                .map_err(db_error)?;
         }
         self.inc_user(follower, "following_count", 1).await?;
         self.inc_user(followee, "followers_count", 1).await?;
@@ -115,6 +128,71 @@ impl GraphStore for MongoStore {
         Ok(())
     }
 
+    async fn celebrity(&self, author: &str) -> StoreResult<bool> {
+        let found = self
+            .users_coll()
+            .find_one(doc! { "_id": author })
+            .projection(doc! { "celebrity": 1 })
+            .await
+            .map_err(db_error)?;
+        Ok(found.is_some_and(|u| u.get_bool("celebrity").unwrap_or(false)))
+    }
+
+    /// Three writes in the order the port gives; a crash between them leaves the author
+    /// merged but not yet a celebrity (posts still fanned out), and the next follow
+    /// change reclassifies again.
+    async fn reclassify(
+        &self,
+        author: &str,
+        enter_above: u64,
+        leave_below: u64,
+    ) -> StoreResult<Option<bool>> {
+        let found = self
+            .users_coll()
+            .find_one(doc! { "_id": author })
+            .projection(doc! { "followers_count": 1, "celebrity": 1 })
+            .await
+            .map_err(db_error)?;
+        let Some(user) = found else {
+            return Ok(None);
+        };
+        let followers = int(&user, "followers_count").max(0) as u64;
+        let celebrity = user.get_bool("celebrity").unwrap_or(false);
+        let users = self.users_coll();
+        if !celebrity && followers > enter_above {
+            users
+                .update_one(doc! { "_id": author }, doc! { "$set": { "merged": true } })
+                .await
+                .map_err(db_error)?;
+            self.collection(FOLLOWS)
+                .update_many(
+                    doc! { "to": author, "merged": { "$ne": true } },
+                    doc! { "$set": { "merged": true } },
+                )
+                .await
+                .map_err(db_error)?;
+            users
+                .update_one(
+                    doc! { "_id": author },
+                    doc! { "$set": { "celebrity": true } },
+                )
+                .await
+                .map_err(db_error)?;
+            return Ok(Some(true));
+        }
+        if celebrity && followers < leave_below {
+            users
+                .update_one(
+                    doc! { "_id": author },
+                    doc! { "$set": { "celebrity": false } },
+                )
+                .await
+                .map_err(db_error)?;
+            return Ok(Some(false));
+        }
+        Ok(None)
+    }
+
     async fn following(
         &self,
         user: &str,
@@ -131,5 +209,18 @@ impl GraphStore for MongoStore {
         limit: usize,
     ) -> StoreResult<Vec<String>> {
         self.neighbours(Side::Followers, user, after, limit).await
+    }
+}
+
+impl MongoStore {
+    /// Whether `user` was ever a celebrity (`None`: no such user).
+    async fn merged(&self, user: &str) -> StoreResult<Option<bool>> {
+        let found = self
+            .users_coll()
+            .find_one(doc! { "_id": user })
+            .projection(doc! { "merged": 1 })
+            .await
+            .map_err(db_error)?;
+        Ok(found.map(|u| u.get_bool("merged").unwrap_or(false)))
     }
 }

@@ -1,0 +1,118 @@
+//! The hybrid: the capped cache for everyone, except that *celebrities*, authors with
+//! more than `feed.hybrid_threshold` followers, are not fanned out. A reader's page
+//! merges their cache with the newest posts of the celebrities they follow, read through
+//! the `(author, id)` index and bounded by the page.
+//!
+//! Completeness across a switch rests on two marks (see `GraphStore::reclassify`): an
+//! author becomes a celebrity only after every edge to them is flagged *merged*, a flag
+//! that new edges copy and that is never taken away; and a page merges the posts of
+//! every flagged followee. So a post that is not fanned out (its author was a celebrity
+//! when the fan-out ran) is always merged, and a post fanned out as well is served once,
+//! since pages drop duplicate ids. Leaving celebrity status needs nothing: later posts
+//! are fanned out again, earlier ones stay merged. The status changes with hysteresis
+//! (above the threshold to enter, below nine tenths of it to leave), decided by the
+//! timelines worker on each follow change.
+//!
+//! A reader finds the celebrities they follow through the flagged edges (an index on
+//! `(follower, merged)`), never by walking their whole follow list.
+
+use async_trait::async_trait;
+
+use super::cache::CacheFeed;
+use super::{FeedService, FeedSettings, normalise};
+use crate::domain::{FeedStrategy, NameStamp, Post, PostId, TimelineEntry, TimelineKind};
+use crate::store::{Store, StoreResult};
+
+pub struct HybridFeed {
+    store: Store,
+    cache: CacheFeed,
+}
+
+impl HybridFeed {
+    pub fn new(store: Store, settings: FeedSettings) -> Self {
+        HybridFeed {
+            cache: CacheFeed::new(store.clone(), settings),
+            store,
+        }
+    }
+}
+
+/// The follower count below which a celebrity stops being one: nine tenths of the
+/// threshold, so an author hovering at it does not flap.
+pub fn leave_below(threshold: u64) -> u64 {
+    threshold - threshold / 10
+}
+
+#[async_trait]
+impl FeedService for HybridFeed {
+    fn strategy(&self) -> FeedStrategy {
+        FeedStrategy::Hybrid
+    }
+
+    fn kind(&self) -> Option<TimelineKind> {
+        Some(TimelineKind::Cache)
+    }
+
+    /// The cache's entries are current (see `CacheFeed`), and merged posts are read as
+    /// they stand, by authors followed as the read finds them.
+    fn serves_current(&self) -> bool {
+        true
+    }
+
+    /// A celebrity's post reaches their own cache only; everyone else's is a cache
+    /// fan-out. The status is read now, not at the post: either way the post is served,
+    /// merged or cached.
+    async fn fan_out(&self, post: &Post, name: Option<&NameStamp>) -> StoreResult<u64> {
+        if self.store.graph.celebrity(&post.author).await? {
+            let own = std::slice::from_ref(&post.author);
+            return self.cache.deliver(post, name, own).await;
+        }
+        self.cache.fan_out(post, name).await
+    }
+
+    async fn deliver(
+        &self,
+        post: &Post,
+        name: Option<&NameStamp>,
+        users: &[String],
+    ) -> StoreResult<u64> {
+        self.cache.deliver(post, name, users).await
+    }
+
+    async fn retract(&self, post: PostId) -> StoreResult<()> {
+        self.cache.retract(post).await
+    }
+
+    async fn followed(
+        &self,
+        follower: &str,
+        followee: &str,
+        name: Option<&NameStamp>,
+    ) -> StoreResult<()> {
+        self.cache.followed(follower, followee, name).await
+    }
+
+    async fn unfollowed(&self, follower: &str, followee: &str) -> StoreResult<()> {
+        self.cache.unfollowed(follower, followee).await
+    }
+
+    /// Both halves hold everything below `before` up to `want` (fewer only when nothing
+    /// older exists), so their merge does too.
+    async fn entries(
+        &self,
+        user: &str,
+        before: Option<PostId>,
+        want: usize,
+    ) -> StoreResult<Vec<TimelineEntry>> {
+        let (mut entries, merged) = tokio::try_join!(
+            self.cache.entries(user, before, want),
+            self.store.content.merged_posts(user, before, want)
+        )?;
+        if merged.is_empty() {
+            return Ok(entries);
+        }
+        entries.extend(merged.iter().map(|post| post.entry(true, None)));
+        normalise(&mut entries, before, want);
+        Ok(entries)
+    }
+}

@@ -1,0 +1,140 @@
+//! The hybrid strategy on every backend: a celebrity's posts are not fanned out but
+//! merged into readers' pages, and an author crossing the threshold either way keeps
+//! every timeline complete and duplicate-free, with hysteresis against flapping.
+
+use std::sync::Arc;
+
+use socialite::domain::{ActivityLimits, FeedStrategy, PostId};
+use socialite::feed::FeedSettings;
+use socialite::service::Social;
+use socialite::store::Store;
+use socialite::workers::timelines::TimelinesWorker;
+use socialite::workers::{ManualClock, Runner, RunnerSettings, Step};
+
+use crate::common::{fresh_store, kinds};
+
+fn settings() -> FeedSettings {
+    FeedSettings {
+        strategy: FeedStrategy::Hybrid,
+        cache_size: 5,
+        // Enter above 10 followers, leave below 9.
+        hybrid_threshold: 10,
+        inline_fanout_max: 100,
+        ..FeedSettings::default()
+    }
+}
+
+async fn catch_up(store: &Store, settings: &FeedSettings) {
+    let worker = Arc::new(TimelinesWorker::new(store.clone(), settings));
+    let clock = Arc::new(ManualClock::at(socialite::domain::now_ms()));
+    let runner_settings = RunnerSettings {
+        lease_ttl_ms: 60_000,
+        batch_size: 50,
+        refresh_ms: 1_000,
+    };
+    let (leases, feed) = (store.leases.clone(), store.change_feed.clone());
+    let mut runner = Runner::new(worker, leases, feed, clock, "test", runner_settings);
+    while let Step::Applied(_) = runner.step().await.unwrap() {}
+}
+
+/// `user`'s whole timeline, walked two at a time.
+async fn walk(social: &Social, user: &str) -> Vec<PostId> {
+    let (mut ids, mut before) = (Vec::new(), None);
+    loop {
+        let page = social.timeline(user, before, 2).await.unwrap();
+        ids.extend(page.items.iter().map(|i| i.id));
+        match page.next_cursor {
+            Some(cursor) => before = Some(cursor),
+            None => return ids,
+        }
+    }
+}
+
+/// Whether `user`'s cache holds `post`.
+async fn cached(store: &Store, user: &str, post: PostId) -> bool {
+    let cache = store.timelines.cache(user).await.unwrap().unwrap();
+    cache.entries.iter().any(|e| e.id == post)
+}
+
+#[tokio::test]
+async fn a_celebrity_is_merged_at_read_and_crossing_back_keeps_timelines_whole() {
+    for kind in kinds("a_celebrity_is_merged_at_read_and_crossing_back_keeps_timelines_whole") {
+        let t = fresh_store(kind).await;
+        let settings = settings();
+        let social = Social::new(
+            t.store.clone(),
+            &settings,
+            ActivityLimits::default(),
+            Default::default(),
+        );
+        social.create_user("star", "Star").await.unwrap();
+        social.timeline("star", None, 5).await.unwrap();
+        let fans: Vec<String> = (0..11).map(|i| format!("fan{i:02}")).collect();
+        for fan in &fans {
+            social.create_user(fan, fan).await.unwrap();
+            social.follow(fan, "star").await.unwrap();
+            social.timeline(fan, None, 5).await.unwrap();
+        }
+        let before = social.post("star", "before").await.unwrap().id;
+        catch_up(&t.store, &settings).await;
+        assert!(
+            t.store.graph.celebrity("star").await.unwrap(),
+            "{kind:?}: 11 > 10"
+        );
+
+        // A celebrity's post reaches their own cache only, and every follower's page.
+        let merged = social.post("star", "merged").await.unwrap().id;
+        catch_up(&t.store, &settings).await;
+        assert!(cached(&t.store, "star", merged).await, "{kind:?}");
+        assert!(
+            !cached(&t.store, &fans[0], merged).await,
+            "{kind:?}: not fanned out"
+        );
+        for fan in &fans {
+            assert_eq!(walk(&social, fan).await, [merged, before], "{kind:?} {fan}");
+        }
+        // A follower who arrives now merges the celebrity's later posts too.
+        social.create_user("late", "Late").await.unwrap();
+        social.timeline("late", None, 5).await.unwrap();
+        social.follow("late", "star").await.unwrap();
+        let merged_later = social.post("star", "merged later").await.unwrap().id;
+        catch_up(&t.store, &settings).await;
+        let merged_posts = [merged_later, merged, before];
+        assert_eq!(walk(&social, "late").await, merged_posts, "{kind:?}");
+        assert!(!cached(&t.store, "late", merged_later).await, "{kind:?}");
+
+        // 12 followers, then 9: inside the band, still a celebrity (no flapping).
+        for fan in &fans[..3] {
+            social.unfollow(fan, "star").await.unwrap();
+        }
+        catch_up(&t.store, &settings).await;
+        assert!(
+            t.store.graph.celebrity("star").await.unwrap(),
+            "{kind:?}: 9 >= 9"
+        );
+        // 8: below nine tenths of the threshold, fanned out again.
+        social.unfollow(&fans[3], "star").await.unwrap();
+        catch_up(&t.store, &settings).await;
+        assert!(
+            !t.store.graph.celebrity("star").await.unwrap(),
+            "{kind:?}: 8 < 9"
+        );
+        let after = social.post("star", "after").await.unwrap().id;
+        catch_up(&t.store, &settings).await;
+        assert!(
+            cached(&t.store, &fans[5], after).await,
+            "{kind:?}: fanned out again"
+        );
+        for fan in fans[4..].iter().chain(["late".to_owned()].iter()) {
+            let served = walk(&social, fan).await;
+            let whole = [after, merged_later, merged, before];
+            assert_eq!(served, whole, "{kind:?} {fan}: whole, once each");
+        }
+        for fan in &fans[..4] {
+            assert!(
+                walk(&social, fan).await.is_empty(),
+                "{kind:?} {fan}: unfollowed"
+            );
+        }
+    }
+}
