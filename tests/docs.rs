@@ -81,7 +81,7 @@ fn same_default(cell: &str, value: &Value) -> bool {
                 )
         }
         Value::Null => false,
-        other => shown == other.to_string(),
+        other => serde_json::from_str::<Value>(shown).is_ok_and(|v| v == *other),
     }
 }
 
