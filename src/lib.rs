@@ -4,6 +4,7 @@
 pub mod app;
 pub mod cli;
 pub mod config;
+pub mod derived;
 pub mod domain;
 pub mod events;
 pub mod feed;
