@@ -7,6 +7,7 @@ pub mod config;
 pub mod derived;
 pub mod domain;
 pub mod events;
+pub mod faults;
 pub mod feed;
 pub mod http;
 pub mod seed;

@@ -186,6 +186,7 @@ impl Social {
             .await?;
         if added {
             self.wakers.wake_all();
+            crate::faults::point("follow.edge").await;
             self.timelines.followed(follower, followee).await?;
             // The timelines worker, seeing the mark, does not backfill again.
             self.store.graph.mark_backfilled(follower, followee).await?;
@@ -200,6 +201,7 @@ impl Social {
         }
         if self.store.graph.unfollow(follower, followee).await? {
             self.wakers.wake_all();
+            crate::faults::point("unfollow.edge").await;
             self.timelines.unfollowed(follower, followee).await?;
         }
         Ok(())
@@ -238,6 +240,7 @@ impl Social {
             .insert_post(author, text, now_ms())
             .await?;
         self.wakers.wake_all();
+        crate::faults::point("post.inserted").await;
         if self.timelines.fans_out_inline(author_followers) {
             self.timelines.post_created(&post, &author_name).await?;
         } else {

@@ -32,6 +32,9 @@ pub struct Topology {
     pub kills: bool,
     /// In-binary faults (`[faults]`): abort and stall probabilities at the named points.
     pub faults: Option<(f64, f64)>,
+    /// `faults.wake_delay` in milliseconds (0: none).
+    pub wake_delay_ms: u64,
+    pub fault_seed: u64,
     /// Embedded: a tiny change-feed retention, so that a stalled worker loses history.
     pub trim: bool,
 }
@@ -43,7 +46,12 @@ impl Topology {
         let strategy = FeedStrategy::ALL[rng.random_range(0..FeedStrategy::ALL.len())];
         let lease_ttl_ms = rng.random_range(1..=2) * 1000;
         let processes = rng.random_range(1..=3);
-        let faults = rng.random_bool(0.3).then(|| (0.01, 0.01));
+        let faults = rng.random_bool(0.35).then(|| (0.003, 0.006));
+        let wake_delay_ms = if rng.random_bool(0.3) {
+            rng.random_range(50..=600)
+        } else {
+            0
+        };
         Topology {
             kind,
             processes,
@@ -62,6 +70,8 @@ impl Topology {
             clients: rng.random_range(3..=6),
             kills: rng.random_bool(0.6),
             faults,
+            wake_delay_ms,
+            fault_seed: seed,
             trim: kind == Kind::Embedded && faults.is_some() && rng.random_bool(0.5),
         }
     }
@@ -98,6 +108,15 @@ impl Topology {
         set("RATE__WRITES_PER_MIN", "0".into());
         set("RATE__READS_PER_MIN", "0".into());
         set("RATE__IP_PER_MIN", "0".into());
+        if let Some((crash, stall)) = self.faults {
+            set("FAULTS__SEED", self.fault_seed.max(1).to_string());
+            set("FAULTS__CRASH_PROBABILITY", crash.to_string());
+            set("FAULTS__STALL_PROBABILITY", stall.to_string());
+            set("FAULTS__STALL_FOR", format!("{}ms", self.lease_ttl_ms * 2));
+        }
+        if self.wake_delay_ms > 0 {
+            set("FAULTS__WAKE_DELAY", format!("{}ms", self.wake_delay_ms));
+        }
         if self.trim {
             set("CHANGE_FEED__RETENTION", "1s".into());
             set("CHANGE_FEED__MAX_RETENTION", "2s".into());

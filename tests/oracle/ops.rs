@@ -5,6 +5,7 @@ use rand::RngExt;
 use reqwest::{Method, StatusCode};
 use serde_json::json;
 
+use super::cluster::Target;
 use super::model::{NEVER, PostM, Span, Toggle, TokenM};
 use super::world::{Reply, Rng, World};
 
@@ -163,7 +164,7 @@ pub async fn delete(world: &World, rng: &mut Rng) {
 /// Follow or unfollow (`on`), like or unlike.
 pub async fn toggle(world: &World, rng: &mut Rng, like: bool, on: bool) {
     let user = any_user(world, rng);
-    let (object, key) = if like {
+    let (object, _key) = if like {
         let model = world.model();
         let ids: Vec<&String> = model.by_id.keys().collect();
         if ids.is_empty() {
@@ -179,6 +180,24 @@ pub async fn toggle(world: &World, rng: &mut Rng, like: bool, on: bool) {
         (other.clone(), format!("/v1/users/{user}/following/{other}"))
     };
     let target = world.pick(rng).await;
+    toggle_at(world, &target, &user, object, like, on).await;
+}
+
+/// Follow or unfollow of `object` (like or unlike when `like`) by `user` via `target`.
+pub async fn toggle_at(
+    world: &World,
+    target: &Target,
+    user: &str,
+    object: String,
+    like: bool,
+    on: bool,
+) {
+    let user = user.to_owned();
+    let key = if like {
+        format!("/v1/users/{user}/likes/{object}")
+    } else {
+        format!("/v1/users/{user}/following/{object}")
+    };
     let token = world.token(&user);
     let method = if on { Method::PUT } else { Method::DELETE };
     let invoke = world.now();
@@ -346,4 +365,30 @@ pub async fn token_race(world: &World, rng: &mut Rng) {
         }
         tokio::time::sleep(std::time::Duration::from_millis(20)).await;
     }
+}
+
+/// An unfollow and a follow of one pair at the same moment, through two processes.
+pub async fn flip(world: &World, rng: &mut Rng) {
+    let (a, b) = (any_user(world, rng), any_user(world, rng));
+    if a == b {
+        return;
+    }
+    let (t1, t2) = (world.pick(rng).await, world.pick(rng).await);
+    tokio::join!(
+        toggle_at(world, &t1, &a, b.clone(), false, false),
+        toggle_at(world, &t2, &a, b.clone(), false, true)
+    );
+}
+
+/// Two quick follows of one user, then their profile: the count may not go backwards.
+pub async fn follow_burst(world: &World, rng: &mut Rng) {
+    let x = any_user(world, rng);
+    for _ in 0..2 {
+        let f = any_user(world, rng);
+        if f != x {
+            let target = world.pick(rng).await;
+            toggle_at(world, &target, &f, x.clone(), false, true).await;
+        }
+    }
+    super::reads::profile_of(world, rng, x).await;
 }

@@ -158,6 +158,10 @@ pub async fn own_posts(world: &World, rng: &mut Rng) {
 /// A profile's counters within what the writes in flight allow.
 pub async fn profile(world: &World, rng: &mut Rng) {
     let user = any_user(world, rng);
+    profile_of(world, rng, user).await;
+}
+
+pub async fn profile_of(world: &World, rng: &mut Rng, user: String) {
     let target = world.pick(rng).await;
     let t0 = world.now();
     let Some(body) = world

@@ -28,7 +28,7 @@ pub struct Outcome {
 }
 
 /// The weighted operations a client draws from.
-const WEIGHTS: [(Op, u32); 12] = [
+const WEIGHTS: [(Op, u32); 14] = [
     (Op::Post, 20),
     (Op::Delete, 6),
     (Op::Follow, 12),
@@ -41,6 +41,8 @@ const WEIGHTS: [(Op, u32); 12] = [
     (Op::OwnPosts, 5),
     (Op::Profile, 8),
     (Op::Activity, 4),
+    (Op::Flip, 4),
+    (Op::FollowBurst, 3),
 ];
 
 #[derive(Debug, Clone, Copy)]
@@ -57,6 +59,8 @@ enum Op {
     OwnPosts,
     Profile,
     Activity,
+    Flip,
+    FollowBurst,
 }
 
 async fn one(world: &World, rng: &mut Rng) {
@@ -84,6 +88,8 @@ async fn one(world: &World, rng: &mut Rng) {
         Op::OwnPosts => reads::own_posts(world, rng).await,
         Op::Profile => reads::profile(world, rng).await,
         Op::Activity => reads::activity(world, rng).await,
+        Op::Flip => ops::flip(world, rng).await,
+        Op::FollowBurst => ops::follow_burst(world, rng).await,
     }
     Stats::bump(&world.stats.ops);
 }
