@@ -46,7 +46,7 @@ impl Topology {
         let strategy = FeedStrategy::ALL[rng.random_range(0..FeedStrategy::ALL.len())];
         let lease_ttl_ms = rng.random_range(1..=2) * 1000;
         let processes = rng.random_range(1..=3);
-        let faults = rng.random_bool(0.35).then(|| (0.003, 0.006));
+        let faults = rng.random_bool(0.35).then_some((0.003, 0.006));
         let wake_delay_ms = if rng.random_bool(0.3) {
             rng.random_range(50..=600)
         } else {

@@ -118,9 +118,7 @@ pub async fn events(world: &World, s: &Sources, rebuilt: bool) -> Option<Vec<Str
     for e in &all {
         let p = &e["payload"];
         let key = match e["type"].as_str().unwrap_or_default() {
-            "post.created" | "post.deleted" => {
-                format!("{}", p["post"].as_str().unwrap_or_default())
-            }
+            "post.created" | "post.deleted" => p["post"].as_str().unwrap_or_default().to_owned(),
             "user.followed" | "user.unfollowed" => format!(
                 "{}>{}",
                 p["follower"].as_str().unwrap_or_default(),
@@ -148,22 +146,24 @@ pub async fn events(world: &World, s: &Sources, rebuilt: bool) -> Option<Vec<Str
         let deleted = usize::from(!p.live());
         expected.insert(("post.deleted".into(), id.to_string()), (deleted, deleted));
     }
-    let model = world.model();
-    let mut toggles = |kind: &str, map: &BTreeMap<(String, String), Vec<Toggle>>, on: bool| {
-        for ((a, b), ops) in map {
-            expected.insert(
-                (kind.to_owned(), format!("{a}>{b}")),
-                Model::effective(ops, on),
-            );
-        }
-    };
-    toggles("user.followed", &model.pairs, true);
-    toggles("user.unfollowed", &model.pairs, false);
-    toggles("post.liked", &model.likes, true);
-    for (user, u) in &model.users {
-        for (name, span) in u.names.iter().skip(1) {
-            let lo = usize::from(span.acked());
-            expected.insert(("user.renamed".into(), format!("{user}>{name}")), (lo, 1));
+    {
+        let model = world.model();
+        let mut toggles = |kind: &str, map: &BTreeMap<(String, String), Vec<Toggle>>, on: bool| {
+            for ((a, b), ops) in map {
+                expected.insert(
+                    (kind.to_owned(), format!("{a}>{b}")),
+                    Model::effective(ops, on),
+                );
+            }
+        };
+        toggles("user.followed", &model.pairs, true);
+        toggles("user.unfollowed", &model.pairs, false);
+        toggles("post.liked", &model.likes, true);
+        for (user, u) in &model.users {
+            for (name, span) in u.names.iter().skip(1) {
+                let lo = usize::from(span.acked());
+                expected.insert(("user.renamed".into(), format!("{user}>{name}")), (lo, 1));
+            }
         }
     }
     if !rebuilt {

@@ -49,15 +49,6 @@ pub struct UserM {
     pub names: Vec<(String, Span)>,
 }
 
-#[derive(Debug, Clone)]
-pub struct TokenM {
-    pub user: String,
-    pub token: String,
-    pub id: String,
-    /// The process (slot, generation) that revoked it, and when.
-    pub revoked: Option<((usize, u32), Span)>,
-}
-
 #[derive(Default)]
 pub struct Model {
     pub users: BTreeMap<String, UserM>,
@@ -65,7 +56,6 @@ pub struct Model {
     pub by_id: HashMap<String, usize>,
     pub pairs: BTreeMap<(String, String), Vec<Toggle>>,
     pub likes: BTreeMap<(String, String), Vec<Toggle>>,
-    pub tokens: Vec<TokenM>,
     /// Every operation, as it completed: `invoke..complete op -> result`.
     pub log: Vec<(i64, String)>,
     pub violations: Vec<String>,
@@ -158,7 +148,7 @@ impl Model {
             {
                 continue;
             }
-            let before = sorted[..i].iter().rev().next();
+            let before = sorted[..i].iter().next_back();
             let fresh = match before {
                 None => on,
                 Some(prev) => prev.on != on && prev.span.acked(),

@@ -6,7 +6,7 @@ use reqwest::{Method, StatusCode};
 use serde_json::json;
 
 use super::cluster::Target;
-use super::model::{NEVER, PostM, Span, Toggle, TokenM};
+use super::model::{NEVER, PostM, Span, Toggle};
 use super::world::{Reply, Rng, World};
 
 const TAGS: [&str; 5] = ["#rust", "#feed", "#cats", "#news", "#t_1"];
@@ -217,7 +217,7 @@ pub async fn toggle_at(
             .push(Toggle { on, span });
     }
     let reply = world
-        .call(&target, method.clone(), &key, Some(&token), None)
+        .call(target, method.clone(), &key, Some(&token), None)
         .await;
     let result = outcome(world, &reply);
     let mut model = world.model();
@@ -338,12 +338,6 @@ pub async fn token_race(world: &World, rng: &mut Rng) {
         _ => return,
     };
     let here = (target.slot, target.generation);
-    world.model().tokens.push(TokenM {
-        user: user.clone(),
-        token: token.clone(),
-        id: id.clone(),
-        revoked: Some((here, Span { invoke, complete })),
-    });
     world.model().record(
         Span { invoke, complete },
         format!("revoke token {id} of {user} via {}", target.slot),

@@ -98,31 +98,21 @@ async fn create_users(world: &World) {
     for k in 0..world.topology.users {
         let id = format!("u{k}");
         let name = format!("{id} v0");
-        loop {
-            let target = world.cluster.up()[0].clone();
-            let body = json!({ "id": id, "display_name": name });
-            match world
-                .call(&target, Method::POST, "/v1/users", None, Some(body))
-                .await
-            {
-                Reply::Answer(StatusCode::CREATED, body) => {
-                    let token = body["token"].as_str().unwrap().to_owned();
-                    let span = Span {
-                        invoke: 0,
-                        complete: 0,
-                    };
-                    world.model().users.insert(
-                        id.clone(),
-                        UserM {
-                            token,
-                            names: vec![(name.clone(), span)],
-                        },
-                    );
-                    break;
-                }
-                other => panic!("creating {id}: {other:?}"),
-            }
-        }
+        let target = world.cluster.up()[0].clone();
+        let body = json!({ "id": id, "display_name": name });
+        let reply = world
+            .call(&target, Method::POST, "/v1/users", None, Some(body))
+            .await;
+        let Reply::Answer(StatusCode::CREATED, body) = reply else {
+            panic!("creating {id}: {reply:?}");
+        };
+        let token = body["token"].as_str().unwrap().to_owned();
+        let span = Span {
+            invoke: 0,
+            complete: 0,
+        };
+        let names = vec![(name, span)];
+        world.model().users.insert(id, UserM { token, names });
     }
 }
 
