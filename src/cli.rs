@@ -95,6 +95,7 @@ fn load_config(cli: &Cli) -> anyhow::Result<Config> {
     let config = Config::load(cli.config.as_deref(), &overrides)?;
     let effective = toml::to_string(&config.redacted()).unwrap_or_default();
     tracing::info!("effective configuration:\n{effective}");
+    crate::faults::install(&config.faults);
     Ok(config)
 }
 

@@ -20,6 +20,7 @@ use crate::domain::FeedStrategy;
 
 mod auth;
 mod events;
+mod faults;
 mod feed;
 mod server;
 mod storage;
@@ -27,6 +28,7 @@ mod workers;
 
 pub use auth::{AuthConfig, AuthMode, RateConfig};
 pub use events::EventsConfig;
+pub use faults::FaultsConfig;
 pub use feed::FeedConfig;
 pub use server::ServerConfig;
 pub use storage::{Backend, StorageConfig};
@@ -46,6 +48,7 @@ pub struct Config {
     pub events: EventsConfig,
     pub auth: AuthConfig,
     pub rate: RateConfig,
+    pub faults: FaultsConfig,
 }
 
 /// A duration written as `1d`, `90s`, `250ms` and so on.
@@ -138,6 +141,7 @@ impl Config {
         self.server.validate()?;
         self.validate_auth()?;
         self.storage.validate()?;
+        self.faults.validate()?;
         Ok(())
     }
 }

@@ -186,6 +186,7 @@ impl Social {
             .await?;
         if added {
             self.wakers.wake_all();
+            crate::faults::point("follow.edge").await;
             // The timelines worker, seeing the mark, does not backfill again. Marked only
             // if the edge still stood after the upkeep; a later unfollow's own upkeep,
             // and its change, take over otherwise.
@@ -203,6 +204,7 @@ impl Social {
         }
         if self.store.graph.unfollow(follower, followee).await? {
             self.wakers.wake_all();
+            crate::faults::point("unfollow.edge").await;
             self.timelines.sync_edge(follower, followee).await?;
         }
         Ok(())
@@ -241,6 +243,7 @@ impl Social {
             .insert_post(author, text, now_ms())
             .await?;
         self.wakers.wake_all();
+        crate::faults::point("post.inserted").await;
         if self.timelines.fans_out_inline(author_followers) {
             self.timelines.post_created(&post, &author_name).await?;
         } else {

@@ -206,6 +206,7 @@ where
         let last_batch = batch.len() < FANOUT_BATCH;
         after = batch.last().cloned();
         if !batch.is_empty() {
+            crate::faults::point("fanout.batch").await;
             record(with_retries(|| deliver(batch.clone())).await);
         }
         if last_batch {

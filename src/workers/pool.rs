@@ -195,7 +195,7 @@ async fn run(
         if let Some(pause) = pause {
             tokio::select! {
                 _ = wake.notified() => {}
-                _ = tokio::time::sleep(pause) => {}
+                _ = tokio::time::sleep(pause) => crate::faults::wake_delay().await,
                 _ = shutdown.changed() => {}
             }
         }

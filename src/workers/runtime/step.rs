@@ -77,6 +77,7 @@ impl Runner {
             Err(error) => return Err(error),
         }
         self.hooks.at(name, Point::Applied).await?;
+        crate::faults::point("worker.applied").await;
         let committed = self
             .leases
             .commit(

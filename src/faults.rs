@@ -1,0 +1,78 @@
+//! In-binary fault injection for the timeline oracle (`tests/oracle.rs`), off by
+//! default (`[faults]` in the configuration). Named points sit where a crash or a pause
+//! is most telling: after a post is stored and before its fan-out, between fan-out
+//! batches, after a follow edge is written or removed and before the timeline upkeep,
+//! and in a worker between applying a batch and committing its position. At a point,
+//! the process aborts (as a `kill -9` would) with `faults.crash_probability`, or stalls
+//! for `faults.stall_for` with `faults.stall_probability`; `faults.wake_delay` delays
+//! an idle worker's timer wake-ups, through which it sees other processes' writes.
+//!
+//! When off, a point is one load of an unset `OnceLock`.
+
+use std::sync::{Mutex, OnceLock};
+use std::time::Duration;
+
+use rand::rngs::Xoshiro256PlusPlus;
+use rand::{RngExt, SeedableRng};
+
+use crate::config::FaultsConfig;
+
+struct Faults {
+    crash: f64,
+    stall: f64,
+    stall_for: Duration,
+    wake_delay: Duration,
+    draws: Mutex<Xoshiro256PlusPlus>,
+}
+
+static FAULTS: OnceLock<Faults> = OnceLock::new();
+
+/// Turns the fault points on as `config` says (once per process; later calls and
+/// inactive settings change nothing).
+pub fn install(config: &FaultsConfig) {
+    if !config.active() {
+        return;
+    }
+    let seed = if config.seed == 0 {
+        rand::random()
+    } else {
+        config.seed
+    };
+    tracing::warn!(
+        ?config,
+        seed,
+        "fault injection is ON: this process may abort or stall on purpose"
+    );
+    let _ = FAULTS.set(Faults {
+        crash: config.crash_probability,
+        stall: config.stall_probability,
+        stall_for: config.stall_for.0,
+        wake_delay: config.wake_delay.0,
+        draws: Mutex::new(Xoshiro256PlusPlus::seed_from_u64(
+            seed ^ u64::from(std::process::id()),
+        )),
+    });
+}
+
+/// A named fault point: abort, stall, or (nearly always) nothing.
+pub async fn point(name: &'static str) {
+    let Some(faults) = FAULTS.get() else { return };
+    let roll: f64 = faults.draws.lock().unwrap().random();
+    if roll < faults.crash {
+        tracing::error!(point = name, "fault injection: aborting the process");
+        std::process::abort();
+    }
+    if roll < faults.crash + faults.stall {
+        tracing::warn!(point = name, stall = ?faults.stall_for, "fault injection: stalling");
+        tokio::time::sleep(faults.stall_for).await;
+    }
+}
+
+/// The delay added to an idle worker's timer wake-up.
+pub async fn wake_delay() {
+    if let Some(faults) = FAULTS.get()
+        && !faults.wake_delay.is_zero()
+    {
+        tokio::time::sleep(faults.wake_delay).await;
+    }
+}

@@ -1,0 +1,344 @@
+//! After the run: wait for quiescence (every worker held, at lag 0, positions still),
+//! read the sources back (resolving writes whose outcome was unknown), build the
+//! [`Sources`] and check every derived datum against `socialite::derived`.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+use socialite::derived::{PostSource, Sources, TimelineRules, Window};
+use socialite::domain::PostId;
+
+use super::cluster::Target;
+use super::model::{Model, NEVER};
+use super::world::World;
+
+/// Totals read from `/v1/workers` at the end.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct WorkerTotals {
+    pub takeovers: u64,
+    pub rebuilds: u64,
+    pub history_lost: u64,
+}
+
+/// Waits until every worker some process lists is held, at lag 0, with the same
+/// positions over two polls.
+pub async fn quiescence(world: &World) -> Result<WorkerTotals, String> {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let mut previous: Option<BTreeMap<String, String>> = None;
+    loop {
+        let mut held = BTreeMap::new();
+        let mut names = BTreeSet::new();
+        let mut totals = WorkerTotals::default();
+        let mut lagging = false;
+        for target in world.cluster.up() {
+            let Some(body) = world.read(&target, "/v1/workers", None).await else {
+                lagging = true;
+                continue;
+            };
+            for w in body["workers"].as_array().into_iter().flatten() {
+                let name = w["name"].as_str().unwrap_or_default().to_owned();
+                names.insert(name.clone());
+                totals.rebuilds += w["rebuilds"].as_u64().unwrap_or(0);
+                totals.history_lost += w["history_lost"].as_u64().unwrap_or(0);
+                if w["held_here"] == true {
+                    let start = world.baseline.lock().unwrap().get(&name).copied();
+                    let version = w["version"].as_u64().unwrap_or(0);
+                    totals.takeovers += start.map_or(0, |start| version.saturating_sub(start));
+                    lagging |= w["lag_changes"].as_u64() != Some(0);
+                    held.insert(name, w["position"].to_string());
+                }
+            }
+        }
+        let settled = !lagging && names.len() == held.len() && previous.as_ref() == Some(&held);
+        if settled {
+            return Ok(totals);
+        }
+        if Instant::now() > deadline {
+            return Err(format!(
+                "no quiescence within 60 s: held {held:?} of {names:?}"
+            ));
+        }
+        previous = Some(held);
+        tokio::time::sleep(Duration::from_millis(world.topology.refresh_ms * 2 + 100)).await;
+    }
+}
+
+/// Each worker's lease version as stored now, the baseline of the takeovers counted.
+pub async fn baseline(world: &World) {
+    let Some(target) = world.cluster.up().into_iter().next() else {
+        return;
+    };
+    let Some(body) = world.read(&target, "/v1/workers", None).await else {
+        return;
+    };
+    for w in body["workers"].as_array().into_iter().flatten() {
+        if let (Some(name), Some(version)) = (w["name"].as_str(), w["version"].as_u64()) {
+            world
+                .baseline
+                .lock()
+                .unwrap()
+                .insert(name.to_owned(), version);
+        }
+    }
+}
+
+/// Every page of a list, following `next_cursor` with `before` or `cursor`.
+async fn walk(
+    world: &World,
+    target: &Target,
+    path: &str,
+    param: &str,
+    token: Option<&str>,
+) -> Result<Vec<Value>, String> {
+    let mut items = Vec::new();
+    let mut cursor: Option<String> = None;
+    loop {
+        let sep = if path.contains('?') { '&' } else { '?' };
+        let page_path = match &cursor {
+            Some(c) => format!("{path}{sep}{param}={c}"),
+            None => path.to_owned(),
+        };
+        let page = world
+            .read(target, &page_path, token)
+            .await
+            .ok_or(format!("GET {page_path} failed"))?;
+        items.extend(page["items"].as_array().cloned().unwrap_or_default());
+        match page["next_cursor"].as_str() {
+            Some(next) => cursor = Some(next.to_owned()),
+            None => return Ok(items),
+        }
+        if items.len() > 100_000 {
+            return Err(format!("{path} never ends"));
+        }
+    }
+}
+
+/// The sources as the store holds them, checked against the history, as [`Sources`].
+pub async fn sources(world: &World, target: &Target) -> Result<(Sources, Vec<String>), String> {
+    let users: Vec<String> = world.model().users.keys().cloned().collect();
+    let mut faults = Vec::new();
+    let mut s = Sources::default();
+    let mut stored: BTreeMap<String, String> = BTreeMap::new();
+    let now = world.now();
+    for user in &users {
+        let profile = world
+            .read(target, &format!("/v1/users/{user}"), None)
+            .await
+            .ok_or("profile")?;
+        s.users.insert(
+            user.clone(),
+            profile["display_name"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned(),
+        );
+        for post in walk(
+            world,
+            target,
+            &format!("/v1/users/{user}/posts?limit=100"),
+            "before",
+            None,
+        )
+        .await?
+        {
+            stored.insert(
+                post["id"].as_str().unwrap_or_default().to_owned(),
+                post["text"].as_str().unwrap_or_default().to_owned(),
+            );
+        }
+        let path = format!("/v1/users/{user}/following?limit=100");
+        for f in walk(world, target, &path, "cursor", None).await? {
+            let followee = f["id"].as_str().unwrap_or_default().to_owned();
+            s.follows.insert(
+                (user.clone(), followee),
+                socialite::derived::FollowSource {
+                    created: Window::at(0),
+                },
+            );
+        }
+    }
+    let mut model = world.model();
+    for (id, text) in &stored {
+        if model.learn(id, text).is_none() {
+            faults.push(format!("stored post {id} {text:?} was never written"));
+        }
+    }
+    for (i, p) in model.posts.clone().into_iter().enumerate() {
+        let Some(id) = p.id.clone() else { continue };
+        let live = stored.contains_key(&id);
+        let deleted = (!live).then(|| {
+            let from = p.deletes.iter().map(|d| d.invoke).min().unwrap_or(now);
+            let to = p.deletes.iter().map(|d| d.complete).max().unwrap_or(NEVER);
+            Window { from, to }
+        });
+        if live && p.deletes.iter().any(|d| d.acked()) {
+            faults.push(format!(
+                "post {id} ({}) is stored after its delete was acknowledged",
+                p.author
+            ));
+        }
+        if !live && p.deletes.is_empty() {
+            faults.push(format!(
+                "post {id} ({} {:?}, write {:?}) was lost",
+                p.author, p.text, p.create
+            ));
+        }
+        let parsed: PostId = id.parse().map_err(|_| format!("bad post id {id}"))?;
+        let created = Window {
+            from: p.create.invoke,
+            to: p.create.complete,
+        };
+        s.posts.insert(
+            parsed,
+            PostSource {
+                author: p.author.clone(),
+                text: p.text.clone(),
+                created,
+                deleted,
+            },
+        );
+        let _ = i;
+    }
+    for ((a, b), ops) in &model.pairs {
+        let exists = s.follows.contains_key(&(a.clone(), b.clone()));
+        if exists && !Model::may_hold(ops, now, now) {
+            faults.push(format!(
+                "edge {a}->{b} exists, yet its unfollow was acknowledged last"
+            ));
+        }
+        if !exists && Model::surely_holds(ops, now, now) {
+            faults.push(format!("edge {a}->{b} was lost"));
+        }
+    }
+    for ((a, b), edge) in s.follows.iter_mut() {
+        let ops = model.pair(a, b);
+        if ops.is_empty() {
+            faults.push(format!("edge {a}->{b} exists, never followed"));
+        }
+        edge.created = Model::creation_window(ops);
+    }
+    for ((user, post), ops) in &model.likes {
+        if Model::surely_holds(ops, now, now)
+            && let Ok(id) = post.parse()
+            && s.posts.get(&id).is_some_and(PostSource::live)
+        {
+            s.likes.insert((user.clone(), id));
+        }
+    }
+    for user in &users {
+        let name = &s.users[user];
+        let acked_last = model.users[user]
+            .names
+            .iter()
+            .filter(|(_, sp)| sp.invoke != NEVER)
+            .max_by_key(|(_, sp)| sp.invoke)
+            .cloned();
+        let names = model.names_of(user, NEVER);
+        if !names.contains(&name.as_str()) {
+            faults.push(format!("{user}'s name {name:?} was never given"));
+        }
+        if let Some((last, span)) = acked_last {
+            let overlapped = model.users[user]
+                .names
+                .iter()
+                .any(|(n, sp)| *n != last && sp.invoke != NEVER && sp.complete > span.invoke);
+            if span.acked() && !overlapped && *name != last {
+                faults.push(format!(
+                    "{user}'s name is {name:?}, the last rename was {last:?}"
+                ));
+            }
+        }
+    }
+    Ok((s, faults))
+}
+
+/// Every derived datum against the sources. Returns what is wrong.
+pub async fn derived(world: &World, s: &Sources) -> Vec<String> {
+    let mut faults = Vec::new();
+    let up = world.cluster.up();
+    let rules = TimelineRules {
+        strategy: world.topology.strategy,
+        backfill_on_follow: world.topology.backfill,
+    };
+    for (n, user) in s.users.keys().enumerate() {
+        let target = &up[n % up.len()];
+        let token = world.token(user);
+        let path = format!("/v1/users/{user}/timeline?limit=5");
+        let items = match walk(world, target, &path, "before", Some(&token)).await {
+            Ok(items) => items,
+            Err(e) => {
+                faults.push(e);
+                continue;
+            }
+        };
+        let bounds = s.timeline(user, rules);
+        let served: Vec<PostId> = items
+            .iter()
+            .filter_map(|i| i["id"].as_str()?.parse().ok())
+            .collect();
+        if served.windows(2).any(|w| w[0] <= w[1]) {
+            faults.push(format!(
+                "{user}'s timeline not newest first without duplicates: {served:?}"
+            ));
+        }
+        let set: BTreeSet<PostId> = served.iter().copied().collect();
+        let missing: Vec<String> = bounds
+            .lower
+            .iter()
+            .filter(|p| !set.contains(p))
+            .map(|p| describe(s, p))
+            .collect();
+        let upper: BTreeSet<PostId> = bounds.upper.iter().copied().collect();
+        let extra: Vec<String> = served
+            .iter()
+            .filter(|p| !upper.contains(p))
+            .map(|p| describe(s, p))
+            .collect();
+        if !missing.is_empty() || !extra.is_empty() {
+            faults.push(format!(
+                "{user}'s timeline via {} ({} served): missing {missing:?}, not allowed {extra:?}",
+                target.slot,
+                served.len()
+            ));
+        }
+        for item in &items {
+            let author = item["author"].as_str().unwrap_or_default();
+            let name = item["author_display_name"].as_str().unwrap_or_default();
+            if s.users.get(author).is_some_and(|n| n != name) {
+                faults.push(format!(
+                    "{user}'s timeline: {} by {author} named {name:?}, now {:?}",
+                    item["id"], s.users[author]
+                ));
+                break;
+            }
+            let id: Option<PostId> = item["id"].as_str().and_then(|i| i.parse().ok());
+            if let Some(p) = id.and_then(|id| s.posts.get(&id))
+                && item["text"].as_str() != Some(p.text.as_str())
+            {
+                faults.push(format!(
+                    "{user}'s timeline: {} with text {}, written {:?}",
+                    item["id"], item["text"], p.text
+                ));
+            }
+        }
+        let profile = world
+            .read(target, &format!("/v1/users/{user}"), None)
+            .await
+            .unwrap_or_default();
+        let shown = ["followers_count", "following_count", "posts_count"]
+            .map(|f| profile[f].as_u64().unwrap_or(u64::MAX));
+        let (a, b, c) = s.counters(user);
+        if shown != [a, b, c] {
+            faults.push(format!("{user}'s counters (followers, following, posts) via {}: {shown:?}, truth [{a}, {b}, {c}]", target.slot));
+        }
+    }
+    faults
+}
+
+fn describe(s: &Sources, id: &PostId) -> String {
+    match s.posts.get(id) {
+        Some(p) => format!("{id} {}:{:?} created {:?}", p.author, p.text, p.created),
+        None => id.to_string(),
+    }
+}

@@ -1,0 +1,388 @@
+//! The writes a virtual client makes, each recorded in the model with the interval its
+//! request was in flight and its outcome; token issue-and-revoke races.
+
+use rand::RngExt;
+use reqwest::{Method, StatusCode};
+use serde_json::json;
+
+use super::cluster::Target;
+use super::model::{NEVER, PostM, Span, Toggle};
+use super::world::{Reply, Rng, World};
+
+const TAGS: [&str; 5] = ["#rust", "#feed", "#cats", "#news", "#t_1"];
+
+/// A user of the run, at random.
+pub fn any_user(world: &World, rng: &mut Rng) -> String {
+    let model = world.model();
+    let users: Vec<&String> = model.users.keys().collect();
+    users[rng.random_range(0..users.len())].clone()
+}
+
+/// `Some(complete)` for a 2xx, `None` (unknown) for a lost request or a 503, and
+/// `Err` for an answer that says it surely did nothing.
+fn outcome(world: &World, reply: &Reply) -> Result<i64, Option<StatusCode>> {
+    match reply {
+        Reply::Answer(s, _) if s.is_success() => Ok(world.now()),
+        Reply::Answer(s, _) if s.is_server_error() => Ok(NEVER),
+        Reply::Lost => Ok(NEVER),
+        Reply::Answer(s, _) => Err(Some(*s)),
+        Reply::Refused => Err(None),
+    }
+}
+
+pub async fn post(world: &World, rng: &mut Rng) {
+    let author = any_user(world, rng);
+    let target = world.pick(rng).await;
+    let tags: Vec<&str> = (0..rng.random_range(0..=3))
+        .map(|_| TAGS[rng.random_range(0..TAGS.len())])
+        .collect();
+    let invoke = world.now();
+    let index = {
+        let mut model = world.model();
+        let index = model.posts.len();
+        model.posts.push(PostM {
+            author: author.clone(),
+            text: format!("n:{index} {}", tags.join(" ")),
+            id: None,
+            create: Span {
+                invoke,
+                complete: NEVER,
+            },
+            deletes: Vec::new(),
+        });
+        index
+    };
+    let text = world.model().posts[index].text.clone();
+    let token = world.token(&author);
+    let path = format!("/v1/users/{author}/posts");
+    let reply = world
+        .call(
+            &target,
+            Method::POST,
+            &path,
+            Some(&token),
+            Some(json!({ "text": text })),
+        )
+        .await;
+    let result = outcome(world, &reply);
+    let mut model = world.model();
+    match (result, &reply) {
+        (Ok(complete), Reply::Answer(_, body)) if complete != NEVER => {
+            let id = body["id"].as_str().unwrap_or_default().to_owned();
+            model.posts[index].create.complete = complete;
+            model.posts[index].id = Some(id.clone());
+            model.by_id.insert(id.clone(), index);
+            model.record(
+                Span { invoke, complete },
+                format!("post {author} {text:?} via {} -> {id}", target.slot),
+            );
+        }
+        (Ok(_), _) => model.record(
+            Span {
+                invoke,
+                complete: NEVER,
+            },
+            format!("post {author} {text:?} via {} -> unknown", target.slot),
+        ),
+        (Err(status), _) => {
+            model.posts[index].create = Span {
+                invoke: NEVER,
+                complete: NEVER,
+            };
+            if status.is_some() {
+                model.violation(format!("post {author} {text:?} refused: {reply:?}"));
+            }
+        }
+    }
+}
+
+pub async fn delete(world: &World, rng: &mut Rng) {
+    let choice = {
+        let model = world.model();
+        let live: Vec<(String, String)> = model
+            .posts
+            .iter()
+            .filter(|p| p.deletes.iter().all(|d| !d.acked()))
+            .filter_map(|p| p.id.clone().map(|id| (id, p.author.clone())))
+            .collect();
+        (!live.is_empty()).then(|| live[rng.random_range(0..live.len())].clone())
+    };
+    let Some((id, author)) = choice else { return };
+    let target = world.pick(rng).await;
+    let token = world.token(&author);
+    let invoke = world.now();
+    let index = {
+        let mut model = world.model();
+        let index = model.by_id[&id];
+        model.posts[index].deletes.push(Span {
+            invoke,
+            complete: NEVER,
+        });
+        index
+    };
+    let reply = world
+        .call(
+            &target,
+            Method::DELETE,
+            &format!("/v1/posts/{id}"),
+            Some(&token),
+            None,
+        )
+        .await;
+    let result = outcome(world, &reply);
+    let mut model = world.model();
+    let at = model.posts[index]
+        .deletes
+        .iter()
+        .position(|d| d.invoke == invoke)
+        .unwrap();
+    match result {
+        Ok(complete) => {
+            model.posts[index].deletes[at].complete = complete;
+            model.record(
+                Span { invoke, complete },
+                format!("delete {id} via {}", target.slot),
+            );
+        }
+        Err(status) => {
+            model.posts[index].deletes.remove(at);
+            let p = &model.posts[index];
+            match status {
+                // Only a concurrent or unknown delete may have removed it.
+                Some(StatusCode::NOT_FOUND) if p.create.acked() && p.deletes.is_empty() => {
+                    model.violation(format!(
+                        "delete {id} ({author}): 404, yet no other delete was ever sent"
+                    ));
+                }
+                Some(StatusCode::NOT_FOUND) | None => {}
+                Some(status) => model.violation(format!("delete {id}: {status}")),
+            }
+        }
+    }
+}
+
+/// Follow or unfollow (`on`), like or unlike.
+pub async fn toggle(world: &World, rng: &mut Rng, like: bool, on: bool) {
+    let user = any_user(world, rng);
+    let (object, _key) = if like {
+        let model = world.model();
+        let ids: Vec<&String> = model.by_id.keys().collect();
+        if ids.is_empty() {
+            return;
+        }
+        let id = ids[rng.random_range(0..ids.len())].clone();
+        (id.clone(), format!("/v1/users/{user}/likes/{id}"))
+    } else {
+        let other = any_user(world, rng);
+        if other == user {
+            return;
+        }
+        (other.clone(), format!("/v1/users/{user}/following/{other}"))
+    };
+    let target = world.pick(rng).await;
+    toggle_at(world, &target, &user, object, like, on).await;
+}
+
+/// Follow or unfollow of `object` (like or unlike when `like`) by `user` via `target`.
+pub async fn toggle_at(
+    world: &World,
+    target: &Target,
+    user: &str,
+    object: String,
+    like: bool,
+    on: bool,
+) {
+    let user = user.to_owned();
+    let key = if like {
+        format!("/v1/users/{user}/likes/{object}")
+    } else {
+        format!("/v1/users/{user}/following/{object}")
+    };
+    let token = world.token(&user);
+    let method = if on { Method::PUT } else { Method::DELETE };
+    let invoke = world.now();
+    {
+        let mut model = world.model();
+        let map = if like {
+            &mut model.likes
+        } else {
+            &mut model.pairs
+        };
+        let span = Span {
+            invoke,
+            complete: NEVER,
+        };
+        map.entry((user.clone(), object.clone()))
+            .or_default()
+            .push(Toggle { on, span });
+    }
+    let reply = world
+        .call(target, method.clone(), &key, Some(&token), None)
+        .await;
+    let result = outcome(world, &reply);
+    let mut model = world.model();
+    let map = if like {
+        &mut model.likes
+    } else {
+        &mut model.pairs
+    };
+    let ops = map.get_mut(&(user.clone(), object)).unwrap();
+    let at = ops
+        .iter()
+        .position(|t| t.span.invoke == invoke && t.on == on)
+        .unwrap();
+    match result {
+        Ok(complete) => {
+            ops[at].span.complete = complete;
+            model.record(
+                Span { invoke, complete },
+                format!("{method} {key} via {}", target.slot),
+            );
+        }
+        Err(status) => {
+            ops.remove(at);
+            match status {
+                // A like of a post deleted meanwhile.
+                Some(StatusCode::NOT_FOUND) if like => {}
+                Some(status) => model.violation(format!("{method} {key}: {status} {reply:?}")),
+                None => {}
+            }
+        }
+    }
+}
+
+pub async fn rename(world: &World, rng: &mut Rng) {
+    let user = any_user(world, rng);
+    let target = world.pick(rng).await;
+    let invoke = world.now();
+    let name = {
+        let mut model = world.model();
+        let names = &mut model.users.get_mut(&user).unwrap().names;
+        let name = format!("{user} v{}", names.len());
+        names.push((
+            name.clone(),
+            Span {
+                invoke,
+                complete: NEVER,
+            },
+        ));
+        name
+    };
+    let token = world.token(&user);
+    let path = format!("/v1/users/{user}");
+    let reply = world
+        .call(
+            &target,
+            Method::PATCH,
+            &path,
+            Some(&token),
+            Some(json!({ "display_name": name })),
+        )
+        .await;
+    let result = outcome(world, &reply);
+    let mut model = world.model();
+    let names = &mut model.users.get_mut(&user).unwrap().names;
+    let at = names.iter().position(|(n, _)| *n == name).unwrap();
+    match result {
+        Ok(complete) => {
+            names[at].1.complete = complete;
+            model.record(
+                Span { invoke, complete },
+                format!("rename {user} {name:?} via {}", target.slot),
+            );
+        }
+        Err(status) => {
+            names[at].1 = Span {
+                invoke: NEVER,
+                complete: NEVER,
+            };
+            if status.is_some() {
+                model.violation(format!("rename {user}: {reply:?}"));
+            }
+        }
+    }
+}
+
+/// Issues a token, uses it while revoking it, then checks it is refused at once in the
+/// revoking process and everywhere after `auth.token_cache_ttl`.
+pub async fn token_race(world: &World, rng: &mut Rng) {
+    let user = any_user(world, rng);
+    let target = world.pick(rng).await;
+    let main = world.token(&user);
+    let issued = world
+        .call(
+            &target,
+            Method::POST,
+            &format!("/v1/users/{user}/tokens"),
+            Some(&main),
+            None,
+        )
+        .await;
+    let Reply::Answer(StatusCode::CREATED, body) = issued else {
+        return;
+    };
+    let (token, id) = (
+        body["token"].as_str().unwrap().to_owned(),
+        body["id"].as_str().unwrap().to_owned(),
+    );
+    let use_path = format!("/v1/users/{user}/timeline?limit=1");
+    let revoke_path = format!("/v1/users/{user}/tokens/{id}");
+    let uses = (0..3).map(|_| world.call(&target, Method::GET, &use_path, Some(&token), None));
+    let invoke = world.now();
+    let (revoked, _) = tokio::join!(
+        world.call(&target, Method::DELETE, &revoke_path, Some(&main), None),
+        futures::future::join_all(uses)
+    );
+    let complete = match revoked {
+        Reply::Answer(StatusCode::NO_CONTENT, _) => world.now(),
+        _ => return,
+    };
+    let here = (target.slot, target.generation);
+    world.model().record(
+        Span { invoke, complete },
+        format!("revoke token {id} of {user} via {}", target.slot),
+    );
+    for attempt in 0..4 {
+        let other = world.pick(rng).await;
+        let at = if attempt < 3 { target.clone() } else { other };
+        let sent = world.now();
+        let reply = world
+            .call(&at, Method::GET, &use_path, Some(&token), None)
+            .await;
+        let same = (at.slot, at.generation) == here;
+        let late = sent > complete + world.topology.token_ttl_ms as i64 * 1000;
+        if (same || late) && reply.status() == Some(StatusCode::OK) {
+            world.model().violation(format!(
+                "token {id} of {user} revoked via process {} at {complete}us accepted by process {} at {sent}us",
+                target.slot, at.slot
+            ));
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+}
+
+/// An unfollow and a follow of one pair at the same moment, through two processes.
+pub async fn flip(world: &World, rng: &mut Rng) {
+    let (a, b) = (any_user(world, rng), any_user(world, rng));
+    if a == b {
+        return;
+    }
+    let (t1, t2) = (world.pick(rng).await, world.pick(rng).await);
+    tokio::join!(
+        toggle_at(world, &t1, &a, b.clone(), false, false),
+        toggle_at(world, &t2, &a, b.clone(), false, true)
+    );
+}
+
+/// Two quick follows of one user, then their profile: the count may not go backwards.
+pub async fn follow_burst(world: &World, rng: &mut Rng) {
+    let x = any_user(world, rng);
+    for _ in 0..2 {
+        let f = any_user(world, rng);
+        if f != x {
+            let target = world.pick(rng).await;
+            toggle_at(world, &target, &f, x.clone(), false, true).await;
+        }
+    }
+    super::reads::profile_of(world, rng, x).await;
+}

@@ -1,0 +1,257 @@
+//! Reads during the run, each checked for safety against the model over the interval
+//! it was in flight: pages newest first without duplicates, nothing deleted or
+//! unfollowed before the read began, no acknowledged post lost from its author's
+//! posts, counters never below what acknowledged writes imply.
+
+use rand::RngExt;
+use serde_json::Value;
+
+use super::model::Model;
+use super::ops::any_user;
+use super::world::{Rng, Stats, World};
+
+/// Checks one served timeline item of `reader`'s read over `[t0, t1]`; `None` when it is
+/// fine, else what is wrong.
+pub fn item_fault(
+    model: &mut Model,
+    reader: &str,
+    item: &Value,
+    t0: i64,
+    t1: i64,
+) -> Option<String> {
+    let id = item["id"].as_str().unwrap_or_default();
+    let text = item["text"].as_str().unwrap_or_default();
+    let author = item["author"].as_str().unwrap_or_default();
+    let Some(i) = model.learn(id, text) else {
+        return Some(format!("unknown post {item}"));
+    };
+    let post = model.posts[i].clone();
+    if post.author != author || post.text != text {
+        return Some(format!(
+            "{id} served as {author} {text:?}, written by {} as {:?}",
+            post.author, post.text
+        ));
+    }
+    if !model.post_may_be_live(i, t0, t1) {
+        return Some(format!(
+            "{id} by {author} served after its delete was acknowledged"
+        ));
+    }
+    if author != reader && !Model::may_hold(model.pair(reader, author), t0, t1) {
+        return Some(format!(
+            "{id} by {author} served to {reader}, who surely did not follow {author}"
+        ));
+    }
+    let name = item["author_display_name"].as_str().unwrap_or_default();
+    if !model.names_of(author, t1).contains(&name) {
+        return Some(format!(
+            "{id} by {author} with display name {name:?}, never {author}'s"
+        ));
+    }
+    None
+}
+
+/// Walks `reader`'s timeline a few pages with `before`.
+pub async fn timeline(world: &World, rng: &mut Rng) {
+    let reader = any_user(world, rng);
+    let target = world.pick(rng).await;
+    let token = world.token(&reader);
+    let limit = rng.random_range(1..=6);
+    let mut before: Option<String> = None;
+    let mut last: Option<String> = None;
+    for _ in 0..rng.random_range(1..=6) {
+        let cursor = before
+            .as_ref()
+            .map(|b| format!("&before={b}"))
+            .unwrap_or_default();
+        let path = format!("/v1/users/{reader}/timeline?limit={limit}{cursor}");
+        let t0 = world.now();
+        let Some(page) = world.read(&target, &path, Some(&token)).await else {
+            return;
+        };
+        let t1 = world.now();
+        Stats::bump(&world.stats.reads_checked);
+        let mut model = world.model();
+        for item in page["items"].as_array().into_iter().flatten() {
+            let id = item["id"].as_str().unwrap_or_default().to_owned();
+            if last.as_ref().is_some_and(|l| *l <= id) {
+                model.violation(format!("{reader}'s timeline via {}: {id} after {last:?} (not newest first, or twice): {path}", target.slot));
+            }
+            if let Some(fault) = item_fault(&mut model, &reader, item, t0, t1) {
+                model.violation(format!(
+                    "{reader}'s timeline via {} [{t0}..{t1}]: {fault}",
+                    target.slot
+                ));
+            }
+            last = Some(id);
+        }
+        match page["next_cursor"].as_str() {
+            Some(next) => before = Some(next.to_owned()),
+            None => return,
+        }
+    }
+}
+
+/// Walks `author`'s own posts to the end: every post acknowledged before the walk and
+/// not since deleted must be there.
+pub async fn own_posts(world: &World, rng: &mut Rng) {
+    let author = any_user(world, rng);
+    let target = world.pick(rng).await;
+    let t0 = world.now();
+    let mut served = Vec::new();
+    let mut before: Option<String> = None;
+    loop {
+        let cursor = before
+            .as_ref()
+            .map(|b| format!("&before={b}"))
+            .unwrap_or_default();
+        let path = format!("/v1/users/{author}/posts?limit=50{cursor}");
+        let Some(page) = world.read(&target, &path, None).await else {
+            return;
+        };
+        for item in page["items"].as_array().into_iter().flatten() {
+            served.push((
+                item["id"].as_str().unwrap_or_default().to_owned(),
+                item["text"].as_str().unwrap_or_default().to_owned(),
+            ));
+        }
+        match page["next_cursor"].as_str() {
+            Some(next) => before = Some(next.to_owned()),
+            None => break,
+        }
+    }
+    let t1 = world.now();
+    Stats::bump(&world.stats.reads_checked);
+    let mut model = world.model();
+    if served.windows(2).any(|w| w[0].0 <= w[1].0) {
+        model.violation(format!("{author}'s posts not newest first: {served:?}"));
+    }
+    let mut seen = std::collections::HashSet::new();
+    for (id, text) in &served {
+        let Some(i) = model.learn(id, text) else {
+            model.violation(format!("{author}'s posts: unknown {id} {text:?}"));
+            continue;
+        };
+        seen.insert(i);
+        if !model.post_may_be_live(i, t0, t1) {
+            model.violation(format!(
+                "{author}'s posts [{t0}..{t1}]: {id} served after its delete was acknowledged"
+            ));
+        }
+    }
+    let missing: Vec<String> = (0..model.posts.len())
+        .filter(|&i| {
+            model.posts[i].author == author
+                && model.post_surely_live(i, t0, t1)
+                && !seen.contains(&i)
+        })
+        .map(|i| format!("{:?} {:?}", model.posts[i].id, model.posts[i].text))
+        .collect();
+    if !missing.is_empty() {
+        model.violation(format!(
+            "{author}'s posts via {} [{t0}..{t1}] lost acknowledged posts: {missing:?}",
+            target.slot
+        ));
+    }
+}
+
+/// A profile's counters never below what acknowledged writes imply.
+pub async fn profile(world: &World, rng: &mut Rng) {
+    let user = any_user(world, rng);
+    profile_of(world, rng, user).await;
+}
+
+pub async fn profile_of(world: &World, rng: &mut Rng, user: String) {
+    let target = world.pick(rng).await;
+    let t0 = world.now();
+    let Some(body) = world
+        .read(&target, &format!("/v1/users/{user}"), None)
+        .await
+    else {
+        return;
+    };
+    let t1 = world.now();
+    Stats::bump(&world.stats.reads_checked);
+    let mut model = world.model();
+    let (mut lo, mut hi) = ([0u64; 3], [0u64; 3]);
+    for ((a, b), ops) in &model.pairs {
+        let (surely, maybe) = (
+            Model::surely_holds(ops, t0, t1),
+            Model::may_hold(ops, t0, t1),
+        );
+        for (k, end) in [(0, b), (1, a)] {
+            if *end == user {
+                lo[k] += u64::from(surely);
+                hi[k] += u64::from(maybe);
+            }
+        }
+    }
+    for i in 0..model.posts.len() {
+        if model.posts[i].author == user {
+            lo[2] += u64::from(model.post_surely_live(i, t0, t1));
+            hi[2] += u64::from(model.post_may_be_live(i, t0, t1));
+        }
+    }
+    for (k, field) in ["followers_count", "following_count", "posts_count"]
+        .iter()
+        .enumerate()
+    {
+        let shown = body[field].as_u64().unwrap_or(u64::MAX);
+        // Never below what acknowledged writes imply; above is allowed while writes
+        // race with recounts (exact after quiescence).
+        if shown < lo[k] {
+            model.violation(format!(
+                "{user}'s {field} via {} [{t0}..{t1}] is {shown}, acknowledged writes allow {}..={}",
+                target.slot, lo[k], hi[k]
+            ));
+        }
+    }
+    let name = body["display_name"].as_str().unwrap_or_default().to_owned();
+    if !model.names_of(&user, t1).contains(&name.as_str()) {
+        model.violation(format!("{user}'s display name {name:?} was never given"));
+    }
+}
+
+/// An activity page: newest first, each entry once.
+pub async fn activity(world: &World, rng: &mut Rng) {
+    let user = any_user(world, rng);
+    let target = world.pick(rng).await;
+    let token = world.token(&user);
+    let path = format!("/v1/users/{user}/activity?limit=100");
+    let Some(body) = world.read(&target, &path, Some(&token)).await else {
+        return;
+    };
+    Stats::bump(&world.stats.reads_checked);
+    let entries = activity_entries(&body);
+    if let Some(fault) = socialite::derived::newest_first_once(&entries) {
+        world
+            .model()
+            .violation(format!("{user}'s activity via {}: {fault}", target.slot));
+    }
+}
+
+/// `((type, ref), ts)` of each served activity entry.
+pub fn activity_entries(body: &Value) -> Vec<((String, String), i64)> {
+    body["items"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|e| {
+            // A fixed-width RFC 3339 time: its digits order as the times do.
+            let digits: String = e["ts"]
+                .as_str()
+                .unwrap_or_default()
+                .chars()
+                .filter(char::is_ascii_digit)
+                .collect();
+            let ts = digits.parse::<i64>().ok();
+            (
+                (
+                    e["type"].as_str().unwrap_or_default().to_owned(),
+                    e["ref"].as_str().unwrap_or_default().to_owned(),
+                ),
+                ts.unwrap_or_default(),
+            )
+        })
+        .collect()
+}

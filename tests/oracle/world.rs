@@ -1,0 +1,140 @@
+//! What the virtual clients share: the cluster, the model behind a lock (never held
+//! across an `.await`), the run's clock, the HTTP client that tells a refused request
+//! (never executed) from a lost one (outcome unknown), and the run's counters.
+
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use rand::RngExt;
+use reqwest::{Method, StatusCode};
+use serde_json::Value;
+
+use super::cluster::{Cluster, Target, Topology};
+use super::model::{Clock, Model};
+
+/// How a request ended.
+#[derive(Debug)]
+pub enum Reply {
+    Answer(StatusCode, Value),
+    /// Never reached a server: it surely did nothing.
+    Refused,
+    /// Sent, and the answer never came (killed process, timeout): outcome unknown.
+    Lost,
+}
+
+impl Reply {
+    pub fn status(&self) -> Option<StatusCode> {
+        match self {
+            Reply::Answer(s, _) => Some(*s),
+            _ => None,
+        }
+    }
+}
+
+/// The generator every random choice of a run comes from.
+pub type Rng = rand::rngs::Xoshiro256PlusPlus;
+
+#[derive(Default)]
+pub struct Stats {
+    pub ops: AtomicU64,
+    pub kills: AtomicU64,
+    pub aborts: AtomicU64,
+    pub lost: AtomicU64,
+    pub reads_checked: AtomicU64,
+}
+
+impl Stats {
+    pub fn bump(counter: &AtomicU64) {
+        counter.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+pub struct World {
+    pub topology: Topology,
+    pub seed: u64,
+    pub cluster: Cluster,
+    pub model: Mutex<Model>,
+    pub clock: Clock,
+    pub http: reqwest::Client,
+    pub stats: Stats,
+    /// Lease versions when the run began, per worker.
+    pub baseline: Mutex<std::collections::BTreeMap<String, u64>>,
+}
+
+impl World {
+    pub fn now(&self) -> i64 {
+        self.clock.now()
+    }
+
+    pub fn model(&self) -> std::sync::MutexGuard<'_, Model> {
+        self.model.lock().unwrap()
+    }
+
+    /// A running process, waiting while none is.
+    pub async fn pick(&self, rng: &mut Rng) -> Target {
+        loop {
+            let up = self.cluster.up();
+            if !up.is_empty() {
+                return up[rng.random_range(0..up.len())].clone();
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    pub fn token(&self, user: &str) -> String {
+        self.model().users[user].token.clone()
+    }
+
+    pub async fn call(
+        &self,
+        target: &Target,
+        method: Method,
+        path: &str,
+        token: Option<&str>,
+        body: Option<Value>,
+    ) -> Reply {
+        let mut request = self.http.request(method, format!("{}{path}", target.base));
+        if let Some(token) = token {
+            request = request.bearer_auth(token);
+        }
+        if let Some(body) = body {
+            request = request.json(&body);
+        }
+        let response = match request.send().await {
+            Ok(r) => r,
+            Err(e) if e.is_connect() => return Reply::Refused,
+            Err(_) => {
+                Stats::bump(&self.stats.lost);
+                return Reply::Lost;
+            }
+        };
+        let status = response.status();
+        let Ok(text) = response.text().await else {
+            Stats::bump(&self.stats.lost);
+            return Reply::Lost;
+        };
+        let value = serde_json::from_str(&text).unwrap_or(Value::String(text));
+        if status == StatusCode::INTERNAL_SERVER_ERROR {
+            self.model()
+                .violation(format!("500 from {} {path}: {value}", target.base));
+        }
+        Reply::Answer(status, value)
+    }
+
+    /// A read that must succeed while the process is up: `None` when the process went
+    /// away or was busy (503), so that nothing is checked.
+    pub async fn read(&self, target: &Target, path: &str, token: Option<&str>) -> Option<Value> {
+        match self.call(target, Method::GET, path, token, None).await {
+            Reply::Answer(StatusCode::OK, v) => Some(v),
+            Reply::Answer(StatusCode::SERVICE_UNAVAILABLE, _) | Reply::Refused | Reply::Lost => {
+                None
+            }
+            Reply::Answer(status, v) => {
+                self.model()
+                    .violation(format!("GET {path} on {}: {status} {v}", target.base));
+                None
+            }
+        }
+    }
+}
