@@ -19,19 +19,29 @@ struct Row {
     flag: String,
 }
 
-/// The rows whose first cell is a backquoted `section.key`, by key.
+/// The header of the one table of keys.
+const HEADER: &str = "| key | default | environment variable | flag | meaning |";
+
+/// The rows of the table of keys, by key: the lines after its header up to the first
+/// line that is not a table row (a row past a blank line would render as text).
 fn rows(page: &str) -> BTreeMap<String, Row> {
+    let mut lines = page.lines().skip_while(|line| *line != HEADER);
+    assert!(
+        lines.next().is_some(),
+        "{PAGE} has no table headed {HEADER:?}"
+    );
     let mut rows = BTreeMap::new();
-    for line in page.lines() {
+    for line in lines.skip(1).take_while(|line| line.starts_with('|')) {
         let cells: Vec<&str> = line.split('|').map(str::trim).collect();
         // "| key | default | env | flag | meaning |" splits into 7 cells or more (a
         // meaning may hold an escaped `\|`).
-        if cells.len() < 7 || !cells[0].is_empty() {
-            continue;
-        }
-        let Some(key) = unquote(cells[1]).filter(|k| is_key(k)) else {
-            continue;
-        };
+        assert!(
+            cells.len() >= 7,
+            "{PAGE}: a row of the keys has too few cells: {line}"
+        );
+        let key = unquote(cells[1])
+            .filter(|k| is_key(k))
+            .unwrap_or_else(|| panic!("{PAGE}: a row of the keys names no `section.key`: {line}"));
         let row = Row {
             default: cells[2].to_owned(),
             env: cells[3].to_owned(),
