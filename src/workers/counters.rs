@@ -3,8 +3,9 @@
 //!
 //! The write path still moves the counters itself, so a profile shows a new count at
 //! once: embedded in the write's own transaction (exact), on MongoDB as a separate `$inc`
-//! after the insert or delete, which a crash can cut off and which can also land after
-//! a recount that already counted its write. The worker repairs both: for each batch, a
+//! after an insert and before a delete (so that no recount can land between a delete
+//! and its decrement and leave a count below the truth), which a crash can cut off and
+//! which can also land after a recount that already counted its write. The worker repairs both: for each batch, a
 //! post's author, both ends of a follow, and any user whose document changed (a counter
 //! `$inc` reaches the MongoDB feed as a user update) are recounted at the highest `seq`
 //! of the changes that touched them.

@@ -136,15 +136,18 @@ impl ContentStore for MongoStore {
             .upsert(true)
             .await
             .map_err(db_error)?;
+        // The counter first, as an unfollow moves its counters (see `unfollow`): a
+        // recount can then never land between the delete and the decrement.
+        self.inc_user(&post.author, "posts_count", -1).await?;
         let deleted = self
             .content_coll()
             .delete_one(doc! { "_id": oid(id) })
             .await
             .map_err(db_error)?;
         if deleted.deleted_count == 0 {
+            self.inc_user(&post.author, "posts_count", 1).await?;
             return Ok(None);
         }
-        self.inc_user(&post.author, "posts_count", -1).await?;
         Ok(Some(post))
     }
 

@@ -89,18 +89,30 @@ impl GraphStore for MongoStore {
         Ok(true)
     }
 
+    /// The counters move down *before* the edge goes, and back up if this call did not
+    /// delete it: a recount (which counts edges) can then never write a count that a
+    /// decrement still in flight would take below the edges. A follow moves them up
+    /// after its insert, for the same reason. Either way a count is at worst briefly
+    /// above the truth, never below an acknowledged write, and the counters worker's
+    /// recount of the change settles it.
     async fn unfollow(&self, follower: &str, followee: &str) -> StoreResult<bool> {
         let key = format!("{follower}/{followee}");
+        if !self.exists(FOLLOWS, doc! { "_id": &key }).await? {
+            return Ok(false);
+        }
+        self.inc_user(follower, "following_count", -1).await?;
+        self.inc_user(followee, "followers_count", -1).await?;
         let removed = self
             .collection(FOLLOWS)
             .delete_one(doc! { "_id": &key })
             .await
             .map_err(db_error)?;
         if removed.deleted_count == 0 {
+            // A concurrent unfollow took it: undo this call's move.
+            self.inc_user(follower, "following_count", 1).await?;
+            self.inc_user(followee, "followers_count", 1).await?;
             return Ok(false);
         }
-        self.inc_user(follower, "following_count", -1).await?;
-        self.inc_user(followee, "followers_count", -1).await?;
         Ok(true)
     }
 
