@@ -81,7 +81,7 @@ pub struct Event {
     pub kind: EventType,
     /// When the change behind it was committed, in milliseconds since the Unix epoch.
     pub at_ms: i64,
-    /// A small JSON object; its fields depend on the type (see the README).
+    /// A small JSON object; its fields depend on the type (see docs/api.md).
     pub payload: serde_json::Value,
 }
 

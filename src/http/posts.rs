@@ -64,7 +64,10 @@ pub struct PageQuery {
     pub before: Option<String>,
 }
 
-/// Publish a post; it is in every follower's timeline when this answers.
+/// Publish a post. It is in its author's timeline when this answers, and in every
+/// follower's when the author has at most `feed.inline_fanout_max` followers (larger
+/// audiences: once the timelines worker has caught up; `hybrid` celebrities: at once,
+/// merged at read time).
 #[utoipa::path(
     post, path = "/v1/users/{id}/posts", tag = "posts",
     params(("id" = String, Path, description = "Author")),

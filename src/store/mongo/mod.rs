@@ -1,5 +1,5 @@
 //! The MongoDB adapter: the design's document layouts and single-document atomic
-//! commands. Collections and indexes are listed in the README.
+//! commands. Collections and indexes are listed in docs/mongodb.md.
 
 //!
 //! One file per port (`users.rs`, `graph.rs`, `content.rs`, `timelines.rs`,
