@@ -2,6 +2,7 @@
 //! SQLite store or MongoDB.
 
 pub mod app;
+pub mod bulk;
 pub mod cli;
 pub mod config;
 pub mod domain;

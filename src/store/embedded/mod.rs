@@ -10,6 +10,7 @@
 //! Only the writer's queue is awaited while held.
 
 mod activity;
+mod bulk;
 mod changes;
 mod content;
 mod deliveries;
@@ -75,6 +76,8 @@ struct Inner {
     read_slots: Arc<tokio::sync::Semaphore>,
     /// Woken after every append to the event log, for tailing readers in this process.
     events_appended: tokio::sync::Notify,
+    /// The configured durability, which a bulk load lowers and then restores.
+    synchronous: Synchronous,
 }
 
 impl EmbeddedStore {
@@ -112,6 +115,7 @@ impl EmbeddedStore {
                 readers: Mutex::new(Vec::new()),
                 read_slots: Arc::new(tokio::sync::Semaphore::new(reader_count())),
                 events_appended: tokio::sync::Notify::new(),
+                synchronous,
             }),
         })
     }
@@ -243,6 +247,13 @@ fn post_id_at(row: &rusqlite::Row<'_>, idx: usize) -> rusqlite::Result<PostId> {
         )
     })?;
     Ok(PostId::from_bytes(array))
+}
+
+/// Column `idx` as borrowed text, without copying it into a `String`.
+fn text_at<'r>(row: &'r rusqlite::Row<'_>, idx: usize) -> rusqlite::Result<&'r str> {
+    row.get_ref(idx)?.as_str().map_err(|e| {
+        rusqlite::Error::FromSqlConversionFailure(idx, rusqlite::types::Type::Text, Box::new(e))
+    })
 }
 
 fn post_from_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<Post> {
