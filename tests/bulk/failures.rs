@@ -109,7 +109,7 @@ fn case(dir: &Path, posts: &[&str], likes: &[&str]) -> [std::path::PathBuf; 4] {
 /// at all was written.
 async fn refused(kind: Kind, paths: &[std::path::PathBuf; 4]) -> String {
     let test = config(kind, FeedStrategy::Cache);
-    let error = import(&test, paths).await.err().expect("refused");
+    let error = import(&test, paths).await.expect_err("refused");
     let store = socialite::app::open_store(&test.config).await.unwrap();
     assert_eq!(store.users.user("ann").await.unwrap(), None, "{kind:?}");
     assert_eq!(
@@ -190,7 +190,7 @@ async fn an_import_refuses_to_run_beside_a_live_server() {
             .unwrap();
         let dir = tempfile::tempdir().unwrap();
         let paths = case(dir.path(), &[], &[]);
-        let error = import(&test, &paths).await.err().expect("refused");
+        let error = import(&test, &paths).await.expect_err("refused");
         assert!(
             format!("{error:#}").contains("a server is running on this store"),
             "{kind:?}: {error:#}"
