@@ -201,6 +201,7 @@ impl Loader {
     {
         let what = source.name();
         let bar = self.progress.bar(what, expected);
+        let started = Instant::now();
         let (tx, mut rx) = tokio::sync::mpsc::channel::<Rows<R>>(2);
         let producer = tokio::task::spawn_blocking(move || {
             produce(&mut |rows| {
@@ -219,6 +220,8 @@ impl Loader {
         }
         producer.await.context("the batch producer panicked")??;
         bar.finish();
+        let seconds = started.elapsed().as_secs_f64();
+        tracing::info!(rows, seconds, "loaded {what}");
         match source {
             Source::Users => self.report.users += rows,
             Source::Follows => self.report.follows += rows,
@@ -233,21 +236,33 @@ impl Loader {
     pub async fn finish(mut self) -> anyhow::Result<LoadReport> {
         let spinner = self.progress.spinner("derived data");
         let reporter = spinner.clone();
+        // Each step's start ends the step before; the log has how long each took.
+        let last = std::sync::Mutex::new((Instant::now(), ""));
         let step: crate::store::bulk::StepReport =
-            std::sync::Arc::new(move |name: &'static str| reporter.set_message(name));
+            std::sync::Arc::new(move |name: &'static str| {
+                let mut last = last.lock().unwrap_or_else(|p| p.into_inner());
+                if !last.1.is_empty() {
+                    let seconds = last.0.elapsed().as_secs_f64();
+                    tracing::info!(seconds, "done: {}", last.1);
+                }
+                *last = (Instant::now(), name);
+                reporter.set_message(name);
+            });
         self.report.derived = self
             .store
             .bulk
-            .derive_all(&self.settings, step)
+            .derive_all(&self.settings, step.clone())
             .await
             .context("building the derived data")?;
-        spinner.set_message("worker positions");
+        step("worker positions");
         self.store
             .bulk
             .set_positions_to_head(&CHANGE_WORKERS, &EVENT_WORKERS)
             .await
             .context("moving the workers to the head")?;
+        step("store settings and checkpoint");
         self.store.bulk.finish_load().await?;
+        step("done");
         spinner.finish_with_message("done");
         self.report.seconds = self.started.elapsed().as_secs_f64();
         Ok(self.report)
