@@ -81,6 +81,9 @@ pub(super) async fn derive_all(
             timelines::build_buckets(tx, kind, after, through, &feed)
         })
         .await?;
+        store
+            .write(|tx| Ok(tx.execute_batch(timelines::CREATE_POST_INDEX)?))
+            .await?;
     }
 
     step("delivery markers");

@@ -31,7 +31,15 @@ pub(super) fn drop_caches(tx: &Connection) -> rusqlite::Result<()> {
     )
 }
 
+/// The index by post of every bucket entry (as `schema.rs` declares it), which the
+/// materialisation drops and builds again at its end: one sort of millions of entries
+/// instead of as many random inserts. Should a load stop in between, opening the store
+/// creates it again.
+pub(super) const CREATE_POST_INDEX: &str =
+    "CREATE INDEX IF NOT EXISTS bucket_entries_by_post ON bucket_entries (post_id);";
+
 pub(super) fn drop_buckets(tx: &Connection, kind: BucketKind) -> rusqlite::Result<()> {
+    tx.execute_batch("DROP INDEX IF EXISTS bucket_entries_by_post;")?;
     let kind = kind_code(kind);
     tx.prepare_cached("DELETE FROM bucket_entries WHERE kind = ?1")?
         .execute([kind])?;
