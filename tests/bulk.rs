@@ -2,12 +2,15 @@
 //! imported in bulk is observably the data set written through the API, once that
 //! server's workers are idle: every profile, every home timeline walked to its end,
 //! every activity log, tag counts and trends. Re-runs, interrupted loads, malformed and
-//! truncated files, and a live server beside the import are in `bulk/failures.rs`.
+//! truncated files, and a live server beside the import are in `bulk/failures.rs`; the
+//! seeder's data set in `bulk/seed.rs`.
 
 mod common;
 
 #[path = "bulk/failures.rs"]
 mod failures;
+#[path = "bulk/seed.rs"]
+mod seed;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
