@@ -174,14 +174,6 @@ impl Loader {
         })
     }
 
-    pub fn store(&self) -> &Store {
-        &self.store
-    }
-
-    pub fn progress(&self) -> &Progress {
-        &self.progress
-    }
-
     /// Writes the batches `produce` makes (on a blocking thread, handing each to `send`)
     /// with `insert`, while the next batch is being made. Returns the rows written.
     pub async fn load<R, P, I, Fut>(
