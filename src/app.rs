@@ -62,6 +62,13 @@ pub async fn build_state_with_clock(
     store: Store,
     clock: Arc<dyn Clock>,
 ) -> anyhow::Result<AppState> {
+    if let Some(started) = store.bulk.load_in_progress().await? {
+        anyhow::bail!(
+            "a bulk load (socialite seed or import) that began at {} has not finished on this \
+             store, so its derived data is incomplete: run that load again to finish it",
+            crate::domain::format_time_ms(started)
+        );
+    }
     let auth = AuthSettings::from_config(&config.auth)?.with_clock(clock.clone());
     let limits = activity_limits(config);
     let wakers = Arc::new(Wakers::default());

@@ -1,5 +1,5 @@
-//! The command line: `serve` (the default), `seed`, `openapi`, `aggregates`, `backup`
-//! and `restore`.
+//! The command line: `serve` (the default), `seed`, `import`, `openapi`, `aggregates`,
+//! `backup` and `restore`.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -30,7 +30,8 @@ pub struct Cli {
 pub enum Command {
     /// Serve the API (the default).
     Serve,
-    /// Generate a Socialite-style data set into the configured storage.
+    /// Generate a Socialite-style data set into the configured storage, in bulk (the
+    /// service must be stopped).
     Seed {
         /// Number of users, named u0, u1, ...
         #[arg(long)]
@@ -48,6 +49,22 @@ pub enum Command {
         /// of u{i} at index i), for the load tests.
         #[arg(long, value_name = "FILE")]
         tokens_out: Option<PathBuf>,
+    },
+    /// Load users, follows, posts and likes from JSON Lines files in bulk, then build
+    /// every derived datum (the service must be stopped; see the README for the formats).
+    Import {
+        /// Users: {"id", "display_name"?, "created_at"?} per line; `-` for standard input.
+        #[arg(long, value_name = "FILE")]
+        users: Option<PathBuf>,
+        /// Follows: {"follower", "followee", "created_at"?} per line.
+        #[arg(long, value_name = "FILE")]
+        follows: Option<PathBuf>,
+        /// Posts: {"id" (24 hex digits), "author", "text"} per line.
+        #[arg(long, value_name = "FILE")]
+        posts: Option<PathBuf>,
+        /// Likes: {"user", "post", "created_at"?} per line.
+        #[arg(long, value_name = "FILE")]
+        likes: Option<PathBuf>,
     },
     /// Print the OpenAPI document.
     Openapi,
@@ -112,9 +129,13 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             seed,
             ref tokens_out,
         }) => {
-            let mut config = load_config(&cli)?;
-            // Seeding is repeatable, so it trades per-commit fsync for speed.
-            config.storage.synchronous = crate::store::embedded::Synchronous::Normal;
+            let config = load_config(&cli)?;
+            if tokens_out.is_some() {
+                anyhow::ensure!(
+                    config.auth.mode == crate::config::AuthMode::Token,
+                    "--tokens-out needs auth.mode = token"
+                );
+            }
             let args = crate::seed::SeedArgs {
                 users,
                 max_follows,
@@ -123,26 +144,38 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             };
             tokio::runtime::Runtime::new()?.block_on(async move {
                 let store = crate::app::open_store(&config).await?;
-                let state = crate::app::build_state(&config, store).await?;
-                let plan = crate::seed::plan(&args);
+                let settings = crate::bulk::derive_settings(&config);
                 let report =
-                    crate::seed::run_with_tokens(state.social.clone(), &plan, tokens_out.as_deref())
-                        .await?;
-                // The activity logs come from the change feed: let the workers catch up.
-                if config.workers.enabled {
-                    let settled = state.workers.settle(std::time::Duration::from_secs(3600)).await;
-                    anyhow::ensure!(settled.is_some(), "the workers did not catch up within an hour");
-                }
-                state.workers.stop().await;
+                    crate::bulk::seed::run(store, settings, args, tokens_out.as_deref()).await?;
                 println!(
-                    "seeded {} users, {} follows, {} posts in {:.1} s: {:.0} rows/s ({} strategy, {} storage)",
-                    report.users,
-                    report.follows,
-                    report.posts,
-                    report.seconds,
-                    report.rows_per_second(),
+                    "seeded {report} ({} strategy, {} storage)",
                     config.feed.strategy,
-                    config.storage.backend.as_str(),
+                    config.storage.backend.as_str()
+                );
+                anyhow::Ok(())
+            })
+        }
+        Some(Command::Import {
+            ref users,
+            ref follows,
+            ref posts,
+            ref likes,
+        }) => {
+            let config = load_config(&cli)?;
+            let files = crate::bulk::import::ImportFiles {
+                users: users.clone(),
+                follows: follows.clone(),
+                posts: posts.clone(),
+                likes: likes.clone(),
+            };
+            tokio::runtime::Runtime::new()?.block_on(async move {
+                let store = crate::app::open_store(&config).await?;
+                let settings = crate::bulk::derive_settings(&config);
+                let report = crate::bulk::import::run(store, settings, &files).await?;
+                println!(
+                    "imported {report} ({} strategy, {} storage)",
+                    config.feed.strategy,
+                    config.storage.backend.as_str()
                 );
                 anyhow::Ok(())
             })

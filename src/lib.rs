@@ -3,6 +3,7 @@
 
 pub mod app;
 pub mod backup;
+pub mod bulk;
 pub mod cli;
 pub mod config;
 pub mod derived;

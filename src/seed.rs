@@ -1,5 +1,6 @@
-//! `socialite seed`: a Socialite-style data set written straight through the storage port
-//! and the feed service, so every strategy's timelines are built as they would be live.
+//! `socialite seed`'s data set: a Socialite-style graph and posts, drawn from one seed.
+//! The command writes it with the bulk loader (`bulk::seed`); [`run`] writes it through
+//! the service's operations instead, one API write at a time, as tests compare.
 //!
 //! User `u{i}` follows `min(Zipf(max_follows), i)` distinct earlier users, each picked by
 //! Zipf (θ = 0.99) over the earlier ids, so low ids become the popular accounts. Every
@@ -48,41 +49,75 @@ pub fn user_id(index: usize) -> String {
 
 const ALPHABET: &[u8] = b"abcdefghijklmnopqrstuvwxyz ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
 
+/// The data set's random draws, in the one order that defines it: every user's follows
+/// (`u1`, `u2`, ... in turn), then every post's text (round by round, every user in
+/// turn). The bulk seeder draws as it writes; [`plan`] collects the same draws.
+pub struct Draws {
+    rng: Xoshiro256PlusPlus,
+    how_many: Option<Zipf<f64>>,
+    chosen: HashSet<usize>,
+}
+
+impl Draws {
+    pub fn new(args: &SeedArgs) -> Draws {
+        Draws {
+            rng: Xoshiro256PlusPlus::seed_from_u64(args.seed),
+            how_many: (args.max_follows > 0)
+                .then(|| Zipf::new(args.max_follows as f64, ZIPF_THETA).expect("max_follows >= 1")),
+            chosen: HashSet::new(),
+        }
+    }
+
+    /// The users `follower` follows, ascending, into `out` (cleared first). Call for
+    /// followers 1, 2, ... in turn, before any [`Draws::text`].
+    pub fn follows_of(&mut self, follower: usize, out: &mut Vec<usize>) {
+        out.clear();
+        let Some(how_many) = &self.how_many else {
+            return;
+        };
+        let wanted = (how_many.sample(&mut self.rng) as usize).min(follower);
+        let whom = Zipf::new(follower as f64, ZIPF_THETA).expect("follower >= 1");
+        self.chosen.clear();
+        // Zipf favours a few ids, so bound the draws and fill up in id order.
+        for _ in 0..wanted * 8 {
+            if self.chosen.len() == wanted {
+                break;
+            }
+            self.chosen.insert(whom.sample(&mut self.rng) as usize - 1);
+        }
+        let mut next = 0;
+        while self.chosen.len() < wanted {
+            self.chosen.insert(next);
+            next += 1;
+        }
+        out.extend(self.chosen.iter().copied());
+        out.sort_unstable();
+    }
+
+    /// The next post's text, 10 to 140 characters, appended to `out`.
+    pub fn text(&mut self, out: &mut String) {
+        let len = self.rng.random_range(10..=140);
+        for _ in 0..len {
+            out.push(ALPHABET[self.rng.random_range(0..ALPHABET.len())] as char);
+        }
+    }
+}
+
 /// Draws the whole data set from `args.seed`.
 pub fn plan(args: &SeedArgs) -> SeedPlan {
-    let mut rng = Xoshiro256PlusPlus::seed_from_u64(args.seed);
+    let mut draws = Draws::new(args);
     let users: Vec<String> = (0..args.users).map(user_id).collect();
     let mut follows = Vec::new();
-    if args.max_follows > 0 {
-        let how_many = Zipf::new(args.max_follows as f64, ZIPF_THETA).expect("max_follows >= 1");
-        for follower in 1..args.users {
-            let wanted = (how_many.sample(&mut rng) as usize).min(follower);
-            let whom = Zipf::new(follower as f64, ZIPF_THETA).expect("follower >= 1");
-            let mut chosen = HashSet::with_capacity(wanted);
-            // Zipf favours a few ids, so bound the draws and fill up in id order.
-            for _ in 0..wanted * 8 {
-                if chosen.len() == wanted {
-                    break;
-                }
-                chosen.insert(whom.sample(&mut rng) as usize - 1);
-            }
-            let mut next = 0;
-            while chosen.len() < wanted {
-                chosen.insert(next);
-                next += 1;
-            }
-            let mut chosen: Vec<usize> = chosen.into_iter().collect();
-            chosen.sort_unstable();
-            follows.extend(chosen.into_iter().map(|followee| (follower, followee)));
-        }
+    let mut chosen = Vec::new();
+    for follower in 1..args.users {
+        draws.follows_of(follower, &mut chosen);
+        follows.extend(chosen.iter().map(|&followee| (follower, followee)));
     }
     let mut posts = Vec::with_capacity(args.users * args.posts_per_user);
     for _round in 0..args.posts_per_user {
         for author in 0..args.users {
-            let len = rng.random_range(10..=140);
-            let text: String = (0..len)
-                .map(|_| ALPHABET[rng.random_range(0..ALPHABET.len())] as char)
-                .collect();
+            let mut text = String::new();
+            draws.text(&mut text);
             posts.push((author, text));
         }
     }

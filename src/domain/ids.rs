@@ -154,6 +154,17 @@ impl PostIdGenerator {
         *last = Some(id);
         id
     }
+
+    /// Notes an id stored by other means (a bulk load), so later ids are above it.
+    pub fn observe(&self, id: PostId) {
+        let mut last = self
+            .last
+            .lock()
+            .unwrap_or_else(|poison| poison.into_inner());
+        if last.is_none_or(|last| last < id) {
+            *last = Some(id);
+        }
+    }
 }
 
 #[cfg(test)]

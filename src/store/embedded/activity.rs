@@ -164,51 +164,18 @@ impl ActivityStore for EmbeddedStore {
         .await
     }
 
-    /// One transaction: the fence, the old logs out, every source event back in, oldest
-    /// first, so no reader ever sees a half-rebuilt log.
+    /// One transaction: the fence, the old logs out, every log built again from the
+    /// sources set-based (see `bulk/activity.rs`), so no reader ever sees a half-rebuilt
+    /// log. Every change up to the newest this transaction sees is in the sources read:
+    /// the worker, continuing from the head it took before, skips those.
     async fn rebuild_activity(&self, fence: &Fence, limits: ActivityLimits) -> StoreResult<()> {
         let fence = fence.clone();
         self.write(move |tx| {
             check_fence(tx, &fence.lease, &fence.holder, fence.version)?;
             tx.execute_batch("DELETE FROM activity_entries; DELETE FROM activity_logs;")?;
-            let mut events: Vec<(i64, String, ActivityType, String)> = Vec::new();
-            let mut posts = tx.prepare("SELECT id, author FROM posts")?;
-            for row in posts.query_map([], |row| Ok((super::post_id_at(row, 0)?, row.get(1)?)))? {
-                let (id, author): (crate::domain::PostId, String) = row?;
-                events.push((
-                    id.timestamp_ms(),
-                    author,
-                    ActivityType::Post,
-                    id.to_string(),
-                ));
-            }
-            let mut follows = tx.prepare("SELECT follower, followee, created_at FROM follows")?;
-            for row in follows.query_map([], |row| Ok((row.get(2)?, row.get(0)?, row.get(1)?)))? {
-                let (ts, follower, followee): (i64, String, String) = row?;
-                events.push((ts, follower, ActivityType::Follow, followee));
-            }
-            let mut likes = tx.prepare("SELECT user, post, created_at FROM likes")?;
-            for row in likes.query_map([], |row| {
-                Ok((row.get(0)?, super::post_id_at(row, 1)?, row.get(2)?))
-            })? {
-                let (user, post, ts): (String, crate::domain::PostId, i64) = row?;
-                events.push((ts, user, ActivityType::Like, post.to_string()));
-            }
-            events.sort_by_key(|e| e.0);
-            for (ts, user, kind, reference) in events {
-                let head = log_head(tx, &user, limits)?;
-                append(tx, &user, &head, kind, reference, ts)?;
-                tx.prepare_cached(
-                    "UPDATE activity_logs SET last_ts = max(last_ts, ?2) WHERE user = ?1",
-                )?
-                .execute(params![user, ts])?;
-            }
-            // Every change up to the newest this transaction sees is in the sources just
-            // read: the worker, continuing from the head it took before, skips those.
-            tx.execute(
-                "UPDATE activity_logs SET applied = coalesce((SELECT max(pos) FROM changes), -1)",
-                [],
-            )?;
+            let newest: Option<i64> =
+                tx.query_row("SELECT max(pos) FROM changes", [], |row| row.get(0))?;
+            super::bulk::build_logs(tx, "", None, limits, newest.unwrap_or(-1))?;
             Ok(())
         })
         .await

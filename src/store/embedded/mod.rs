@@ -11,6 +11,7 @@
 
 mod activity;
 pub mod backup;
+mod bulk;
 mod changes;
 mod content;
 mod deliveries;
@@ -80,6 +81,8 @@ struct Inner {
     read_slots: Arc<tokio::sync::Semaphore>,
     /// Woken after every append to the event log, for tailing readers in this process.
     events_appended: tokio::sync::Notify,
+    /// The configured durability, which a bulk load lowers and then restores.
+    synchronous: Synchronous,
 }
 
 impl EmbeddedStore {
@@ -127,6 +130,7 @@ impl EmbeddedStore {
                 readers: Mutex::new(Vec::new()),
                 read_slots: Arc::new(tokio::sync::Semaphore::new(reader_count())),
                 events_appended: tokio::sync::Notify::new(),
+                synchronous,
             }),
         })
     }
@@ -258,6 +262,13 @@ fn post_id_at(row: &rusqlite::Row<'_>, idx: usize) -> rusqlite::Result<PostId> {
         )
     })?;
     Ok(PostId::from_bytes(array))
+}
+
+/// Column `idx` as borrowed text, without copying it into a `String`.
+fn text_at<'r>(row: &'r rusqlite::Row<'_>, idx: usize) -> rusqlite::Result<&'r str> {
+    row.get_ref(idx)?.as_str().map_err(|e| {
+        rusqlite::Error::FromSqlConversionFailure(idx, rusqlite::types::Type::Text, Box::new(e))
+    })
 }
 
 fn post_from_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<Post> {

@@ -73,6 +73,31 @@ fn write_net(conn: &Connection, tag: &str, net: &Net, w: i64, from_hour: i64) ->
     Ok(())
 }
 
+/// Replaces every tag's counts with a count from the posts, each tag's `w` set to
+/// `newest`; returns how many tags there are. Shared by the rebuild and the bulk loader.
+pub(super) fn recount_tags(tx: &Connection, newest: i64, from_hour: i64) -> StoreResult<u64> {
+    let mut nets: BTreeMap<String, Net> = BTreeMap::new();
+    {
+        let mut stmt = tx.prepare_cached("SELECT id, text FROM posts")?;
+        let mut rows = stmt.query([])?;
+        while let Some(row) = rows.next()? {
+            let id = super::post_id_at(row, 0)?;
+            let text = super::text_at(row, 1)?;
+            let hour = PostId::timestamp_ms(&id).div_euclid(HOUR_MS);
+            for tag in hashtags(text) {
+                let net = nets.entry(tag).or_default();
+                net.total += 1;
+                *net.hours.entry(hour).or_default() += 1;
+            }
+        }
+    }
+    tx.execute_batch("DELETE FROM tags; DELETE FROM tag_hours;")?;
+    for (tag, net) in &nets {
+        write_net(tx, tag, net, newest, from_hour)?;
+    }
+    Ok(nets.len() as u64)
+}
+
 #[async_trait]
 impl TrendStore for EmbeddedStore {
     async fn apply_tags(
@@ -123,25 +148,7 @@ impl TrendStore for EmbeddedStore {
                 .query_row([], |row| row.get(0))
                 .optional()?
                 .unwrap_or(0);
-            let mut nets: BTreeMap<String, Net> = BTreeMap::new();
-            {
-                let mut stmt = tx.prepare_cached("SELECT id, text FROM posts")?;
-                let mut rows = stmt.query([])?;
-                while let Some(row) = rows.next()? {
-                    let id = super::post_id_at(row, 0)?;
-                    let text: String = row.get(1)?;
-                    let hour = PostId::timestamp_ms(&id).div_euclid(HOUR_MS);
-                    for tag in hashtags(&text) {
-                        let net = nets.entry(tag).or_default();
-                        net.total += 1;
-                        *net.hours.entry(hour).or_default() += 1;
-                    }
-                }
-            }
-            tx.execute_batch("DELETE FROM tags; DELETE FROM tag_hours;")?;
-            for (tag, net) in &nets {
-                write_net(tx, tag, net, newest, from_hour)?;
-            }
+            recount_tags(tx, newest, from_hour)?;
             set_watermark(tx, &fence.lease, newest)?;
             Ok(EventId(newest as u64))
         })

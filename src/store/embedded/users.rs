@@ -29,6 +29,20 @@ UPDATE users SET posts_count = ?3, following_count = ?4, followers_count = ?5,
                  counted_seq = ?6, counter_version = counter_version + 1
 WHERE id = ?1 AND counter_version = ?2";
 
+/// Every user's counts from the sources, one index range count each, and `counted_seq`
+/// at least `seq`. Shared by the counters worker's rebuild and the bulk loader.
+pub(super) fn recount_every_user(tx: &Connection, seq: i64) -> rusqlite::Result<usize> {
+    tx.execute(
+        "UPDATE users SET
+           posts_count = (SELECT count(*) FROM posts WHERE author = users.id),
+           following_count = (SELECT count(*) FROM follows WHERE follower = users.id),
+           followers_count = (SELECT count(*) FROM follows WHERE followee = users.id),
+           counted_seq = max(counted_seq, ?1),
+           counter_version = counter_version + 1",
+        [seq],
+    )
+}
+
 fn user_from_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<User> {
     Ok(User {
         id: row.get(0)?,
@@ -185,16 +199,9 @@ impl UserStore for EmbeddedStore {
         let fence = fence.clone();
         self.write(move |tx| {
             check_fence(tx, &fence.lease, &fence.holder, fence.version)?;
-            let written = tx.execute(
-                "UPDATE users SET
-                   posts_count = (SELECT count(*) FROM posts WHERE author = users.id),
-                   following_count = (SELECT count(*) FROM follows WHERE follower = users.id),
-                   followers_count = (SELECT count(*) FROM follows WHERE followee = users.id),
-                   counted_seq = max(counted_seq, coalesce((SELECT max(pos) FROM changes), -1)),
-                   counter_version = counter_version + 1",
-                [],
-            )?;
-            Ok(written as u64)
+            let newest: Option<i64> =
+                tx.query_row("SELECT max(pos) FROM changes", [], |row| row.get(0))?;
+            Ok(recount_every_user(tx, newest.unwrap_or(-1))? as u64)
         })
         .await
     }

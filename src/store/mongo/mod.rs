@@ -7,6 +7,7 @@
 //! index creation, error mapping and BSON conversions.
 
 mod activity;
+mod bulk;
 mod changes;
 mod content;
 mod deliveries;

@@ -74,7 +74,54 @@ fn state_doc(state: &State, from_hour: i64) -> Document {
     doc! { "total": state.total.max(0), "w": state.w, "h": hours, "last": last }
 }
 
+/// Tag counts from posts, for a rebuild or a bulk load.
+#[derive(Default)]
+pub(super) struct Tally(BTreeMap<String, State>);
+
+impl Tally {
+    /// Counts the tags of a `content` document (`_id` and `text` at least).
+    pub(super) fn add(&mut self, post: &Document) -> StoreResult<()> {
+        let id = post_id(post.get("_id"))?;
+        let hour = id.timestamp_ms().div_euclid(HOUR_MS);
+        for tag in hashtags(post.get_str("text").unwrap_or_default()) {
+            let state = self.0.entry(tag).or_default();
+            state.total += 1;
+            *state.hours.entry(hour).or_default() += 1;
+        }
+        Ok(())
+    }
+}
+
 impl MongoStore {
+    /// Replaces every counted tag with `w` at `watermark`, and zeroes the tags no post
+    /// carries any more. Returns how many tags were counted.
+    pub(super) async fn write_tally(
+        &self,
+        tally: Tally,
+        watermark: i64,
+        from_hour: i64,
+    ) -> StoreResult<u64> {
+        let counted = tally.0.len() as u64;
+        for (tag, mut state) in tally.0 {
+            state.w = watermark;
+            let mut doc = state_doc(&state, from_hour);
+            doc.insert("_id", &tag);
+            self.collection(TAGS)
+                .replace_one(doc! { "_id": &tag }, doc)
+                .upsert(true)
+                .await
+                .map_err(db_error)?;
+        }
+        self.collection(TAGS)
+            .update_many(
+                doc! { "w": { "$lt": watermark } },
+                doc! { "$set": state_doc(&State { w: watermark, ..State::default() }, from_hour) },
+            )
+            .await
+            .map_err(db_error)?;
+        Ok(counted)
+    }
+
     async fn tag_states(&self, tags: &[String]) -> StoreResult<HashMap<String, State>> {
         let docs = all(self.collection(TAGS).find(doc! { "_id": { "$in": tags } })).await?;
         Ok(docs
@@ -179,20 +226,14 @@ impl TrendStore for MongoStore {
             .session(&mut session)
             .await
             .map_err(db_error)?;
-        let mut states: BTreeMap<String, State> = BTreeMap::new();
+        let mut tally = Tally::default();
         while let Some(doc) = cursor
             .next(&mut session)
             .await
             .transpose()
             .map_err(db_error)?
         {
-            let id = post_id(doc.get("_id"))?;
-            let hour = id.timestamp_ms().div_euclid(HOUR_MS);
-            for tag in hashtags(doc.get_str("text").unwrap_or_default()) {
-                let state = states.entry(tag).or_default();
-                state.total += 1;
-                *state.hours.entry(hour).or_default() += 1;
-            }
+            tally.add(&doc)?;
         }
         let time = session.snapshot_time().ok_or_else(|| {
             StoreError::Backend(anyhow::anyhow!(
@@ -205,23 +246,7 @@ impl TrendStore for MongoStore {
         if !super::exists(&self.collection(super::leases::LEASES), held).await? {
             return Err(StoreError::Fenced(fence.lease.clone()));
         }
-        for (tag, mut state) in states {
-            state.w = watermark;
-            let mut doc = state_doc(&state, from_hour);
-            doc.insert("_id", &tag);
-            self.collection(TAGS)
-                .replace_one(doc! { "_id": &tag }, doc)
-                .upsert(true)
-                .await
-                .map_err(db_error)?;
-        }
-        self.collection(TAGS)
-            .update_many(
-                doc! { "w": { "$lt": watermark } },
-                doc! { "$set": state_doc(&State { w: watermark, ..State::default() }, from_hour) },
-            )
-            .await
-            .map_err(db_error)?;
+        self.write_tally(tally, watermark, from_hour).await?;
         Ok(EventId(watermark as u64))
     }
 

@@ -21,6 +21,7 @@ use mongodb::bson::{Bson, Document, doc};
 
 use super::entry;
 use crate::domain::{ActivityLimits, ActivityType, Fence, PostId, Slot};
+use crate::store::mongo::bulk::{WRITE_BATCH, insert_unordered};
 use crate::store::mongo::{MongoStore, db_error, int, leases::LEASES, post_id};
 use crate::store::{StoreError, StoreResult};
 
@@ -124,8 +125,7 @@ impl MongoStore {
         Ok(())
     }
 
-    /// One user's log, laid out as the appends would have: the primary document holds
-    /// the first `primary_limit` entries, pages the rest.
+    /// One user's log, laid out as the appends would have: see [`log_documents`].
     async fn write_log(
         &self,
         user: &str,
@@ -133,58 +133,114 @@ impl MongoStore {
         limits: ActivityLimits,
         applied: i64,
     ) -> StoreResult<()> {
-        let mut primary: Vec<Bson> = Vec::new();
-        let mut pages: BTreeMap<u64, Vec<Bson>> = BTreeMap::new();
-        for (seq, (ts, kind, reference)) in entries.iter().enumerate() {
-            let mut item = entry(*kind, *ts, reference);
-            match limits.slot(seq as u64) {
-                Slot::Primary => primary.push(Bson::Document(item)),
-                Slot::Page(page) => {
-                    item.insert("seq", seq as i64);
-                    pages.entry(page).or_default().push(Bson::Document(item));
-                }
-            }
-        }
-        let overflow = entries.len() - primary.len();
-        let last_ts = entries.iter().map(|e| e.0).max().unwrap_or(0);
-        let head = doc! {
-            "_id": user,
-            "limit": i64::from(limits.primary_limit),
-            "pageSize": i64::from(limits.page_size),
-            "count": primary.len() as i64,
-            "overflowSeq": overflow as i64,
-            "hasOverflow": overflow > 0,
-            "overflowPages": pages.len() as i64,
-            "applied": applied,
-            "last_ts": last_ts,
-            "activities": primary,
-        };
+        let (head, pages) = log_documents(user, entries, limits, applied);
         self.primary()
             .replace_one(doc! { "_id": user }, head)
             .upsert(true)
             .await
             .map_err(db_error)?;
-        for (page, items) in &pages {
-            let created = items
-                .first()
-                .and_then(Bson::as_document)
-                .and_then(|d| d.get_i64("ts").ok())
-                .unwrap_or_default();
-            let filter = doc! { "user": user, "page": *page as i64 };
-            let mut document = filter.clone();
-            document.insert("count", items.len() as i64);
-            document.insert("activities", items.clone());
-            document.insert("createdAt", created);
+        for document in pages {
+            let filter = doc! { "user": user, "page": document.get_i64("page").unwrap_or(0) };
             self.pages()
                 .replace_one(filter, document)
                 .upsert(true)
                 .await
                 .map_err(db_error)?;
         }
+        let written = (entries.len() as u64).saturating_sub(u64::from(limits.primary_limit));
+        let pages = written.div_ceil(u64::from(limits.page_size.max(1)));
         self.pages()
-            .delete_many(doc! { "user": user, "page": { "$gte": pages.len() as i64 } })
+            .delete_many(doc! { "user": user, "page": { "$gte": pages as i64 } })
             .await
             .map_err(db_error)?;
         Ok(())
     }
+
+    /// Every log built from the sources, set-based, for a bulk load (the service is
+    /// stopped, so nothing fences it): the old logs dropped, the new documents written
+    /// with unordered `insert_many`s. Returns the entries written.
+    pub(in crate::store::mongo) async fn build_all_logs(
+        &self,
+        limits: ActivityLimits,
+        applied: i64,
+    ) -> StoreResult<u64> {
+        let mut logs: BTreeMap<String, Vec<(i64, ActivityType, String)>> = BTreeMap::new();
+        let mut entries = 0;
+        for (ts, user, kind, reference) in self.events().await? {
+            logs.entry(user).or_default().push((ts, kind, reference));
+            entries += 1;
+        }
+        for coll in [self.primary(), self.pages()] {
+            coll.delete_many(doc! {}).await.map_err(db_error)?;
+        }
+        let (mut heads, mut pages) = (Vec::new(), Vec::new());
+        for (user, entries) in &logs {
+            let (head, more) = log_documents(user, entries, limits, applied);
+            heads.push(head);
+            pages.extend(more);
+            if heads.len() >= WRITE_BATCH {
+                insert_unordered(&self.primary(), std::mem::take(&mut heads)).await?;
+            }
+            if pages.len() >= WRITE_BATCH {
+                insert_unordered(&self.pages(), std::mem::take(&mut pages)).await?;
+            }
+        }
+        insert_unordered(&self.primary(), heads).await?;
+        insert_unordered(&self.pages(), pages).await?;
+        Ok(entries)
+    }
+}
+
+/// One user's log documents, laid out as the appends would have: the primary document
+/// holds the first `primary_limit` entries, pages the rest.
+fn log_documents(
+    user: &str,
+    entries: &[(i64, ActivityType, String)],
+    limits: ActivityLimits,
+    applied: i64,
+) -> (Document, Vec<Document>) {
+    let mut primary: Vec<Bson> = Vec::new();
+    let mut pages: BTreeMap<u64, Vec<Bson>> = BTreeMap::new();
+    for (seq, (ts, kind, reference)) in entries.iter().enumerate() {
+        let mut item = entry(*kind, *ts, reference);
+        match limits.slot(seq as u64) {
+            Slot::Primary => primary.push(Bson::Document(item)),
+            Slot::Page(page) => {
+                item.insert("seq", seq as i64);
+                pages.entry(page).or_default().push(Bson::Document(item));
+            }
+        }
+    }
+    let overflow = entries.len() - primary.len();
+    let last_ts = entries.iter().map(|e| e.0).max().unwrap_or(0);
+    let head = doc! {
+        "_id": user,
+        "limit": i64::from(limits.primary_limit),
+        "pageSize": i64::from(limits.page_size),
+        "count": primary.len() as i64,
+        "overflowSeq": overflow as i64,
+        "hasOverflow": overflow > 0,
+        "overflowPages": pages.len() as i64,
+        "applied": applied,
+        "last_ts": last_ts,
+        "activities": primary,
+    };
+    let pages = pages
+        .into_iter()
+        .map(|(page, items)| {
+            let created = items
+                .first()
+                .and_then(Bson::as_document)
+                .and_then(|d| d.get_i64("ts").ok())
+                .unwrap_or_default();
+            doc! {
+                "user": user,
+                "page": page as i64,
+                "count": items.len() as i64,
+                "activities": items,
+                "createdAt": created,
+            }
+        })
+        .collect();
+    (head, pages)
 }

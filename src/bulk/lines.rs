@@ -1,0 +1,176 @@
+//! The JSON Lines formats of `socialite import`: one JSON object per line, unknown
+//! fields refused, every id and text held to the rules the API applies.
+//!
+//! | file | a line | |
+//! |---|---|---|
+//! | users | `{"id": "u1", "display_name": "Ann", "created_at": 1700000000000}` | `display_name` defaults to the id |
+//! | follows | `{"follower": "u2", "followee": "u1", "created_at": 1700000000000}` | no self-follows |
+//! | posts | `{"id": "65a1...", "author": "u1", "text": "hello"}` | `id`: 24 hex digits; its first 6 bytes are the time |
+//! | likes | `{"user": "u2", "post": "65a1...", "created_at": 1700000000000}` | |
+//!
+//! `created_at` (milliseconds since the epoch) is optional and defaults to the time the
+//! import started. A post's time is its id's, as for posts made through the API.
+
+use std::borrow::Cow;
+
+use serde::Deserialize;
+
+use crate::domain::{PostId, validate_display_name, validate_post_text, validate_user_id};
+use crate::store::bulk::{FollowRow, LikeRow, PostRow, Rows, UserRow};
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct UserLine<'a> {
+    #[serde(borrow)]
+    id: Cow<'a, str>,
+    #[serde(borrow, default)]
+    display_name: Option<Cow<'a, str>>,
+    created_at: Option<i64>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FollowLine<'a> {
+    #[serde(borrow)]
+    follower: Cow<'a, str>,
+    #[serde(borrow)]
+    followee: Cow<'a, str>,
+    created_at: Option<i64>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PostLine<'a> {
+    #[serde(borrow)]
+    id: Cow<'a, str>,
+    #[serde(borrow)]
+    author: Cow<'a, str>,
+    #[serde(borrow)]
+    text: Cow<'a, str>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct LikeLine<'a> {
+    #[serde(borrow)]
+    user: Cow<'a, str>,
+    #[serde(borrow)]
+    post: Cow<'a, str>,
+    created_at: Option<i64>,
+}
+
+/// Why a line was refused; the caller adds the file and line number.
+pub type LineError = String;
+
+fn parse<'a, T: Deserialize<'a>>(line: &'a str) -> Result<T, LineError> {
+    serde_json::from_str(line).map_err(|error| {
+        let text = error.to_string();
+        // The position within the line, not serde's "line 1".
+        let message = text
+            .rsplit_once(" at line ")
+            .map_or(text.as_str(), |(m, _)| m);
+        if error.is_eof() {
+            format!("the JSON object ends early ({message}): is the file cut short?")
+        } else {
+            format!("column {}: {message}", error.column())
+        }
+    })
+}
+
+fn time(created_at: Option<i64>, default: i64) -> Result<i64, LineError> {
+    match created_at {
+        Some(ms) if ms < 0 => Err(format!("created_at must not be negative; got {ms}")),
+        Some(ms) => Ok(ms),
+        None => Ok(default),
+    }
+}
+
+fn post_id(text: &str) -> Result<PostId, LineError> {
+    text.parse()
+        .map_err(|_| format!("post id {text:?} must be 24 hexadecimal digits"))
+}
+
+/// Parses and checks a users line into `rows`.
+pub fn user(line: &str, rows: &mut Rows<UserRow>, now: i64) -> Result<(), LineError> {
+    let parsed: UserLine<'_> = parse(line)?;
+    validate_user_id(&parsed.id)?;
+    let name = parsed.display_name.as_deref().unwrap_or(&parsed.id);
+    validate_display_name(name)?;
+    let created_at_ms = time(parsed.created_at, now)?;
+    let (id, display_name) = (rows.intern(&parsed.id), rows.intern(name));
+    rows.push(UserRow {
+        id,
+        display_name,
+        created_at_ms,
+    });
+    Ok(())
+}
+
+pub fn follow(line: &str, rows: &mut Rows<FollowRow>, now: i64) -> Result<(), LineError> {
+    let parsed: FollowLine<'_> = parse(line)?;
+    validate_user_id(&parsed.follower)?;
+    validate_user_id(&parsed.followee)?;
+    if parsed.follower == parsed.followee {
+        return Err(format!("{} cannot follow themselves", parsed.follower));
+    }
+    let created_at_ms = time(parsed.created_at, now)?;
+    let (follower, followee) = (rows.intern(&parsed.follower), rows.intern(&parsed.followee));
+    rows.push(FollowRow {
+        follower,
+        followee,
+        created_at_ms,
+    });
+    Ok(())
+}
+
+pub fn post(line: &str, rows: &mut Rows<PostRow>) -> Result<(), LineError> {
+    let parsed: PostLine<'_> = parse(line)?;
+    let id = post_id(&parsed.id)?;
+    validate_user_id(&parsed.author)?;
+    validate_post_text(&parsed.text)?;
+    let (author, text) = (rows.intern(&parsed.author), rows.intern(&parsed.text));
+    rows.push(PostRow { id, author, text });
+    Ok(())
+}
+
+pub fn like(line: &str, rows: &mut Rows<LikeRow>, now: i64) -> Result<(), LineError> {
+    let parsed: LikeLine<'_> = parse(line)?;
+    validate_user_id(&parsed.user)?;
+    let post = post_id(&parsed.post)?;
+    let created_at_ms = time(parsed.created_at, now)?;
+    let user = rows.intern(&parsed.user);
+    rows.push(LikeRow {
+        user,
+        post,
+        created_at_ms,
+    });
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lines_are_checked_with_the_api_rules() {
+        let mut users = Rows::default();
+        user(r#"{"id":"ann"}"#, &mut users, 5).unwrap();
+        assert_eq!(users.str(users.rows()[0].display_name), "ann");
+        assert_eq!(users.rows()[0].created_at_ms, 5);
+        assert!(user(r#"{"id":"a b"}"#, &mut users, 5).is_err());
+        assert!(user(r#"{"id":"ann","extra":1}"#, &mut users, 5).is_err());
+        let mut follows = Rows::default();
+        assert!(follow(r#"{"follower":"a","followee":"a"}"#, &mut follows, 0).is_err());
+        let mut posts = Rows::default();
+        let ok = r#"{"id":"000000010000000000000000","author":"a","text":"hi"}"#;
+        post(ok, &mut posts).unwrap();
+        let blank = r#"{"id":"000000010000000000000000","author":"a","text":"  "}"#;
+        assert!(post(blank, &mut posts).is_err());
+        let cut = r#"{"id":"000000010000000000000000","author":"a","te"#;
+        assert!(post(cut, &mut posts).unwrap_err().contains("cut short"));
+        let mut likes = Rows::default();
+        let bad = like(r#"{"user":"a","post":"xyz"}"#, &mut likes, 0).unwrap_err();
+        assert!(bad.contains("24 hexadecimal"), "{bad}");
+        assert_eq!(users.len() + posts.len(), 2);
+    }
+}

@@ -1,0 +1,178 @@
+//! `socialite seed` through the bulk loader: the data set `seed::plan` describes (the
+//! same users, edges and texts for the same seed), drawn as it is written so that no
+//! more than a batch is held in memory, then derived data built in bulk.
+//!
+//! Times: every user is created at the seed's base time, every follow 1 ms later, and
+//! post `k` of the plan (round by round, every user in turn) at `base + 2 + k` ms, so
+//! posts are 1 ms apart, in plan order, and the newest is about now. A re-run keeps the
+//! base of the first run (it reads `u0`'s creation time), so it writes the same ids,
+//! which the store skips: an interrupted seed finishes when run again.
+
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+
+use anyhow::Context;
+use base64::Engine;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+
+use super::{BATCH, LoadReport, Loader, Source};
+use crate::domain::{PostId, now_ms};
+use crate::seed::{Draws, SeedArgs, user_id};
+use crate::store::Store;
+use crate::store::bulk::{DeriveSettings, FollowRow, PostRow, Rows, TokenRow, UserRow};
+
+/// Writes a user id into `rows` without a temporary `String`.
+fn intern_user<R>(rows: &mut Rows<R>, index: usize) -> crate::store::bulk::Span {
+    use std::fmt::Write;
+    rows.intern_with(|s| {
+        let _ = write!(s, "u{index}");
+    })
+}
+
+/// The base time of the data set: that of an earlier run, or one that puts the newest
+/// post at about now.
+async fn base_time(store: &Store, args: &SeedArgs) -> anyhow::Result<i64> {
+    if let Some(first) = store.users.user(&user_id(0)).await? {
+        return Ok(first.created_at_ms);
+    }
+    Ok(now_ms() - 2 - (args.users * args.posts_per_user) as i64)
+}
+
+/// Seeds the store; with `tokens_out`, also issues every user an API token and writes
+/// them to that file as a JSON array, the token of `u{i}` at index `i`.
+pub async fn run(
+    store: Store,
+    settings: DeriveSettings,
+    args: SeedArgs,
+    tokens_out: Option<&Path>,
+) -> anyhow::Result<LoadReport> {
+    let base = base_time(&store, &args).await?;
+    let mut loader = Loader::begin(store, settings).await?;
+    let users = args.users;
+    let produce = move |send: &mut dyn FnMut(Rows<UserRow>) -> anyhow::Result<()>| {
+        for start in (0..users).step_by(BATCH) {
+            let mut rows = Rows::with_capacity(BATCH.min(users - start), 16);
+            for index in start..(start + BATCH).min(users) {
+                let id = intern_user(&mut rows, index);
+                rows.push(UserRow {
+                    id,
+                    display_name: id,
+                    created_at_ms: base,
+                });
+            }
+            send(rows)?;
+        }
+        Ok(())
+    };
+    loader
+        .load(Source::Users, users as u64, produce, |s, rows| async move {
+            s.bulk.insert_users(rows).await
+        })
+        .await?;
+    if let Some(path) = tokens_out {
+        tokens(&mut loader, users, base, path.to_owned()).await?;
+    }
+
+    // One generator for the follows and then the posts, drawn in `plan`'s order; each
+    // producer holds it while it runs, one after the other.
+    let draws = Arc::new(Mutex::new(Draws::new(&args)));
+    let shared = draws.clone();
+    let produce = move |send: &mut dyn FnMut(Rows<FollowRow>) -> anyhow::Result<()>| {
+        let mut draws = shared.lock().unwrap_or_else(|p| p.into_inner());
+        let mut rows = Rows::with_capacity(BATCH, 12);
+        let mut chosen = Vec::new();
+        for follower in 1..users {
+            draws.follows_of(follower, &mut chosen);
+            for &followee in &chosen {
+                let (follower, followee) = (
+                    intern_user(&mut rows, follower),
+                    intern_user(&mut rows, followee),
+                );
+                rows.push(FollowRow {
+                    follower,
+                    followee,
+                    created_at_ms: base + 1,
+                });
+            }
+            if rows.len() >= BATCH {
+                send(std::mem::replace(&mut rows, Rows::with_capacity(BATCH, 12)))?;
+            }
+        }
+        if !rows.is_empty() {
+            send(rows)?;
+        }
+        Ok(())
+    };
+    // How many follows there are is known only once drawn: the bar's length estimates
+    // it (the mean of Zipf(max_follows, 0.99) is about max_follows / 6).
+    let expected = (users as u64).saturating_mul(args.max_follows.min(users) as u64 / 6 + 1);
+    loader
+        .load(Source::Follows, expected, produce, |s, rows| async move {
+            s.bulk.insert_follows(rows).await
+        })
+        .await?;
+
+    let posts = users * args.posts_per_user;
+    let produce = move |send: &mut dyn FnMut(Rows<PostRow>) -> anyhow::Result<()>| {
+        let mut draws = draws.lock().unwrap_or_else(|p| p.into_inner());
+        let mut rows = Rows::with_capacity(BATCH, 90);
+        for k in 0..posts {
+            let author = intern_user(&mut rows, k % users);
+            let text = rows.intern_with(|s| draws.text(s));
+            let id = PostId::at(base + 2 + k as i64, 0);
+            rows.push(PostRow { id, author, text });
+            if rows.len() == BATCH {
+                send(std::mem::replace(&mut rows, Rows::with_capacity(BATCH, 90)))?;
+            }
+        }
+        if !rows.is_empty() {
+            send(rows)?;
+        }
+        Ok(())
+    };
+    loader
+        .load(Source::Posts, posts as u64, produce, |s, rows| async move {
+            s.bulk.insert_posts(rows).await
+        })
+        .await?;
+    loader.finish().await
+}
+
+/// Issues every user a token and writes the values to `path` (only hashes are stored).
+async fn tokens(
+    loader: &mut Loader,
+    users: usize,
+    at: i64,
+    path: std::path::PathBuf,
+) -> anyhow::Result<()> {
+    let produce = move |send: &mut dyn FnMut(Rows<TokenRow>) -> anyhow::Result<()>| {
+        let mut issued: Vec<String> = Vec::with_capacity(users);
+        for start in (0..users).step_by(BATCH) {
+            let mut rows = Rows::with_capacity(BATCH.min(users - start), 24);
+            for index in start..(start + BATCH).min(users) {
+                let token = URL_SAFE_NO_PAD.encode(rand::random::<[u8; 32]>());
+                let user = intern_user(&mut rows, index);
+                let token_id = rows.intern(&hex::encode(rand::random::<[u8; 8]>()));
+                rows.push(TokenRow {
+                    hash: crate::service::auth::hash(&token),
+                    user,
+                    token_id,
+                    created_at_ms: at,
+                });
+                issued.push(token);
+            }
+            send(rows)?;
+        }
+        let json = serde_json::to_vec(&issued)?;
+        std::fs::write(&path, json).with_context(|| format!("writing {}", path.display()))
+    };
+    loader
+        .load(
+            Source::Tokens,
+            users as u64,
+            produce,
+            |s, rows| async move { s.bulk.insert_tokens(rows).await },
+        )
+        .await?;
+    Ok(())
+}

@@ -1,0 +1,194 @@
+//! The bulk port: source rows written in large batches, without the change-feed entry,
+//! event and activity each API write makes, and every derived datum then built from
+//! the sources at once (`socialite seed`, `socialite import`).
+//!
+//! A load is bracketed by [`BulkStore::begin_load`] and [`BulkStore::finish_load`]. In
+//! between, the store is marked as being loaded (`serve` refuses to start on it), since
+//! the sources and the derived data disagree until [`BulkStore::derive_all`] and
+//! [`BulkStore::set_positions_to_head`] have run. Every step is idempotent: inserts skip
+//! rows whose key exists, derived data is recomputed from all the sources, so a load
+//! interrupted anywhere ends in the same state when it is run again.
+//!
+//! Rows travel in [`Rows`]: their strings in one buffer per batch, so building a batch
+//! allocates per batch and not per row.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+
+use super::{LogBounds, StoreResult, TokenHash};
+use crate::domain::{ActivityLimits, PostId};
+use crate::feed::FeedSettings;
+
+/// A string inside a [`Rows`] buffer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Span {
+    start: u32,
+    end: u32,
+}
+
+/// A batch of rows whose strings live in one buffer.
+#[derive(Debug, Clone)]
+pub struct Rows<R> {
+    strings: String,
+    rows: Vec<R>,
+}
+
+impl<R> Default for Rows<R> {
+    fn default() -> Self {
+        Rows {
+            strings: String::new(),
+            rows: Vec::new(),
+        }
+    }
+}
+
+impl<R> Rows<R> {
+    /// Room for `rows` rows of about `bytes_per_row` bytes of strings each.
+    pub fn with_capacity(rows: usize, bytes_per_row: usize) -> Self {
+        Rows {
+            strings: String::with_capacity(rows * bytes_per_row),
+            rows: Vec::with_capacity(rows),
+        }
+    }
+
+    /// Copies `text` into the buffer. Batches stay far below 4 GiB of text.
+    pub fn intern(&mut self, text: &str) -> Span {
+        let start = self.strings.len() as u32;
+        self.strings.push_str(text);
+        Span {
+            start,
+            end: self.strings.len() as u32,
+        }
+    }
+
+    /// Appends the characters `write` produces as one string.
+    pub fn intern_with(&mut self, write: impl FnOnce(&mut String)) -> Span {
+        let start = self.strings.len() as u32;
+        write(&mut self.strings);
+        Span {
+            start,
+            end: self.strings.len() as u32,
+        }
+    }
+
+    pub fn push(&mut self, row: R) {
+        self.rows.push(row);
+    }
+
+    pub fn str(&self, span: Span) -> &str {
+        &self.strings[span.start as usize..span.end as usize]
+    }
+
+    pub fn rows(&self) -> &[R] {
+        &self.rows
+    }
+
+    pub fn len(&self) -> usize {
+        self.rows.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.rows.is_empty()
+    }
+
+    pub fn clear(&mut self) {
+        self.strings.clear();
+        self.rows.clear();
+    }
+}
+
+#[derive(Debug, Clone, Copy)]
+pub struct UserRow {
+    pub id: Span,
+    pub display_name: Span,
+    pub created_at_ms: i64,
+}
+
+#[derive(Debug, Clone, Copy)]
+pub struct FollowRow {
+    pub follower: Span,
+    pub followee: Span,
+    pub created_at_ms: i64,
+}
+
+/// A post; its creation time is its id's.
+#[derive(Debug, Clone, Copy)]
+pub struct PostRow {
+    pub id: PostId,
+    pub author: Span,
+    pub text: Span,
+}
+
+#[derive(Debug, Clone, Copy)]
+pub struct LikeRow {
+    pub user: Span,
+    pub post: PostId,
+    pub created_at_ms: i64,
+}
+
+/// An API token, by the SHA-256 of its value (see the tokens port).
+#[derive(Debug, Clone, Copy)]
+pub struct TokenRow {
+    pub hash: TokenHash,
+    pub user: Span,
+    pub token_id: Span,
+    pub created_at_ms: i64,
+}
+
+/// What the derived data is built for.
+#[derive(Debug, Clone)]
+pub struct DeriveSettings {
+    pub feed: FeedSettings,
+    pub activity: ActivityLimits,
+    pub events: LogBounds,
+    /// The clock: which hours of tag counts are kept.
+    pub now_ms: i64,
+}
+
+/// The derived data a load built.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Derived {
+    pub users_counted: u64,
+    pub activity_entries: u64,
+    pub timeline_entries: u64,
+    pub delivered: u64,
+    pub tags: u64,
+    pub events: u64,
+}
+
+/// Called with the name of each derivation step as it starts.
+pub type StepReport = Arc<dyn Fn(&'static str) + Send + Sync>;
+
+#[async_trait]
+pub trait BulkStore: Send + Sync + 'static {
+    /// Marks the store as being loaded, since `at_ms`, and tunes it for bulk writes. A
+    /// load already marked (an interrupted one) keeps its mark.
+    async fn begin_load(&self, at_ms: i64) -> StoreResult<()>;
+    /// When the load in progress began, if one is.
+    async fn load_in_progress(&self) -> StoreResult<Option<i64>>;
+    /// Each insert writes its batch at once (embedded: one transaction, one prepared
+    /// statement; MongoDB: one unordered `insert_many`) and skips rows whose key exists,
+    /// so a re-run adds nothing. No change-feed entry is written. Returns the rows added.
+    async fn insert_users(&self, rows: Rows<UserRow>) -> StoreResult<u64>;
+    async fn insert_follows(&self, rows: Rows<FollowRow>) -> StoreResult<u64>;
+    async fn insert_posts(&self, rows: Rows<PostRow>) -> StoreResult<u64>;
+    async fn insert_likes(&self, rows: Rows<LikeRow>) -> StoreResult<u64>;
+    async fn insert_tokens(&self, rows: Rows<TokenRow>) -> StoreResult<u64>;
+    /// Builds every derived datum from all the sources the store holds, replacing what
+    /// was there: counters, activity logs, the configured strategy's timelines (caches
+    /// are dropped, to be rebuilt on first read; buckets are materialised), delivery
+    /// markers, tag counts and a bounded event log.
+    async fn derive_all(&self, settings: &DeriveSettings, step: StepReport)
+    -> StoreResult<Derived>;
+    /// Sets the committed position of every worker in `change_workers` to the change
+    /// feed's head, and of those in `event_workers` to the event log's head, releasing
+    /// their leases with a new fencing version: the workers start with nothing to replay.
+    async fn set_positions_to_head(
+        &self,
+        change_workers: &[&str],
+        event_workers: &[&str],
+    ) -> StoreResult<()>;
+    /// Restores the store's normal settings and clears the load's mark.
+    async fn finish_load(&self) -> StoreResult<()>;
+}

@@ -1,0 +1,254 @@
+//! The bulk port on SQLite: each batch is one transaction through one prepared
+//! statement per table, `ON CONFLICT DO NOTHING` so a re-run adds nothing, and no
+//! change-feed row. While the load's mark (`meta.bulk_load_started`) is set, the writer
+//! runs with `synchronous=OFF` and a 1 GiB page cache; `finish_load` restores both and
+//! checkpoints the WAL into the database file. (A crash with `synchronous=OFF` can lose
+//! the last commits, or with the OS, corrupt the file; the mark makes the re-run that an
+//! interrupted load needs anyway, and the file is a fresh or a copied one in practice.)
+//!
+//! Derived data is built in `bulk/`: the activity logs and the bucket timelines user
+//! chunk by user chunk in key order, the event log newest first, and counters, delivery
+//! markers and tag counts with one statement or one scan each.
+
+mod activity;
+mod derive;
+mod events;
+mod timelines;
+
+use async_trait::async_trait;
+use rusqlite::{Connection, OptionalExtension, params};
+
+pub(super) use activity::build_logs;
+
+use super::{EmbeddedStore, Synchronous, run_blocking};
+use crate::domain::ChangePosition;
+use crate::store::StoreResult;
+use crate::store::bulk::{
+    BulkStore, DeriveSettings, Derived, FollowRow, LikeRow, PostRow, Rows, StepReport, TokenRow,
+    UserRow,
+};
+use crate::store::leases::initial_version;
+
+const MARK: &str = "bulk_load_started";
+/// The writer's page cache while loading (the normal one is 64 MiB).
+const LOAD_CACHE_KIB: i64 = 1 << 20;
+
+/// The newest change-feed position handed out: the `changes` sequence, which the event
+/// log's bulk-built ids advance too, or the newest row.
+pub(super) fn allocated_head(conn: &Connection) -> rusqlite::Result<i64> {
+    let seq: Option<i64> = conn
+        .prepare_cached("SELECT seq FROM sqlite_sequence WHERE name = 'changes'")?
+        .query_row([], |row| row.get(0))
+        .optional()?;
+    let newest: Option<i64> = conn
+        .prepare_cached("SELECT max(pos) FROM changes")?
+        .query_row([], |row| row.get(0))?;
+    Ok(seq.unwrap_or(0).max(newest.unwrap_or(0)))
+}
+
+impl EmbeddedStore {
+    /// Runs `f` on the write connection outside any transaction (for pragmas).
+    async fn with_writer<T, F>(&self, f: F) -> StoreResult<T>
+    where
+        T: Send + 'static,
+        F: FnOnce(&Connection) -> StoreResult<T> + Send + 'static,
+    {
+        let conn = self.inner.writer.clone().lock_owned().await;
+        run_blocking(move || f(&conn)).await
+    }
+}
+
+#[async_trait]
+impl BulkStore for EmbeddedStore {
+    async fn begin_load(&self, at_ms: i64) -> StoreResult<()> {
+        self.write(move |tx| {
+            tx.prepare_cached("INSERT OR IGNORE INTO meta (key, value) VALUES (?1, ?2)")?
+                .execute(params![MARK, at_ms])?;
+            Ok(())
+        })
+        .await?;
+        self.with_writer(|conn| {
+            conn.execute_batch(&format!(
+                "PRAGMA synchronous=OFF; PRAGMA cache_size=-{LOAD_CACHE_KIB};"
+            ))?;
+            Ok(())
+        })
+        .await
+    }
+
+    async fn load_in_progress(&self) -> StoreResult<Option<i64>> {
+        self.read(|conn| {
+            Ok(conn
+                .prepare_cached("SELECT value FROM meta WHERE key = ?1")?
+                .query_row([MARK], |row| row.get(0))
+                .optional()?)
+        })
+        .await
+    }
+
+    async fn insert_users(&self, rows: Rows<UserRow>) -> StoreResult<u64> {
+        self.write(move |tx| {
+            let mut insert = tx.prepare_cached(
+                "INSERT INTO users (id, display_name, created_at) VALUES (?1, ?2, ?3)
+                 ON CONFLICT DO NOTHING",
+            )?;
+            let mut added = 0;
+            for row in rows.rows() {
+                added += insert.execute(params![
+                    rows.str(row.id),
+                    rows.str(row.display_name),
+                    row.created_at_ms
+                ])?;
+            }
+            Ok(added as u64)
+        })
+        .await
+    }
+
+    /// Edges are marked backfilled: the derived timelines hold every post.
+    async fn insert_follows(&self, rows: Rows<FollowRow>) -> StoreResult<u64> {
+        self.write(move |tx| {
+            let mut insert = tx.prepare_cached(
+                "INSERT INTO follows (follower, followee, created_at, backfilled)
+                 VALUES (?1, ?2, ?3, 1) ON CONFLICT DO NOTHING",
+            )?;
+            let mut added = 0;
+            for row in rows.rows() {
+                added += insert.execute(params![
+                    rows.str(row.follower),
+                    rows.str(row.followee),
+                    row.created_at_ms
+                ])?;
+            }
+            Ok(added as u64)
+        })
+        .await
+    }
+
+    /// Also moves `meta.last_post_id` up to the newest id, so the ids the API hands out
+    /// afterwards stay above every loaded one.
+    async fn insert_posts(&self, rows: Rows<PostRow>) -> StoreResult<u64> {
+        self.write(move |tx| {
+            let mut insert = tx.prepare_cached(
+                "INSERT INTO posts (id, author, text) VALUES (?1, ?2, ?3) ON CONFLICT DO NOTHING",
+            )?;
+            let mut added = 0;
+            for row in rows.rows() {
+                added += insert.execute(params![
+                    &row.id.bytes()[..],
+                    rows.str(row.author),
+                    rows.str(row.text)
+                ])?;
+            }
+            if let Some(newest) = rows.rows().iter().map(|r| r.id).max() {
+                tx.prepare_cached(
+                    "INSERT INTO meta (key, value) VALUES ('last_post_id', ?1)
+                     ON CONFLICT (key) DO UPDATE SET value = max(value, excluded.value)",
+                )?
+                .execute([&newest.bytes()[..]])?;
+            }
+            Ok(added as u64)
+        })
+        .await
+    }
+
+    async fn insert_likes(&self, rows: Rows<LikeRow>) -> StoreResult<u64> {
+        self.write(move |tx| {
+            let mut insert = tx.prepare_cached(
+                "INSERT INTO likes (user, post, created_at) VALUES (?1, ?2, ?3)
+                 ON CONFLICT DO NOTHING",
+            )?;
+            let mut added = 0;
+            for row in rows.rows() {
+                added += insert.execute(params![
+                    rows.str(row.user),
+                    &row.post.bytes()[..],
+                    row.created_at_ms
+                ])?;
+            }
+            Ok(added as u64)
+        })
+        .await
+    }
+
+    async fn insert_tokens(&self, rows: Rows<TokenRow>) -> StoreResult<u64> {
+        self.write(move |tx| {
+            let mut insert = tx.prepare_cached(
+                "INSERT INTO api_tokens (hash, user, token_id, created_at) VALUES (?1, ?2, ?3, ?4)
+                 ON CONFLICT DO NOTHING",
+            )?;
+            let mut added = 0;
+            for row in rows.rows() {
+                added += insert.execute(params![
+                    &row.hash[..],
+                    rows.str(row.user),
+                    rows.str(row.token_id),
+                    row.created_at_ms
+                ])?;
+            }
+            Ok(added as u64)
+        })
+        .await
+    }
+
+    async fn derive_all(
+        &self,
+        settings: &DeriveSettings,
+        step: StepReport,
+    ) -> StoreResult<Derived> {
+        derive::derive_all(self, settings, step).await
+    }
+
+    /// One transaction: every named lease released at a new version, at the head.
+    async fn set_positions_to_head(
+        &self,
+        change_workers: &[&str],
+        event_workers: &[&str],
+    ) -> StoreResult<()> {
+        let names: Vec<String> = change_workers
+            .iter()
+            .chain(event_workers)
+            .map(|n| (*n).to_owned())
+            .collect();
+        let version = initial_version(crate::domain::now_ms()) as i64;
+        self.write(move |tx| {
+            // Event ids are change-feed positions on this store, so one head serves both.
+            let head = ChangePosition(allocated_head(tx)?.to_string());
+            let mut set = tx.prepare_cached(
+                "INSERT INTO leases (name, holder, version, expires_at, position)
+                 VALUES (?1, NULL, ?2, 0, ?3)
+                 ON CONFLICT (name) DO UPDATE SET
+                     holder = NULL, expires_at = 0, version = version + 1,
+                     position = excluded.position",
+            )?;
+            for name in &names {
+                set.execute(params![name, version, head.0])?;
+            }
+            Ok(())
+        })
+        .await
+    }
+
+    async fn finish_load(&self) -> StoreResult<()> {
+        let sync = match self.inner.synchronous {
+            Synchronous::Full => "FULL",
+            Synchronous::Normal => "NORMAL",
+        };
+        self.with_writer(move |conn| {
+            conn.execute_batch(&format!(
+                "PRAGMA synchronous={sync}; PRAGMA cache_size=-65536;"
+            ))?;
+            // Copies the load out of the WAL now, rather than in the first requests'
+            // commits, and leaves the WAL file empty.
+            conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))?;
+            Ok(())
+        })
+        .await?;
+        self.write(|tx| {
+            tx.prepare_cached("DELETE FROM meta WHERE key = ?1")?
+                .execute([MARK])?;
+            Ok(())
+        })
+        .await
+    }
+}
