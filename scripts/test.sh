@@ -30,7 +30,7 @@ fi
 log="$(mktemp)"
 trap 'cleanup; rm -f "$log"' EXIT
 status=0
-cargo test --locked "$@" 2>&1 | tee "$log" || status=$?
+cargo test --locked --no-fail-fast "$@" 2>&1 | tee "$log" || status=$?
 # One line for the whole run, after cargo's per-binary results.
 awk '/^test result:/ { p += $4; f += $6; i += $8; n++ }
      END { printf "\n== summary: %d passed, %d failed, %d ignored in %d test binaries\n", p, f, i, n }' "$log"
