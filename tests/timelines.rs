@@ -87,6 +87,22 @@ async fn walk(social: &Social, user: &str, limit: usize) -> Vec<PostId> {
     }
 }
 
+/// Runs the timelines worker over everything in the change feed.
+async fn catch_up(store: &Store, settings: &FeedSettings) {
+    use socialite::workers::timelines::TimelinesWorker;
+    use socialite::workers::{ManualClock, Runner, RunnerSettings, Step};
+    let worker = Arc::new(TimelinesWorker::new(store.clone(), settings));
+    let clock = Arc::new(ManualClock::at(socialite::domain::now_ms()));
+    let runner_settings = RunnerSettings {
+        lease_ttl_ms: 60_000,
+        batch_size: 50,
+        refresh_ms: 1_000,
+    };
+    let (leases, feed) = (store.leases.clone(), store.change_feed.clone());
+    let mut runner = Runner::new(worker, leases, feed, clock, "test", runner_settings);
+    while let Step::Applied(_) = runner.step().await.unwrap() {}
+}
+
 fn newest_first(mut ids: Vec<PostId>) -> Vec<PostId> {
     ids.sort_by_key(|id| std::cmp::Reverse(*id));
     ids

@@ -2,15 +2,12 @@
 //! merged into readers' pages, and an author crossing the threshold either way keeps
 //! every timeline complete and duplicate-free, with hysteresis against flapping.
 
-use std::sync::Arc;
-
 use socialite::domain::{ActivityLimits, FeedStrategy, PostId};
 use socialite::feed::FeedSettings;
 use socialite::service::Social;
 use socialite::store::Store;
-use socialite::workers::timelines::TimelinesWorker;
-use socialite::workers::{ManualClock, Runner, RunnerSettings, Step};
 
+use crate::catch_up;
 use crate::common::{fresh_store, kinds};
 
 fn settings() -> FeedSettings {
@@ -21,32 +18,6 @@ fn settings() -> FeedSettings {
         hybrid_threshold: 10,
         inline_fanout_max: 100,
         ..FeedSettings::default()
-    }
-}
-
-async fn catch_up(store: &Store, settings: &FeedSettings) {
-    let worker = Arc::new(TimelinesWorker::new(store.clone(), settings));
-    let clock = Arc::new(ManualClock::at(socialite::domain::now_ms()));
-    let runner_settings = RunnerSettings {
-        lease_ttl_ms: 60_000,
-        batch_size: 50,
-        refresh_ms: 1_000,
-    };
-    let (leases, feed) = (store.leases.clone(), store.change_feed.clone());
-    let mut runner = Runner::new(worker, leases, feed, clock, "test", runner_settings);
-    while let Step::Applied(_) = runner.step().await.unwrap() {}
-}
-
-/// `user`'s whole timeline, walked two at a time.
-async fn walk(social: &Social, user: &str) -> Vec<PostId> {
-    let (mut ids, mut before) = (Vec::new(), None);
-    loop {
-        let page = social.timeline(user, before, 2).await.unwrap();
-        ids.extend(page.items.iter().map(|i| i.id));
-        match page.next_cursor {
-            Some(cursor) => before = Some(cursor),
-            None => return ids,
-        }
     }
 }
 
@@ -91,7 +62,11 @@ async fn a_celebrity_is_merged_at_read_and_crossing_back_keeps_timelines_whole()
             "{kind:?}: not fanned out"
         );
         for fan in &fans {
-            assert_eq!(walk(&social, fan).await, [merged, before], "{kind:?} {fan}");
+            assert_eq!(
+                crate::walk(&social, fan, 2).await,
+                [merged, before],
+                "{kind:?} {fan}"
+            );
         }
         // A follower who arrives now merges the celebrity's later posts too.
         social.create_user("late", "Late").await.unwrap();
@@ -100,7 +75,11 @@ async fn a_celebrity_is_merged_at_read_and_crossing_back_keeps_timelines_whole()
         let merged_later = social.post("star", "merged later").await.unwrap().id;
         catch_up(&t.store, &settings).await;
         let merged_posts = [merged_later, merged, before];
-        assert_eq!(walk(&social, "late").await, merged_posts, "{kind:?}");
+        assert_eq!(
+            crate::walk(&social, "late", 2).await,
+            merged_posts,
+            "{kind:?}"
+        );
         assert!(!cached(&t.store, "late", merged_later).await, "{kind:?}");
 
         // 12 followers, then 9: inside the band, still a celebrity (no flapping).
@@ -126,13 +105,13 @@ async fn a_celebrity_is_merged_at_read_and_crossing_back_keeps_timelines_whole()
             "{kind:?}: fanned out again"
         );
         for fan in fans[4..].iter().chain(["late".to_owned()].iter()) {
-            let served = walk(&social, fan).await;
+            let served = crate::walk(&social, fan, 2).await;
             let whole = [after, merged_later, merged, before];
             assert_eq!(served, whole, "{kind:?} {fan}: whole, once each");
         }
         for fan in &fans[..4] {
             assert!(
-                walk(&social, fan).await.is_empty(),
+                crate::walk(&social, fan, 2).await.is_empty(),
                 "{kind:?} {fan}: unfollowed"
             );
         }

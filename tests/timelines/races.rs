@@ -9,26 +9,10 @@ use socialite::domain::{ActivityLimits, FeedStrategy, NameStamp, PostId, Timelin
 use socialite::feed::{FeedSettings, Timelines};
 use socialite::service::Social;
 use socialite::store::Store;
-use socialite::workers::timelines::TimelinesWorker;
-use socialite::workers::{ManualClock, Runner, RunnerSettings, Step};
 
 use crate::common::faults::{FaultyTimelines, Hold};
 use crate::common::{fresh_store, kinds};
-use crate::users_following;
-
-/// Runs the timelines worker over everything in the change feed.
-async fn catch_up(store: &Store, settings: &FeedSettings) {
-    let worker = Arc::new(TimelinesWorker::new(store.clone(), settings));
-    let clock = Arc::new(ManualClock::at(socialite::domain::now_ms()));
-    let runner_settings = RunnerSettings {
-        lease_ttl_ms: 60_000,
-        batch_size: 50,
-        refresh_ms: 1_000,
-    };
-    let (leases, feed) = (store.leases.clone(), store.change_feed.clone());
-    let mut runner = Runner::new(worker, leases, feed, clock, "test", runner_settings);
-    while let Step::Applied(_) = runner.step().await.unwrap() {}
-}
+use crate::{catch_up, newest_first, users_following};
 
 /// Every id of `user`'s timeline, walked to the end `limit` at a time.
 async fn walk(timelines: &Timelines, user: &str, limit: usize) -> Vec<PostId> {
@@ -41,11 +25,6 @@ async fn walk(timelines: &Timelines, user: &str, limit: usize) -> Vec<PostId> {
             None => return ids,
         }
     }
-}
-
-fn newest_first(mut ids: Vec<PostId>) -> Vec<PostId> {
-    ids.sort_unstable_by(|a, b| b.cmp(a));
-    ids
 }
 
 /// The review's scenario: alice's post P is left to a late worker; bob posts

@@ -153,39 +153,51 @@ impl ContentStore for EmbeddedStore {
         before: Option<PostId>,
         limit: usize,
     ) -> StoreResult<Vec<Post>> {
-        let user = user.to_owned();
-        let before = before.map(|b| b.bytes().to_vec());
-        self.read(move |conn| {
-            let mut stmt = conn.prepare_cached(
-                "SELECT id, author, text FROM posts
-                 WHERE author IN (SELECT followee FROM follows WHERE follower = ?1 UNION ALL SELECT ?1)
-                   AND (?2 IS NULL OR id < ?2)
-                 ORDER BY id DESC LIMIT ?3",
-            )?;
-            let rows = stmt.query_map(params![user, before, limit as i64], post_from_row)?;
-            Ok(rows.collect::<rusqlite::Result<_>>()?)
-        })
-        .await
+        let (user, before) = (user.to_owned(), before.map(|b| b.bytes().to_vec()));
+        self.read(move |conn| newest_posts(conn, HOME_POSTS, &user, before, limit))
+            .await
     }
 
+    /// Bounded by the page, so read inline like a cache page.
     async fn merged_posts(
         &self,
         user: &str,
         before: Option<PostId>,
         limit: usize,
     ) -> StoreResult<Vec<Post>> {
-        let user = user.to_owned();
-        let before = before.map(|b| b.bytes().to_vec());
-        self.read_inline(move |conn| {
-            let mut stmt = conn.prepare_cached(
-                "SELECT id, author, text FROM posts
-                 WHERE author IN (SELECT followee FROM follows WHERE follower = ?1 AND merged)
-                   AND (?2 IS NULL OR id < ?2)
-                 ORDER BY id DESC LIMIT ?3",
-            )?;
-            let rows = stmt.query_map(params![user, before, limit as i64], post_from_row)?;
-            Ok(rows.collect::<rusqlite::Result<_>>()?)
-        })
-        .await
+        let (user, before) = (user.to_owned(), before.map(|b| b.bytes().to_vec()));
+        self.read_inline(move |conn| newest_posts(conn, MERGED_POSTS, &user, before, limit))
+            .await
     }
+}
+
+/// The newest posts, below `?2` and at most `?3`, by the authors a subquery on the user
+/// `?1` selects.
+macro_rules! newest_posts_by {
+    ($authors:literal) => {
+        concat!(
+            "SELECT id, author, text FROM posts WHERE author IN (",
+            $authors,
+            ") AND (?2 IS NULL OR id < ?2) ORDER BY id DESC LIMIT ?3"
+        )
+    };
+}
+
+/// Fanout on read: the user and everyone they follow.
+const HOME_POSTS: &str =
+    newest_posts_by!("SELECT followee FROM follows WHERE follower = ?1 UNION ALL SELECT ?1");
+/// `hybrid`: the followees whose edge is flagged merged (the `follows_merged` index).
+const MERGED_POSTS: &str =
+    newest_posts_by!("SELECT followee FROM follows WHERE follower = ?1 AND merged");
+
+fn newest_posts(
+    conn: &rusqlite::Connection,
+    query: &str,
+    user: &str,
+    before: Option<Vec<u8>>,
+    limit: usize,
+) -> StoreResult<Vec<Post>> {
+    let mut stmt = conn.prepare_cached(query)?;
+    let rows = stmt.query_map(params![user, before, limit as i64], post_from_row)?;
+    Ok(rows.collect::<rusqlite::Result<_>>()?)
 }
