@@ -10,6 +10,7 @@
 //! A new concern is one port file here, one file per adapter, and one field below.
 
 pub mod activity;
+pub mod audit;
 pub mod changes;
 pub mod content;
 pub mod deliveries;
@@ -28,6 +29,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 
 pub use activity::ActivityStore;
+pub use audit::AuditStore;
 pub use changes::ChangeFeed;
 pub use content::{ContentStore, Inserted};
 pub use deliveries::DeliveryStore;
@@ -101,6 +103,7 @@ pub trait Adapter:
     + EventStore
     + TrendStore
     + TokenStore
+    + AuditStore
 {
 }
 
@@ -117,6 +120,7 @@ impl<T> Adapter for T where
         + EventStore
         + TrendStore
         + TokenStore
+        + AuditStore
 {
 }
 
@@ -135,6 +139,8 @@ pub struct Store {
     pub events: Arc<dyn EventStore>,
     pub trends: Arc<dyn TrendStore>,
     pub tokens: Arc<dyn TokenStore>,
+    /// The audit's own reads (`socialite audit`).
+    pub audit: Arc<dyn AuditStore>,
 }
 
 impl Store {
@@ -151,7 +157,8 @@ impl Store {
             deliveries: adapter.clone(),
             events: adapter.clone(),
             trends: adapter.clone(),
-            tokens: adapter,
+            tokens: adapter.clone(),
+            audit: adapter,
         }
     }
 

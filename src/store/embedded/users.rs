@@ -29,7 +29,7 @@ UPDATE users SET posts_count = ?3, following_count = ?4, followers_count = ?5,
                  counted_seq = ?6, counter_version = counter_version + 1
 WHERE id = ?1 AND counter_version = ?2";
 
-fn user_from_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<User> {
+pub(super) fn user_from_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<User> {
     Ok(User {
         id: row.get(0)?,
         display_name: row.get(1)?,
@@ -41,7 +41,7 @@ fn user_from_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<User> {
     })
 }
 
-const USER_COLUMNS: &str =
+pub(super) const USER_COLUMNS: &str =
     "id, display_name, followers_count, following_count, posts_count, created_at, version";
 
 fn get_user(conn: &Connection, id: &str) -> rusqlite::Result<Option<User>> {

@@ -7,6 +7,7 @@
 //! index creation, error mapping and BSON conversions.
 
 mod activity;
+mod audit;
 mod changes;
 mod content;
 mod deliveries;
@@ -232,6 +233,7 @@ impl MongoStore {
             activity::indexes(),
             trends::indexes(),
             tokens::indexes(),
+            audit::indexes(),
         ];
         graph::migrate(&db)
             .await
