@@ -195,7 +195,13 @@ async fn activity(
         let page = store.activity.activities(id, skip, PAGE as u64).await?;
         for entry in &page.items {
             log.push((entry.kind, entry.reference.clone()));
-            timed.push(((entry.kind, entry.reference.clone()), entry.ts_ms));
+            // A follow undone and made again within one clock tick (MongoDB's change
+            // times can be whole seconds) leaves two entries alike but for their
+            // sequence numbers: those tell a repeated entry from a repeated action.
+            timed.push((
+                (entry.kind, entry.reference.clone(), entry.seq),
+                entry.ts_ms,
+            ));
         }
         skip += page.items.len() as u64;
         if page.items.len() < PAGE || skip >= page.total {
