@@ -18,6 +18,7 @@
 //! - **Repair** (`repair.rs`): the workers' own rebuilds, under their leases.
 
 pub mod command;
+mod events;
 pub mod repair;
 mod report;
 mod store;
@@ -218,7 +219,7 @@ pub(crate) async fn recheck(
         }
         Unit::Post(id) => store::check_post(store, settings, *id, &mut tally).await?,
         Unit::Tags => store::tags(store, settings, &mut tally, &()).await?,
-        Unit::Events => store::events(store, settings, &mut tally).await?,
+        Unit::Events => events::events(store, settings, &mut tally).await?,
     }
     Ok(tally.found.into_values().flatten().collect())
 }
