@@ -160,6 +160,23 @@ impl Raw {
         }
     }
 
+    /// Deletes the fourth event of the log; returns its id.
+    fn drop_event(&self) -> i64 {
+        let Raw::Embedded(conn) = self else {
+            unreachable!("the event log runs on the embedded store here")
+        };
+        let id: i64 = conn
+            .query_row(
+                "SELECT id FROM events ORDER BY id LIMIT 1 OFFSET 3",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        conn.execute("DELETE FROM events WHERE id = ?1", [id])
+            .unwrap();
+        id
+    }
+
     fn bump_tag(&self, tag: &str) {
         let Raw::Embedded(conn) = self else {
             unreachable!("tags are kept only with an event log")
