@@ -197,11 +197,15 @@ pub async fn audit(
 ) -> StoreResult<Report> {
     let started = Instant::now();
     let mut tally = users::pass(store, settings, progress).await?;
+    let users = started.elapsed();
     tally.absorb(store::pass(store, settings, progress).await?, settings.keep);
+    let whole = started.elapsed() - users;
     let candidates: BTreeSet<Finding> = tally.found.values().flatten().cloned().collect();
     progress.phase("settling", candidates.len() as u64);
     let verdict = window::settle(store, settings, candidates).await?;
-    Ok(Report::new(tally, verdict, started.elapsed()))
+    let mut report = Report::new(tally, verdict, started.elapsed());
+    report.passes = [users, whole];
+    Ok(report)
 }
 
 /// Checks one unit again, as the passes did.

@@ -21,6 +21,8 @@ pub struct Report {
     pub pending_why: Option<String>,
     pub skipped: BTreeMap<Kind, String>,
     pub elapsed: Duration,
+    /// How long the per-user pass and the whole-store passes took.
+    pub passes: [Duration; 2],
 }
 
 impl Report {
@@ -33,6 +35,7 @@ impl Report {
             pending_why: verdict.pending_why,
             skipped: tally.skipped,
             elapsed,
+            passes: Default::default(),
         }
     }
 
@@ -48,12 +51,23 @@ impl Report {
         Self::count(&self.pending, kind)
     }
 
-    /// The kinds with a discrepancy that is wrong (or too many to check again).
+    /// The kinds with a discrepancy that is wrong.
     pub fn wrong_kinds(&self) -> Vec<Kind> {
         Kind::ALL
             .into_iter()
-            .filter(|k| self.wrong_count(*k) > 0 || self.unverified.get(k).is_some_and(|n| *n > 0))
+            .filter(|k| self.wrong_count(*k) > 0)
             .collect()
+    }
+
+    /// Found beyond what was kept of `kind`, not checked again: they share the verdict of
+    /// the ones checked, wrong when any of those was.
+    fn unverified(&self, kind: Kind) -> (u64, u64) {
+        let n = self.unverified.get(&kind).copied().unwrap_or(0);
+        if self.wrong_count(kind) > 0 {
+            (n, 0)
+        } else {
+            (0, n)
+        }
     }
 
     pub fn clean(&self) -> bool {
@@ -78,15 +92,14 @@ impl fmt::Display for Report {
                 writeln!(f, "{:<11} skipped: {why}", kind.as_str())?;
                 continue;
             }
-            let unverified = self.unverified.get(&kind).copied().unwrap_or(0);
-            let wrong = self.wrong_count(kind) as u64 + unverified;
+            let (wrong, pending) = self.unverified(kind);
             writeln!(
                 f,
                 "{:<11} {:>12} {:>8} {:>8}",
                 kind.as_str(),
                 self.checked.get(&kind).copied().unwrap_or(0),
-                wrong,
-                self.pending_count(kind)
+                wrong + self.wrong_count(kind) as u64,
+                pending + self.pending_count(kind) as u64
             )?;
         }
         for (label, map) in [("wrong", &self.wrong), ("pending", &self.pending)] {
@@ -101,9 +114,14 @@ impl fmt::Display for Report {
             }
         }
         for (kind, n) in &self.unverified {
+            let verdict = if self.wrong_count(*kind) > 0 {
+                "wrong"
+            } else {
+                "pending"
+            };
             writeln!(
                 f,
-                "\n{}: {n} more found, not checked again (counted as wrong)",
+                "\n{}: {n} more found, not checked again (counted as {verdict}, as those checked)",
                 kind.as_str()
             )?;
         }
@@ -117,8 +135,10 @@ impl fmt::Display for Report {
         };
         write!(
             f,
-            "\naudit {verdict} in {:.1} s",
-            self.elapsed.as_secs_f64()
+            "\naudit {verdict} in {:.1} s (users {:.1} s, posts and logs {:.1} s)",
+            self.elapsed.as_secs_f64(),
+            self.passes[0].as_secs_f64(),
+            self.passes[1].as_secs_f64()
         )
     }
 }
