@@ -358,6 +358,20 @@ async fn each_corrupted_datum_is_named_by_its_kind_and_repaired() {
                     &format!("{label}: a tag count"),
                 )
                 .await;
+
+                // The event log is history: named, and left as it is by the repair.
+                let id = raw.drop_event();
+                let report = audit_of(&store, &config).await;
+                assert_eq!(report.wrong_kinds(), [Audited::Events], "{label}: {report}");
+                let named = format!("change {id} has no event");
+                assert!(report.to_string().contains(&named), "{label}: {report}");
+                let done = audit::repair::repair(&config, &store, &report)
+                    .await
+                    .unwrap();
+                assert!(
+                    done.iter().any(|d| d.contains("not repairable")),
+                    "{done:?}"
+                );
             }
         }
     }
