@@ -24,6 +24,8 @@ pub fn config(kind: Kind, strategy: FeedStrategy) -> (Config, tempfile::TempDir)
     let test = fresh_config(kind);
     let mut config = test.config;
     config.feed.strategy = strategy;
+    // Hybrid: everyone with more than one follower is a celebrity, merged at read time.
+    config.feed.hybrid_threshold = 1;
     if kind == Kind::Mongo {
         let uri = mongo_uri_with_database(&mongo_base_uri().unwrap(), &fresh_name("audit"));
         config.storage.mongodb_uri = Some(uri);
@@ -233,7 +235,11 @@ async fn corrupted(store: &Store, config: &Config, kind: Audited, label: &str) {
 #[tokio::test]
 async fn each_corrupted_datum_is_named_by_its_kind_and_repaired() {
     for kind in kinds("each_corrupted_datum_is_named_by_its_kind_and_repaired") {
-        for strategy in [FeedStrategy::Cache, FeedStrategy::SizedBuckets] {
+        for strategy in [
+            FeedStrategy::Cache,
+            FeedStrategy::Hybrid,
+            FeedStrategy::SizedBuckets,
+        ] {
             let label = format!("{kind:?}/{strategy}");
             let (config, _dir) = config(kind, strategy);
             let store = world(&config).await;
@@ -286,10 +292,10 @@ async fn each_corrupted_datum_is_named_by_its_kind_and_repaired() {
 
             // A post above the oldest entry of ann's timeline, taken out of every one.
             let timeline = match strategy {
-                FeedStrategy::Cache => TimelineKind::Cache,
+                FeedStrategy::Cache | FeedStrategy::Hybrid => TimelineKind::Cache,
                 _ => TimelineKind::Buckets(BucketKind::Sized),
             };
-            if strategy == FeedStrategy::Cache {
+            if strategy != FeedStrategy::SizedBuckets {
                 // The repair dropped some caches: every reader builds theirs again.
                 let social = build_state(&config, store.clone()).await.unwrap();
                 social.workers.stop().await;
@@ -311,7 +317,7 @@ async fn each_corrupted_datum_is_named_by_its_kind_and_repaired() {
             .await;
 
             // An entry of eve, whom ann does not follow.
-            if strategy == FeedStrategy::Cache {
+            if strategy != FeedStrategy::SizedBuckets {
                 let social = build_state(&config, store.clone()).await.unwrap();
                 social.workers.stop().await;
                 social.social.timeline("ann", None, 20).await.unwrap();
@@ -325,7 +331,7 @@ async fn each_corrupted_datum_is_named_by_its_kind_and_repaired() {
             };
             let ann = ["ann".to_owned()];
             match strategy {
-                FeedStrategy::Cache => {
+                FeedStrategy::Cache | FeedStrategy::Hybrid => {
                     assert_eq!(
                         store
                             .timelines
