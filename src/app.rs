@@ -24,6 +24,7 @@ mod workers;
 
 pub use server::{RunningServer, serve, spawn, spawn_with_clock, spawn_with_store};
 pub use workers::{aggregates_runner, rebuild_aggregates};
+pub(crate) use workers::{holder_id, runner_settings};
 
 use workers::start_workers;
 

@@ -1,5 +1,5 @@
 //! The command line: `serve` (the default), `seed`, `import`, `openapi`, `aggregates`,
-//! `backup` and `restore`.
+//! `backup`, `restore` and `audit`.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -78,6 +78,15 @@ pub enum Command {
         /// The copy; written beside it first, then renamed into place.
         #[arg(long, value_name = "FILE")]
         to: PathBuf,
+    },
+    /// Compare every derived datum with its sources; exit 0 clean, 1 discrepancies, 2 error.
+    Audit {
+        /// Run the matching rebuilds under the workers' leases, then audit again.
+        #[arg(long)]
+        repair: bool,
+        /// Seconds to wait for the workers to apply what a discrepancy may be waiting for.
+        #[arg(long, default_value_t = 30)]
+        wait: u64,
     },
     /// Replace the embedded store with a backup; refused while any process uses the store.
     Restore {
@@ -196,6 +205,17 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Some(Command::Restore { ref from }) => {
             println!("{}", crate::backup::restore(&load_config(&cli)?, from)?);
             Ok(())
+        }
+        Some(Command::Audit { repair, wait }) => {
+            let wait = std::time::Duration::from_secs(wait);
+            let code = match load_config(&cli) {
+                Ok(config) => crate::audit::command::run(&config, repair, wait),
+                Err(error) => {
+                    eprintln!("error: {error:#}");
+                    2
+                }
+            };
+            std::process::exit(code.into())
         }
         Some(Command::Serve) | None => {
             let config = load_config(&cli)?;

@@ -219,6 +219,105 @@ impl Sources {
     }
 }
 
+impl Sources {
+    /// The count of every tag of a live post, as [`Sources::tag_count`] gives each one,
+    /// in one pass: what an audit sums over pages of posts.
+    pub fn tag_totals(&self) -> BTreeMap<String, u64> {
+        let mut totals = BTreeMap::new();
+        for post in self.posts.values().filter(|p| p.live()) {
+            let mut tags = hashtags(&post.text);
+            tags.sort_unstable();
+            tags.dedup();
+            for tag in tags {
+                *totals.entry(tag).or_insert(0) += 1;
+            }
+        }
+        totals
+    }
+}
+
+/// What is wrong with a stored slice of a timeline against its [`TimelineBounds`]:
+/// entries outside `upper` (a deleted post, an author not followed), and posts of
+/// `lower` the slice must hold but does not. Both newest first.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct TimelineFaults {
+    pub extra: Vec<PostId>,
+    pub missing: Vec<PostId>,
+}
+
+impl TimelineFaults {
+    pub fn is_empty(&self) -> bool {
+        self.extra.is_empty() && self.missing.is_empty()
+    }
+}
+
+/// A materialised timeline (buckets) against its bounds: nothing outside `upper`, and
+/// everything of `lower`, where the bounds were computed from every post they name.
+pub fn bucket_faults(bounds: &TimelineBounds, entries: &BTreeSet<PostId>) -> TimelineFaults {
+    let upper: BTreeSet<&PostId> = bounds.upper.iter().collect();
+    TimelineFaults {
+        extra: entries
+            .iter()
+            .rev()
+            .filter(|id| !upper.contains(id))
+            .copied()
+            .collect(),
+        missing: bounds
+            .lower
+            .iter()
+            .filter(|id| !entries.contains(id))
+            .copied()
+            .collect(),
+    }
+}
+
+/// A capped cache against its owner's bounds (see `feed::cache`): every entry within
+/// `upper`; and, once the cache is `ready`, the coverage invariant: every post of
+/// `lower` at or above the cache's oldest entry is in it, except those `merged` at read
+/// time instead (the hybrid strategy's celebrities). The bounds need only name the posts
+/// at or above the oldest entry, and the entries' own posts.
+pub fn cache_faults(
+    bounds: &TimelineBounds,
+    entries: &BTreeSet<PostId>,
+    ready: bool,
+    merged: impl Fn(&PostId) -> bool,
+) -> TimelineFaults {
+    let upper: BTreeSet<&PostId> = bounds.upper.iter().collect();
+    let extra = entries
+        .iter()
+        .rev()
+        .filter(|id| !upper.contains(id))
+        .copied()
+        .collect();
+    let missing = match (ready, entries.first()) {
+        (true, Some(oldest)) => bounds
+            .lower
+            .iter()
+            .filter(|id| *id >= oldest && !entries.contains(id) && !merged(id))
+            .copied()
+            .collect(),
+        _ => Vec::new(),
+    };
+    TimelineFaults { extra, missing }
+}
+
+/// The entries of `user`'s activity log that a log kept from the change feed must hold:
+/// everything a rebuild from `self` would (see [`Sources::activity_from_sources`]). A
+/// kept log may hold more (deleted posts, undone follows and likes stay in the history),
+/// so only what is missing is a fault.
+pub fn activity_missing(
+    sources: &Sources,
+    user: &str,
+    log: &[(ActivityType, String)],
+) -> Vec<(ActivityType, String)> {
+    let held: BTreeSet<(ActivityType, &str)> = log.iter().map(|(t, r)| (*t, r.as_str())).collect();
+    sources
+        .activity_from_sources(user)
+        .into_iter()
+        .filter(|(t, r)| !held.contains(&(*t, r.as_str())))
+        .collect()
+}
+
 /// Checks a log that must be newest first with each entry once: `(key, time)` pairs in
 /// the order served. Returns what is wrong, if anything.
 pub fn newest_first_once<K: Ord + std::fmt::Debug>(entries: &[(K, i64)]) -> Option<String> {
@@ -284,5 +383,36 @@ mod tests {
         assert!(newest_first_once(&[("a", 2), ("b", 1)]).is_none());
         assert!(newest_first_once(&[("a", 1), ("b", 2)]).is_some());
         assert!(newest_first_once(&[("a", 2), ("a", 2)]).is_some());
+    }
+
+    #[test]
+    fn a_cache_must_cover_from_its_oldest_entry_and_hold_nothing_else() {
+        let ids: Vec<PostId> = (1..=5).map(|t| PostId::at(t, 0)).collect();
+        let bounds = TimelineBounds {
+            lower: ids.iter().rev().copied().collect(),
+            upper: ids.iter().rev().copied().collect(),
+        };
+        let stray = PostId::at(9, 0);
+        let cache: BTreeSet<PostId> = [ids[1], ids[3], ids[4], stray].into();
+        let faults = cache_faults(&bounds, &cache, true, |_| false);
+        assert_eq!(faults.extra, [stray]);
+        assert_eq!(
+            faults.missing,
+            [ids[2]],
+            "below the oldest (ids[0]) is not required"
+        );
+        let merged = cache_faults(&bounds, &cache, true, |id| *id == ids[2]);
+        assert!(merged.missing.is_empty());
+        assert!(
+            cache_faults(&bounds, &cache, false, |_| false)
+                .missing
+                .is_empty()
+        );
+        let buckets = bucket_faults(&bounds, &cache);
+        assert_eq!(buckets.missing, [ids[2], ids[0]]);
+        let mut s = Sources::default();
+        s.posts.insert(ids[0], post("a", 1));
+        s.posts.insert(ids[1], post("a", 1));
+        assert_eq!(s.tag_totals()["t1"], s.tag_count("t1"));
     }
 }

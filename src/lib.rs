@@ -2,6 +2,7 @@
 //! SQLite store or MongoDB.
 
 pub mod app;
+pub mod audit;
 pub mod backup;
 pub mod bulk;
 pub mod cli;

@@ -160,9 +160,9 @@ async fn all_pages(api: &Api, path: &str, param: &str, key: &str) -> Vec<String>
 /// Derived data agrees with the sources, for `users` on the server at `base_url`: each
 /// counter equals its edges or posts, each activity log holds one entry per post and
 /// follow, and each home timeline is exactly the user's and their followees' posts,
-/// newest first. `sessions` carries the users' tokens. The seam where `socialite audit`
-/// will replace these checks.
-async fn assert_derived_consistent(base_url: &str, sessions: &Api, users: &[String]) {
+/// newest first. `sessions` carries the users' tokens. Then `socialite audit`, beside
+/// that server, finds the whole store at `db` clean, with nothing pending.
+async fn assert_derived_consistent(db: &Path, base_url: &str, sessions: &Api, users: &[String]) {
     let api = sessions.at(base_url);
     for user in users {
         let (status, profile) = api.get(&format!("/v1/users/{user}")).await;
@@ -199,6 +199,13 @@ async fn assert_derived_consistent(base_url: &str, sessions: &Api, users: &[Stri
         let newest_first: Vec<String> = expected.into_iter().rev().collect();
         assert_eq!(timeline, newest_first, "{user}: the timeline");
     }
+    let db = db.to_owned();
+    let run = tokio::task::spawn_blocking(move || cli(&db, &["audit", "--wait", "30"]))
+        .await
+        .unwrap();
+    assert!(run.ok, "the audit: {}{}", run.stdout, run.stderr);
+    assert!(run.stdout.contains("audit clean"), "{}", run.stdout);
+    assert!(!run.stdout.contains("pending ("), "{}", run.stdout);
 }
 
 /// MongoDB has its own tools: both commands name them and stop, touching nothing.

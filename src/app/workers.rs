@@ -33,7 +33,7 @@ pub fn aggregates_runner(config: &Config, store: &Store, holder: String) -> Runn
     )
 }
 
-fn runner_settings(config: &Config) -> RunnerSettings {
+pub(crate) fn runner_settings(config: &Config) -> RunnerSettings {
     RunnerSettings {
         lease_ttl_ms: config.workers.lease_ttl.0.as_millis() as i64,
         batch_size: config.workers.batch_size,
@@ -83,7 +83,7 @@ pub async fn rebuild_aggregates(config: &Config) -> anyhow::Result<String> {
 }
 
 /// A name for this process in leases: unique among processes on one store.
-fn holder_id() -> String {
+pub(crate) fn holder_id() -> String {
     let host = std::env::var("HOSTNAME").unwrap_or_else(|_| "host".to_owned());
     format!(
         "{host}-{}-{:08x}",

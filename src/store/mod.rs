@@ -10,6 +10,7 @@
 //! A new concern is one port file here, one file per adapter, and one field below.
 
 pub mod activity;
+pub mod audit;
 pub mod bulk;
 pub mod changes;
 pub mod content;
@@ -29,6 +30,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 
 pub use activity::ActivityStore;
+pub use audit::AuditStore;
 pub use bulk::BulkStore;
 pub use changes::ChangeFeed;
 pub use content::{ContentStore, Inserted};
@@ -104,6 +106,7 @@ pub trait Adapter:
     + TrendStore
     + TokenStore
     + BulkStore
+    + AuditStore
 {
 }
 
@@ -121,6 +124,7 @@ impl<T> Adapter for T where
         + TrendStore
         + TokenStore
         + BulkStore
+        + AuditStore
 {
 }
 
@@ -140,6 +144,8 @@ pub struct Store {
     pub trends: Arc<dyn TrendStore>,
     pub tokens: Arc<dyn TokenStore>,
     pub bulk: Arc<dyn BulkStore>,
+    /// The audit's own reads (`socialite audit`).
+    pub audit: Arc<dyn AuditStore>,
 }
 
 impl Store {
@@ -157,7 +163,8 @@ impl Store {
             events: adapter.clone(),
             trends: adapter.clone(),
             tokens: adapter.clone(),
-            bulk: adapter,
+            bulk: adapter.clone(),
+            audit: adapter,
         }
     }
 

@@ -72,9 +72,9 @@ fn document<T: serde::de::DeserializeOwned>(change: &Change) -> StoreResult<T> {
     serde_json::from_value(doc).map_err(|e| poison(change, e))
 }
 
-/// The event a change stands for, `None` for changes that make none. Deletions get
-/// their author and tags filled in afterwards.
-fn event_of(change: &Change) -> StoreResult<Option<Event>> {
+/// The event a change stands for, `None` for changes that make none; also what the audit
+/// expects of the log. Deletions get their author and tags filled in afterwards.
+pub fn event_of(change: &Change) -> StoreResult<Option<Event>> {
     let (kind, payload) = match (change.collection.as_str(), change.op) {
         ("posts", ChangeOp::Insert) => {
             let post: Post = document(change)?;

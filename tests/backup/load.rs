@@ -202,6 +202,6 @@ async fn a_backup_under_load_restores_every_acknowledged_write_and_consistent_de
         }
     }
     let users: Vec<String> = writers.iter().chain(&readers).cloned().collect();
-    assert_derived_consistent(&base, &api, &users).await;
+    assert_derived_consistent(&restored, &base, &api, &users).await;
     stop_server(&mut server);
 }

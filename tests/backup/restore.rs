@@ -232,7 +232,7 @@ async fn restore_onto_a_stopped_store_takes_the_copys_data_and_positions() {
         api.get(&format!("/v1/posts/{gone}")).await.0,
         StatusCode::NOT_FOUND
     );
-    assert_derived_consistent(&base, &api, &["ann".into(), "bob".into()]).await;
+    assert_derived_consistent(&db, &base, &api, &["ann".into(), "bob".into()]).await;
     stop_server(&mut server);
 }
 
@@ -282,7 +282,7 @@ async fn restore_onto_a_store_whose_server_was_killed_once_its_leases_expired() 
         api.get(&format!("/v1/posts/{gone}")).await.0,
         StatusCode::NOT_FOUND
     );
-    assert_derived_consistent(&base, &api, &["ann".into(), "bob".into()]).await;
+    assert_derived_consistent(&db, &base, &api, &["ann".into(), "bob".into()]).await;
     stop_server(&mut server);
     let check: String = rusqlite::Connection::open(&db)
         .unwrap()

@@ -10,6 +10,7 @@
 //! Only the writer's queue is awaited while held.
 
 mod activity;
+mod audit;
 pub mod backup;
 mod bulk;
 mod changes;

@@ -43,7 +43,7 @@ pub(super) fn recount_every_user(tx: &Connection, seq: i64) -> rusqlite::Result<
     )
 }
 
-fn user_from_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<User> {
+pub(super) fn user_from_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<User> {
     Ok(User {
         id: row.get(0)?,
         display_name: row.get(1)?,
@@ -55,7 +55,7 @@ fn user_from_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<User> {
     })
 }
 
-const USER_COLUMNS: &str =
+pub(super) const USER_COLUMNS: &str =
     "id, display_name, followers_count, following_count, posts_count, created_at, version";
 
 fn get_user(conn: &Connection, id: &str) -> rusqlite::Result<Option<User>> {

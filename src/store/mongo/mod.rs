@@ -7,6 +7,7 @@
 //! index creation, error mapping and BSON conversions.
 
 mod activity;
+mod audit;
 mod bulk;
 mod changes;
 mod content;
@@ -233,6 +234,7 @@ impl MongoStore {
             activity::indexes(),
             trends::indexes(),
             tokens::indexes(),
+            audit::indexes(),
         ];
         graph::migrate(&db)
             .await

@@ -1,0 +1,159 @@
+//! `socialite audit --repair`: the workers' own rebuilds for each kind found wrong, each
+//! under its worker's lease exactly as the worker runtime takes it
+//! (`Runner::rebuild_once`: acquire, rebuild under the fence, commit, release), by a
+//! holder named `audit/…` (`rebuild/audit-…` for the aggregates, a rebuild-type lock).
+//! A timeline wrong beyond what the rebuild restores is mended first, under the same
+//! lease: a cache is dropped (its owner's next read builds it from the sources), a
+//! deleted post retracted, an edge's upkeep run again, a post fanned out again.
+//! A lease another process holds (a running server's workers) stops the repair of that
+//! kind: stop the workers, or wait for the lease to expire, and run it again.
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
+use anyhow::{Context, bail};
+
+use super::{Fix, Kind, Report};
+use crate::app::{aggregates_runner, holder_id, runner_settings};
+use crate::config::Config;
+use crate::domain::{ActivityLimits, now_ms};
+use crate::feed::Timelines;
+use crate::store::Store;
+use crate::workers::activity::ActivityWorker;
+use crate::workers::aggregates::REBUILD_PREFIX;
+use crate::workers::counters::CountersWorker;
+use crate::workers::timelines::TimelinesWorker;
+use crate::workers::{Runner, Step, SystemClock, Worker};
+
+/// Repairs every kind `report` found wrong; returns what was done, a line each.
+pub async fn repair(
+    config: &Config,
+    store: &Store,
+    report: &Report,
+) -> anyhow::Result<Vec<String>> {
+    let holder = format!("audit/{}", holder_id());
+    let mut done = Vec::new();
+    let kinds = report.wrong_kinds();
+    let fixes: BTreeSet<&Fix> = report.wrong.values().flatten().map(|f| &f.fix).collect();
+    if kinds.contains(&Kind::Timelines) || kinds.contains(&Kind::Deliveries) {
+        let worker = Arc::new(TimelinesWorker::new(store.clone(), &config.feed.settings()));
+        let mended = mend_timelines(config, store, &holder, &fixes).await?;
+        done.push(format!("timelines: {mended} mended"));
+        rebuild(config, store, worker, &holder).await?;
+        done.push("timelines: rebuilt (delivery markers)".to_owned());
+    }
+    if kinds.contains(&Kind::Counters) {
+        let worker = Arc::new(CountersWorker::new(store.users.clone()));
+        rebuild(config, store, worker, &holder).await?;
+        done.push("counters: recounted every user".to_owned());
+    }
+    if kinds.contains(&Kind::Activity) {
+        let limits = ActivityLimits {
+            primary_limit: config.activity.primary_limit,
+            page_size: config.activity.page_size,
+        };
+        let worker = Arc::new(ActivityWorker::new(store.activity.clone(), limits));
+        rebuild(config, store, worker, &holder).await?;
+        done.push("activity: every log rebuilt from the sources".to_owned());
+    }
+    if kinds.contains(&Kind::Tags) {
+        let holder = format!("{REBUILD_PREFIX}audit-{}", holder_id());
+        let mut runner = aggregates_runner(config, store, holder);
+        expect_rebuilt(runner.rebuild_once().await?, store, "aggregates").await?;
+        done.push("tags: recounted from the posts".to_owned());
+    }
+    if kinds.contains(&Kind::Events) {
+        done.push("events: not repairable (the event log is history); left as found".to_owned());
+    }
+    Ok(done)
+}
+
+async fn rebuild(
+    config: &Config,
+    store: &Store,
+    worker: Arc<dyn Worker>,
+    holder: &str,
+) -> anyhow::Result<()> {
+    let name = worker.name();
+    let mut runner = Runner::new(
+        worker,
+        store.leases.clone(),
+        store.change_feed.clone(),
+        Arc::new(SystemClock),
+        holder.to_owned(),
+        runner_settings(config),
+    );
+    let step = runner
+        .rebuild_once()
+        .await
+        .with_context(|| format!("rebuilding {name}"))?;
+    expect_rebuilt(step, store, name).await
+}
+
+async fn expect_rebuilt(step: Step, store: &Store, name: &str) -> anyhow::Result<()> {
+    match step {
+        Step::Rebuilt => Ok(()),
+        Step::Standby => {
+            let lease = store
+                .leases
+                .leases()
+                .await?
+                .into_iter()
+                .find(|l| l.name == name);
+            let holder = lease.and_then(|l| l.holder).unwrap_or_default();
+            bail!(
+                "the {name} lease is held by {holder}: stop the workers of the servers on this \
+                 store (or wait for the lease to expire) and repair again"
+            )
+        }
+        other => bail!("the {name} rebuild did not complete: {other:?}"),
+    }
+}
+
+/// The timeline fixes, under the timelines lease (released afterwards for the rebuild,
+/// which takes it again). Returns how many were applied.
+async fn mend_timelines(
+    config: &Config,
+    store: &Store,
+    holder: &str,
+    fixes: &BTreeSet<&Fix>,
+) -> anyhow::Result<usize> {
+    let name = crate::workers::timelines::NAME;
+    let ttl = runner_settings(config).lease_ttl_ms;
+    let lease = store.leases.acquire(name, holder, now_ms(), ttl).await?;
+    if !lease.held_by(holder) {
+        expect_rebuilt(Step::Standby, store, name).await?;
+    }
+    let timelines = Timelines::new(store.clone(), &config.feed.settings());
+    let mut mended = 0;
+    for fix in fixes {
+        match fix {
+            Fix::DropCache(user) => {
+                store.audit.drop_cache(user).await?;
+            }
+            Fix::Retract(post) => timelines.retract(*post).await?,
+            Fix::SyncEdge(user, author) => {
+                timelines.sync_edge(user, author).await?;
+            }
+            Fix::FanOut(post) => {
+                let Some(post) = store.content.post(*post).await? else {
+                    continue;
+                };
+                if let Some(author) = store.users.user(&post.author).await? {
+                    timelines.post_created(&post, &author.name_stamp()).await?;
+                }
+            }
+            Fix::Rebuild | Fix::None => continue,
+        }
+        mended += 1;
+        if !store
+            .leases
+            .refresh(name, holder, lease.version, now_ms(), ttl)
+            .await?
+        {
+            bail!("lost the {name} lease while mending timelines");
+        }
+    }
+    store.leases.release(name, holder, lease.version).await?;
+    Ok(mended)
+}

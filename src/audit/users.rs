@@ -1,0 +1,399 @@
+//! The per-user pass: counters, the activity log and the materialised timeline of every
+//! user, in id order, a page of users at a time, each against a slice of the sources
+//! read for that user alone and judged by [`crate::derived`].
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use futures::StreamExt;
+
+use super::{Finding, Fix, Kind, Progress, Settings, Tally, Unit};
+use crate::derived::{
+    self, FollowSource, PostSource, Shape, Sources, TimelineBounds, TimelineRules, Window,
+};
+use crate::domain::{BucketKind, FeedStrategy, Post, PostId, User};
+use crate::store::{Store, StoreResult};
+
+/// Users read per page of the pass.
+const USER_PAGE: usize = 200;
+/// Rows per query of one user's slice.
+const PAGE: usize = 1000;
+/// Buckets read per query, and the most entries taken from one bucket.
+const BUCKETS_PER_READ: usize = 16;
+const ENTRIES_PER_BUCKET: usize = 1_000_000;
+/// A bucketed timeline's lower bound needs every post of the user's followees; past this
+/// many it is not checked (the upper bound always is).
+const LOWER_BOUND_POSTS: usize = 100_000;
+
+pub(super) async fn pass(
+    store: &Store,
+    settings: &Settings,
+    progress: &dyn Progress,
+) -> StoreResult<Tally> {
+    progress.phase("users", store.audit.user_count().await?);
+    let mut tally = Tally::default();
+    let mut after: Option<String> = None;
+    loop {
+        let page = store.audit.users_after(after.as_deref(), USER_PAGE).await?;
+        let results: Vec<StoreResult<Tally>> = futures::stream::iter(page.iter())
+            .map(|user| async move {
+                let mut mine = Tally::default();
+                check(store, settings, user, &mut mine).await?;
+                Ok(mine)
+            })
+            .buffered(settings.concurrency.max(1))
+            .collect()
+            .await;
+        for result in results {
+            tally.absorb(result?, settings.keep);
+        }
+        progress.advance(page.len() as u64);
+        if page.len() < USER_PAGE {
+            return Ok(tally);
+        }
+        after = page.last().map(|u| u.id.clone());
+    }
+}
+
+fn finding(kind: Kind, user: &str, detail: String, fix: Fix) -> Finding {
+    Finding {
+        kind,
+        unit: Unit::User(user.to_owned()),
+        detail,
+        fix,
+    }
+}
+
+fn post_source(post: &Post) -> PostSource {
+    PostSource {
+        author: post.author.clone(),
+        text: post.text.clone(),
+        created: Window::at(post.created_at_ms()),
+        deleted: None,
+    }
+}
+
+/// One user's checks into `tally`.
+pub(super) async fn check(
+    store: &Store,
+    settings: &Settings,
+    user: &User,
+    tally: &mut Tally,
+) -> StoreResult<()> {
+    let id = user.id.as_str();
+    let (sources, merged) = slice(store, user).await?;
+    counters(store, settings, user, &sources, tally).await?;
+    activity(store, settings, id, &sources, tally).await?;
+    timeline(store, settings, id, sources, &merged, tally).await
+}
+
+/// The user, their edges (with when each follow ran), their live posts and their likes;
+/// and the followees flagged merged.
+async fn slice(store: &Store, user: &User) -> StoreResult<(Sources, BTreeSet<String>)> {
+    let id = user.id.as_str();
+    let mut s = Sources::default();
+    s.users.insert(id.to_owned(), user.display_name.clone());
+    let mut merged = BTreeSet::new();
+    let mut after: Option<String> = None;
+    loop {
+        let edges = store.audit.follow_edges(id, after.as_deref(), PAGE).await?;
+        for edge in &edges {
+            let created = Window::at(edge.created_ms);
+            s.follows.insert(
+                (id.to_owned(), edge.followee.clone()),
+                FollowSource { created },
+            );
+            if edge.merged {
+                merged.insert(edge.followee.clone());
+            }
+        }
+        if edges.len() < PAGE {
+            break;
+        }
+        after = edges.last().map(|e| e.followee.clone());
+    }
+    let mut before = None;
+    loop {
+        let posts = store.content.posts_by_author(id, before, PAGE).await?;
+        for post in &posts {
+            s.posts.insert(post.id, post_source(post));
+        }
+        if posts.len() < PAGE {
+            break;
+        }
+        before = posts.last().map(|p| p.id);
+    }
+    let mut after = None;
+    loop {
+        let likes = store.audit.likes_of(id, after, PAGE).await?;
+        s.likes.extend(likes.iter().map(|p| (id.to_owned(), *p)));
+        if likes.len() < PAGE {
+            break;
+        }
+        after = likes.last().copied();
+    }
+    Ok((s, merged))
+}
+
+async fn counters(
+    store: &Store,
+    settings: &Settings,
+    user: &User,
+    sources: &Sources,
+    tally: &mut Tally,
+) -> StoreResult<()> {
+    let id = user.id.as_str();
+    let (_, following, posts) = sources.counters(id);
+    // Followers a page at a time, each page its own slice of the sources.
+    let mut followers = 0;
+    let mut after: Option<String> = None;
+    loop {
+        let page = store.graph.followers(id, after.as_deref(), PAGE).await?;
+        let mut edges = Sources::default();
+        for follower in &page {
+            let edge = FollowSource {
+                created: Window::at(0),
+            };
+            edges
+                .follows
+                .insert((follower.clone(), id.to_owned()), edge);
+        }
+        followers += edges.counters(id).0;
+        if page.len() < PAGE {
+            break;
+        }
+        after = page.last().cloned();
+    }
+    tally.checked(Kind::Counters, 1);
+    let stored = [
+        ("followers_count", user.followers_count, followers),
+        ("following_count", user.following_count, following),
+        ("posts_count", user.posts_count, posts),
+    ];
+    for (name, held, expected) in stored {
+        if held != expected {
+            let detail = format!("{id}: {name} is {held}, the sources say {expected}");
+            tally.found(
+                finding(Kind::Counters, id, detail, Fix::Rebuild),
+                settings.keep,
+            );
+        }
+    }
+    Ok(())
+}
+
+async fn activity(
+    store: &Store,
+    settings: &Settings,
+    id: &str,
+    sources: &Sources,
+    tally: &mut Tally,
+) -> StoreResult<()> {
+    let mut log = Vec::new();
+    let mut timed = Vec::new();
+    let mut skip = 0;
+    loop {
+        let page = store.activity.activities(id, skip, PAGE as u64).await?;
+        for entry in &page.items {
+            log.push((entry.kind, entry.reference.clone()));
+            // A follow undone and made again within one clock tick (MongoDB's change
+            // times can be whole seconds) leaves two entries alike but for their
+            // sequence numbers: those tell a repeated entry from a repeated action.
+            timed.push((
+                (entry.kind, entry.reference.clone(), entry.seq),
+                entry.ts_ms,
+            ));
+        }
+        skip += page.items.len() as u64;
+        if page.items.len() < PAGE || skip >= page.total {
+            break;
+        }
+    }
+    tally.checked(Kind::Activity, 1);
+    let keep = settings.keep;
+    if let Some(fault) = derived::newest_first_once(&timed) {
+        let detail = format!("{id}'s activity log: {fault}");
+        tally.found(finding(Kind::Activity, id, detail, Fix::Rebuild), keep);
+    }
+    for (kind, reference) in derived::activity_missing(sources, id, &log) {
+        let detail = format!("{id}'s activity log has no {} {reference}", kind.as_str());
+        tally.found(finding(Kind::Activity, id, detail, Fix::Rebuild), keep);
+    }
+    Ok(())
+}
+
+/// Adds `posts` to the slice, live as read.
+fn add_posts(sources: &mut Sources, posts: &[Post]) {
+    for post in posts {
+        sources.posts.insert(post.id, post_source(post));
+    }
+}
+
+/// The posts among `ids` that exist, with their authors as stored.
+async fn existing(store: &Store, ids: &[PostId]) -> StoreResult<Vec<Post>> {
+    let mut posts = Vec::with_capacity(ids.len());
+    for chunk in ids.chunks(PAGE) {
+        posts.extend(store.content.posts_by_ids(chunk, &[]).await?);
+    }
+    Ok(posts)
+}
+
+/// The live posts of `user` and their followees, newest first, down to `floor`
+/// (inclusive) or `cap` posts; `None` past the cap.
+async fn home(
+    store: &Store,
+    user: &str,
+    floor: Option<PostId>,
+    cap: usize,
+) -> StoreResult<Option<Vec<Post>>> {
+    let mut posts: Vec<Post> = Vec::new();
+    let mut before = None;
+    loop {
+        let page = store.content.home_posts(user, before, PAGE).await?;
+        let full = page.len() == PAGE;
+        before = page.last().map(|p| p.id);
+        posts.extend(page.into_iter().filter(|p| floor.is_none_or(|f| p.id >= f)));
+        if posts.len() > cap {
+            return Ok(None);
+        }
+        if !full || before.zip(floor).is_some_and(|(b, f)| b < f) {
+            return Ok(Some(posts));
+        }
+    }
+}
+
+async fn timeline(
+    store: &Store,
+    settings: &Settings,
+    id: &str,
+    mut sources: Sources,
+    merged: &BTreeSet<String>,
+    tally: &mut Tally,
+) -> StoreResult<()> {
+    let rules = settings.rules;
+    let kind = match rules.strategy {
+        FeedStrategy::FanoutOnRead => return Ok(()),
+        FeedStrategy::Cache | FeedStrategy::Hybrid => None,
+        FeedStrategy::TimedBuckets => Some(BucketKind::Timed),
+        FeedStrategy::SizedBuckets => Some(BucketKind::Sized),
+    };
+    // Entry ids and their authors as the timeline holds them.
+    let mut entries: BTreeMap<PostId, String> = BTreeMap::new();
+    let mut ready = true;
+    match kind {
+        None => {
+            let Some(cache) = store.timelines.cache(id).await? else {
+                return Ok(());
+            };
+            ready = cache.ready;
+            entries.extend(cache.entries.into_iter().map(|e| (e.id, e.author)));
+        }
+        Some(kind) => {
+            let mut skip = 0;
+            loop {
+                let buckets = store
+                    .timelines
+                    .buckets(kind, id, None, skip, BUCKETS_PER_READ, ENTRIES_PER_BUCKET)
+                    .await?;
+                skip += buckets.len();
+                let last = buckets.len() < BUCKETS_PER_READ;
+                for bucket in buckets {
+                    entries.extend(bucket.entries.into_iter().map(|e| (e.id, e.author)));
+                }
+                if last {
+                    break;
+                }
+            }
+        }
+    }
+    tally.checked(Kind::Timelines, 1);
+    let ids: Vec<PostId> = entries.keys().copied().collect();
+    add_posts(&mut sources, &existing(store, &ids).await?);
+    // The posts the bounds must name: from the oldest entry up for a cache; all of them
+    // for buckets, whose lower bound reaches back to each follow.
+    let (floor, cap) = match kind {
+        None => (ids.first().copied(), usize::MAX),
+        Some(_) => (None, LOWER_BOUND_POSTS),
+    };
+    let lower_checked = match (kind, floor) {
+        (None, None) => true,
+        _ => match home(store, id, floor, cap).await? {
+            Some(posts) => {
+                add_posts(&mut sources, &posts);
+                true
+            }
+            None => false,
+        },
+    };
+    let bounds: TimelineBounds = sources.timeline(id, rules);
+    let held: BTreeSet<PostId> = ids.iter().copied().collect();
+    let authors: BTreeMap<PostId, &str> = sources
+        .posts
+        .iter()
+        .map(|(p, s)| (*p, s.author.as_str()))
+        .collect();
+    let mut faults = match kind {
+        None => derived::cache_faults(&bounds, &held, ready, |p| {
+            authors.get(p).is_some_and(|a| merged.contains(*a))
+        }),
+        Some(_) => derived::bucket_faults(&bounds, &held),
+    };
+    if !lower_checked {
+        faults.missing.clear();
+    }
+    report_faults(id, kind, &entries, &sources, rules, faults, settings, tally);
+    Ok(())
+}
+
+#[allow(clippy::too_many_arguments)]
+fn report_faults(
+    id: &str,
+    kind: Option<BucketKind>,
+    entries: &BTreeMap<PostId, String>,
+    sources: &Sources,
+    rules: TimelineRules,
+    faults: derived::TimelineFaults,
+    settings: &Settings,
+    tally: &mut Tally,
+) {
+    let what = match kind {
+        None => "cache",
+        Some(BucketKind::Timed) => "timed buckets",
+        Some(BucketKind::Sized) => "sized buckets",
+    };
+    let shape = match derived::shape(rules.strategy) {
+        Shape::Exact => "exact",
+        Shape::Sandwich => "lower bound",
+    };
+    for post in faults.extra {
+        let author = entries.get(&post).map_or("?", String::as_str);
+        let (why, fix) = if !sources.posts.contains_key(&post) {
+            ("a deleted post", Fix::Retract(post))
+        } else {
+            (
+                "an author not followed",
+                Fix::SyncEdge(id.to_owned(), author.to_owned()),
+            )
+        };
+        let fix = if kind.is_none() {
+            Fix::DropCache(id.to_owned())
+        } else {
+            fix
+        };
+        let detail = format!("{id}'s {what} holds {post} by {author}: {why}");
+        tally.found(finding(Kind::Timelines, id, detail, fix), settings.keep);
+    }
+    for post in faults.missing {
+        let author = sources.posts.get(&post).map_or("?", |p| p.author.as_str());
+        let (detail, fix) = match kind {
+            None => (
+                format!("{id}'s cache misses {post} by {author} above its oldest entry"),
+                Fix::DropCache(id.to_owned()),
+            ),
+            Some(_) => (
+                format!("{id}'s {what} miss {post} by {author} ({shape})"),
+                Fix::FanOut(post),
+            ),
+        };
+        tally.found(finding(Kind::Timelines, id, detail, fix), settings.keep);
+    }
+}

@@ -1,0 +1,54 @@
+//! The audit port: the reads `socialite audit` needs beyond the product's own ports, each
+//! bounded by a page (users, edges, likes and posts in key order; tag totals), and the
+//! one write of its repair that no worker has: dropping a user's cache, which the
+//! user's next read builds again from the sources.
+
+use async_trait::async_trait;
+
+use super::StoreResult;
+use crate::domain::{Post, PostId, User};
+
+/// A follow edge as stored, seen from its follower.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FollowEdge {
+    pub followee: String,
+    /// When the follow ran (the request's clock), in milliseconds.
+    pub created_ms: i64,
+    /// Flagged merged (the hybrid strategy's celebrities, see `GraphStore::reclassify`).
+    pub merged: bool,
+}
+
+#[async_trait]
+pub trait AuditStore: Send + Sync + 'static {
+    /// How many users exist (may be an estimate on MongoDB): the progress bar's length.
+    async fn user_count(&self) -> StoreResult<u64>;
+    /// Up to `limit` users with ids strictly after `after`, ascending by id.
+    async fn users_after(&self, after: Option<&str>, limit: usize) -> StoreResult<Vec<User>>;
+    /// Up to `limit` of `follower`'s edges with followees strictly after `after`,
+    /// ascending by followee.
+    async fn follow_edges(
+        &self,
+        follower: &str,
+        after: Option<&str>,
+        limit: usize,
+    ) -> StoreResult<Vec<FollowEdge>>;
+    /// Up to `limit` posts `user` likes, ids strictly after `after`, ascending.
+    async fn likes_of(
+        &self,
+        user: &str,
+        after: Option<PostId>,
+        limit: usize,
+    ) -> StoreResult<Vec<PostId>>;
+    /// Up to `limit` posts with ids strictly after `after`, ascending by id.
+    async fn posts_after(&self, after: Option<PostId>, limit: usize) -> StoreResult<Vec<Post>>;
+    /// Up to `limit` tags strictly after `after`, ascending, with their stored totals.
+    async fn tag_totals(
+        &self,
+        after: Option<&str>,
+        limit: usize,
+    ) -> StoreResult<Vec<(String, u64)>>;
+    /// Up to `limit` users whose timeline (any bucket or cache) still holds `post`.
+    async fn timelines_holding(&self, post: PostId, limit: usize) -> StoreResult<Vec<String>>;
+    /// Deletes `user`'s cache and its entries; returns whether there was one.
+    async fn drop_cache(&self, user: &str) -> StoreResult<bool>;
+}

@@ -1,0 +1,140 @@
+//! The audit's reads on SQLite, each one index range of at most a page, and the drop of
+//! a cache for its repair.
+
+use async_trait::async_trait;
+use rusqlite::params;
+
+use super::users::{USER_COLUMNS, user_from_row};
+use super::{EmbeddedStore, post_from_row, post_id_at};
+use crate::domain::{Post, PostId, User};
+use crate::store::StoreResult;
+use crate::store::audit::{AuditStore, FollowEdge};
+
+#[async_trait]
+impl AuditStore for EmbeddedStore {
+    async fn user_count(&self) -> StoreResult<u64> {
+        self.read(|conn| {
+            let n: i64 = conn.query_row("SELECT count(*) FROM users", [], |r| r.get(0))?;
+            Ok(n.max(0) as u64)
+        })
+        .await
+    }
+
+    async fn users_after(&self, after: Option<&str>, limit: usize) -> StoreResult<Vec<User>> {
+        let after = after.map(str::to_owned);
+        self.read(move |conn| {
+            let mut stmt = conn.prepare_cached(&format!(
+                "SELECT {USER_COLUMNS} FROM users WHERE (?1 IS NULL OR id > ?1) ORDER BY id LIMIT ?2"
+            ))?;
+            let rows = stmt.query_map(params![after, limit as i64], user_from_row)?;
+            Ok(rows.collect::<rusqlite::Result<_>>()?)
+        })
+        .await
+    }
+
+    async fn follow_edges(
+        &self,
+        follower: &str,
+        after: Option<&str>,
+        limit: usize,
+    ) -> StoreResult<Vec<FollowEdge>> {
+        let (follower, after) = (follower.to_owned(), after.map(str::to_owned));
+        self.read(move |conn| {
+            let mut stmt = conn.prepare_cached(
+                "SELECT followee, created_at, merged FROM follows
+                  WHERE follower = ?1 AND (?2 IS NULL OR followee > ?2)
+                  ORDER BY followee LIMIT ?3",
+            )?;
+            let rows = stmt.query_map(params![follower, after, limit as i64], |row| {
+                Ok(FollowEdge {
+                    followee: row.get(0)?,
+                    created_ms: row.get(1)?,
+                    merged: row.get(2)?,
+                })
+            })?;
+            Ok(rows.collect::<rusqlite::Result<_>>()?)
+        })
+        .await
+    }
+
+    async fn likes_of(
+        &self,
+        user: &str,
+        after: Option<PostId>,
+        limit: usize,
+    ) -> StoreResult<Vec<PostId>> {
+        let user = user.to_owned();
+        let after = after.map(|a| a.bytes().to_vec());
+        self.read(move |conn| {
+            let mut stmt = conn.prepare_cached(
+                "SELECT post FROM likes WHERE user = ?1 AND (?2 IS NULL OR post > ?2)
+                  ORDER BY post LIMIT ?3",
+            )?;
+            let rows = stmt.query_map(params![user, after, limit as i64], |r| post_id_at(r, 0))?;
+            Ok(rows.collect::<rusqlite::Result<_>>()?)
+        })
+        .await
+    }
+
+    async fn posts_after(&self, after: Option<PostId>, limit: usize) -> StoreResult<Vec<Post>> {
+        let after = after.map(|a| a.bytes().to_vec());
+        self.read(move |conn| {
+            let mut stmt = conn.prepare_cached(
+                "SELECT id, author, text FROM posts WHERE (?1 IS NULL OR id > ?1)
+                  ORDER BY id LIMIT ?2",
+            )?;
+            let rows = stmt.query_map(params![after, limit as i64], post_from_row)?;
+            Ok(rows.collect::<rusqlite::Result<_>>()?)
+        })
+        .await
+    }
+
+    async fn tag_totals(
+        &self,
+        after: Option<&str>,
+        limit: usize,
+    ) -> StoreResult<Vec<(String, u64)>> {
+        let after = after.map(str::to_owned);
+        self.read(move |conn| {
+            let mut stmt = conn.prepare_cached(
+                "SELECT tag, total FROM tags WHERE (?1 IS NULL OR tag > ?1) ORDER BY tag LIMIT ?2",
+            )?;
+            let rows = stmt.query_map(params![after, limit as i64], |r| {
+                Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?.max(0) as u64))
+            })?;
+            Ok(rows.collect::<rusqlite::Result<_>>()?)
+        })
+        .await
+    }
+
+    async fn timelines_holding(&self, post: PostId, limit: usize) -> StoreResult<Vec<String>> {
+        let post = post.bytes().to_vec();
+        self.read(move |conn| {
+            let mut stmt = conn.prepare_cached(
+                "SELECT user FROM cache_entries WHERE post_id = ?1
+                 UNION SELECT user FROM bucket_entries WHERE post_id = ?1
+                 LIMIT ?2",
+            )?;
+            let rows = stmt.query_map(params![post, limit as i64], |r| r.get(0))?;
+            Ok(rows.collect::<rusqlite::Result<_>>()?)
+        })
+        .await
+    }
+
+    async fn drop_cache(&self, user: &str) -> StoreResult<bool> {
+        let user = user.to_owned();
+        self.write(move |tx| {
+            tx.prepare_cached("DELETE FROM cache_entries WHERE user = ?1")?
+                .execute([&user])?;
+            let deleted = tx
+                .prepare_cached("DELETE FROM caches WHERE user = ?1")?
+                .execute([&user])?;
+            if deleted > 0 {
+                tx.prepare_cached("UPDATE meta SET value = value - 1 WHERE key = 'cache_count'")?
+                    .execute([])?;
+            }
+            Ok(deleted > 0)
+        })
+        .await
+    }
+}

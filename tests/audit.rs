@@ -1,0 +1,384 @@
+//! `socialite audit`: a store whose derived data agrees with its sources audits clean;
+//! each derived datum corrupted directly in the store is named as exactly its kind, and
+//! `--repair` mends it; beside a live server under writes nothing is reported wrong.
+//!
+//! This file holds the world the audits run on and the in-process corruptions; the
+//! command line (exit statuses, repair) and the live server are in `audit/cli.rs`.
+
+#[path = "audit/cli.rs"]
+mod cli;
+mod common;
+
+use std::time::Duration;
+
+use common::{Kind, fresh_config, fresh_name, kinds, mongo_base_uri, mongo_uri_with_database};
+use socialite::app::{build_state, open_store};
+use socialite::audit::{self, Kind as Audited, Report, Settings};
+use socialite::config::{Backend, Config};
+use socialite::domain::{BucketKind, FeedStrategy, PostId, TimelineEntry, TimelineKind};
+use socialite::http::AppState;
+use socialite::store::Store;
+
+/// A configuration on a fresh store of `kind`, timelines built by `strategy`.
+pub fn config(kind: Kind, strategy: FeedStrategy) -> (Config, tempfile::TempDir) {
+    let test = fresh_config(kind);
+    let mut config = test.config;
+    config.feed.strategy = strategy;
+    // Hybrid: everyone with more than one follower is a celebrity, merged at read time.
+    config.feed.hybrid_threshold = 1;
+    if kind == Kind::Mongo {
+        let uri = mongo_uri_with_database(&mongo_base_uri().unwrap(), &fresh_name("audit"));
+        config.storage.mongodb_uri = Some(uri);
+    }
+    (config, test.dir)
+}
+
+/// Users, follows (one undone), posts with tags (one deleted), a like, and every
+/// timeline read once (building the caches), with the workers caught up and stopped.
+pub async fn world(config: &Config) -> Store {
+    let store = open_store(config).await.unwrap();
+    let state: AppState = build_state(config, store.clone()).await.unwrap();
+    let social = &state.social;
+    let users = ["ann", "bob", "cat", "dan", "eve"];
+    for user in users {
+        social.create_user(user, user).await.unwrap();
+    }
+    for (a, b) in [
+        ("ann", "bob"),
+        ("ann", "cat"),
+        ("bob", "ann"),
+        ("cat", "bob"),
+        ("dan", "ann"),
+        ("dan", "cat"),
+    ] {
+        social.follow(a, b).await.unwrap();
+    }
+    social.unfollow("dan", "ann").await.unwrap();
+    let mut posts = Vec::new();
+    for i in 0..3 {
+        for user in users {
+            posts.push(
+                social
+                    .post(user, &format!("{user} {i} #t{}", i % 2))
+                    .await
+                    .unwrap(),
+            );
+        }
+    }
+    social.activity().like("ann", posts[1].id).await.unwrap();
+    let cat = posts.iter().find(|p| p.author == "cat").unwrap();
+    social.delete_post(cat.id).await.unwrap();
+    for user in users {
+        social.timeline(user, None, 20).await.unwrap();
+    }
+    assert!(
+        state
+            .workers
+            .settle(Duration::from_secs(60))
+            .await
+            .is_some()
+    );
+    state.workers.stop().await;
+    store
+}
+
+pub fn settings(config: &Config) -> Settings {
+    let mut settings = Settings::new(config.feed.strategy, config.feed.backfill_on_follow);
+    settings.wait = Duration::from_secs(5);
+    settings
+}
+
+pub async fn audit_of(store: &Store, config: &Config) -> Report {
+    audit::audit(store, &settings(config), &()).await.unwrap()
+}
+
+fn assert_clean(report: &Report, label: &str) {
+    assert!(report.clean(), "{label}: {report}");
+    for kind in Audited::ALL {
+        assert_eq!(report.pending_count(kind), 0, "{label}: {report}");
+    }
+}
+
+/// A write no port makes: straight into the store's tables or collections.
+enum Raw {
+    Embedded(rusqlite::Connection),
+    Mongo(mongodb::Database),
+}
+
+impl Raw {
+    async fn open(config: &Config) -> Raw {
+        match config.storage.backend {
+            Backend::Embedded => {
+                Raw::Embedded(rusqlite::Connection::open(&config.storage.path).unwrap())
+            }
+            Backend::Mongodb => {
+                let uri = config.storage.mongodb_uri.as_deref().unwrap();
+                let client = mongodb::Client::with_uri_str(uri).await.unwrap();
+                Raw::Mongo(client.default_database().unwrap())
+            }
+        }
+    }
+
+    async fn bump_followers(&self, user: &str) {
+        use mongodb::bson::doc;
+        match self {
+            Raw::Embedded(conn) => {
+                let sql = "UPDATE users SET followers_count = followers_count + 1 WHERE id = ?1";
+                assert_eq!(conn.execute(sql, [user]).unwrap(), 1);
+            }
+            Raw::Mongo(db) => {
+                let users = db.collection::<mongodb::bson::Document>("users");
+                let done = users
+                    .update_one(
+                        doc! { "_id": user },
+                        doc! { "$inc": { "followers_count": 1 } },
+                    )
+                    .await
+                    .unwrap();
+                assert_eq!(done.modified_count, 1);
+            }
+        }
+    }
+
+    /// Takes `user`'s activity entry for `post` out of their log.
+    async fn drop_activity(&self, user: &str, post: PostId) {
+        use mongodb::bson::doc;
+        match self {
+            Raw::Embedded(conn) => {
+                let sql = "DELETE FROM activity_entries WHERE user = ?1 AND ref = ?2";
+                assert_eq!(conn.execute(sql, [user, &post.to_string()]).unwrap(), 1);
+            }
+            Raw::Mongo(db) => {
+                let logs = db.collection::<mongodb::bson::Document>("user_activity");
+                let done = logs
+                    .update_one(
+                        doc! { "_id": user },
+                        doc! { "$pull": { "activities": { "ref": post.to_string() } } },
+                    )
+                    .await
+                    .unwrap();
+                assert_eq!(done.modified_count, 1);
+            }
+        }
+    }
+
+    /// Deletes the fourth event of the log; returns its id.
+    fn drop_event(&self) -> i64 {
+        let Raw::Embedded(conn) = self else {
+            unreachable!("the event log runs on the embedded store here")
+        };
+        let id: i64 = conn
+            .query_row(
+                "SELECT id FROM events ORDER BY id LIMIT 1 OFFSET 3",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        conn.execute("DELETE FROM events WHERE id = ?1", [id])
+            .unwrap();
+        id
+    }
+
+    fn bump_tag(&self, tag: &str) {
+        let Raw::Embedded(conn) = self else {
+            unreachable!("tags are kept only with an event log")
+        };
+        let sql = "UPDATE tags SET total = total + 1 WHERE tag = ?1";
+        assert_eq!(conn.execute(sql, [tag]).unwrap(), 1);
+    }
+}
+
+/// Moves every change-feed worker to the feed's head without applying anything: a
+/// corruption that reached the MongoDB change feed (a counter's `$inc`) is then one the
+/// workers will not mend, as if its change had been applied and lost.
+async fn skip_the_workers_past_it(store: &Store) {
+    let Some(head) = store.change_feed.head().await.unwrap() else {
+        return;
+    };
+    let now = socialite::domain::now_ms();
+    for name in ["activity", "timelines", "counters"] {
+        let lease = store
+            .leases
+            .acquire(name, "test", now, 60_000)
+            .await
+            .unwrap();
+        assert!(lease.held_by("test"), "{lease:?}");
+        assert!(
+            store
+                .leases
+                .commit(name, "test", lease.version, &head, now, 60_000)
+                .await
+                .unwrap()
+        );
+        store
+            .leases
+            .release(name, "test", lease.version)
+            .await
+            .unwrap();
+    }
+}
+
+/// After a corruption: the audit names exactly `kind`; the repair mends it; the audit
+/// after it is clean.
+async fn corrupted(store: &Store, config: &Config, kind: Audited, label: &str) {
+    skip_the_workers_past_it(store).await;
+    let report = audit_of(store, config).await;
+    assert_eq!(report.wrong_kinds(), [kind], "{label}: {report}");
+    let done = audit::repair::repair(config, store, &report).await.unwrap();
+    assert!(!done.is_empty(), "{label}");
+    assert_clean(
+        &audit_of(store, config).await,
+        &format!("{label}, repaired"),
+    );
+}
+
+#[tokio::test]
+async fn each_corrupted_datum_is_named_by_its_kind_and_repaired() {
+    for kind in kinds("each_corrupted_datum_is_named_by_its_kind_and_repaired") {
+        for strategy in [
+            FeedStrategy::Cache,
+            FeedStrategy::Hybrid,
+            FeedStrategy::SizedBuckets,
+        ] {
+            let label = format!("{kind:?}/{strategy}");
+            let (config, _dir) = config(kind, strategy);
+            let store = world(&config).await;
+            let report = audit_of(&store, &config).await;
+            assert_clean(&report, &label);
+            for kind in [
+                Audited::Counters,
+                Audited::Activity,
+                Audited::Timelines,
+                Audited::Deliveries,
+            ] {
+                assert!(
+                    report.checked.get(&kind).is_some_and(|n| *n > 0),
+                    "{label}: {report}"
+                );
+            }
+            let raw = Raw::open(&config).await;
+
+            raw.bump_followers("cat").await;
+            corrupted(
+                &store,
+                &config,
+                Audited::Counters,
+                &format!("{label}: a counter"),
+            )
+            .await;
+
+            let bob = store
+                .content
+                .posts_by_author("bob", None, 10)
+                .await
+                .unwrap();
+            raw.drop_activity("bob", bob[1].id).await;
+            corrupted(
+                &store,
+                &config,
+                Audited::Activity,
+                &format!("{label}: an activity entry"),
+            )
+            .await;
+
+            store.deliveries.unmark(&[bob[0].id]).await.unwrap();
+            corrupted(
+                &store,
+                &config,
+                Audited::Deliveries,
+                &format!("{label}: a marker"),
+            )
+            .await;
+
+            // A post above the oldest entry of ann's timeline, taken out of every one.
+            let timeline = match strategy {
+                FeedStrategy::Cache | FeedStrategy::Hybrid => TimelineKind::Cache,
+                _ => TimelineKind::Buckets(BucketKind::Sized),
+            };
+            if strategy != FeedStrategy::SizedBuckets {
+                // The repair dropped some caches: every reader builds theirs again.
+                let social = build_state(&config, store.clone()).await.unwrap();
+                social.workers.stop().await;
+                for user in ["ann", "bob"] {
+                    social.social.timeline(user, None, 20).await.unwrap();
+                }
+            }
+            store
+                .timelines
+                .remove_post_entries(timeline, bob[1].id)
+                .await
+                .unwrap();
+            corrupted(
+                &store,
+                &config,
+                Audited::Timelines,
+                &format!("{label}: a missing entry"),
+            )
+            .await;
+
+            // An entry of eve, whom ann does not follow.
+            if strategy != FeedStrategy::SizedBuckets {
+                let social = build_state(&config, store.clone()).await.unwrap();
+                social.workers.stop().await;
+                social.social.timeline("ann", None, 20).await.unwrap();
+            }
+            let eve = store.content.posts_by_author("eve", None, 1).await.unwrap();
+            let entry = TimelineEntry {
+                id: eve[0].id,
+                author: "eve".into(),
+                text: Some(eve[0].text.clone()),
+                name: None,
+            };
+            let ann = ["ann".to_owned()];
+            match strategy {
+                FeedStrategy::Cache | FeedStrategy::Hybrid => {
+                    assert_eq!(
+                        store
+                            .timelines
+                            .cache_push(&ann, &[entry], 50)
+                            .await
+                            .unwrap(),
+                        1
+                    );
+                }
+                _ => store
+                    .timelines
+                    .sized_push(&ann, &[entry], 50)
+                    .await
+                    .unwrap(),
+            }
+            corrupted(
+                &store,
+                &config,
+                Audited::Timelines,
+                &format!("{label}: a stranger's entry"),
+            )
+            .await;
+
+            if kind == Kind::Embedded {
+                raw.bump_tag("t1");
+                corrupted(
+                    &store,
+                    &config,
+                    Audited::Tags,
+                    &format!("{label}: a tag count"),
+                )
+                .await;
+
+                // The event log is history: named, and left as it is by the repair.
+                let id = raw.drop_event();
+                let report = audit_of(&store, &config).await;
+                assert_eq!(report.wrong_kinds(), [Audited::Events], "{label}: {report}");
+                let named = format!("change {id} has no event");
+                assert!(report.to_string().contains(&named), "{label}: {report}");
+                let done = audit::repair::repair(&config, &store, &report)
+                    .await
+                    .unwrap();
+                assert!(
+                    done.iter().any(|d| d.contains("not repairable")),
+                    "{done:?}"
+                );
+            }
+        }
+    }
+}
