@@ -20,8 +20,9 @@
 #
 # Knobs: STRATEGIES (default all five), BUCKET_MAX_USERS (20000: the bucket strategies
 # materialise a copy of every post per follower, 2.6 GB at 20,000 users, so larger sizes
-# skip them), HYBRID_THRESHOLD (feed.hybrid_threshold, default the service's), CONNS,
-# ARM, LAG_POSTS, LAG_TIMEOUT (30 s per post), K6. Traffic goes to 127.0.0.1 only.
+# skip them), HYBRID_THRESHOLD (feed.hybrid_threshold, default the service's; a
+# STRATEGIES entry `hybrid:N` runs hybrid with threshold N as an arm of its own), CONNS,
+# ARM, LAG_POSTS, LAG_TIMEOUT (30 s per post), K6, REPORT and IMG_DIR (where to write). Traffic goes to 127.0.0.1 only.
 # Not run in CI (minutes per size and gigabytes of disk): CI keeps its smoke run.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -75,26 +76,30 @@ k6_arm() {
 }
 
 for size in "$@"; do
-  for strategy in "${strategies[@]}"; do
-    run="$raw/$size-$strategy"
+  for arm_name in "${strategies[@]}"; do
+    strategy="${arm_name%%:*}" threshold=(env) thr="${HYBRID_THRESHOLD:-default}"
+    if [[ "$arm_name" == *:* ]]; then
+      thr="${arm_name#*:}" threshold=(env SOCIALITE_FEED__HYBRID_THRESHOLD="$thr")
+    fi
+    run="$raw/$size-$arm_name"
     mkdir -p "$run"
     if [[ "$strategy" == *_buckets && "$size" -gt "$bucket_max" ]]; then
       echo "{\"skipped\": \"bucket strategies materialise a copy of every post per follower; above BUCKET_MAX_USERS=$bucket_max they do not fit the disk\"}" > "$run/skipped.json"
       continue
     fi
-    echo "== $size users, $strategy ($(date -u +%H:%M:%S))" >&2
+    echo "== $size users, $arm_name ($(date -u +%H:%M:%S))" >&2
     db="$data/$strategy-$size.db" tokens="$data/$strategy-$size.tokens.json"
     rm -f "$db" "$db-wal" "$db-shm"
     started="$(date +%s.%N)"
-    SOCIALITE_FEED__STRATEGY="$strategy" SOCIALITE_STORAGE__PATH="$db" NO_COLOR=1 \
+    "${threshold[@]}" SOCIALITE_FEED__STRATEGY="$strategy" SOCIALITE_STORAGE__PATH="$db" NO_COLOR=1 \
       "$bin" seed --users "$size" --max-follows "$follows" --posts-per-user "$posts" --seed 42 \
       --tokens-out "$tokens" > "$run/seed.log" 2>&1
     load_s="$(python3 -c "import time; print(round(time.time() - $started, 1))")"
     db_bytes="$(du -cb "$db"* | tail -1 | cut -f1)"
     python3 loadtest/scale_probe.py graph "$db" "$tokens" "$run"
 
-    SOCIALITE_FEED__STRATEGY="$strategy" SOCIALITE_STORAGE__PATH="$db" RUST_LOG=warn NO_COLOR=1 \
-      "$bin" serve --listen 127.0.0.1:0 > "$run/server.log" 2>&1 &
+    "${threshold[@]}" SOCIALITE_FEED__STRATEGY="$strategy" SOCIALITE_STORAGE__PATH="$db" \
+      RUST_LOG=warn,socialite=info NO_COLOR=1 "$bin" serve --listen 127.0.0.1:0 > "$run/server.log" 2>&1 &
     server_pid=$!
     base=""
     for _ in $(seq 1 600); do
@@ -121,12 +126,12 @@ for size in "$@"; do
     awk '/VmRSS|VmHWM/ {print $1, $2}' "/proc/$server_pid/status" > "$run/rss.txt"
     stop_server
     cat > "$run/run.json" <<EOF
-{"size": $size, "strategy": "$strategy", "load_s": $load_s, "warm_s": $warm_s, "db_bytes": $db_bytes,
- "hybrid_threshold": "${HYBRID_THRESHOLD:-default}", "conns": $conns, "arm": "$arm",
+{"size": $size, "strategy": "$arm_name", "load_s": $load_s, "warm_s": $warm_s, "db_bytes": $db_bytes,
+ "hybrid_threshold": "$thr", "conns": $conns, "arm": "$arm",
  "loadavg_after": "$(cut -d' ' -f1-3 /proc/loadavg)", "finished": "$(date -u +%FT%TZ)"}
 EOF
     tail -3 "$run/seed.log" > "$run/seed.tail"
     rm -f "$run/users.txt" "$run/top_readers.txt" "$db" "$db-wal" "$db-shm" "$tokens"
   done
 done
-"$venv/bin/python" loadtest/scale_report.py "$raw" "loadtest/results/scale-$(date -u +%F).md" docs/img
+"$venv/bin/python" loadtest/scale_report.py "$raw" "${REPORT:-loadtest/results/scale-$(date -u +%F).md}" "${IMG_DIR:-docs/img}"

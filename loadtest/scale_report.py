@@ -8,6 +8,7 @@ post-lag distribution). Needs matplotlib (scale.sh installs it into a venv).
 """
 import json
 import os
+import re
 import statistics
 import sys
 
@@ -90,6 +91,11 @@ def f(x, fmt="{:,.1f}"):
     return "–" if x is None else fmt.format(x)
 
 
+def rows_per_s(line):
+    m = re.search(r"(\d+) rows/s", line)
+    return f"{int(m.group(1)):,}" if m else "–"
+
+
 def ratio(a, b):
     return a["rps"] / b["rps"] if a and b and b["rps"] else None
 
@@ -105,12 +111,12 @@ def report(runs, skipped, out, img_rel):
     L.append(f"![cost against graph size]({img_rel}/scale-cost.png)\n")
     L.append(f"![post lag distribution]({img_rel}/scale-lag.png)\n")
     L.append("## Data sets\n")
-    L.append("| users | strategy | follows | posts | load (s) | loader's last line | DB (MB) | RSS after run (MB) | RSS peak (MB) | load avg after |")
+    L.append("| users | strategy | follows | posts | load (s) | loader's rows/s | DB (MB) | RSS after run (MB) | RSS peak (MB) | load avg after |")
     L.append("|---:|---|---:|---:|---:|---|---:|---:|---:|---|")
     for r in runs:
         g = r["graph"] or {}
         L.append(f"| {r['size']:,} | {r['strategy']} | {g.get('follows', 0):,} | {g.get('posts', 0):,} | "
-                 f"{r['load_s']:.1f} | {r['seed_tail'][:90]} | {r['db_bytes'] / 1e6:,.0f} | "
+                 f"{r['load_s']:.1f} | {rows_per_s(r['seed_tail'])} | {r['db_bytes'] / 1e6:,.0f} | "
                  f"{f(r['rss'].get('VmRSS', 0) / 1e6, '{:,.0f}')} | {f(r['rss'].get('VmHWM', 0) / 1e6, '{:,.0f}')} | "
                  f"{r['loadavg_after']} |")
     for tool in ("wrk", "k6"):
@@ -155,6 +161,14 @@ def report(runs, skipped, out, img_rel):
                      f"{len(g['top_readers'])} readers "
                      + ("follow all ten" if g["top_readers_follow_all"] else "follow the most of them")
                      + " (the top-10 reader arms use them).")
+    for r in runs:
+        if r["strategy"].startswith("hybrid") and r["graph"]:
+            t = r["hybrid_threshold"]
+            t = 10000 if t == "default" else int(t)
+            celebs = [x["id"] for x in r["graph"]["top"] if x["followers"] > t]
+            L.append(f"- {r['size']:,} users, {r['strategy']}: feed.hybrid_threshold = {t:,}; "
+                     f"{len(celebs)} of the ten largest accounts are celebrities"
+                     + (f" ({', '.join(celebs)})" if celebs else " (so this run behaves as cache)") + ".")
     if skipped:
         L.append("\n## Not run\n")
         for size, strategy, why in skipped:
@@ -176,7 +190,7 @@ def charts(runs, img):
         (axes[1][1], "database file (MB)", lambda r: r["db_bytes"] / 1e6),
     ]
     for ax, title, get in panels:
-        for s in ORDER:
+        for s in ORDER + sorted(set(by) - set(ORDER)):
             pts = [(r["size"], get(r)) for r in by.get(s, []) if get(r) is not None]
             if pts:
                 ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=s)
