@@ -22,7 +22,8 @@
 # materialise a copy of every post per follower, 2.6 GB at 20,000 users, so larger sizes
 # skip them), HYBRID_THRESHOLD (feed.hybrid_threshold, default the service's; a
 # STRATEGIES entry `hybrid:N` runs hybrid with threshold N as an arm of its own), CONNS,
-# ARM, LAG_POSTS, LAG_TIMEOUT (30 s per post), K6, REPORT and IMG_DIR (where to write). Traffic goes to 127.0.0.1 only.
+# ARM, LAG_POSTS, LAG_TIMEOUT (30 s per post), K6, REPORT and IMG_DIR (where to write),
+# RAW (an earlier run's raw directory: add to it, and report on both). Traffic goes to 127.0.0.1 only.
 # Not run in CI (minutes per size and gigabytes of disk): CI keeps its smoke run.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -47,7 +48,7 @@ cargo build --release --locked --quiet
 bin="$root/target/release/socialite"
 
 stamp="$(date -u +%Y%m%dT%H%M%SZ)"
-raw="$root/target/scale/$stamp"
+raw="${RAW:-$root/target/scale/$stamp}"
 data="$root/target/scale/data"
 mkdir -p "$raw" "$data"
 server_pid=""
