@@ -67,7 +67,7 @@ export SOCIALITE_RATE__WRITES_PER_MIN=100000000
 # wrk_arm NAME MODE [USERS_FILE]: one closed-loop wrk run; its JSON line to $run/wrk-NAME.json.
 wrk_arm() {
   wrk -t2 -c"$conns" -d"$arm" --timeout 10s -s loadtest/scale_wrk.lua "$base" -- "${@:2}" \
-    | grep '^{' > "$run/wrk-$1.json"
+    | grep '^{' > "$run/wrk-$1.json" || echo "wrk $1: no result" >&2
 }
 # k6_arm NAME OP [READERS]: one closed-loop ceiling.js run; summary to $run/k6-NAME.json.
 k6_arm() {
@@ -122,8 +122,10 @@ for size in "$@"; do
     k6_arm healthz healthz
     k6_arm read read
     k6_arm read_top read "$(cat "$run/top_readers.csv")"
-    python3 loadtest/scale_probe.py lag "$base" "$tokens" "$run/graph.json" largest "$lag_posts" "$lag_timeout" > "$run/lag-largest.json"
-    python3 loadtest/scale_probe.py lag "$base" "$tokens" "$run/graph.json" median "$lag_posts" "$lag_timeout" > "$run/lag-median.json"
+    python3 loadtest/scale_probe.py lag "$base" "$tokens" "$run/graph.json" largest "$lag_posts" "$lag_timeout" > "$run/lag-largest.json" \
+      || echo "lag probe (largest) failed" >&2
+    python3 loadtest/scale_probe.py lag "$base" "$tokens" "$run/graph.json" median "$lag_posts" "$lag_timeout" > "$run/lag-median.json" \
+      || echo "lag probe (median) failed" >&2
     awk '/VmRSS|VmHWM/ {print $1, $2}' "/proc/$server_pid/status" > "$run/rss.txt"
     stop_server
     cat > "$run/run.json" <<EOF
