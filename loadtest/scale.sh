@@ -23,7 +23,8 @@
 # skip them), HYBRID_THRESHOLD (feed.hybrid_threshold, default the service's; a
 # STRATEGIES entry `hybrid:N` runs hybrid with threshold N as an arm of its own), CONNS,
 # ARM, LAG_POSTS, LAG_TIMEOUT (30 s per post), K6, REPORT and IMG_DIR (where to write),
-# RAW (an earlier run's raw directory: add to it, and report on both). Traffic goes to 127.0.0.1 only.
+# RAW (an earlier run's raw directory: add to it, and report on both), BIN (a release
+# binary already built: no cargo build). Traffic goes to 127.0.0.1 only.
 # Not run in CI (minutes per size and gigabytes of disk): CI keeps its smoke run.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -44,8 +45,12 @@ if [[ ! -x "$venv/bin/python" ]] || ! "$venv/bin/python" -c 'import matplotlib' 
   python3 -m venv "$venv"
   "$venv/bin/pip" install --quiet "matplotlib==3.11.2"
 fi
-cargo build --release --locked --quiet
-bin="$root/target/release/socialite"
+if [[ -n "${BIN:-}" ]]; then
+  bin="$BIN"
+else
+  cargo build --release --locked --quiet
+  bin="$root/target/release/socialite"
+fi
 
 stamp="$(date -u +%Y%m%dT%H%M%SZ)"
 raw="${RAW:-$root/target/scale/$stamp}"
@@ -134,7 +139,7 @@ for size in "$@"; do
  "loadavg_after": "$(cut -d' ' -f1-3 /proc/loadavg)", "finished": "$(date -u +%FT%TZ)"}
 EOF
     tail -3 "$run/seed.log" > "$run/seed.tail"
-    rm -f "$run/users.txt" "$run/top_readers.txt" "$db" "$db-wal" "$db-shm" "$tokens"
+    rm -f "$run/users.txt" "$run/top_readers.txt" "$db" "$db"-* "$tokens"
   done
 done
 "$venv/bin/python" loadtest/scale_report.py "$raw" "${REPORT:-loadtest/results/scale-$(date -u +%F).md}" "${IMG_DIR:-docs/img}"

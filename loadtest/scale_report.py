@@ -199,6 +199,7 @@ def charts(runs, img):
         ax.set_xlabel("users")
         ax.grid(alpha=0.3)
     axes[1][0].set_yscale("symlog", linthresh=10)
+    axes[1][0].set_ylim(bottom=0)
     axes[1][1].set_yscale("log")
     axes[0][0].legend(fontsize=8)
     fig.tight_layout()
