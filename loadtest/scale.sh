@@ -14,7 +14,10 @@
 #     the post request's latency and the lag until the post tops the timelines of three
 #     of the author's followers (the highest id, the lowest, one between) and the
 #     timelines worker has nothing waiting (loadtest/scale_probe.py).
-# Each data set is deleted as soon as its run ends. Raw results go to target/scale/STAMP/;
+# Every strategy gets its own load, so each has a load time (hybrid also classifies its
+# celebrities during the load); each data set is deleted as soon as its run ends. The
+# warm-up reads every user's timeline once: cache and hybrid build their caches there,
+# about 10 minutes at 100,000 users on the shared 2 cores. Raw results go to target/scale/STAMP/;
 # loadtest/scale_report.py writes loadtest/results/scale-DATE.md and the charts
 # (docs/img/scale-*.png, with matplotlib in a venv under target/).
 #
