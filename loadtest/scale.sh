@@ -1,0 +1,148 @@
+#!/usr/bin/env bash
+# Usage: loadtest/scale.sh SIZES...        e.g. loadtest/scale.sh 10000 100000
+# The strategies compared at scale (issue 21, section 3), on the embedded store. For each
+# SIZE (users) and each strategy in STRATEGIES it bulk-loads a graph with
+# `socialite seed --users SIZE --max-follows 200 --posts-per-user 20 --seed 42
+# --tokens-out` (auth.mode = token), starts one release server on it and, in that one
+# run, measures:
+#   - load time, database file size (after the load) and server RSS (after the run);
+#   - warm timeline reads (page 1 of a random user, every user's timeline read once
+#     first) against /healthz, closed loop at CONNS (32) connections for ARM (10s) each,
+#     with wrk (2 threads) and with k6: throughput, p50, p99;
+#   - the same reads by readers who follow the ten largest accounts;
+#   - LAG_POSTS (10) posts, one at a time, by the largest account and by a median one:
+#     the post request's latency and the lag until the post tops the timelines of three
+#     of the author's followers (the highest id, the lowest, one between) and the
+#     timelines worker has nothing waiting (loadtest/scale_probe.py).
+# Every strategy gets its own load, so each has a load time (hybrid also classifies its
+# celebrities during the load); each data set is deleted as soon as its run ends. The
+# warm-up reads every user's timeline once: cache and hybrid build their caches there,
+# about 10 minutes at 100,000 users on the shared 2 cores. Raw results go to target/scale/STAMP/;
+# loadtest/scale_report.py writes loadtest/results/scale-DATE.md and the charts
+# (docs/img/scale-*.png, with matplotlib in a venv under target/).
+#
+# Knobs: STRATEGIES (default all five), BUCKET_MAX_USERS (20000: the bucket strategies
+# materialise a copy of every post per follower, 2.6 GB at 20,000 users, so larger sizes
+# skip them), HYBRID_THRESHOLD (feed.hybrid_threshold, default the service's; a
+# STRATEGIES entry `hybrid:N` runs hybrid with threshold N as an arm of its own), CONNS,
+# ARM, LAG_POSTS, LAG_TIMEOUT (30 s per post), K6, REPORT and IMG_DIR (where to write),
+# RAW (an earlier run's raw directory: add to it, and report on both), BIN (a release
+# binary already built: no cargo build). Traffic goes to 127.0.0.1 only.
+# Not run in CI (minutes per size and gigabytes of disk): CI keeps its smoke run.
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$root"
+(( $# > 0 )) || { sed -n 2,3p "$0" >&2; exit 2; }
+for size in "$@"; do [[ "$size" =~ ^[0-9]+$ ]] || { echo "not a size: $size" >&2; exit 2; }; done
+strategies=(${STRATEGIES:-fanout_on_read cache hybrid timed_buckets sized_buckets})
+bucket_max="${BUCKET_MAX_USERS:-20000}"
+conns="${CONNS:-32}" arm="${ARM:-10s}" lag_posts="${LAG_POSTS:-10}" lag_timeout="${LAG_TIMEOUT:-30}"
+follows=200 posts=20
+
+k6="${K6:-$(loadtest/install-k6.sh)}"
+if ! command -v wrk >/dev/null; then
+  apt-get install -y wrk >&2 || { apt-get update >&2 && apt-get install -y wrk >&2; }
+fi
+venv="$root/target/scale-venv"
+if [[ ! -x "$venv/bin/python" ]] || ! "$venv/bin/python" -c 'import matplotlib' 2>/dev/null; then
+  python3 -m venv "$venv"
+  "$venv/bin/pip" install --quiet "matplotlib==3.11.2"
+fi
+if [[ -n "${BIN:-}" ]]; then
+  bin="$BIN"
+else
+  cargo build --release --locked --quiet
+  bin="$root/target/release/socialite"
+fi
+
+stamp="$(date -u +%Y%m%dT%H%M%SZ)"
+raw="${RAW:-$root/target/scale/$stamp}"
+data="$root/target/scale/data"
+mkdir -p "$raw" "$data"
+server_pid=""
+stop_server() {
+  if [[ -n "$server_pid" ]]; then kill "$server_pid" 2>/dev/null || true; wait "$server_pid" 2>/dev/null || true; fi
+  server_pid=""
+}
+trap 'stop_server; rm -rf "$data"' EXIT
+
+export SOCIALITE_AUTH__MODE=token
+# All load comes from one address and a few users: the limits are raised, still checked.
+export SOCIALITE_RATE__IP_PER_MIN=100000000 SOCIALITE_RATE__READS_PER_MIN=100000000
+export SOCIALITE_RATE__WRITES_PER_MIN=100000000
+[[ -n "${HYBRID_THRESHOLD:-}" ]] && export SOCIALITE_FEED__HYBRID_THRESHOLD="$HYBRID_THRESHOLD"
+
+# wrk_arm NAME MODE [USERS_FILE]: one closed-loop wrk run; its JSON line to $run/wrk-NAME.json.
+wrk_arm() {
+  wrk -t2 -c"$conns" -d"$arm" --timeout 10s -s loadtest/scale_wrk.lua "$base" -- "${@:2}" \
+    | grep '^{' > "$run/wrk-$1.json" || echo "wrk $1: no result" >&2
+}
+# k6_arm NAME OP [READERS]: one closed-loop ceiling.js run; summary to $run/k6-NAME.json.
+k6_arm() {
+  BASE_URL="$base" USERS="$size" TOKENS_FILE="$tokens" OP="$2" READERS="${3:-}" VUS="$conns" \
+    DURATION="$arm" "$k6" run --quiet --no-color --summary-export "$run/k6-$1.json" \
+    loadtest/ceiling.js >/dev/null || echo "k6 $1: thresholds failed (see its summary)" >&2
+}
+
+for size in "$@"; do
+  for arm_name in "${strategies[@]}"; do
+    strategy="${arm_name%%:*}" threshold=(env) thr="${HYBRID_THRESHOLD:-default}"
+    if [[ "$arm_name" == *:* ]]; then
+      thr="${arm_name#*:}" threshold=(env SOCIALITE_FEED__HYBRID_THRESHOLD="$thr")
+    fi
+    run="$raw/$size-$arm_name"
+    mkdir -p "$run"
+    if [[ "$strategy" == *_buckets && "$size" -gt "$bucket_max" ]]; then
+      echo "{\"skipped\": \"bucket strategies materialise a copy of every post per follower; above BUCKET_MAX_USERS=$bucket_max they do not fit the disk\"}" > "$run/skipped.json"
+      continue
+    fi
+    echo "== $size users, $arm_name ($(date -u +%H:%M:%S))" >&2
+    db="$data/$strategy-$size.db" tokens="$data/$strategy-$size.tokens.json"
+    rm -f "$db" "$db-wal" "$db-shm"
+    started="$(date +%s.%N)"
+    "${threshold[@]}" SOCIALITE_FEED__STRATEGY="$strategy" SOCIALITE_STORAGE__PATH="$db" NO_COLOR=1 \
+      "$bin" seed --users "$size" --max-follows "$follows" --posts-per-user "$posts" --seed 42 \
+      --tokens-out "$tokens" > "$run/seed.log" 2>&1
+    load_s="$(python3 -c "import time; print(round(time.time() - $started, 1))")"
+    db_bytes="$(du -cb "$db"* | tail -1 | cut -f1)"
+    python3 loadtest/scale_probe.py graph "$db" "$tokens" "$run"
+
+    "${threshold[@]}" SOCIALITE_FEED__STRATEGY="$strategy" SOCIALITE_STORAGE__PATH="$db" \
+      RUST_LOG=warn,socialite=info NO_COLOR=1 "$bin" serve --listen 127.0.0.1:0 > "$run/server.log" 2>&1 &
+    server_pid=$!
+    base=""
+    for _ in $(seq 1 600); do
+      base="$(grep -o 'listening on http://[0-9.:]*' "$run/server.log" | head -1 | sed 's/listening on //')" || true
+      [[ -n "$base" ]] && break
+      sleep 0.1
+    done
+    [[ -n "$base" ]] || { tail -20 "$run/server.log" >&2; exit 1; }
+    [[ "$base" == http://127.0.0.1:* ]] || { echo "server not on 127.0.0.1: $base" >&2; exit 1; }
+    curl -fsS "$base/readyz" >/dev/null
+
+    warm_started="$(date +%s.%N)"
+    BASE_URL="$base" USERS="$size" TOKENS_FILE="$tokens" "$k6" run --quiet --no-color loadtest/warm.js >/dev/null
+    warm_s="$(python3 -c "import time; print(round(time.time() - $warm_started, 1))")"
+    # Arms alternate between /healthz and reads so each ratio compares neighbours.
+    wrk_arm healthz healthz
+    wrk_arm read read "$run/users.txt"
+    wrk_arm read_top read "$run/top_readers.txt"
+    k6_arm healthz healthz
+    k6_arm read read
+    k6_arm read_top read "$(cat "$run/top_readers.csv")"
+    python3 loadtest/scale_probe.py lag "$base" "$tokens" "$run/graph.json" largest "$lag_posts" "$lag_timeout" > "$run/lag-largest.json" \
+      || echo "lag probe (largest) failed" >&2
+    python3 loadtest/scale_probe.py lag "$base" "$tokens" "$run/graph.json" median "$lag_posts" "$lag_timeout" > "$run/lag-median.json" \
+      || echo "lag probe (median) failed" >&2
+    awk '/VmRSS|VmHWM/ {print $1, $2}' "/proc/$server_pid/status" > "$run/rss.txt"
+    stop_server
+    cat > "$run/run.json" <<EOF
+{"size": $size, "strategy": "$arm_name", "load_s": $load_s, "warm_s": $warm_s, "db_bytes": $db_bytes,
+ "hybrid_threshold": "$thr", "conns": $conns, "arm": "$arm",
+ "loadavg_after": "$(cut -d' ' -f1-3 /proc/loadavg)", "finished": "$(date -u +%FT%TZ)"}
+EOF
+    tail -3 "$run/seed.log" > "$run/seed.tail"
+    rm -f "$run/users.txt" "$run/top_readers.txt" "$db" "$db"-* "$tokens"
+  done
+done
+"$venv/bin/python" loadtest/scale_report.py "$raw" "${REPORT:-loadtest/results/scale-$(date -u +%F).md}" "${IMG_DIR:-docs/img}"
