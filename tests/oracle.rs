@@ -15,11 +15,13 @@ mod common;
 mod oracle {
     pub mod cluster;
     pub mod converge;
+    pub mod focus;
     pub mod logs;
     pub mod model;
     pub mod ops;
     pub mod reads;
     pub mod run;
+    pub mod tokens;
     pub mod world;
 }
 
@@ -52,7 +54,7 @@ async fn budget(kind: Kind) {
                 .expect("SOCIALITE_ORACLE_SEED is a number"),
         ],
         Err(_) if std::env::var("SOCIALITE_ORACLE_FRESH").is_ok() => Vec::new(),
-        Err(_) => vec![1, 2, 3],
+        Err(_) => vec![1, 2, 3, 4, 5],
     };
     let replay = seeds.len() == 1 && std::env::var("SOCIALITE_ORACLE_SEED").is_ok();
     let mut total = Outcome::default();

@@ -9,6 +9,7 @@ use rand::rngs::Xoshiro256PlusPlus;
 use rand::{RngExt, SeedableRng};
 use socialite::domain::FeedStrategy;
 
+use super::focus::Focus;
 use crate::common::{Kind, fresh_name, mongo_base_uri, mongo_uri_with_database, start_binary};
 
 #[derive(Debug, Clone)]
@@ -37,6 +38,10 @@ pub struct Topology {
     pub fault_seed: u64,
     /// Embedded: a tiny change-feed retention, so that a stalled worker loses history.
     pub trim: bool,
+    /// `faults.jitter` in milliseconds (0: none).
+    pub jitter_ms: u64,
+    pub hybrid_threshold: u64,
+    pub focus: Focus,
 }
 
 impl Topology {
@@ -52,7 +57,7 @@ impl Topology {
         } else {
             0
         };
-        Topology {
+        let mut topology = Topology {
             kind,
             processes,
             strategy,
@@ -73,7 +78,22 @@ impl Topology {
             wake_delay_ms,
             fault_seed: seed,
             trim: kind == Kind::Embedded && faults.is_some() && rng.random_bool(0.5),
+            jitter_ms: if rng.random_bool(0.3) {
+                rng.random_range(1..=20)
+            } else {
+                0
+            },
+            hybrid_threshold: 100,
+            focus: Focus::of(seed),
+        };
+        if let Some(clients) = std::env::var("SOCIALITE_ORACLE_CLIENTS")
+            .ok()
+            .and_then(|c| c.trim().parse().ok())
+        {
+            topology.clients = clients;
         }
+        topology.focus.shape(&mut topology, &mut rng);
+        topology
     }
 
     pub fn env(&self, db: &std::path::Path, mongo_db: &str) -> Vec<(String, OsString)> {
@@ -117,6 +137,11 @@ impl Topology {
         if self.wake_delay_ms > 0 {
             set("FAULTS__WAKE_DELAY", format!("{}ms", self.wake_delay_ms));
         }
+        if self.jitter_ms > 0 {
+            set("FAULTS__SEED", self.fault_seed.max(1).to_string());
+            set("FAULTS__JITTER", format!("{}ms", self.jitter_ms));
+        }
+        set("FEED__HYBRID_THRESHOLD", self.hybrid_threshold.to_string());
         if self.trim {
             set("CHANGE_FEED__RETENTION", "1s".into());
             set("CHANGE_FEED__MAX_RETENTION", "2s".into());

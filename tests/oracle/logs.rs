@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 
 use serde_json::Value;
-use socialite::derived::{Sources, newest_first_once};
+use socialite::derived::{Sources, newest_first};
 
 use super::model::{Model, Toggle};
 use super::reads::activity_entries;
@@ -40,7 +40,7 @@ pub async fn activity(world: &World, s: &Sources, rebuilt: bool) -> Vec<String> 
             continue;
         }
         let entries = activity_entries(&body);
-        if let Some(fault) = newest_first_once(&entries) {
+        if let Some(fault) = newest_first(&entries) {
             faults.push(format!("{user}'s activity: {fault}"));
         }
         let mut served: BTreeMap<(String, String), usize> = BTreeMap::new();

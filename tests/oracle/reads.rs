@@ -212,7 +212,8 @@ pub async fn profile_of(world: &World, rng: &mut Rng, user: String) {
     }
 }
 
-/// An activity page: newest first, each entry once.
+/// An activity page: newest first (how often each entry shows is checked after
+/// quiescence, against the history).
 pub async fn activity(world: &World, rng: &mut Rng) {
     let user = any_user(world, rng);
     let target = world.pick(rng).await;
@@ -223,7 +224,7 @@ pub async fn activity(world: &World, rng: &mut Rng) {
     };
     Stats::bump(&world.stats.reads_checked);
     let entries = activity_entries(&body);
-    if let Some(fault) = socialite::derived::newest_first_once(&entries) {
+    if let Some(fault) = socialite::derived::newest_first(&entries) {
         world
             .model()
             .violation(format!("{user}'s activity via {}: {fault}", target.slot));
