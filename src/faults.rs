@@ -2,6 +2,7 @@
 //! default (`[faults]` in the configuration). Named points sit where a crash or a pause
 //! is most telling: after a post is stored and before its fan-out, between fan-out
 //! batches, after a follow edge is written or removed and before the timeline upkeep,
+//! between an upkeep's read of the edge and its action,
 //! and in a worker between applying a batch and committing its position. At a point,
 //! the process aborts (as a `kill -9` would) with `faults.crash_probability`, or stalls
 //! for `faults.stall_for` with `faults.stall_probability`; `faults.wake_delay` delays

@@ -38,6 +38,8 @@ pub struct Topology {
     pub fault_seed: u64,
     /// Embedded: a tiny change-feed retention, so that a stalled worker loses history.
     pub trim: bool,
+    /// `faults.stall_for` in milliseconds (default: twice the lease, for take-overs).
+    pub stall_ms: Option<u64>,
     /// `faults.jitter` in milliseconds (0: none).
     pub jitter_ms: u64,
     pub hybrid_threshold: u64,
@@ -83,6 +85,7 @@ impl Topology {
             } else {
                 0
             },
+            stall_ms: None,
             hybrid_threshold: 100,
             focus: Focus::of(seed),
         };
@@ -132,7 +135,8 @@ impl Topology {
             set("FAULTS__SEED", self.fault_seed.max(1).to_string());
             set("FAULTS__CRASH_PROBABILITY", crash.to_string());
             set("FAULTS__STALL_PROBABILITY", stall.to_string());
-            set("FAULTS__STALL_FOR", format!("{}ms", self.lease_ttl_ms * 2));
+            let stall = self.stall_ms.unwrap_or(self.lease_ttl_ms * 2);
+            set("FAULTS__STALL_FOR", format!("{stall}ms"));
         }
         if self.wake_delay_ms > 0 {
             set("FAULTS__WAKE_DELAY", format!("{}ms", self.wake_delay_ms));

@@ -66,17 +66,17 @@ impl Focus {
                 t.trim = false;
             }
             Focus::Flip => {
-                let strategies = [
-                    FeedStrategy::Cache,
-                    FeedStrategy::SizedBuckets,
-                    FeedStrategy::TimedBuckets,
-                    FeedStrategy::Hybrid,
-                ];
+                // Bucket strategies hold every backfilled post; a cache only those
+                // above its bottom.
+                let strategies = [FeedStrategy::SizedBuckets, FeedStrategy::TimedBuckets];
                 t.strategy = strategies[rng.random_range(0..strategies.len())];
                 t.processes = rng.random_range(2..=3);
-                t.jitter_ms = rng.random_range(20..=40);
+                // Short stalls at a third of the points: an unfollow held between its
+                // edge write and its upkeep while the follow runs through.
+                t.faults = Some((0.0, 0.35));
+                t.stall_ms = Some(rng.random_range(40..=80));
+                t.jitter_ms = rng.random_range(0..=5);
                 t.kills = false;
-                t.faults = None;
                 t.trim = false;
             }
             Focus::Token => {
@@ -129,22 +129,36 @@ async fn first_page(world: &World, target: &Target, reader: &str, limit: u32) ->
     ids
 }
 
+/// The process holding the timelines worker (if one is up and says so), and the others.
+async fn by_timelines(world: &World) -> (Option<Target>, Vec<Target>) {
+    let (mut holder, mut others) = (None, Vec::new());
+    for target in world.cluster.up() {
+        let held = world
+            .read(&target, "/v1/workers", None)
+            .await
+            .is_some_and(|body| {
+                body["workers"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .any(|w| w["name"] == "timelines" && w["held_here"] == true)
+            });
+        if held && holder.is_none() {
+            holder = Some(target);
+        } else {
+            others.push(target);
+        }
+    }
+    (holder, others)
+}
+
 /// A process that does not hold the timelines worker, when one is up: its posts reach
 /// the worker only at the holder's next (delayed) wake-up.
 async fn away_from_timelines(world: &World, rng: &mut Rng) -> Target {
-    for target in world.cluster.up() {
-        if let Some(body) = world.read(&target, "/v1/workers", None).await {
-            let held = body["workers"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .any(|w| w["name"] == "timelines" && w["held_here"] == true);
-            if !held {
-                return target;
-            }
-        }
+    match by_timelines(world).await.1.pop() {
+        Some(target) => target,
+        None => world.pick(rng).await,
     }
-    world.pick(rng).await
 }
 
 /// Users never used by a late-push scenario, taken three at a time.
@@ -158,27 +172,27 @@ fn fresh_triple(world: &World) -> Option<[String; 3]> {
 }
 
 /// Reader `r` follows `a` (whose audience, with the fans u0 and u1, is above
-/// `inline_fanout_max`, so the worker delivers a's posts) and `b`; `a` posts P through a
-/// process without the worker; `b` posts `cache_size + 2` times; `r` reads (its cache is
+/// `inline_fanout_max`, so the worker delivers a's posts) and `b`; `a` posts P, all
+/// through a process without the timelines worker; `b` posts `cache_size + 2` times; `r` reads (its cache is
 /// built, cut at `cache_size`); `b` deletes one of the cached posts. The worker's push of
 /// P, older than every cached entry, must not make b's posts below the cache unreachable.
 pub async fn late_push(world: &World, rng: &mut Rng) {
     let Some([r, a, b]) = fresh_triple(world) else {
         return super::reads::timeline(world, rng).await;
     };
+    let away = away_from_timelines(world, rng).await;
     let fans = ["u0", "u1"];
     let audience = world.topology.inline_fanout_max as usize + 1;
     let mut followers = vec![r.clone()];
     followers.extend(fans.iter().take(audience - 1).map(|f| f.to_string()));
     for follower in &followers {
-        let target = world.pick(rng).await;
-        toggle_at(world, &target, follower, a.clone(), false, true).await;
+        toggle_at(world, &away, follower, a.clone(), false, true).await;
     }
-    let target = world.pick(rng).await;
-    toggle_at(world, &target, &r, b.clone(), false, true).await;
-    let away = away_from_timelines(world, rng).await;
+    toggle_at(world, &away, &r, b.clone(), false, true).await;
     super::ops::post_as(world, &away, &a).await;
-    let here = world.pick(rng).await;
+    // Every later write through the same process: one through the holder would wake
+    // its worker at once.
+    let here = away;
     for _ in 0..world.topology.cache_size + 2 {
         super::ops::post_as(world, &here, &b).await;
     }
@@ -198,7 +212,8 @@ pub async fn late_push(world: &World, rng: &mut Rng) {
 }
 
 /// `a` follows `b` (who has posts), then an unfollow and a follow of the pair at once,
-/// through two processes, the follow a little later.
+/// through two processes (the unfollow through the timelines worker's holder), the
+/// follow a little later.
 pub async fn flip_pair(world: &World, rng: &mut Rng) {
     let (a, b) = (any_user(world, rng), any_user(world, rng));
     if a == b {
@@ -217,8 +232,22 @@ pub async fn flip_pair(world: &World, rng: &mut Rng) {
     }
     let target = world.pick(rng).await;
     toggle_at(world, &target, &a, b.clone(), false, true).await;
-    let (t1, t2) = (world.pick(rng).await, world.pick(rng).await);
-    let lag = Duration::from_millis(rng.random_range(0..=15));
+    if world.topology.strategy == FeedStrategy::Cache {
+        // A cache to lose b's posts from.
+        first_page(world, &target, &a, 2).await;
+    }
+    // The unfollow through the worker's holder, which the unfollow wakes at once: the
+    // worker's own upkeep of the unfollow can then come before the request's.
+    let (holder, mut others) = by_timelines(world).await;
+    let t1 = match holder {
+        Some(t) => t,
+        None => world.pick(rng).await,
+    };
+    let t2 = match others.pop() {
+        Some(t) => t,
+        None => world.pick(rng).await,
+    };
+    let lag = Duration::from_millis(rng.random_range(0..=8));
     tokio::join!(toggle_at(world, &t1, &a, b.clone(), false, false), async {
         tokio::time::sleep(lag).await;
         toggle_at(world, &t2, &a, b.clone(), false, true).await
