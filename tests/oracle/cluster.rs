@@ -96,6 +96,9 @@ impl Topology {
             topology.clients = clients;
         }
         topology.focus.shape(&mut topology, &mut rng);
+        if soak_kills() {
+            topology.kills = true;
+        }
         topology
     }
 
@@ -157,6 +160,11 @@ impl Topology {
     pub fn describe(&self) -> String {
         format!("{self:?}")
     }
+}
+
+/// `SOCIALITE_ORACLE_KILLS=1` (the soak): `kill -9`s in every run, more often.
+pub fn soak_kills() -> bool {
+    std::env::var("SOCIALITE_ORACLE_KILLS").is_ok_and(|v| v.trim() == "1")
 }
 
 /// A server process slot: its current child, URL and generation (bumped per restart).

@@ -158,7 +158,12 @@ async fn create_users(world: &World) {
 /// that aborted on an in-binary fault.
 async fn chaos(world: Arc<World>, until: Instant, seed: u64) {
     let mut rng = Rng::seed_from_u64(seed ^ 0xc4a05);
-    let mut next_kill = Instant::now() + Duration::from_millis(rng.random_range(300..2500));
+    let gap = if super::cluster::soak_kills() {
+        100..700
+    } else {
+        300..2500
+    };
+    let mut next_kill = Instant::now() + Duration::from_millis(rng.random_range(gap.clone()));
     while Instant::now() < until {
         for slot in world.cluster.reap() {
             Stats::bump(&world.stats.aborts);
@@ -171,7 +176,7 @@ async fn chaos(world: Arc<World>, until: Instant, seed: u64) {
             }
             tokio::time::sleep(Duration::from_millis(rng.random_range(0..400))).await;
             world.cluster.restart(slot).await;
-            next_kill = Instant::now() + Duration::from_millis(rng.random_range(300..2500));
+            next_kill = Instant::now() + Duration::from_millis(rng.random_range(gap.clone()));
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
