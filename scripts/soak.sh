@@ -30,7 +30,7 @@ if [[ -z "${SOCIALITE_TEST_MONGODB_URI:-}" && -x tests/mongo-server/start.sh ]];
   fi
 fi
 
-cargo build --release --tests --bin socialite >&2 || exit 2
+cargo build --release --test oracle --bin socialite >&2 || exit 2
 # humantime durations, in seconds.
 seconds="$(python3 -c "
 import re,sys
