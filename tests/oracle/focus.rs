@@ -165,7 +165,13 @@ async fn away_from_timelines(world: &World, rng: &mut Rng) -> Target {
 fn fresh_triple(world: &World) -> Option<[String; 3]> {
     let mut model = world.model();
     let taken = model.focus_taken;
-    let users: Vec<String> = model.users.keys().skip(2 + taken).take(3).cloned().collect();
+    let users: Vec<String> = model
+        .users
+        .keys()
+        .skip(2 + taken)
+        .take(3)
+        .cloned()
+        .collect();
     let [r, a, b] = <[String; 3]>::try_from(users).ok()?;
     model.focus_taken += 3;
     Some([r, a, b])
@@ -202,7 +208,12 @@ pub async fn late_push(world: &World, rng: &mut Rng) {
         let model = world.model();
         served
             .into_iter()
-            .filter(|id| model.by_id.get(id).is_some_and(|&i| model.posts[i].author == b))
+            .filter(|id| {
+                model
+                    .by_id
+                    .get(id)
+                    .is_some_and(|&i| model.posts[i].author == b)
+            })
             .collect()
     };
     if !b_posts.is_empty() {

@@ -104,10 +104,12 @@ pub async fn events(world: &World, s: &Sources, rebuilt: bool) -> Option<Vec<Str
                 trimmed = true;
                 break;
             }
+            Reply::Answer(StatusCode::SERVICE_UNAVAILABLE, _) | Reply::Refused | Reply::Lost => {
+                return None;
+            }
             Reply::Answer(status, body) => {
                 return Some(vec![format!("GET {path}: {status} {body}")]);
             }
-            Reply::Refused | Reply::Lost => return None,
         };
         let events = page["events"].as_array().cloned().unwrap_or_default();
         if events.is_empty() {

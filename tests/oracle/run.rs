@@ -11,9 +11,9 @@ use serde_json::json;
 
 use super::cluster::{Cluster, Topology};
 use super::converge::{self, WorkerTotals};
+use super::focus::{self, Focus};
 use super::model::{Clock, Model, Span, UserM};
 use super::world::{Reply, Rng, Stats, World};
-use super::focus::{self, Focus};
 use super::{logs, ops, reads, tokens};
 use crate::common::Kind;
 

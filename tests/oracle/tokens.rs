@@ -51,7 +51,9 @@ pub async fn revoke_while_used(
         let use_path = &use_path;
         async move {
             tokio::time::sleep(std::time::Duration::from_millis(k)).await;
-            world.call(target, Method::GET, use_path, Some(token), None).await
+            world
+                .call(target, Method::GET, use_path, Some(token), None)
+                .await
         }
     });
     let invoke = world.now();
