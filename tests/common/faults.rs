@@ -216,11 +216,11 @@ impl FaultyTimelines {
 
     async fn held(&self, method: &str) {
         let hold = self.hold.lock().unwrap().clone();
-        if let Some(hold) = hold.filter(|h| h.method == method) {
-            if hold.armed.swap(false, Ordering::SeqCst) {
-                hold.reached.notify_one();
-                hold.release.notified().await;
-            }
+        if let Some(hold) = hold.filter(|h| h.method == method)
+            && hold.armed.swap(false, Ordering::SeqCst)
+        {
+            hold.reached.notify_one();
+            hold.release.notified().await;
         }
     }
 

@@ -45,7 +45,7 @@ impl Focus {
         ];
         match seed {
             1..=5 => FOCI[seed as usize - 1],
-            _ if (seed >> 7) % 2 == 0 => Focus::General,
+            _ if (seed >> 7).is_multiple_of(2) => Focus::General,
             _ => FOCI[(seed % 5) as usize],
         }
     }
