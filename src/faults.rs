@@ -2,10 +2,14 @@
 //! default (`[faults]` in the configuration). Named points sit where a crash or a pause
 //! is most telling: after a post is stored and before its fan-out, between fan-out
 //! batches, after a follow edge is written or removed and before the timeline upkeep,
+//! between an upkeep's read of the edge and its action,
 //! and in a worker between applying a batch and committing its position. At a point,
 //! the process aborts (as a `kill -9` would) with `faults.crash_probability`, or stalls
 //! for `faults.stall_for` with `faults.stall_probability`; `faults.wake_delay` delays
-//! an idle worker's timer wake-ups, through which it sees other processes' writes.
+//! an idle worker's timer wake-ups, through which it sees other processes' writes;
+//! `faults.jitter` makes every point first wait a random time, widening the windows
+//! between a read and the write that rests on it (a token's lookup and its caching, a
+//! recount's count and its write, an edge's write and its timeline upkeep).
 //!
 //! When off, a point is one load of an unset `OnceLock`.
 
@@ -22,6 +26,7 @@ struct Faults {
     stall: f64,
     stall_for: Duration,
     wake_delay: Duration,
+    jitter: Duration,
     draws: Mutex<Xoshiro256PlusPlus>,
 }
 
@@ -48,6 +53,7 @@ pub fn install(config: &FaultsConfig) {
         stall: config.stall_probability,
         stall_for: config.stall_for.0,
         wake_delay: config.wake_delay.0,
+        jitter: config.jitter.0,
         draws: Mutex::new(Xoshiro256PlusPlus::seed_from_u64(
             seed ^ u64::from(std::process::id()),
         )),
@@ -57,7 +63,13 @@ pub fn install(config: &FaultsConfig) {
 /// A named fault point: abort, stall, or (nearly always) nothing.
 pub async fn point(name: &'static str) {
     let Some(faults) = FAULTS.get() else { return };
-    let roll: f64 = faults.draws.lock().unwrap().random();
+    let (roll, wait): (f64, f64) = {
+        let mut draws = faults.draws.lock().unwrap();
+        (draws.random(), draws.random())
+    };
+    if !faults.jitter.is_zero() {
+        tokio::time::sleep(faults.jitter.mul_f64(wait)).await;
+    }
     if roll < faults.crash {
         tracing::error!(point = name, "fault injection: aborting the process");
         std::process::abort();

@@ -22,6 +22,9 @@ pub struct FaultsConfig {
     /// Added to every wake-up of an idle worker by its refresh timer, which is how it
     /// notices other processes' writes.
     pub wake_delay: HumanDuration,
+    /// Each fault point first waits a random time below this, which widens the
+    /// windows between a read and the write that rests on it (0: none).
+    pub jitter: HumanDuration,
 }
 
 impl Default for FaultsConfig {
@@ -32,6 +35,7 @@ impl Default for FaultsConfig {
             stall_probability: 0.0,
             stall_for: HumanDuration(Duration::from_secs(5)),
             wake_delay: HumanDuration(Duration::ZERO),
+            jitter: HumanDuration(Duration::ZERO),
         }
     }
 }
@@ -39,7 +43,10 @@ impl Default for FaultsConfig {
 impl FaultsConfig {
     /// Whether any fault can happen.
     pub fn active(&self) -> bool {
-        self.crash_probability > 0.0 || self.stall_probability > 0.0 || !self.wake_delay.0.is_zero()
+        self.crash_probability > 0.0
+            || self.stall_probability > 0.0
+            || !self.wake_delay.0.is_zero()
+            || !self.jitter.0.is_zero()
     }
 
     pub(super) fn validate(&self) -> anyhow::Result<()> {
@@ -56,8 +63,11 @@ impl FaultsConfig {
         }
         if self.stall_for.0 > Duration::from_secs(3600)
             || self.wake_delay.0 > Duration::from_secs(60)
+            || self.jitter.0 > Duration::from_secs(1)
         {
-            bail!("faults.stall_for must be at most 1h and faults.wake_delay at most 1m");
+            bail!(
+                "faults.stall_for must be at most 1h, faults.wake_delay at most 1m and faults.jitter at most 1s"
+            );
         }
         Ok(())
     }

@@ -233,6 +233,8 @@ impl Timelines {
         }
         let mut exists = self.store.graph.edge(follower, followee).await?.is_some();
         for _ in 0..MAX_SYNC_ROUNDS {
+            // Between the read of the edge and the upkeep that rests on it.
+            crate::faults::point("edge.read").await;
             if exists {
                 self.followed(follower, followee).await?;
             } else {

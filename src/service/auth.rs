@@ -265,6 +265,7 @@ impl Auth {
             .token_by_hash(&hash)
             .await?
             .ok_or(AuthError::Invalid)?;
+        crate::faults::point("token.looked_up").await;
         let verified = Arc::new(Verified {
             user: record.user.clone(),
             id: record.id,

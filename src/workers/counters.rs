@@ -134,6 +134,7 @@ impl Worker for CountersWorker {
             if counted.is_empty() {
                 return Ok(());
             }
+            crate::faults::point("counters.counted").await;
             let refused = self.users.write_counts(&counted).await?;
             if refused.is_empty() {
                 return Ok(());

@@ -9,6 +9,7 @@ use rand::rngs::Xoshiro256PlusPlus;
 use rand::{RngExt, SeedableRng};
 use socialite::domain::FeedStrategy;
 
+use super::focus::Focus;
 use crate::common::{Kind, fresh_name, mongo_base_uri, mongo_uri_with_database, start_binary};
 
 #[derive(Debug, Clone)]
@@ -37,6 +38,12 @@ pub struct Topology {
     pub fault_seed: u64,
     /// Embedded: a tiny change-feed retention, so that a stalled worker loses history.
     pub trim: bool,
+    /// `faults.stall_for` in milliseconds (default: twice the lease, for take-overs).
+    pub stall_ms: Option<u64>,
+    /// `faults.jitter` in milliseconds (0: none).
+    pub jitter_ms: u64,
+    pub hybrid_threshold: u64,
+    pub focus: Focus,
 }
 
 impl Topology {
@@ -52,7 +59,7 @@ impl Topology {
         } else {
             0
         };
-        Topology {
+        let mut topology = Topology {
             kind,
             processes,
             strategy,
@@ -73,7 +80,26 @@ impl Topology {
             wake_delay_ms,
             fault_seed: seed,
             trim: kind == Kind::Embedded && faults.is_some() && rng.random_bool(0.5),
+            jitter_ms: if rng.random_bool(0.3) {
+                rng.random_range(1..=20)
+            } else {
+                0
+            },
+            stall_ms: None,
+            hybrid_threshold: 100,
+            focus: Focus::of(seed),
+        };
+        if let Some(clients) = std::env::var("SOCIALITE_ORACLE_CLIENTS")
+            .ok()
+            .and_then(|c| c.trim().parse().ok())
+        {
+            topology.clients = clients;
         }
+        topology.focus.shape(&mut topology, &mut rng);
+        if soak_kills() {
+            topology.kills = true;
+        }
+        topology
     }
 
     pub fn env(&self, db: &std::path::Path, mongo_db: &str) -> Vec<(String, OsString)> {
@@ -112,11 +138,17 @@ impl Topology {
             set("FAULTS__SEED", self.fault_seed.max(1).to_string());
             set("FAULTS__CRASH_PROBABILITY", crash.to_string());
             set("FAULTS__STALL_PROBABILITY", stall.to_string());
-            set("FAULTS__STALL_FOR", format!("{}ms", self.lease_ttl_ms * 2));
+            let stall = self.stall_ms.unwrap_or(self.lease_ttl_ms * 2);
+            set("FAULTS__STALL_FOR", format!("{stall}ms"));
         }
         if self.wake_delay_ms > 0 {
             set("FAULTS__WAKE_DELAY", format!("{}ms", self.wake_delay_ms));
         }
+        if self.jitter_ms > 0 {
+            set("FAULTS__SEED", self.fault_seed.max(1).to_string());
+            set("FAULTS__JITTER", format!("{}ms", self.jitter_ms));
+        }
+        set("FEED__HYBRID_THRESHOLD", self.hybrid_threshold.to_string());
         if self.trim {
             set("CHANGE_FEED__RETENTION", "1s".into());
             set("CHANGE_FEED__MAX_RETENTION", "2s".into());
@@ -128,6 +160,29 @@ impl Topology {
     pub fn describe(&self) -> String {
         format!("{self:?}")
     }
+}
+
+/// Whether the checks of defects known and still open in issue 20 fail the run: always
+/// in the soak, and with `SOCIALITE_ORACLE_STRICT=1`; otherwise (the CI budget) they are
+/// reported on stderr as `KNOWN OPEN` and counted, so that what is tracked as open does
+/// not hide every other finding. Each such check names the defect it stands for.
+pub fn strict() -> bool {
+    soak_kills() || std::env::var("SOCIALITE_ORACLE_STRICT").is_ok_and(|v| v.trim() == "1")
+}
+
+/// Records a finding of a known open defect: a violation when [`strict`], a report
+/// otherwise.
+pub fn known_open(model: &mut super::model::Model, defect: &str, what: String) {
+    if strict() {
+        model.violation(what);
+    } else {
+        eprintln!("oracle: KNOWN OPEN (issue 20: {defect}) {what}");
+    }
+}
+
+/// `SOCIALITE_ORACLE_KILLS=1` (the soak): `kill -9`s in every run, more often.
+pub fn soak_kills() -> bool {
+    std::env::var("SOCIALITE_ORACLE_KILLS").is_ok_and(|v| v.trim() == "1")
 }
 
 /// A server process slot: its current child, URL and generation (bumped per restart).

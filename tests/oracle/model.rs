@@ -59,6 +59,8 @@ pub struct Model {
     /// Every operation, as it completed: `invoke..complete op -> result`.
     pub log: Vec<(i64, String)>,
     pub violations: Vec<String>,
+    /// Users handed out to late-push scenarios so far (after the two fans).
+    pub focus_taken: usize,
 }
 
 /// The nonce in a post's text names its index in [`Model::posts`].

@@ -36,6 +36,16 @@ pub async fn post(world: &World, rng: &mut Rng) {
     let tags: Vec<&str> = (0..rng.random_range(0..=3))
         .map(|_| TAGS[rng.random_range(0..TAGS.len())])
         .collect();
+    post_with(world, &target, &author, &tags).await;
+}
+
+/// A post by `author` through `target`, without tags.
+pub async fn post_as(world: &World, target: &Target, author: &str) {
+    post_with(world, target, author, &[]).await;
+}
+
+async fn post_with(world: &World, target: &Target, author: &str, tags: &[&str]) {
+    let author = author.to_owned();
     let invoke = world.now();
     let index = {
         let mut model = world.model();
@@ -57,7 +67,7 @@ pub async fn post(world: &World, rng: &mut Rng) {
     let path = format!("/v1/users/{author}/posts");
     let reply = world
         .call(
-            &target,
+            target,
             Method::POST,
             &path,
             Some(&token),
@@ -109,6 +119,12 @@ pub async fn delete(world: &World, rng: &mut Rng) {
     };
     let Some((id, author)) = choice else { return };
     let target = world.pick(rng).await;
+    delete_at(world, &target, &id, &author).await;
+}
+
+/// A delete of `author`'s post `id` through `target`.
+pub async fn delete_at(world: &World, target: &Target, id: &str, author: &str) {
+    let (id, author) = (id.to_owned(), author.to_owned());
     let token = world.token(&author);
     let invoke = world.now();
     let index = {
@@ -122,7 +138,7 @@ pub async fn delete(world: &World, rng: &mut Rng) {
     };
     let reply = world
         .call(
-            &target,
+            target,
             Method::DELETE,
             &format!("/v1/posts/{id}"),
             Some(&token),
@@ -300,64 +316,6 @@ pub async fn rename(world: &World, rng: &mut Rng) {
                 model.violation(format!("rename {user}: {reply:?}"));
             }
         }
-    }
-}
-
-/// Issues a token, uses it while revoking it, then checks it is refused at once in the
-/// revoking process and everywhere after `auth.token_cache_ttl`.
-pub async fn token_race(world: &World, rng: &mut Rng) {
-    let user = any_user(world, rng);
-    let target = world.pick(rng).await;
-    let main = world.token(&user);
-    let issued = world
-        .call(
-            &target,
-            Method::POST,
-            &format!("/v1/users/{user}/tokens"),
-            Some(&main),
-            None,
-        )
-        .await;
-    let Reply::Answer(StatusCode::CREATED, body) = issued else {
-        return;
-    };
-    let (token, id) = (
-        body["token"].as_str().unwrap().to_owned(),
-        body["id"].as_str().unwrap().to_owned(),
-    );
-    let use_path = format!("/v1/users/{user}/timeline?limit=1");
-    let revoke_path = format!("/v1/users/{user}/tokens/{id}");
-    let uses = (0..3).map(|_| world.call(&target, Method::GET, &use_path, Some(&token), None));
-    let invoke = world.now();
-    let (revoked, _) = tokio::join!(
-        world.call(&target, Method::DELETE, &revoke_path, Some(&main), None),
-        futures::future::join_all(uses)
-    );
-    let complete = match revoked {
-        Reply::Answer(StatusCode::NO_CONTENT, _) => world.now(),
-        _ => return,
-    };
-    let here = (target.slot, target.generation);
-    world.model().record(
-        Span { invoke, complete },
-        format!("revoke token {id} of {user} via {}", target.slot),
-    );
-    for attempt in 0..4 {
-        let other = world.pick(rng).await;
-        let at = if attempt < 3 { target.clone() } else { other };
-        let sent = world.now();
-        let reply = world
-            .call(&at, Method::GET, &use_path, Some(&token), None)
-            .await;
-        let same = (at.slot, at.generation) == here;
-        let late = sent > complete + world.topology.token_ttl_ms as i64 * 1000;
-        if (same || late) && reply.status() == Some(StatusCode::OK) {
-            world.model().violation(format!(
-                "token {id} of {user} revoked via process {} at {complete}us accepted by process {} at {sent}us",
-                target.slot, at.slot
-            ));
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
     }
 }
 

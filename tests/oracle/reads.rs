@@ -200,10 +200,16 @@ pub async fn profile_of(world: &World, rng: &mut Rng, user: String) {
         // Never below what acknowledged writes imply; above is allowed while writes
         // race with recounts (exact after quiescence).
         if shown < lo[k] {
-            model.violation(format!(
+            let what = format!(
                 "{user}'s {field} via {} [{t0}..{t1}] is {shown}, acknowledged writes allow {}..={}",
                 target.slot, lo[k], hi[k]
-            ));
+            );
+            if world.topology.kind == crate::common::Kind::Mongo {
+                let defect = "MongoDB counters below acknowledged writes during a run";
+                super::cluster::known_open(&mut model, defect, what);
+            } else {
+                model.violation(what);
+            }
         }
     }
     let name = body["display_name"].as_str().unwrap_or_default().to_owned();
@@ -212,7 +218,8 @@ pub async fn profile_of(world: &World, rng: &mut Rng, user: String) {
     }
 }
 
-/// An activity page: newest first, each entry once.
+/// An activity page: newest first (how often each entry shows is checked after
+/// quiescence, against the history).
 pub async fn activity(world: &World, rng: &mut Rng) {
     let user = any_user(world, rng);
     let target = world.pick(rng).await;
@@ -223,7 +230,7 @@ pub async fn activity(world: &World, rng: &mut Rng) {
     };
     Stats::bump(&world.stats.reads_checked);
     let entries = activity_entries(&body);
-    if let Some(fault) = socialite::derived::newest_first_once(&entries) {
+    if let Some(fault) = socialite::derived::newest_first(&entries) {
         world
             .model()
             .violation(format!("{user}'s activity via {}: {fault}", target.slot));

@@ -11,9 +11,10 @@ use serde_json::json;
 
 use super::cluster::{Cluster, Topology};
 use super::converge::{self, WorkerTotals};
+use super::focus::{self, Focus};
 use super::model::{Clock, Model, Span, UserM};
 use super::world::{Reply, Rng, Stats, World};
-use super::{logs, ops, reads};
+use super::{logs, ops, reads, tokens};
 use crate::common::Kind;
 
 /// What a run did and found.
@@ -27,23 +28,51 @@ pub struct Outcome {
     pub report: String,
 }
 
-/// The weighted operations a client draws from.
-const WEIGHTS: [(Op, u32); 14] = [
-    (Op::Post, 20),
-    (Op::Delete, 6),
-    (Op::Follow, 12),
-    (Op::Unfollow, 7),
-    (Op::Like, 6),
-    (Op::Unlike, 3),
-    (Op::Rename, 3),
-    (Op::Token, 2),
-    (Op::Timeline, 15),
-    (Op::OwnPosts, 5),
-    (Op::Profile, 8),
-    (Op::Activity, 4),
-    (Op::Flip, 4),
-    (Op::FollowBurst, 3),
-];
+/// The weighted operations a client draws from, per focus.
+fn weights(focus: Focus) -> &'static [(Op, u32)] {
+    match focus {
+        Focus::General => &[
+            (Op::Post, 20),
+            (Op::Delete, 6),
+            (Op::Follow, 12),
+            (Op::Unfollow, 7),
+            (Op::Like, 6),
+            (Op::Unlike, 3),
+            (Op::Rename, 3),
+            (Op::Token, 2),
+            (Op::Timeline, 15),
+            (Op::OwnPosts, 5),
+            (Op::Profile, 8),
+            (Op::Activity, 4),
+            (Op::Flip, 4),
+            (Op::FollowBurst, 3),
+        ],
+        Focus::LatePush => &[(Op::LatePush, 10)],
+        Focus::Flip => &[
+            (Op::FlipPair, 10),
+            (Op::Post, 3),
+            (Op::Timeline, 3),
+            (Op::Delete, 1),
+        ],
+        Focus::Token => &[(Op::TokenStorm, 10), (Op::Post, 1), (Op::Timeline, 1)],
+        Focus::Counters => &[
+            (Op::FollowStorm, 10),
+            (Op::FollowBurst, 3),
+            (Op::Post, 2),
+            (Op::Profile, 2),
+        ],
+        Focus::Hybrid => &[
+            (Op::Post, 20),
+            (Op::Delete, 5),
+            (Op::Follow, 25),
+            (Op::Unfollow, 18),
+            (Op::Flip, 4),
+            (Op::Timeline, 20),
+            (Op::Rename, 2),
+            (Op::Profile, 4),
+        ],
+    }
+}
 
 #[derive(Debug, Clone, Copy)]
 enum Op {
@@ -61,12 +90,17 @@ enum Op {
     Activity,
     Flip,
     FollowBurst,
+    LatePush,
+    FlipPair,
+    TokenStorm,
+    FollowStorm,
 }
 
 async fn one(world: &World, rng: &mut Rng) {
-    let total: u32 = WEIGHTS.iter().map(|(_, w)| w).sum();
+    let weights = weights(world.topology.focus);
+    let total: u32 = weights.iter().map(|(_, w)| w).sum();
     let mut pick = rng.random_range(0..total);
-    let op = WEIGHTS
+    let op = weights
         .iter()
         .find(|(_, w)| {
             let hit = pick < *w;
@@ -83,13 +117,17 @@ async fn one(world: &World, rng: &mut Rng) {
         Op::Like => ops::toggle(world, rng, true, true).await,
         Op::Unlike => ops::toggle(world, rng, true, false).await,
         Op::Rename => ops::rename(world, rng).await,
-        Op::Token => ops::token_race(world, rng).await,
+        Op::Token => tokens::token_race(world, rng, 3).await,
         Op::Timeline => reads::timeline(world, rng).await,
         Op::OwnPosts => reads::own_posts(world, rng).await,
         Op::Profile => reads::profile(world, rng).await,
         Op::Activity => reads::activity(world, rng).await,
         Op::Flip => ops::flip(world, rng).await,
         Op::FollowBurst => ops::follow_burst(world, rng).await,
+        Op::LatePush => focus::late_push(world, rng).await,
+        Op::FlipPair => focus::flip_pair(world, rng).await,
+        Op::TokenStorm => tokens::token_race(world, rng, 10).await,
+        Op::FollowStorm => focus::follow_storm(world, rng).await,
     }
     Stats::bump(&world.stats.ops);
 }
@@ -120,7 +158,12 @@ async fn create_users(world: &World) {
 /// that aborted on an in-binary fault.
 async fn chaos(world: Arc<World>, until: Instant, seed: u64) {
     let mut rng = Rng::seed_from_u64(seed ^ 0xc4a05);
-    let mut next_kill = Instant::now() + Duration::from_millis(rng.random_range(300..2500));
+    let gap = if super::cluster::soak_kills() {
+        100..700
+    } else {
+        300..2500
+    };
+    let mut next_kill = Instant::now() + Duration::from_millis(rng.random_range(gap.clone()));
     while Instant::now() < until {
         for slot in world.cluster.reap() {
             Stats::bump(&world.stats.aborts);
@@ -133,7 +176,7 @@ async fn chaos(world: Arc<World>, until: Instant, seed: u64) {
             }
             tokio::time::sleep(Duration::from_millis(rng.random_range(0..400))).await;
             world.cluster.restart(slot).await;
-            next_kill = Instant::now() + Duration::from_millis(rng.random_range(300..2500));
+            next_kill = Instant::now() + Duration::from_millis(rng.random_range(gap.clone()));
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }

@@ -1,0 +1,289 @@
+//! Per-seed focus: most seeds draw from the general mix, the others bias the topology and
+//! the operations towards one class of edge, so that a short budget still reaches it:
+//! late pushes below a cache's oldest entry, an unfollow racing a follow of one pair, a
+//! token used while it is revoked, a recount racing a follow, and hybrid authors crossing
+//! their threshold both ways.
+
+use std::time::Duration;
+
+use rand::RngExt;
+use socialite::domain::FeedStrategy;
+
+use super::cluster::{Target, Topology};
+use super::ops::{any_user, toggle_at};
+use super::world::{Rng, World};
+use crate::common::Kind;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Focus {
+    General,
+    /// A cache built and trimmed below its size before a worker's late push of an older
+    /// post (`cache` strategy, several processes, delayed wake-ups).
+    LatePush,
+    /// An unfollow and a follow of one standing pair at once through two processes, with
+    /// jitter between each edge write and its timeline upkeep.
+    Flip,
+    /// Tokens used many times while they are revoked, with jitter between a token's
+    /// lookup and its caching.
+    Token,
+    /// Quick follows of one user and profile reads, with jitter in recounts.
+    Counters,
+    /// `hybrid` with a threshold of 2 to 4, authors crossing it both ways.
+    Hybrid,
+}
+
+impl Focus {
+    /// Seeds 1 to 5 (the fixed ones) each take one focus; other seeds are general half
+    /// the time.
+    pub fn of(seed: u64) -> Focus {
+        const FOCI: [Focus; 5] = [
+            Focus::LatePush,
+            Focus::Flip,
+            Focus::Token,
+            Focus::Counters,
+            Focus::Hybrid,
+        ];
+        match seed {
+            1..=5 => FOCI[seed as usize - 1],
+            _ if (seed >> 7).is_multiple_of(2) => Focus::General,
+            _ => FOCI[(seed % 5) as usize],
+        }
+    }
+
+    /// Bends the general topology `t` towards this focus.
+    pub fn shape(self, t: &mut Topology, rng: &mut Rng) {
+        match self {
+            Focus::General => {}
+            Focus::LatePush => {
+                t.strategy = FeedStrategy::Cache;
+                t.processes = rng.random_range(2..=3);
+                t.inline_fanout_max = rng.random_range(1..=2);
+                t.cache_size = rng.random_range(3..=4);
+                t.wake_delay_ms = rng.random_range(400..=700);
+                t.users = 40;
+                t.kills = false;
+                t.faults = None;
+                t.trim = false;
+            }
+            Focus::Flip => {
+                // Bucket strategies hold every backfilled post; a cache only those
+                // above its bottom.
+                let strategies = [FeedStrategy::SizedBuckets, FeedStrategy::TimedBuckets];
+                t.strategy = strategies[rng.random_range(0..strategies.len())];
+                t.processes = rng.random_range(2..=3);
+                // Short stalls at a third of the points: an unfollow held between its
+                // edge write and its upkeep while the follow runs through.
+                t.faults = Some((0.0, 0.35));
+                t.stall_ms = Some(rng.random_range(40..=80));
+                t.jitter_ms = rng.random_range(0..=5);
+                t.kills = false;
+                t.trim = false;
+            }
+            Focus::Token => {
+                t.processes = rng.random_range(1..=2);
+                t.jitter_ms = rng.random_range(5..=15);
+                t.kills = false;
+                t.faults = None;
+                t.trim = false;
+            }
+            Focus::Counters => {
+                t.processes = 1;
+                t.jitter_ms = rng.random_range(20..=50);
+                t.users = rng.random_range(8..=12);
+                t.kills = false;
+                t.faults = None;
+                t.trim = false;
+            }
+            Focus::Hybrid => {
+                t.strategy = FeedStrategy::Hybrid;
+                t.users = rng.random_range(6..=8);
+            }
+        }
+        if t.strategy == FeedStrategy::Hybrid {
+            t.hybrid_threshold = rng.random_range(2..=4);
+        }
+        if t.kind == Kind::Mongo && self == Focus::LatePush {
+            // The stand-in is slower: room for the cache's build and trim.
+            t.wake_delay_ms += 300;
+        }
+    }
+}
+
+/// The first page of `reader`'s timeline (which builds their cache); the items served.
+async fn first_page(world: &World, target: &Target, reader: &str, limit: u32) -> Vec<String> {
+    let token = world.token(reader);
+    let path = format!("/v1/users/{reader}/timeline?limit={limit}");
+    let t0 = world.now();
+    let Some(page) = world.read(target, &path, Some(&token)).await else {
+        return Vec::new();
+    };
+    let t1 = world.now();
+    let mut model = world.model();
+    let mut ids = Vec::new();
+    for item in page["items"].as_array().into_iter().flatten() {
+        if let Some(fault) = super::reads::item_fault(&mut model, reader, item, t0, t1) {
+            model.violation(format!("{reader}'s first page [{t0}..{t1}]: {fault}"));
+        }
+        ids.push(item["id"].as_str().unwrap_or_default().to_owned());
+    }
+    ids
+}
+
+/// The process holding the timelines worker (if one is up and says so), and the others.
+async fn by_timelines(world: &World) -> (Option<Target>, Vec<Target>) {
+    let (mut holder, mut others) = (None, Vec::new());
+    for target in world.cluster.up() {
+        let held = world
+            .read(&target, "/v1/workers", None)
+            .await
+            .is_some_and(|body| {
+                body["workers"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .any(|w| w["name"] == "timelines" && w["held_here"] == true)
+            });
+        if held && holder.is_none() {
+            holder = Some(target);
+        } else {
+            others.push(target);
+        }
+    }
+    (holder, others)
+}
+
+/// A process that does not hold the timelines worker, when one is up: its posts reach
+/// the worker only at the holder's next (delayed) wake-up.
+async fn away_from_timelines(world: &World, rng: &mut Rng) -> Target {
+    match by_timelines(world).await.1.pop() {
+        Some(target) => target,
+        None => world.pick(rng).await,
+    }
+}
+
+/// Users never used by a late-push scenario, taken three at a time.
+fn fresh_triple(world: &World) -> Option<[String; 3]> {
+    let mut model = world.model();
+    let taken = model.focus_taken;
+    let users: Vec<String> = model
+        .users
+        .keys()
+        .skip(2 + taken)
+        .take(3)
+        .cloned()
+        .collect();
+    let [r, a, b] = <[String; 3]>::try_from(users).ok()?;
+    model.focus_taken += 3;
+    Some([r, a, b])
+}
+
+/// Reader `r` follows `a` (whose audience, with the fans u0 and u1, is above
+/// `inline_fanout_max`, so the worker delivers a's posts) and `b`; `a` posts P, all
+/// through a process without the timelines worker; `b` posts `cache_size + 2` times; `r` reads (its cache is
+/// built, cut at `cache_size`); `b` deletes one of the cached posts. The worker's push of
+/// P, older than every cached entry, must not make b's posts below the cache unreachable.
+pub async fn late_push(world: &World, rng: &mut Rng) {
+    let Some([r, a, b]) = fresh_triple(world) else {
+        return super::reads::timeline(world, rng).await;
+    };
+    let away = away_from_timelines(world, rng).await;
+    let fans = ["u0", "u1"];
+    let audience = world.topology.inline_fanout_max as usize + 1;
+    let mut followers = vec![r.clone()];
+    followers.extend(fans.iter().take(audience - 1).map(|f| f.to_string()));
+    for follower in &followers {
+        toggle_at(world, &away, follower, a.clone(), false, true).await;
+    }
+    toggle_at(world, &away, &r, b.clone(), false, true).await;
+    super::ops::post_as(world, &away, &a).await;
+    // Every later write through the same process: one through the holder would wake
+    // its worker at once.
+    let here = away;
+    for _ in 0..world.topology.cache_size + 2 {
+        super::ops::post_as(world, &here, &b).await;
+    }
+    let limit = rng.random_range(1..=world.topology.cache_size);
+    let served = first_page(world, &here, &r, limit).await;
+    let b_posts: Vec<String> = {
+        let model = world.model();
+        served
+            .into_iter()
+            .filter(|id| {
+                model
+                    .by_id
+                    .get(id)
+                    .is_some_and(|&i| model.posts[i].author == b)
+            })
+            .collect()
+    };
+    if !b_posts.is_empty() {
+        let id = b_posts[rng.random_range(0..b_posts.len())].clone();
+        super::ops::delete_at(world, &here, &id, &b).await;
+    }
+}
+
+/// `a` follows `b` (who has posts), then an unfollow and a follow of the pair at once,
+/// through two processes (the unfollow through the timelines worker's holder), the
+/// follow a little later.
+pub async fn flip_pair(world: &World, rng: &mut Rng) {
+    let (a, b) = (any_user(world, rng), any_user(world, rng));
+    if a == b {
+        return;
+    }
+    let posts = world
+        .model()
+        .posts
+        .iter()
+        .filter(|p| p.author == b && p.id.is_some())
+        .count();
+    if posts < 2 {
+        let target = world.pick(rng).await;
+        super::ops::post_as(world, &target, &b).await;
+        super::ops::post_as(world, &target, &b).await;
+    }
+    let target = world.pick(rng).await;
+    toggle_at(world, &target, &a, b.clone(), false, true).await;
+    if world.topology.strategy == FeedStrategy::Cache {
+        // A cache to lose b's posts from.
+        first_page(world, &target, &a, 2).await;
+    }
+    // The unfollow through the worker's holder, which the unfollow wakes at once: the
+    // worker's own upkeep of the unfollow can then come before the request's.
+    let (holder, mut others) = by_timelines(world).await;
+    let t1 = match holder {
+        Some(t) => t,
+        None => world.pick(rng).await,
+    };
+    let t2 = match others.pop() {
+        Some(t) => t,
+        None => world.pick(rng).await,
+    };
+    let lag = Duration::from_millis(rng.random_range(0..=8));
+    tokio::join!(toggle_at(world, &t1, &a, b.clone(), false, false), async {
+        tokio::time::sleep(lag).await;
+        toggle_at(world, &t2, &a, b.clone(), false, true).await
+    });
+}
+
+/// Two or three quick follows of one user, then its profile a few times: the count may
+/// never go below what the acknowledged follows imply.
+pub async fn follow_storm(world: &World, rng: &mut Rng) {
+    let x = any_user(world, rng);
+    let target = world.pick(rng).await;
+    for _ in 0..rng.random_range(2..=3) {
+        let f = any_user(world, rng);
+        if f != x {
+            toggle_at(world, &target, &f, x.clone(), false, true).await;
+        }
+        if rng.random_bool(0.3) {
+            let u = any_user(world, rng);
+            if u != x {
+                toggle_at(world, &target, &u, x.clone(), false, false).await;
+            }
+        }
+    }
+    for _ in 0..3 {
+        super::reads::profile_of(world, rng, x.clone()).await;
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
