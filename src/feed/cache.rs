@@ -163,6 +163,7 @@ impl FeedService for CacheFeed {
         &self,
         follower: &str,
         followee: &str,
+        _since_ms: i64,
         name: Option<&NameStamp>,
     ) -> StoreResult<()> {
         // The followee's newest `cache_size`: any older post of theirs above the cache's

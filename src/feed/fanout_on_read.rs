@@ -69,6 +69,7 @@ impl FeedService for FanoutOnRead {
         &self,
         _follower: &str,
         _followee: &str,
+        _since_ms: i64,
         _name: Option<&NameStamp>,
     ) -> StoreResult<()> {
         Ok(())

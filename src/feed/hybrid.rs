@@ -87,9 +87,12 @@ impl FeedService for HybridFeed {
         &self,
         follower: &str,
         followee: &str,
+        since_ms: i64,
         name: Option<&NameStamp>,
     ) -> StoreResult<()> {
-        self.cache.followed(follower, followee, name).await
+        self.cache
+            .followed(follower, followee, since_ms, name)
+            .await
     }
 
     async fn unfollowed(&self, follower: &str, followee: &str) -> StoreResult<()> {

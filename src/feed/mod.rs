@@ -25,7 +25,7 @@ pub use sized_buckets::SizedBuckets;
 pub use timed_buckets::TimedBuckets;
 
 use crate::domain::{FeedStrategy, NameStamp, Post, PostId, TimelineEntry, TimelineKind};
-use crate::store::{Store, StoreError, StoreResult};
+use crate::store::{EdgeState, Store, StoreError, StoreResult};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FeedSettings {
@@ -95,10 +95,12 @@ pub trait FeedService: Send + Sync {
 
     /// Brings `followee`'s recent posts into `follower`'s timeline, stamped with
     /// `followee`'s `name`.
+    /// `since_ms` is when the edge was stored (see [`backfill_posts`]).
     async fn followed(
         &self,
         follower: &str,
         followee: &str,
+        since_ms: i64,
         name: Option<&NameStamp>,
     ) -> StoreResult<()>;
 
@@ -219,7 +221,8 @@ impl Timelines {
     /// Brings `follower`'s timeline in line with the edge `follower` → `followee` as it
     /// stands: a backfill while it exists, a removal of the followee's entries while it
     /// does not. Called after every follow and unfollow, by the request and again by the
-    /// timelines worker. Returns whether the edge existed when the upkeep last ran.
+    /// timelines worker. Returns when the edge the upkeep last ran on was created, `None`
+    /// when it ran on no edge.
     ///
     /// The upkeep is not atomic with the edge change, so it may land after a newer
     /// change's own upkeep: an unfollow's removal after a racing follow's backfill (in
@@ -227,24 +230,24 @@ impl Timelines {
     /// good. So the edge is read again after each upkeep, and the upkeep repeated until
     /// that read agrees with the state it acted on: whichever upkeep lands last was
     /// checked against the edge after it landed, so the last change always wins.
-    pub async fn sync_edge(&self, follower: &str, followee: &str) -> StoreResult<bool> {
+    pub async fn sync_edge(&self, follower: &str, followee: &str) -> StoreResult<Option<i64>> {
+        let created = |edge: Option<EdgeState>| edge.map(|e| e.created_ms);
+        let mut edge = created(self.store.graph.edge(follower, followee).await?);
         if self.feed.kind().is_none() {
-            return Ok(self.store.graph.edge(follower, followee).await?.is_some());
+            return Ok(edge);
         }
-        let mut exists = self.store.graph.edge(follower, followee).await?.is_some();
         for _ in 0..MAX_SYNC_ROUNDS {
             // Between the read of the edge and the upkeep that rests on it.
             crate::faults::point("edge.read").await;
-            if exists {
-                self.followed(follower, followee).await?;
-            } else {
-                self.feed.unfollowed(follower, followee).await?;
+            match edge {
+                Some(since_ms) => self.followed(follower, followee, since_ms).await?,
+                None => self.feed.unfollowed(follower, followee).await?,
             }
-            let now = self.store.graph.edge(follower, followee).await?.is_some();
-            if now == exists {
-                return Ok(exists);
+            let now = created(self.store.graph.edge(follower, followee).await?);
+            if now == edge {
+                return Ok(edge);
             }
-            exists = now;
+            edge = now;
         }
         // Giving up silently could leave the last upkeep wrong: fail, so that the
         // request answers 503 and the worker retries the change.
@@ -255,15 +258,17 @@ impl Timelines {
 
     /// Backfills `followee`'s posts into `follower`'s timeline, stamped with the name
     /// read before, and stamps them again if a rename landed meanwhile.
-    async fn followed(&self, follower: &str, followee: &str) -> StoreResult<()> {
+    async fn followed(&self, follower: &str, followee: &str, since_ms: i64) -> StoreResult<()> {
         if !self.settings.embed_content {
-            return self.feed.followed(follower, followee, None).await;
+            return self.feed.followed(follower, followee, since_ms, None).await;
         }
         let Some(before) = self.store.users.user(followee).await? else {
             return Ok(());
         };
         let name = before.name_stamp();
-        self.feed.followed(follower, followee, Some(&name)).await?;
+        self.feed
+            .followed(follower, followee, since_ms, Some(&name))
+            .await?;
         match self.store.users.user(followee).await? {
             Some(now) if now.version > name.version => {
                 let follower = [follower.to_owned()];
@@ -273,6 +278,32 @@ impl Timelines {
             _ => Ok(()),
         }
     }
+}
+
+/// The posts of `followee` a follow stored at `since_ms` backfills, newest first: the
+/// newest `limit` written up to the follow, however late the backfill runs (a crash
+/// can leave it to the worker, after newer posts that fan-out delivers anyway; taking
+/// the newest `limit` then would leave out older posts the follow promised), and the
+/// newest `limit` now, which a clock behind the posts' own cannot then leave out.
+pub(crate) async fn backfill_posts(
+    store: &Store,
+    followee: &str,
+    since_ms: i64,
+    limit: usize,
+) -> StoreResult<Vec<Post>> {
+    let mut posts = store.content.posts_by_author(followee, None, limit).await?;
+    let bound = PostId::at(since_ms.saturating_add(1), 0);
+    if posts.len() < limit || posts.iter().all(|p| p.id < bound) {
+        return Ok(posts);
+    }
+    let before = store
+        .content
+        .posts_by_author(followee, Some(bound), limit)
+        .await?;
+    posts.extend(before);
+    posts.sort_unstable_by(|a, b| b.id.cmp(&a.id));
+    posts.dedup_by_key(|p| p.id);
+    Ok(posts)
 }
 
 /// Upkeep rounds of one edge before [`Timelines::sync_edge`] reports a failure; each

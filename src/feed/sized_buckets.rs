@@ -5,7 +5,7 @@
 use async_trait::async_trait;
 
 use super::buckets::read_buckets;
-use super::{FeedService, FeedSettings, retract_deleted};
+use super::{FeedService, FeedSettings, backfill_posts, retract_deleted};
 use crate::domain::{
     BucketKind, FeedStrategy, NameStamp, Post, PostId, TimelineEntry, TimelineKind,
 };
@@ -69,13 +69,16 @@ impl FeedService for SizedBuckets {
         &self,
         follower: &str,
         followee: &str,
+        since_ms: i64,
         name: Option<&NameStamp>,
     ) -> StoreResult<()> {
-        let mut posts = self
-            .store
-            .content
-            .posts_by_author(followee, None, self.settings.backfill_on_follow as usize)
-            .await?;
+        let mut posts = backfill_posts(
+            &self.store,
+            followee,
+            since_ms,
+            self.settings.backfill_on_follow as usize,
+        )
+        .await?;
         posts.reverse();
         let entries: Vec<TimelineEntry> = posts
             .iter()

@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use async_trait::async_trait;
 
 use super::buckets::read_buckets;
-use super::{FeedService, FeedSettings, retract_deleted};
+use super::{FeedService, FeedSettings, backfill_posts, retract_deleted};
 use crate::domain::{
     BucketKind, FeedStrategy, NameStamp, Post, PostId, TimelineEntry, TimelineKind,
 };
@@ -86,13 +86,16 @@ impl FeedService for TimedBuckets {
         &self,
         follower: &str,
         followee: &str,
+        since_ms: i64,
         name: Option<&NameStamp>,
     ) -> StoreResult<()> {
-        let posts = self
-            .store
-            .content
-            .posts_by_author(followee, None, self.settings.backfill_on_follow as usize)
-            .await?;
+        let posts = backfill_posts(
+            &self.store,
+            followee,
+            since_ms,
+            self.settings.backfill_on_follow as usize,
+        )
+        .await?;
         let mut by_bucket: BTreeMap<i64, Vec<TimelineEntry>> = BTreeMap::new();
         for post in &posts {
             by_bucket

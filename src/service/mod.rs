@@ -190,8 +190,11 @@ impl Social {
             // The timelines worker, seeing the mark, does not backfill again. Marked only
             // if the edge still stood after the upkeep; a later unfollow's own upkeep,
             // and its change, take over otherwise.
-            if self.timelines.sync_edge(follower, followee).await? {
-                self.store.graph.mark_backfilled(follower, followee).await?;
+            if let Some(created_ms) = self.timelines.sync_edge(follower, followee).await? {
+                let graph = &self.store.graph;
+                graph
+                    .mark_backfilled(follower, followee, created_ms)
+                    .await?;
             }
         }
         Ok(added)

@@ -7,6 +7,16 @@ use super::StoreResult;
 /// Followers are fanned out to in batches of this many.
 pub const FANOUT_BATCH: usize = 1000;
 
+/// An edge as it stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EdgeState {
+    /// When the follow that made it was stored: a follow's backfill takes the posts
+    /// written up to then, however late it runs.
+    pub created_ms: i64,
+    /// Whether an upkeep of this edge's backfill was marked done.
+    pub backfilled: bool,
+}
+
 /// Changes here are appended to the change feed atomically with the change, and keep
 /// the users' follower and following counters.
 #[async_trait]
@@ -29,12 +39,17 @@ pub trait GraphStore: Send + Sync + 'static {
         after: Option<&str>,
         limit: usize,
     ) -> StoreResult<Vec<String>>;
-    /// The edge `follower` → `followee`: `None` when there is none, otherwise whether
-    /// its backfill was marked done.
-    async fn edge(&self, follower: &str, followee: &str) -> StoreResult<Option<bool>>;
-    /// Marks the backfill of the edge done, if the edge exists. The mark lives on the
-    /// edge itself, so an unfollow takes it away and a new follow starts without it.
-    async fn mark_backfilled(&self, follower: &str, followee: &str) -> StoreResult<()>;
+    /// The edge `follower` → `followee`, `None` when there is none.
+    async fn edge(&self, follower: &str, followee: &str) -> StoreResult<Option<EdgeState>>;
+    /// Marks the backfill of the edge done, if the edge created at `created_ms` still
+    /// stands. The mark lives on the edge itself, so an unfollow takes it away, and the
+    /// condition keeps it off an edge re-created since the upkeep it vouches for.
+    async fn mark_backfilled(
+        &self,
+        follower: &str,
+        followee: &str,
+        created_ms: i64,
+    ) -> StoreResult<()>;
 
     /// Whether `author` is a celebrity now (see `feed::hybrid`): their posts are merged
     /// into readers' pages rather than fanned out.

@@ -36,7 +36,7 @@ pub use changes::ChangeFeed;
 pub use content::{ContentStore, Inserted};
 pub use deliveries::DeliveryStore;
 pub use events::{EventStore, LogBounds};
-pub use graph::{GraphStore, in_follower_batches};
+pub use graph::{EdgeState, GraphStore, in_follower_batches};
 pub use leases::{Lease, LeaseStore};
 pub use timelines::TimelineStore;
 pub use tokens::{TokenHash, TokenRecord, TokenStore};

@@ -162,15 +162,16 @@ impl Worker for TimelinesWorker {
                     // An edge whose backfill was marked done needs nothing: the mark is
                     // written after an upkeep that saw the edge, and any later unfollow
                     // brings its own change. Otherwise the edge as it stands now.
-                    if graph.edge(&edge.follower, &edge.followee).await? != Some(true)
-                        && self
-                            .timelines
-                            .sync_edge(&edge.follower, &edge.followee)
-                            .await?
-                    {
-                        graph
-                            .mark_backfilled(&edge.follower, &edge.followee)
-                            .await?;
+                    let marked = graph
+                        .edge(&edge.follower, &edge.followee)
+                        .await?
+                        .is_some_and(|e| e.backfilled);
+                    if marked {
+                        continue;
+                    }
+                    let (a, b) = (&edge.follower, &edge.followee);
+                    if let Some(created_ms) = self.timelines.sync_edge(a, b).await? {
+                        graph.mark_backfilled(a, b, created_ms).await?;
                     }
                 }
                 ("follows", ChangeOp::Delete) => {

@@ -8,7 +8,7 @@ use serde::Serialize;
 use super::timelines::retractions;
 use super::{EmbeddedStore, add_to_counter, record_change, user_exists};
 use crate::domain::ChangeOp;
-use crate::store::{GraphStore, StoreError, StoreResult};
+use crate::store::{EdgeState, GraphStore, StoreError, StoreResult};
 
 #[derive(Serialize)]
 struct FollowDoc<'a> {
@@ -78,27 +78,39 @@ impl GraphStore for EmbeddedStore {
         .await
     }
 
-    async fn edge(&self, follower: &str, followee: &str) -> StoreResult<Option<bool>> {
+    async fn edge(&self, follower: &str, followee: &str) -> StoreResult<Option<EdgeState>> {
         let (follower, followee) = (follower.to_owned(), followee.to_owned());
         self.read_inline(move |conn| {
             Ok(conn
                 .prepare_cached(
-                    "SELECT backfilled FROM follows WHERE follower = ?1 AND followee = ?2",
+                    "SELECT created_at, backfilled FROM follows
+                     WHERE follower = ?1 AND followee = ?2",
                 )?
-                .query_row([&follower, &followee], |row| row.get(0))
+                .query_row([&follower, &followee], |row| {
+                    Ok(EdgeState {
+                        created_ms: row.get(0)?,
+                        backfilled: row.get(1)?,
+                    })
+                })
                 .optional()?)
         })
         .await
     }
 
     /// Not a change of the graph: nothing is recorded in the feed.
-    async fn mark_backfilled(&self, follower: &str, followee: &str) -> StoreResult<()> {
+    async fn mark_backfilled(
+        &self,
+        follower: &str,
+        followee: &str,
+        created_ms: i64,
+    ) -> StoreResult<()> {
         let (follower, followee) = (follower.to_owned(), followee.to_owned());
         self.write(move |tx| {
             tx.prepare_cached(
-                "UPDATE follows SET backfilled = 1 WHERE follower = ?1 AND followee = ?2",
+                "UPDATE follows SET backfilled = 1
+                 WHERE follower = ?1 AND followee = ?2 AND created_at = ?3",
             )?
-            .execute([&follower, &followee])?;
+            .execute(params![follower, followee, created_ms])?;
             Ok(())
         })
         .await

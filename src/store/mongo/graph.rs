@@ -18,7 +18,7 @@ use mongodb::bson::{Document, doc};
 use mongodb::options::InsertManyOptions;
 
 use super::{IndexSpec, MongoStore, Side, db_error, index, insert_new, int, is_duplicate_key};
-use crate::store::{GraphStore, StoreError, StoreResult};
+use crate::store::{EdgeState, GraphStore, StoreError, StoreResult};
 
 pub(super) const FOLLOWS: &str = "follows";
 
@@ -116,23 +116,31 @@ impl GraphStore for MongoStore {
         Ok(true)
     }
 
-    async fn edge(&self, follower: &str, followee: &str) -> StoreResult<Option<bool>> {
+    async fn edge(&self, follower: &str, followee: &str) -> StoreResult<Option<EdgeState>> {
         let key = format!("{follower}/{followee}");
         let found = self
             .collection(FOLLOWS)
             .find_one(doc! { "_id": &key })
-            .projection(doc! { "backfilled": 1 })
+            .projection(doc! { "backfilled": 1, "created_at": 1 })
             .await
             .map_err(db_error)?;
-        Ok(found.map(|edge| edge.get_bool("backfilled").unwrap_or(false)))
+        Ok(found.map(|edge| EdgeState {
+            created_ms: int(&edge, "created_at"),
+            backfilled: edge.get_bool("backfilled").unwrap_or(false),
+        }))
     }
 
     /// An update of the edge reaches the feed as an update, which no worker acts on.
-    async fn mark_backfilled(&self, follower: &str, followee: &str) -> StoreResult<()> {
+    async fn mark_backfilled(
+        &self,
+        follower: &str,
+        followee: &str,
+        created_ms: i64,
+    ) -> StoreResult<()> {
         let key = format!("{follower}/{followee}");
         self.collection(FOLLOWS)
             .update_one(
-                doc! { "_id": &key, "backfilled": { "$ne": true } },
+                doc! { "_id": &key, "created_at": created_ms, "backfilled": { "$ne": true } },
                 doc! { "$set": { "backfilled": true } },
             )
             .await
