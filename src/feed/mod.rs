@@ -301,7 +301,7 @@ pub(crate) async fn backfill_posts(
         .posts_by_author(followee, Some(bound), limit)
         .await?;
     posts.extend(before);
-    posts.sort_unstable_by(|a, b| b.id.cmp(&a.id));
+    posts.sort_unstable_by_key(|p| std::cmp::Reverse(p.id));
     posts.dedup_by_key(|p| p.id);
     Ok(posts)
 }
