@@ -4,6 +4,7 @@ use async_trait::async_trait;
 use futures::{StreamExt, TryStreamExt};
 use mongodb::bson::{Document, doc, oid::ObjectId};
 
+use super::claims::{self, Seen};
 use super::{
     IndexSpec, MongoStore, Side, all, db_error, index, insert_new, int, oid, post_from, post_id,
 };
@@ -121,34 +122,61 @@ impl ContentStore for MongoStore {
     /// stand-in leaves it out of the oplog, and so out of the change feed.)
     /// The tombstone is written first, so the delete event never reaches a reader before
     /// it: a crash in between leaves a tombstone of a live post, which nothing reads.
+    /// The call that claims the post removes it (see `claims`): it moves the counter
+    /// down before the delete, as an unfollow moves its counters (see `unfollow`), so a
+    /// recount can never land between the delete and the decrement; a second delete of
+    /// the same post waits for the claim rather than moving the counter again.
     async fn delete_post(&self, id: PostId) -> StoreResult<Option<Post>> {
         let Some(post) = self.post(id).await? else {
             return Ok(None);
         };
-        self.collection(DELETED_POSTS)
-            .update_one(
-                doc! { "_id": oid(id) },
-                doc! { "$set": {
-                    "author": &post.author, "text": &post.text,
-                    "at": mongodb::bson::DateTime::now(),
-                } },
-            )
-            .upsert(true)
-            .await
-            .map_err(db_error)?;
-        // The counter first, as an unfollow moves its counters (see `unfollow`): a
-        // recount can then never land between the delete and the decrement.
-        self.inc_user(&post.author, "posts_count", -1).await?;
-        let deleted = self
-            .content_coll()
-            .delete_one(doc! { "_id": oid(id) })
-            .await
-            .map_err(db_error)?;
-        if deleted.deleted_count == 0 {
-            self.inc_user(&post.author, "posts_count", 1).await?;
-            return Ok(None);
+        let posts = self.content_coll();
+        let filter = doc! { "_id": oid(id), "author": &post.author };
+        loop {
+            let (pending, token) = claims::mark("remove");
+            let mut unclaimed = filter.clone();
+            unclaimed.insert(claims::PENDING, doc! { "$exists": false });
+            let claimed = posts
+                .update_one(unclaimed, doc! { "$set": { claims::PENDING: pending } })
+                .await
+                .map_err(db_error)?;
+            let mut held = filter.clone();
+            if claimed.matched_count > 0 {
+                self.tombstone(&post).await?;
+                self.inc_user(&post.author, "posts_count", -1).await?;
+                held.insert(claims::TOKEN, token);
+                if posts
+                    .delete_one(held)
+                    .await
+                    .map_err(db_error)?
+                    .deleted_count
+                    == 0
+                {
+                    // Taken over after a stall: the taker finished and recounted.
+                    self.inc_user(&post.author, "posts_count", 1).await?;
+                    return Ok(None);
+                }
+                return Ok(Some(post));
+            }
+            match claims::wait(&posts, &filter).await? {
+                Seen::Gone => return Ok(None),
+                Seen::Settled => continue,
+                Seen::Stale(token) => {
+                    self.tombstone(&post).await?;
+                    held.insert(claims::TOKEN, token);
+                    if posts
+                        .delete_one(held)
+                        .await
+                        .map_err(db_error)?
+                        .deleted_count
+                        > 0
+                    {
+                        self.recount_now(&[post.author.as_str()]).await?;
+                        return Ok(Some(post));
+                    }
+                }
+            }
         }
-        Ok(Some(post))
     }
 
     async fn posts_by_author(
@@ -248,5 +276,24 @@ impl ContentStore for MongoStore {
             filter.insert("_id", doc! { "$lt": oid(before) });
         }
         self.find_posts(filter, limit).await
+    }
+}
+
+impl MongoStore {
+    /// Records the deleted post for the change feed, which fills post deletes from
+    /// tombstones; before the post goes, so no delete reaches the feed without one.
+    async fn tombstone(&self, post: &Post) -> StoreResult<()> {
+        self.collection(DELETED_POSTS)
+            .update_one(
+                doc! { "_id": oid(post.id) },
+                doc! { "$set": {
+                    "author": &post.author, "text": &post.text,
+                    "at": mongodb::bson::DateTime::now(),
+                } },
+            )
+            .upsert(true)
+            .await
+            .map_err(db_error)?;
+        Ok(())
     }
 }

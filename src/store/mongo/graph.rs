@@ -1,5 +1,5 @@
 //! The follow graph on MongoDB: one document per edge in `follows`
-//! `{_id: "a/b", from: a, to: b, created_at}`, unique on `{from, to}` and indexed
+//! `{_id: "a/b", from: a, to: b, created_at, pending?}` (see `claims`), unique on `{from, to}` and indexed
 //! `{to, from}` for the followers' side.
 //!
 //! One document per pair means the two directions can never disagree: there is no twin
@@ -17,6 +17,7 @@ use mongodb::Database;
 use mongodb::bson::{Document, doc};
 use mongodb::options::InsertManyOptions;
 
+use super::claims::{self, Seen};
 use super::{IndexSpec, MongoStore, Side, db_error, index, insert_new, int, is_duplicate_key};
 use crate::store::{EdgeState, GraphStore, StoreError, StoreResult};
 
@@ -68,52 +69,87 @@ impl GraphStore for MongoStore {
             return Err(StoreError::NotFound(format!("user {followee}")));
         };
         // The insert decides whether this call added the follow, and so whether it moves
-        // the counters.
+        // the counters; its mark tells other calls on the edge that they are in flight.
         let key = format!("{follower}/{followee}");
+        let (pending, token) = claims::mark("add");
         let edge = doc! {
             "_id": &key, "from": follower, "to": followee, "created_at": now_ms, "merged": merged,
+            claims::PENDING: pending,
         };
-        if !insert_new(&self.collection(FOLLOWS), edge, &["from", "to"]).await? {
+        let follows = self.collection(FOLLOWS);
+        let filter = doc! { "_id": &key };
+        if !insert_new(&follows, edge, &["from", "to"]).await? {
+            // Another call made the edge, or is removing it. Answer only once its counter
+            // move has landed, so that no profile read after this answer misses it.
+            if let Seen::Stale(token) = claims::wait(&follows, &filter).await? {
+                self.recount_now(&[follower, followee]).await?;
+                claims::settle(&follows, &filter, token).await?;
+            }
             return Ok(false);
         }
         // A promotion that marked the followee merged after the read above may have
         // flagged the edges before this one existed: read again, and flag it.
         if !merged && self.merged(followee).await? == Some(true) {
-            self.collection(FOLLOWS)
-                .update_one(doc! { "_id": &key }, doc! { "$set": { "merged": true } })
+            follows
+                .update_one(filter.clone(), doc! { "$set": { "merged": true } })
                 .await
                 .map_err(db_error)?;
         }
         self.inc_user(follower, "following_count", 1).await?;
         self.inc_user(followee, "followers_count", 1).await?;
+        claims::settle(&follows, &filter, token).await?;
         Ok(true)
     }
 
-    /// The counters move down *before* the edge goes, and back up if this call did not
-    /// delete it: a recount (which counts edges) can then never write a count that a
-    /// decrement still in flight would take below the edges. A follow moves them up
-    /// after its insert, for the same reason. Either way a count is at worst briefly
-    /// above the truth, never below an acknowledged write, and the counters worker's
-    /// recount of the change settles it.
+    /// The call that claims the edge moves the counters down *before* the edge goes: a
+    /// recount (which counts edges) can then never write a count that a decrement still
+    /// in flight would take below the edges. A follow moves them up after its insert,
+    /// for the same reason. Either way a count is at worst briefly above the truth,
+    /// never below an acknowledged write, and the counters worker's recount of the
+    /// change settles it. Other calls on the edge wait for the claim (see `claims`).
     async fn unfollow(&self, follower: &str, followee: &str) -> StoreResult<bool> {
         let key = format!("{follower}/{followee}");
-        if !self.exists(FOLLOWS, doc! { "_id": &key }).await? {
-            return Ok(false);
+        let follows = self.collection(FOLLOWS);
+        let filter = doc! { "_id": &key };
+        loop {
+            let (pending, token) = claims::mark("remove");
+            let claimed = follows
+                .update_one(
+                    doc! { "_id": &key, claims::PENDING: { "$exists": false } },
+                    doc! { "$set": { claims::PENDING: pending } },
+                )
+                .await
+                .map_err(db_error)?;
+            if claimed.matched_count > 0 {
+                self.inc_user(follower, "following_count", -1).await?;
+                self.inc_user(followee, "followers_count", -1).await?;
+                let removed = follows
+                    .delete_one(doc! { "_id": &key, claims::TOKEN: token })
+                    .await
+                    .map_err(db_error)?;
+                if removed.deleted_count == 0 {
+                    // Taken over after a stall: the taker finished and recounted.
+                    self.inc_user(follower, "following_count", 1).await?;
+                    self.inc_user(followee, "followers_count", 1).await?;
+                    return Ok(false);
+                }
+                return Ok(true);
+            }
+            match claims::wait(&follows, &filter).await? {
+                Seen::Gone => return Ok(false),
+                Seen::Settled => continue,
+                Seen::Stale(token) => {
+                    let removed = follows
+                        .delete_one(doc! { "_id": &key, claims::TOKEN: token })
+                        .await
+                        .map_err(db_error)?;
+                    if removed.deleted_count > 0 {
+                        self.recount_now(&[follower, followee]).await?;
+                        return Ok(true);
+                    }
+                }
+            }
         }
-        self.inc_user(follower, "following_count", -1).await?;
-        self.inc_user(followee, "followers_count", -1).await?;
-        let removed = self
-            .collection(FOLLOWS)
-            .delete_one(doc! { "_id": &key })
-            .await
-            .map_err(db_error)?;
-        if removed.deleted_count == 0 {
-            // A concurrent unfollow took it: undo this call's move.
-            self.inc_user(follower, "following_count", 1).await?;
-            self.inc_user(followee, "followers_count", 1).await?;
-            return Ok(false);
-        }
-        Ok(true)
     }
 
     async fn edge(&self, follower: &str, followee: &str) -> StoreResult<Option<EdgeState>> {

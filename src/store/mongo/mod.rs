@@ -10,6 +10,7 @@ mod activity;
 mod audit;
 mod bulk;
 mod changes;
+mod claims;
 mod content;
 mod deliveries;
 mod events;

@@ -27,6 +27,9 @@ fn version_is(version: i64) -> Bson {
     }
 }
 
+/// Recounts of one user by a request before it is left to the counters worker.
+const RECOUNT_NOW_ATTEMPTS: usize = 5;
+
 /// A user's counts as the sources hold them now.
 struct Counts {
     posts: i64,
@@ -56,6 +59,35 @@ impl MongoStore {
 
     /// Sets `user`'s counts (and `counted_seq`, when given) where its counters' version
     /// is still `version`, moving the version on; returns whether it wrote.
+    /// Recounts `users` from the sources now, for a call that took over a change whose
+    /// counter move may be half done (see `claims`). Each write is conditional on the
+    /// version read before the count, so a counter moved meanwhile is never overwritten;
+    /// after a few refusals the user is left to the counters worker, which recounts the
+    /// change that moved it.
+    pub(super) async fn recount_now(&self, users: &[&str]) -> StoreResult<()> {
+        for user in users {
+            for _ in 0..RECOUNT_NOW_ATTEMPTS {
+                let found = self
+                    .users_coll()
+                    .find_one(doc! { "_id": *user })
+                    .projection(doc! { COUNTER_VERSION: 1 })
+                    .await
+                    .map_err(db_error)?;
+                let Some(found) = found else {
+                    break;
+                };
+                let counts = self.counts(user).await?;
+                if self
+                    .set_counts(user, &counts, int(&found, COUNTER_VERSION), None)
+                    .await?
+                {
+                    break;
+                }
+            }
+        }
+        Ok(())
+    }
+
     async fn set_counts(
         &self,
         user: &str,

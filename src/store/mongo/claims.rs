@@ -1,0 +1,87 @@
+//! Claims that tie a counter move to the one call that changes a source document.
+//!
+//! On MongoDB a follow's edge and its two counters are three documents, so a counter
+//! move cannot be atomic with the edge. What must hold is that a profile never shows a
+//! count below what acknowledged writes imply. Two calls on the same edge (or post)
+//! broke that: a second follow answered "already following" while the first one's
+//! increment was still in flight (or lost to a crash), and a second unfollow moved the
+//! counters down a second time before finding the edge gone.
+//!
+//! So the call that inserts an edge, or claims an edge or a post for removal, marks the
+//! document `pending: {op, token, at}` until its counters have moved, and only the
+//! holder of that mark moves them. Any other call on the same document waits for the
+//! mark to go. A mark older than [`TAKEOVER_MS`] belongs to a call that died (or
+//! stalled that long): the waiting call takes the document over, finishes the change
+//! and recounts the users from the sources, which covers whatever part of the dead
+//! call's counter move did or did not land. A holder that comes back after a takeover
+//! finds its token gone and undoes its own move; the counters worker settles any count
+//! left above the truth.
+
+use std::time::Duration;
+
+use mongodb::Collection;
+use mongodb::bson::{Document, doc};
+
+use super::{db_error, int};
+use crate::domain::now_ms;
+use crate::store::StoreResult;
+
+pub(super) const PENDING: &str = "pending";
+/// A mark this old belongs to a call that died: requests finish well within it.
+pub(super) const TAKEOVER_MS: i64 = 2_000;
+/// How often a waiting call looks at the mark again.
+const POLL: Duration = Duration::from_millis(10);
+
+/// A fresh mark for `op`, and its token.
+pub(super) fn mark(op: &str) -> (Document, i64) {
+    let token = rand::random::<i64>();
+    (doc! { "op": op, "token": token, "at": now_ms() }, token)
+}
+
+/// The filter field that matches the mark `token`.
+pub(super) const TOKEN: &str = "pending.token";
+
+/// A document as a waiting call finds it.
+pub(super) enum Seen {
+    /// It no longer exists.
+    Gone,
+    /// It exists with no mark.
+    Settled,
+    /// Its mark is older than [`TAKEOVER_MS`]: the token to take it over with.
+    Stale(i64),
+}
+
+/// Waits until the document `filter` matches has no fresh mark.
+pub(super) async fn wait(coll: &Collection<Document>, filter: &Document) -> StoreResult<Seen> {
+    loop {
+        let found = coll
+            .find_one(filter.clone())
+            .projection(doc! { PENDING: 1 })
+            .await
+            .map_err(db_error)?;
+        let Some(found) = found else {
+            return Ok(Seen::Gone);
+        };
+        let Ok(pending) = found.get_document(PENDING) else {
+            return Ok(Seen::Settled);
+        };
+        if now_ms() - int(pending, "at") >= TAKEOVER_MS {
+            return Ok(Seen::Stale(int(pending, "token")));
+        }
+        tokio::time::sleep(POLL).await;
+    }
+}
+
+/// Removes the mark `token` from the document `filter` matches, if it is still there.
+pub(super) async fn settle(
+    coll: &Collection<Document>,
+    filter: &Document,
+    token: i64,
+) -> StoreResult<()> {
+    let mut filter = filter.clone();
+    filter.insert(TOKEN, token);
+    coll.update_one(filter, doc! { "$unset": { PENDING: "" } })
+        .await
+        .map_err(db_error)?;
+    Ok(())
+}
