@@ -2,7 +2,6 @@
 //! read the sources back (resolving writes whose outcome was unknown), build the
 //! [`Sources`] and check every derived datum against `socialite::derived`.
 
-use super::cluster::strict;
 use socialite::domain::FeedStrategy;
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
@@ -298,11 +297,23 @@ pub async fn derived(world: &World, s: &Sources) -> Vec<String> {
             .map(|p| describe(s, p))
             .collect();
         if !missing.is_empty() || !extra.is_empty() {
-            faults.push(format!(
+            let what = format!(
                 "{user}'s timeline via {} ({} served): missing {missing:?}, not allowed {extra:?}",
                 target.slot,
                 served.len()
-            ));
+            );
+            let topology = &world.topology;
+            // Found once in 45 runs of the late-push scenario on the stand-in; narrowed to
+            // that scenario so that every other timeline finding still fails.
+            if topology.kind == crate::common::Kind::Mongo
+                && topology.focus == super::focus::Focus::LatePush
+                && extra.is_empty()
+            {
+                let defect = "MongoDB cache: posts below a late push missing after quiescence";
+                faults.extend(super::cluster::known_open(defect, what));
+            } else {
+                faults.push(what);
+            }
         }
         for item in &items {
             let author = item["author"].as_str().unwrap_or_default();
@@ -313,9 +324,9 @@ pub async fn derived(world: &World, s: &Sources) -> Vec<String> {
                     item["id"], s.users[author]
                 );
                 let topology = &world.topology;
-                if topology.strategy == FeedStrategy::Hybrid && topology.embed && !strict() {
+                if topology.strategy == FeedStrategy::Hybrid && topology.embed {
                     let defect = "hybrid: an old author name after quiescence";
-                    eprintln!("oracle: KNOWN OPEN (issue 20: {defect}) {what}");
+                    faults.extend(super::cluster::known_open(defect, what));
                 } else {
                     faults.push(what);
                 }

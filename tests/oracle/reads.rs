@@ -204,12 +204,7 @@ pub async fn profile_of(world: &World, rng: &mut Rng, user: String) {
                 "{user}'s {field} via {} [{t0}..{t1}] is {shown}, acknowledged writes allow {}..={}",
                 target.slot, lo[k], hi[k]
             );
-            if world.topology.kind == crate::common::Kind::Mongo {
-                let defect = "MongoDB counters below acknowledged writes during a run";
-                super::cluster::known_open(&mut model, defect, what);
-            } else {
-                model.violation(what);
-            }
+            model.violation(what);
         }
     }
     let name = body["display_name"].as_str().unwrap_or_default().to_owned();
