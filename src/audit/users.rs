@@ -165,9 +165,7 @@ async fn counters(
     }
     tally.checked(Kind::Counters, 1);
     let counts = |u: &User| (u.followers_count, u.following_count, u.posts_count);
-    let differs = (user.followers_count, user.following_count, user.posts_count)
-        != (followers, following, posts);
-    if differs
+    if counts(user) != (followers, following, posts)
         && let Some(now) = store.users.user(id).await?
         && counts(&now) != counts(user)
     {

@@ -22,9 +22,12 @@ use std::time::Duration;
 use mongodb::Collection;
 use mongodb::bson::{Document, doc};
 
-use super::{db_error, int};
+use super::{MongoStore, db_error, int};
 use crate::domain::now_ms;
 use crate::store::StoreResult;
+
+/// The counters one document stands for: `(user, field)`, each moved by one.
+pub(super) type Counters<'a> = [(&'a str, &'static str)];
 
 pub(super) const PENDING: &str = "pending";
 /// A mark this old belongs to a call that died: requests finish well within it.
@@ -84,4 +87,75 @@ pub(super) async fn settle(
         .await
         .map_err(db_error)?;
     Ok(())
+}
+
+impl MongoStore {
+    /// Moves every one of `counters` by `delta`.
+    pub(super) async fn move_counters(
+        &self,
+        counters: &Counters<'_>,
+        delta: i64,
+    ) -> StoreResult<()> {
+        for (user, field) in counters {
+            self.inc_user(user, field, delta).await?;
+        }
+        Ok(())
+    }
+
+    /// Removes the document `filter` matches, moving `counters` down by one, if this
+    /// call is the one that removes it; `before` runs first on each path that deletes
+    /// (a post's tombstone). The claim's holder moves the counters down before its
+    /// delete, and back up if a takeover deleted first; a call that finds a fresh claim
+    /// waits for it, and one that finds a stale claim deletes and recounts. Returns
+    /// whether this call removed the document.
+    pub(super) async fn remove_claimed<F, Fut>(
+        &self,
+        coll: &Collection<Document>,
+        filter: &Document,
+        counters: &Counters<'_>,
+        before: F,
+    ) -> StoreResult<bool>
+    where
+        F: Fn() -> Fut,
+        Fut: Future<Output = StoreResult<()>>,
+    {
+        let holding = |token: i64| {
+            let mut held = filter.clone();
+            held.insert(TOKEN, token);
+            held
+        };
+        loop {
+            let (pending, token) = mark("remove");
+            let mut unclaimed = filter.clone();
+            unclaimed.insert(PENDING, doc! { "$exists": false });
+            let claimed = coll
+                .update_one(unclaimed, doc! { "$set": { PENDING: pending } })
+                .await
+                .map_err(db_error)?;
+            if claimed.matched_count > 0 {
+                before().await?;
+                self.move_counters(counters, -1).await?;
+                let removed = coll.delete_one(holding(token)).await.map_err(db_error)?;
+                if removed.deleted_count == 0 {
+                    // Taken over after a stall: the taker finished and recounted.
+                    self.move_counters(counters, 1).await?;
+                    return Ok(false);
+                }
+                return Ok(true);
+            }
+            match wait(coll, filter).await? {
+                Seen::Gone => return Ok(false),
+                Seen::Settled => continue,
+                Seen::Stale(token) => {
+                    before().await?;
+                    let removed = coll.delete_one(holding(token)).await.map_err(db_error)?;
+                    if removed.deleted_count > 0 {
+                        let users: Vec<&str> = counters.iter().map(|(user, _)| *user).collect();
+                        self.recount_now(&users).await?;
+                        return Ok(true);
+                    }
+                }
+            }
+        }
+    }
 }

@@ -4,7 +4,6 @@ use async_trait::async_trait;
 use futures::{StreamExt, TryStreamExt};
 use mongodb::bson::{Document, doc, oid::ObjectId};
 
-use super::claims::{self, Seen};
 use super::{
     IndexSpec, MongoStore, Side, all, db_error, index, insert_new, int, oid, post_from, post_id,
 };
@@ -130,53 +129,13 @@ impl ContentStore for MongoStore {
         let Some(post) = self.post(id).await? else {
             return Ok(None);
         };
-        let posts = self.content_coll();
         let filter = doc! { "_id": oid(id), "author": &post.author };
-        loop {
-            let (pending, token) = claims::mark("remove");
-            let mut unclaimed = filter.clone();
-            unclaimed.insert(claims::PENDING, doc! { "$exists": false });
-            let claimed = posts
-                .update_one(unclaimed, doc! { "$set": { claims::PENDING: pending } })
-                .await
-                .map_err(db_error)?;
-            let mut held = filter.clone();
-            if claimed.matched_count > 0 {
-                self.tombstone(&post).await?;
-                self.inc_user(&post.author, "posts_count", -1).await?;
-                held.insert(claims::TOKEN, token);
-                if posts
-                    .delete_one(held)
-                    .await
-                    .map_err(db_error)?
-                    .deleted_count
-                    == 0
-                {
-                    // Taken over after a stall: the taker finished and recounted.
-                    self.inc_user(&post.author, "posts_count", 1).await?;
-                    return Ok(None);
-                }
-                return Ok(Some(post));
-            }
-            match claims::wait(&posts, &filter).await? {
-                Seen::Gone => return Ok(None),
-                Seen::Settled => continue,
-                Seen::Stale(token) => {
-                    self.tombstone(&post).await?;
-                    held.insert(claims::TOKEN, token);
-                    if posts
-                        .delete_one(held)
-                        .await
-                        .map_err(db_error)?
-                        .deleted_count
-                        > 0
-                    {
-                        self.recount_now(&[post.author.as_str()]).await?;
-                        return Ok(Some(post));
-                    }
-                }
-            }
-        }
+        let counters = [(post.author.as_str(), "posts_count")];
+        let tombstone = || self.tombstone(&post);
+        let removed = self
+            .remove_claimed(&self.content_coll(), &filter, &counters, tombstone)
+            .await?;
+        Ok(removed.then_some(post))
     }
 
     async fn posts_by_author(

@@ -72,6 +72,7 @@ impl GraphStore for MongoStore {
         // the counters; its mark tells other calls on the edge that they are in flight.
         let key = format!("{follower}/{followee}");
         let (pending, token) = claims::mark("add");
+        let counters = [(follower, "following_count"), (followee, "followers_count")];
         let edge = doc! {
             "_id": &key, "from": follower, "to": followee, "created_at": now_ms, "merged": merged,
             claims::PENDING: pending,
@@ -95,8 +96,7 @@ impl GraphStore for MongoStore {
                 .await
                 .map_err(db_error)?;
         }
-        self.inc_user(follower, "following_count", 1).await?;
-        self.inc_user(followee, "followers_count", 1).await?;
+        self.move_counters(&counters, 1).await?;
         claims::settle(&follows, &filter, token).await?;
         Ok(true)
     }
@@ -108,48 +108,12 @@ impl GraphStore for MongoStore {
     /// never below an acknowledged write, and the counters worker's recount of the
     /// change settles it. Other calls on the edge wait for the claim (see `claims`).
     async fn unfollow(&self, follower: &str, followee: &str) -> StoreResult<bool> {
-        let key = format!("{follower}/{followee}");
-        let follows = self.collection(FOLLOWS);
-        let filter = doc! { "_id": &key };
-        loop {
-            let (pending, token) = claims::mark("remove");
-            let claimed = follows
-                .update_one(
-                    doc! { "_id": &key, claims::PENDING: { "$exists": false } },
-                    doc! { "$set": { claims::PENDING: pending } },
-                )
-                .await
-                .map_err(db_error)?;
-            if claimed.matched_count > 0 {
-                self.inc_user(follower, "following_count", -1).await?;
-                self.inc_user(followee, "followers_count", -1).await?;
-                let removed = follows
-                    .delete_one(doc! { "_id": &key, claims::TOKEN: token })
-                    .await
-                    .map_err(db_error)?;
-                if removed.deleted_count == 0 {
-                    // Taken over after a stall: the taker finished and recounted.
-                    self.inc_user(follower, "following_count", 1).await?;
-                    self.inc_user(followee, "followers_count", 1).await?;
-                    return Ok(false);
-                }
-                return Ok(true);
-            }
-            match claims::wait(&follows, &filter).await? {
-                Seen::Gone => return Ok(false),
-                Seen::Settled => continue,
-                Seen::Stale(token) => {
-                    let removed = follows
-                        .delete_one(doc! { "_id": &key, claims::TOKEN: token })
-                        .await
-                        .map_err(db_error)?;
-                    if removed.deleted_count > 0 {
-                        self.recount_now(&[follower, followee]).await?;
-                        return Ok(true);
-                    }
-                }
-            }
-        }
+        let filter = doc! { "_id": format!("{follower}/{followee}") };
+        let counters = [(follower, "following_count"), (followee, "followers_count")];
+        self.remove_claimed(&self.collection(FOLLOWS), &filter, &counters, || async {
+            Ok(())
+        })
+        .await
     }
 
     async fn edge(&self, follower: &str, followee: &str) -> StoreResult<Option<EdgeState>> {
