@@ -61,16 +61,20 @@ impl Fixture {
         self.db.collection(name)
     }
 
-    /// Moves a counter as a call's `$inc` does.
     async fn inc(&self, user: &str, field: &str, delta: i64) {
-        self.coll("users")
-            .update_one(
-                doc! { "_id": user },
-                doc! { "$inc": { field: delta, "counter_version": 1_i64 } },
-            )
-            .await
-            .unwrap();
+        inc(&self.coll("users"), user, field, delta).await;
     }
+}
+
+/// Moves a counter as a call's `$inc` does.
+async fn inc(users: &mongodb::Collection<Document>, user: &str, field: &str, delta: i64) {
+    users
+        .update_one(
+            doc! { "_id": user },
+            doc! { "$inc": { field: delta, "counter_version": 1_i64 } },
+        )
+        .await
+        .unwrap();
 }
 
 /// A claim mark made `age_ms` ago.
@@ -100,13 +104,7 @@ async fn a_repeated_follow_answers_after_the_first_follows_increment() {
         tokio::spawn(async move {
             tokio::time::sleep(Duration::from_millis(200)).await;
             for (user, field) in [("a", "following_count"), ("b", "followers_count")] {
-                users
-                    .update_one(
-                        doc! { "_id": user },
-                        doc! { "$inc": { field: 1_i64, "counter_version": 1_i64 } },
-                    )
-                    .await
-                    .unwrap();
+                inc(&users, user, field, 1).await;
             }
             follows
                 .update_one(doc! { "_id": "a/b" }, doc! { "$unset": { "pending": "" } })
