@@ -177,7 +177,7 @@ fn fresh_triple(world: &World) -> Option<[String; 3]> {
     Some([r, a, b])
 }
 
-/// Reader `r` follows `a` (whose audience, with the fans u0 and u1, is above
+/// Reader `r` follows `a` (whose audience, with the fans (the first two users), is above
 /// `inline_fanout_max`, so the worker delivers a's posts) and `b`; `a` posts P, all
 /// through a process without the timelines worker; `b` posts `cache_size + 2` times; `r` reads (its cache is
 /// built, cut at `cache_size`); `b` deletes one of the cached posts. The worker's push of
@@ -187,10 +187,10 @@ pub async fn late_push(world: &World, rng: &mut Rng) {
         return super::reads::timeline(world, rng).await;
     };
     let away = away_from_timelines(world, rng).await;
-    let fans = ["u0", "u1"];
+    let fans: Vec<String> = world.model().users.keys().take(2).cloned().collect();
     let audience = world.topology.inline_fanout_max as usize + 1;
     let mut followers = vec![r.clone()];
-    followers.extend(fans.iter().take(audience - 1).map(|f| f.to_string()));
+    followers.extend(fans.into_iter().take(audience - 1));
     for follower in &followers {
         toggle_at(world, &away, follower, a.clone(), false, true).await;
     }

@@ -132,25 +132,49 @@ async fn one(world: &World, rng: &mut Rng) {
     Stats::bump(&world.stats.ops);
 }
 
+/// Creates the users, through whichever process is up. A creation whose answer was lost
+/// (an in-binary abort may hit any process during set-up) is retried under a new id, as
+/// the lost one may exist without a token the model could know.
 async fn create_users(world: &World) {
     for k in 0..world.topology.users {
-        let id = format!("u{k}");
-        let name = format!("{id} v0");
-        let target = world.cluster.up()[0].clone();
-        let body = json!({ "id": id, "display_name": name });
-        let reply = world
-            .call(&target, Method::POST, "/v1/users", None, Some(body))
-            .await;
-        let Reply::Answer(StatusCode::CREATED, body) = reply else {
-            panic!("creating {id}: {reply:?}");
-        };
-        let token = body["token"].as_str().unwrap().to_owned();
-        let span = Span {
-            invoke: 0,
-            complete: 0,
-        };
-        let names = vec![(name, span)];
-        world.model().users.insert(id, UserM { token, names });
+        let mut attempt = 0;
+        loop {
+            for slot in world.cluster.reap() {
+                Stats::bump(&world.stats.aborts);
+                world.cluster.restart(slot).await;
+            }
+            let id = match attempt {
+                0 => format!("u{k}"),
+                n => format!("u{k}r{n}"),
+            };
+            let name = format!("{id} v0");
+            let target = world.cluster.up()[0].clone();
+            let body = json!({ "id": id, "display_name": name });
+            let reply = world
+                .call(&target, Method::POST, "/v1/users", None, Some(body))
+                .await;
+            match reply {
+                Reply::Answer(StatusCode::CREATED, body) => {
+                    let token = body["token"].as_str().unwrap().to_owned();
+                    let span = Span {
+                        invoke: 0,
+                        complete: 0,
+                    };
+                    let names = vec![(name, span)];
+                    world.model().users.insert(id, UserM { token, names });
+                    break;
+                }
+                Reply::Lost
+                | Reply::Refused
+                | Reply::Answer(StatusCode::SERVICE_UNAVAILABLE, _)
+                    if attempt < 20 =>
+                {
+                    attempt += 1;
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                }
+                other => panic!("creating {id}: {other:?}"),
+            }
+        }
     }
 }
 
