@@ -298,3 +298,62 @@ async fn a_warm_cache_read_needs_only_the_timeline_store_and_serves_nothing_stal
         assert_eq!(page.next_cursor, Some(kept[1]), "{backend:?}");
     }
 }
+
+/// A writer that read a name, then stalled or crashed, may land entries stamped with it
+/// after the rename's propagation, and die before its own re-check: nothing restamps
+/// them. A cache read serves the profile's name instead of a stamp older than it.
+#[tokio::test]
+async fn a_stamp_left_behind_a_rename_is_never_served() {
+    for backend in kinds("a_stamp_left_behind_a_rename_is_never_served") {
+        for strategy in [FeedStrategy::Cache, FeedStrategy::Hybrid] {
+            let t = fresh_store(backend).await;
+            let feed = FeedSettings {
+                strategy,
+                embed_content: true,
+                ..FeedSettings::default()
+            };
+            let social = Social::new(
+                t.store.clone(),
+                &feed,
+                ActivityLimits::default(),
+                Default::default(),
+            );
+            social.create_user("ann", "Ann").await.unwrap();
+            social.create_user("reader", "Reader").await.unwrap();
+            social.follow("reader", "ann").await.unwrap();
+            social.timeline("reader", None, 5).await.unwrap();
+            social.timeline("ann", None, 5).await.unwrap();
+            let old = t.store.users.user("ann").await.unwrap().unwrap();
+            let post = social.post("ann", "late").await.unwrap();
+            social.rename("ann", "Ann Renamed").await.unwrap();
+            catch_up(&t.store, &feed).await;
+            // The late writer's entries, stamped with the name it read before the rename.
+            let timelines = &t.store.timelines;
+            timelines
+                .remove_post_entries(TimelineKind::Cache, post.id)
+                .await
+                .unwrap();
+            let stale = post.entry(true, Some(&old.name_stamp()));
+            for user in ["reader", "ann"] {
+                let owner = [user.to_owned()];
+                timelines
+                    .cache_push(&owner, std::slice::from_ref(&stale), feed.cache_size)
+                    .await
+                    .unwrap();
+                let stored = stored(&t.store, TimelineKind::Cache, user).await;
+                assert_eq!(stored[0].name, Some(old.name_stamp()), "{backend:?} {user}");
+                let page = social.timeline(user, None, 5).await.unwrap();
+                let served: Vec<(PostId, &str)> = page
+                    .items
+                    .iter()
+                    .map(|i| (i.id, i.author_display_name.as_str()))
+                    .collect();
+                assert_eq!(
+                    served,
+                    vec![(post.id, "Ann Renamed")],
+                    "{backend:?} {strategy} {user}"
+                );
+            }
+        }
+    }
+}

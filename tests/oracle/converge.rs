@@ -2,7 +2,6 @@
 //! read the sources back (resolving writes whose outcome was unknown), build the
 //! [`Sources`] and check every derived datum against `socialite::derived`.
 
-use socialite::domain::FeedStrategy;
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
 
@@ -323,13 +322,7 @@ pub async fn derived(world: &World, s: &Sources) -> Vec<String> {
                     "{user}'s timeline: {} by {author} named {name:?}, now {:?}",
                     item["id"], s.users[author]
                 );
-                let topology = &world.topology;
-                if topology.strategy == FeedStrategy::Hybrid && topology.embed {
-                    let defect = "hybrid: an old author name after quiescence";
-                    faults.extend(super::cluster::known_open(defect, what));
-                } else {
-                    faults.push(what);
-                }
+                faults.push(what);
                 break;
             }
             let id: Option<PostId> = item["id"].as_str().and_then(|i| i.parse().ok());

@@ -208,6 +208,23 @@ impl Model {
             .collect()
     }
 
+    /// The names `user` may show to a read spanning `[t0, t1]`: given before `t1`, and
+    /// not replaced before `t0` by a rename that surely came after (names are immediate
+    /// on every strategy: cache pages check their stamps against the profile).
+    pub fn fresh_names_of(&self, user: &str, t0: i64, t1: i64) -> Vec<&str> {
+        let names = &self.users[user].names;
+        names
+            .iter()
+            .filter(|(_, s)| s.invoke < t1)
+            .filter(|(_, s)| {
+                !names
+                    .iter()
+                    .any(|(_, later)| s.complete < later.invoke && later.complete < t0)
+            })
+            .map(|(n, _)| n.as_str())
+            .collect()
+    }
+
     pub fn pair(&self, a: &str, b: &str) -> &[Toggle] {
         self.pairs
             .get(&(a.to_owned(), b.to_owned()))

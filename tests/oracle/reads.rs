@@ -43,9 +43,9 @@ pub fn item_fault(
         ));
     }
     let name = item["author_display_name"].as_str().unwrap_or_default();
-    if !model.names_of(author, t1).contains(&name) {
+    if !model.fresh_names_of(author, t0, t1).contains(&name) {
         return Some(format!(
-            "{id} by {author} with display name {name:?}, never {author}'s"
+            "{id} by {author} with display name {name:?}, not {author}'s during [{t0}..{t1}]"
         ));
     }
     None
@@ -208,8 +208,11 @@ pub async fn profile_of(world: &World, rng: &mut Rng, user: String) {
         }
     }
     let name = body["display_name"].as_str().unwrap_or_default().to_owned();
-    if !model.names_of(&user, t1).contains(&name.as_str()) {
-        model.violation(format!("{user}'s display name {name:?} was never given"));
+    if !model.fresh_names_of(&user, t0, t1).contains(&name.as_str()) {
+        model.violation(format!(
+            "{user}'s display name {name:?} via {} was not theirs during [{t0}..{t1}]",
+            target.slot
+        ));
     }
 }
 

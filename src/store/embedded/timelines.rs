@@ -21,10 +21,7 @@ use crate::store::{StoreResult, TimelineStore};
 pub(super) use buckets::PART_BITS;
 use buckets::{group_keys, kind_code, public_key, push_group};
 
-/// The columns [`entry_from_row`] reads, in its order.
-pub(super) const ENTRY_COLUMNS: &str = "post_id, author, text, name, name_v";
-
-/// An entry from a row of [`ENTRY_COLUMNS`].
+/// An entry from a row of `post_id, author, text, name, name_v`.
 fn entry_from_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<TimelineEntry> {
     let name: Option<String> = row.get(3)?;
     let version: Option<i64> = row.get(4)?;

@@ -2,7 +2,7 @@
 //! may be served it, and name stamps (`n`, `v` in an entry) replaced only by newer ones.
 //! `renames` `{_id: user, v}` records how far each author's name has been propagated.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 use mongodb::bson::{Document, doc};
 
@@ -44,9 +44,17 @@ impl MongoStore {
         authors.sort_unstable();
         authors.dedup();
         let ids: Vec<PostId> = entries.iter().map(|e| e.id).collect();
-        let (followed, existing) = futures::try_join!(
+        let mut stamped: Vec<String> = entries
+            .iter()
+            .filter(|e| e.name.is_some())
+            .map(|e| e.author.clone())
+            .collect();
+        stamped.sort_unstable();
+        stamped.dedup();
+        let (followed, existing, names) = futures::try_join!(
             self.followed_among(user, &authors),
-            self.existing_posts(&ids, &[])
+            self.existing_posts(&ids, &[]),
+            self.name_stamps(&stamped)
         )?;
         let followed: HashSet<String> = followed.into_iter().collect();
         let existing: HashSet<PostId> = existing.into_iter().collect();
@@ -54,6 +62,14 @@ impl MongoStore {
             existing.contains(&e.id) && (e.author == user || followed.contains(&e.author))
         });
         entries.truncate(limit);
+        for entry in &mut entries {
+            let current = names.get(&entry.author);
+            if let (Some(stamp), Some(current)) = (&mut entry.name, current)
+                && current.version > stamp.version
+            {
+                *stamp = current.clone();
+            }
+        }
         Ok(Some(CacheView {
             ready: doc.get_bool("ready").unwrap_or(false),
             started_at_ms: int(&doc, "started"),
@@ -61,6 +77,35 @@ impl MongoStore {
             entries,
             oldest,
         }))
+    }
+
+    /// The profiles' name stamps of `authors`, in the same round trip as a cache page's
+    /// other checks: an embedded stamp older than its author's profile (one a crashed
+    /// writer left behind a rename's propagation) is served as the profile's name.
+    async fn name_stamps(&self, authors: &[String]) -> StoreResult<HashMap<String, NameStamp>> {
+        if authors.is_empty() {
+            return Ok(HashMap::new());
+        }
+        let docs = all(self
+            .users_coll()
+            .find(doc! { "_id": { "$in": authors } })
+            .projection(doc! { "display_name": 1, "version": 1 }))
+        .await?;
+        Ok(docs
+            .iter()
+            .filter_map(|d| {
+                let id = d.get_str("_id").ok()?.to_owned();
+                let display_name = d.get_str("display_name").ok()?.to_owned();
+                let version = int(d, "version").max(0) as u64;
+                Some((
+                    id,
+                    NameStamp {
+                        display_name,
+                        version,
+                    },
+                ))
+            })
+            .collect())
     }
 
     /// One `updateMany` per call: the documents of `users` holding a stale stamp of
