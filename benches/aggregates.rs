@@ -53,7 +53,12 @@ impl Worker for PerEvent {
             let event: Event =
                 serde_json::from_value(doc).map_err(|e| StoreError::Poison(e.to_string()))?;
             self.trends
-                .apply_tags(fence, EventId(change.seq), &tag_changes(&event), from_hour)
+                .apply_tags(
+                    fence,
+                    EventId(change.seq),
+                    &tag_changes(&event).unwrap(),
+                    from_hour,
+                )
                 .await?;
         }
         Ok(())

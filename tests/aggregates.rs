@@ -341,3 +341,72 @@ async fn a_rebuild_killed_mid_way_is_taken_over_after_its_lease_expires() {
         }
     }
 }
+
+/// A deletion logged after its post's creation left the event log carries no tags: the
+/// counts cannot follow it, so the worker rebuilds them (counted as history lost)
+/// instead of leaving them above the truth for good.
+#[tokio::test]
+async fn a_deletion_whose_tags_left_the_log_makes_a_counted_rebuild() {
+    for kind in event_log_kinds("a_deletion_whose_tags_left_the_log_makes_a_counted_rebuild").await
+    {
+        let t = fresh_store(kind).await;
+        let store = &t.store;
+        let bounds = LogBounds {
+            max_count: 3,
+            max_bytes: 4096,
+        };
+        store.events.prepare_log(bounds).await.unwrap();
+        common::create_user(store, "ann").await;
+        let clock = Arc::new(ManualClock::at(now_ms()));
+        let worker = Arc::new(EventsWorker::new(store.events.clone(), bounds, None));
+        let feed = store.change_feed.clone();
+        let mut events = Runner::new(
+            worker,
+            store.leases.clone(),
+            feed,
+            clock.clone(),
+            "p1",
+            SETTINGS,
+        );
+        let mut aggregates = aggregates_runner(store, &clock, "p1");
+        let mut live = Live::new();
+        let first = store
+            .content
+            .insert_post("ann", "#rust first", now_ms())
+            .await
+            .unwrap()
+            .post;
+        live.insert(first.id, first.clone());
+        // One post at a time, each counted at once, until the first one's creation is
+        // trimmed from the log.
+        for n in 0..1_000 {
+            drain(&mut events).await;
+            drain(&mut aggregates).await;
+            if store
+                .events
+                .post_created_event(first.id)
+                .await
+                .unwrap()
+                .is_none()
+            {
+                break;
+            }
+            assert!(n < 999, "{kind:?}: the log never trimmed");
+            let post = store
+                .content
+                .insert_post("ann", &format!("#go {n}"), now_ms())
+                .await;
+            let post = post.unwrap().post;
+            live.insert(post.id, post);
+        }
+        assert_counts(store, &live, &format!("{kind:?} before the deletion")).await;
+        store.content.delete_post(first.id).await.unwrap();
+        live.remove(&first.id);
+        drain(&mut events).await;
+        let steps = drain(&mut aggregates).await;
+        assert!(steps.contains(&Step::Rebuilt), "{kind:?}: {steps:?}");
+        let status = aggregates.status().lock().unwrap().clone();
+        assert_eq!(status.history_lost, 1, "{kind:?}: the loss is counted");
+        assert_counts(store, &live, &format!("{kind:?} after the deletion")).await;
+    }
+}

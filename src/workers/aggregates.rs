@@ -12,7 +12,8 @@
 //!   watermark. A crashed holder of either type is replaced once its lease expires.
 //! - With no watermark yet (first start) the worker starts with a rebuild; when the log
 //!   trimmed past its watermark (`PositionLost`) it rebuilds too, logged as an error and
-//!   counted as history lost, which a first start is not.
+//!   counted as history lost, which a first start is not. So does a deletion whose tags
+//!   the log no longer held (see [`tag_changes`]).
 
 use std::sync::Arc;
 
@@ -52,30 +53,36 @@ impl AggregatesWorker {
     }
 }
 
-/// What one event does to the counts.
-pub fn tag_changes(event: &Event) -> Vec<TagChange> {
+/// What one event does to the counts. A deletion whose tags are unknown (the post's
+/// creation had left the event log when the deletion was logged) is history lost: the
+/// counts cannot be kept from the log past it, so it is `HistoryLost`, and the runtime
+/// rebuilds them from the posts (logged and counted), never skipping it silently.
+pub fn tag_changes(event: &Event) -> StoreResult<Vec<TagChange>> {
     let delta = match event.kind {
         EventType::PostCreated => 1,
         EventType::PostDeleted => -1,
-        _ => return Vec::new(),
+        _ => return Ok(Vec::new()),
     };
     let Some(post) = event.field("post").and_then(|p| p.parse::<PostId>().ok()) else {
-        return Vec::new();
+        return Ok(Vec::new());
     };
     let Some(tags) = event.tags() else {
-        tracing::warn!(event = %event.id, %post, "a deleted post's tags are unknown (its creation left the event log); counts stay off until a rebuild");
         metrics::counter!("socialite_aggregates_unknown_deletes_total").increment(1);
-        return Vec::new();
+        return Err(StoreError::HistoryLost(format!(
+            "event {}: the tags of deleted post {post} are unknown (its creation left the event log)",
+            event.id
+        )));
     };
     let hour = post.timestamp_ms().div_euclid(HOUR_MS);
-    tags.into_iter()
+    Ok(tags
+        .into_iter()
         .map(|tag| TagChange {
             event: event.id,
             tag,
             hour,
             delta,
         })
-        .collect()
+        .collect())
 }
 
 fn event_of(change: &Change) -> StoreResult<Event> {
@@ -96,7 +103,7 @@ impl Worker for AggregatesWorker {
         };
         let mut tags = Vec::new();
         for change in changes {
-            tags.extend(tag_changes(&event_of(change)?));
+            tags.extend(tag_changes(&event_of(change)?)?);
         }
         self.trends
             .apply_tags(fence, EventId(last.seq), &tags, self.first_hour())

@@ -70,6 +70,8 @@ impl Runner {
         };
         match applied {
             Ok(()) => {}
+            // The batch needs history the sources no longer keep: rebuild instead.
+            Err(StoreError::HistoryLost(at)) => return self.rebuild(&fence, &at).await,
             Err(StoreError::Fenced(_)) => {
                 metrics::counter!("socialite_worker_fenced_total", "worker" => name).increment(1);
                 return Ok(self.lost());
