@@ -233,6 +233,8 @@ async fn cached(store: &Store, followers: &[String]) -> Vec<Vec<PostId>> {
 #[tokio::test]
 async fn the_timelines_rebuild_delivers_unmarked_posts_and_retracts_deleted_ones() {
     for kind in kinds("the_timelines_rebuild_delivers_unmarked_posts_and_retracts_deleted_ones") {
+        // Also: a follow whose request died before its backfill, in the history lost,
+        // is backfilled by the rebuild.
         let f = fixture(kind).await;
         let store = &f.store;
         let feed = feed_settings();
@@ -255,6 +257,10 @@ async fn the_timelines_rebuild_delivers_unmarked_posts_and_retracts_deleted_ones
         social.create_user("quitter", "quitter").await.unwrap();
         social.follow("quitter", "star").await.unwrap();
         social.timeline("quitter", None, 10).await.unwrap();
+        social.create_user("other", "other").await.unwrap();
+        let older = social.post("other", "before the follow").await.unwrap().id;
+        social.create_user("late", "late").await.unwrap();
+        social.timeline("late", None, 10).await.unwrap();
         let mut worker = runner(store, Arc::new(TimelinesWorker::new(store.clone(), &feed)));
         // Above `inline_fanout_max`: the worker delivers it.
         let gone = social.post("star", "soon gone").await.unwrap().id;
@@ -265,6 +271,8 @@ async fn the_timelines_rebuild_delivers_unmarked_posts_and_retracts_deleted_ones
         let mut fresh = None;
         f.lose_history(async {
             store.graph.unfollow("quitter", "star").await.unwrap();
+            // Stored, and the request died before its backfill.
+            store.graph.follow("late", "other", now_ms()).await.unwrap();
             fresh = Some(social.post("star", "never delivered").await.unwrap().id);
             // Deleted past the service: no retraction in the request.
             store.content.delete_post(gone).await.unwrap().unwrap();
@@ -278,6 +286,10 @@ async fn the_timelines_rebuild_delivers_unmarked_posts_and_retracts_deleted_ones
         let mut from_scratch: Vec<PostId> = posts.unwrap().iter().map(|p| p.id).collect();
         from_scratch.sort();
         assert_eq!(cached(store, &followers).await[0], from_scratch, "{kind:?}");
+        let late = ["late".to_owned()];
+        assert_eq!(cached(store, &late).await, vec![vec![older]], "{kind:?}");
+        let edge = store.graph.edge("late", "other").await.unwrap().unwrap();
+        assert!(edge.backfilled, "{kind:?}: the backfill is marked");
         let left = social.timeline("quitter", None, 10).await.unwrap();
         assert!(left.items.is_empty(), "{kind:?}: {:?}", left.items);
         if let Some(file) = &f.file {

@@ -51,6 +51,15 @@ pub trait GraphStore: Send + Sync + 'static {
         created_ms: i64,
     ) -> StoreResult<()>;
 
+    /// Edges whose backfill was never marked done, by `(follower, followee)` ascending,
+    /// strictly after `after`: what a timelines rebuild repeats when the changes of the
+    /// follows were lost with the feed's history. One scan of the edges, a page at a time.
+    async fn unbackfilled(
+        &self,
+        after: Option<(&str, &str)>,
+        limit: usize,
+    ) -> StoreResult<Vec<(String, String)>>;
+
     /// Whether `author` is a celebrity now (see `feed::hybrid`): their posts are merged
     /// into readers' pages rather than fanned out.
     async fn celebrity(&self, author: &str) -> StoreResult<bool>;

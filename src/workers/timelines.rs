@@ -200,9 +200,11 @@ impl Worker for TimelinesWorker {
     /// no longer exists is retracted from every timeline and then unmarked, as `apply`
     /// does for a post delete. Both walk in id order, a page at a time. Fenced as `apply`
     /// is: pushes are idempotent and followed by the existence re-check, retractions
-    /// only remove. (Follows and unfollows whose changes were lost are not repeated:
-    /// reads drop the entries of authors the reader no longer follows, and a follow's
-    /// backfill is done by its request.) Last, on a cache strategy, the store settles
+    /// only remove. Every edge whose backfill was never marked done (its request died
+    /// before the mark, and the follow's change was lost) gets its upkeep and mark, as
+    /// `apply` does for a follow. (Unfollows whose changes were lost need nothing: reads
+    /// drop the entries of authors the reader no longer follows.) Last, on a cache
+    /// strategy, the store settles
     /// the retractions whose removal it still counts as pending (see
     /// `TimelineStore::settle_retractions`), which only removes.
     async fn rebuild(&self, _fence: &Fence) -> StoreResult<()> {
@@ -242,6 +244,24 @@ impl Worker for TimelinesWorker {
             }
             after = page.last().copied();
         }
+        let (mut after, mut backfilled) = (None::<(String, String)>, 0);
+        loop {
+            let from = after.as_ref().map(|(a, b)| (a.as_str(), b.as_str()));
+            let page = self.store.graph.unbackfilled(from, REBUILD_PAGE).await?;
+            for (follower, followee) in &page {
+                if let Some(created_ms) = self.timelines.sync_edge(follower, followee).await? {
+                    self.store
+                        .graph
+                        .mark_backfilled(follower, followee, created_ms)
+                        .await?;
+                    backfilled += 1;
+                }
+            }
+            if page.len() < REBUILD_PAGE {
+                break;
+            }
+            after = page.last().cloned();
+        }
         let settled = match self.timelines.strategy() {
             FeedStrategy::Cache | FeedStrategy::Hybrid => {
                 self.store.timelines.settle_retractions().await?
@@ -252,6 +272,7 @@ impl Worker for TimelinesWorker {
             worker = NAME,
             fanned_out,
             retracted,
+            backfilled,
             settled,
             "timelines rebuilt"
         );

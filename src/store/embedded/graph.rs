@@ -116,6 +116,29 @@ impl GraphStore for EmbeddedStore {
         .await
     }
 
+    async fn unbackfilled(
+        &self,
+        after: Option<(&str, &str)>,
+        limit: usize,
+    ) -> StoreResult<Vec<(String, String)>> {
+        let (from, to) = after.unwrap_or(("", ""));
+        let (from, to) = (from.to_owned(), to.to_owned());
+        self.read(move |conn| {
+            let rows = conn
+                .prepare_cached(
+                    "SELECT follower, followee FROM follows
+                     WHERE (follower, followee) > (?1, ?2) AND NOT backfilled
+                     ORDER BY follower, followee LIMIT ?3",
+                )?
+                .query_map(params![from, to, limit as i64], |row| {
+                    Ok((row.get(0)?, row.get(1)?))
+                })?
+                .collect::<rusqlite::Result<_>>()?;
+            Ok(rows)
+        })
+        .await
+    }
+
     async fn celebrity(&self, author: &str) -> StoreResult<bool> {
         let author = author.to_owned();
         self.read_inline(move |conn| {

@@ -148,6 +148,43 @@ impl GraphStore for MongoStore {
         Ok(())
     }
 
+    async fn unbackfilled(
+        &self,
+        after: Option<(&str, &str)>,
+        limit: usize,
+    ) -> StoreResult<Vec<(String, String)>> {
+        let mut filter = doc! { "backfilled": { "$ne": true } };
+        if let Some((from, to)) = after {
+            filter.insert(
+                "$or",
+                vec![
+                    doc! { "from": { "$gt": from } },
+                    doc! { "from": from, "to": { "$gt": to } },
+                ],
+            );
+        }
+        let docs: Vec<Document> = self
+            .collection(FOLLOWS)
+            .find(filter)
+            .sort(doc! { "from": 1, "to": 1 })
+            .limit(limit as i64)
+            .projection(doc! { "from": 1, "to": 1 })
+            .await
+            .map_err(db_error)?
+            .try_collect()
+            .await
+            .map_err(db_error)?;
+        Ok(docs
+            .iter()
+            .filter_map(|d| {
+                Some((
+                    d.get_str("from").ok()?.to_owned(),
+                    d.get_str("to").ok()?.to_owned(),
+                ))
+            })
+            .collect())
+    }
+
     async fn celebrity(&self, author: &str) -> StoreResult<bool> {
         let found = self
             .users_coll()
