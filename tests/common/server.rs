@@ -30,9 +30,21 @@ pub fn start_binary(
     let mut child = command.spawn().expect("the binary starts");
     let stdout = child.stdout.take().unwrap();
     let (tx, rx) = std::sync::mpsc::channel();
+    // Debugging aid: every started server's log appended to one file.
+    let mut log = std::env::var_os("SOCIALITE_TEST_SERVER_LOG").map(|path| {
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path);
+        file.expect("the server log opens")
+    });
     std::thread::spawn(move || {
         for line in BufReader::new(stdout).lines() {
             let Ok(line) = line else { break };
+            if let Some(log) = log.as_mut() {
+                use std::io::Write;
+                let _ = writeln!(log, "{line}");
+            }
             if let Some(at) = line.find("listening on http://") {
                 let _ = tx.send(line[at + "listening on ".len()..].trim().to_owned());
             }

@@ -96,6 +96,12 @@ impl Topology {
             topology.clients = clients;
         }
         topology.focus.shape(&mut topology, &mut rng);
+        if let Some(p) = std::env::var("SOCIALITE_ORACLE_ABORTS")
+            .ok()
+            .and_then(|p| p.trim().parse::<f64>().ok())
+        {
+            topology.faults = Some((p, topology.faults.map_or(0.006, |f| f.1)));
+        }
         if soak_kills() {
             topology.kills = true;
         }
