@@ -370,3 +370,46 @@ async fn the_activity_rebuild_equals_logs_from_scratch() {
         assert_eq!(rebuilds(&worker), 1, "{kind:?}: no second rebuild");
     }
 }
+
+/// A worker whose lease never committed a position reads from the oldest change kept.
+/// Once a forced trim passed it, that is not the start of the history: it must rebuild
+/// (counted as history lost), not skip what was trimmed.
+#[tokio::test]
+async fn a_worker_that_never_committed_rebuilds_after_a_trim() {
+    let f = fixture(Kind::Embedded).await;
+    let store = &f.store;
+    let users = ["fay", "gus"];
+    for user in users {
+        common::create_user(store, user).await;
+    }
+    let limits = ActivityLimits::default();
+    let worker = Arc::new(ActivityWorker::new(store.activity.clone(), limits));
+    let mut worker = runner(store, worker);
+    // Taken (as a first step does) and never committed: the holder stalled at once.
+    let lease = store
+        .leases
+        .acquire("activity", "W", now_ms(), 60_000)
+        .await;
+    assert_eq!(lease.unwrap().position, None);
+    f.lose_history(async {
+        store.graph.follow("gus", "fay", now_ms()).await.unwrap();
+        store
+            .content
+            .insert_post("fay", "one", now_ms())
+            .await
+            .unwrap();
+    })
+    .await;
+    store
+        .content
+        .insert_post("gus", "two", now_ms())
+        .await
+        .unwrap();
+    until_rebuilt(&mut worker, Kind::Embedded).await;
+    assert_eq!(worker.status().lock().unwrap().history_lost, 1);
+    catch_up(&mut worker).await;
+    assert_eq!(
+        common::activity_logged(store, &users).await,
+        common::activity_from_scratch(store, &users).await
+    );
+}

@@ -8,7 +8,9 @@ use crate::domain::{Change, ChangePosition};
 #[async_trait]
 pub trait ChangeFeed: Send + Sync + 'static {
     /// Up to `limit` changes after `after` (from the oldest retained one when `None`),
-    /// in order. `HistoryLost` when `after` has been trimmed away.
+    /// in order. `HistoryLost` when `after` has been trimmed away; embedded, also with
+    /// `None` once anything was trimmed (the oldest retained change is then not the
+    /// start of the history).
     async fn changes(
         &self,
         after: Option<&ChangePosition>,

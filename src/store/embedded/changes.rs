@@ -30,10 +30,11 @@ impl ChangeFeed for EmbeddedStore {
                 .query_row([], |row| row.get(0))
                 .optional()?
                 .unwrap_or(0);
-            if let Some(after) = after
-                && after < trimmed
-            {
-                return Err(StoreError::HistoryLost(after.to_string()));
+            // No position reads from the oldest change kept: once anything was trimmed,
+            // that is not the whole history (a forced trim passes a lease that never
+            // committed, see `trim_changes`), so it is lost, not a start.
+            if after.unwrap_or(0) < trimmed {
+                return Err(StoreError::HistoryLost(after.unwrap_or(0).to_string()));
             }
             let mut stmt = conn.prepare_cached(
                 "SELECT pos, coll, op, key, doc, ts FROM changes WHERE pos > ?1 ORDER BY pos LIMIT ?2",
