@@ -79,8 +79,13 @@ impl ChangeFeed for EmbeddedStore {
 
     async fn head(&self) -> StoreResult<Option<ChangePosition>> {
         self.read(|conn| {
+            // A feed trimmed empty still has a head: the last change trimmed (a rebuild
+            // goes on from it, rather than from no position, which is history lost).
             let newest: Option<i64> = conn
-                .prepare_cached("SELECT max(pos) FROM changes")?
+                .prepare_cached(
+                    "SELECT coalesce((SELECT max(pos) FROM changes),
+                                     (SELECT value FROM meta WHERE key = 'changes_trimmed_through'))",
+                )?
                 .query_row([], |row| row.get(0))?;
             Ok(newest.map(|pos| ChangePosition(pos.to_string())))
         })
