@@ -34,8 +34,8 @@ const BOUNDS: LogBounds = LogBounds {
 };
 const TAGS: [&str; 6] = ["rust", "go", "zig", "café", "日本", "x_1"];
 
-fn events_runner(store: &Store, clock: &Arc<ManualClock>) -> Runner {
-    let worker = Arc::new(EventsWorker::new(store.events.clone(), BOUNDS, None));
+fn events_runner(store: &Store, clock: &Arc<ManualClock>, bounds: LogBounds) -> Runner {
+    let worker = Arc::new(EventsWorker::new(store.events.clone(), bounds, None));
     Runner::new(
         worker,
         store.leases.clone(),
@@ -150,7 +150,7 @@ async fn incremental_counts_equal_a_count_from_scratch() {
         store.events.prepare_log(BOUNDS).await.unwrap();
         common::create_user(store, "ann").await;
         let clock = Arc::new(ManualClock::at(now_ms()));
-        let mut events = events_runner(store, &clock);
+        let mut events = events_runner(store, &clock, BOUNDS);
         let mut aggregates = aggregates_runner(store, &clock, "p1");
         let mut rng = rand::rngs::StdRng::seed_from_u64(7);
         let mut live = Live::new();
@@ -186,7 +186,7 @@ async fn a_rebuild_while_posts_arrive_ends_at_the_truth_and_the_worker_stands_by
         store.events.prepare_log(BOUNDS).await.unwrap();
         common::create_user(&store, "ann").await;
         let clock = Arc::new(ManualClock::at(now_ms()));
-        let mut events = events_runner(&store, &clock);
+        let mut events = events_runner(&store, &clock, BOUNDS);
         let mut aggregates = aggregates_runner(&store, &clock, "p1");
         let mut rng = rand::rngs::StdRng::seed_from_u64(11);
         let mut live = Live::new();
@@ -294,7 +294,7 @@ async fn a_rebuild_killed_mid_way_is_taken_over_after_its_lease_expires() {
             store.events.prepare_log(BOUNDS).await.unwrap();
             common::create_user(store, "ann").await;
             let clock = Arc::new(ManualClock::at(now_ms()));
-            let mut events = events_runner(store, &clock);
+            let mut events = events_runner(store, &clock, BOUNDS);
             let mut aggregates = aggregates_runner(store, &clock, "p1");
             let mut rng = rand::rngs::StdRng::seed_from_u64(3);
             let mut live = Live::new();
@@ -358,16 +358,7 @@ async fn a_deletion_whose_tags_left_the_log_makes_a_counted_rebuild() {
         store.events.prepare_log(bounds).await.unwrap();
         common::create_user(store, "ann").await;
         let clock = Arc::new(ManualClock::at(now_ms()));
-        let worker = Arc::new(EventsWorker::new(store.events.clone(), bounds, None));
-        let feed = store.change_feed.clone();
-        let mut events = Runner::new(
-            worker,
-            store.leases.clone(),
-            feed,
-            clock.clone(),
-            "p1",
-            SETTINGS,
-        );
+        let mut events = events_runner(store, &clock, bounds);
         let mut aggregates = aggregates_runner(store, &clock, "p1");
         let mut live = Live::new();
         let first = store

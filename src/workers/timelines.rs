@@ -67,6 +67,19 @@ fn post_id(change: &Change) -> StoreResult<PostId> {
 }
 
 impl TimelinesWorker {
+    /// The upkeep of the edge `follower` → `followee` as it stands, then its backfill
+    /// mark; whether an edge stood to be marked.
+    async fn backfill(&self, follower: &str, followee: &str) -> StoreResult<bool> {
+        let Some(created_ms) = self.timelines.sync_edge(follower, followee).await? else {
+            return Ok(false);
+        };
+        let graph = &self.store.graph;
+        graph
+            .mark_backfilled(follower, followee, created_ms)
+            .await?;
+        Ok(true)
+    }
+
     /// `hybrid`: every followee whose follower count a follow or an unfollow of this
     /// batch moved becomes, or stops being, a celebrity where it crossed the threshold
     /// (with hysteresis). Idempotent: a replay finds the status already set.
@@ -169,10 +182,7 @@ impl Worker for TimelinesWorker {
                     if marked {
                         continue;
                     }
-                    let (a, b) = (&edge.follower, &edge.followee);
-                    if let Some(created_ms) = self.timelines.sync_edge(a, b).await? {
-                        graph.mark_backfilled(a, b, created_ms).await?;
-                    }
+                    self.backfill(&edge.follower, &edge.followee).await?;
                 }
                 ("follows", ChangeOp::Delete) => {
                     let Some((follower, followee)) = change.key.split_once('/') else {
@@ -249,13 +259,7 @@ impl Worker for TimelinesWorker {
             let from = after.as_ref().map(|(a, b)| (a.as_str(), b.as_str()));
             let page = self.store.graph.unbackfilled(from, REBUILD_PAGE).await?;
             for (follower, followee) in &page {
-                if let Some(created_ms) = self.timelines.sync_edge(follower, followee).await? {
-                    self.store
-                        .graph
-                        .mark_backfilled(follower, followee, created_ms)
-                        .await?;
-                    backfilled += 1;
-                }
+                backfilled += u32::from(self.backfill(follower, followee).await?);
             }
             if page.len() < REBUILD_PAGE {
                 break;

@@ -18,7 +18,7 @@ use mongodb::bson::{Document, doc};
 use mongodb::options::InsertManyOptions;
 
 use super::claims::{self, Seen};
-use super::{IndexSpec, MongoStore, Side, db_error, index, insert_new, int, is_duplicate_key};
+use super::{IndexSpec, MongoStore, Side, all, db_error, index, insert_new, int, is_duplicate_key};
 use crate::store::{EdgeState, GraphStore, StoreError, StoreResult};
 
 pub(super) const FOLLOWS: &str = "follows";
@@ -163,17 +163,13 @@ impl GraphStore for MongoStore {
                 ],
             );
         }
-        let docs: Vec<Document> = self
+        let docs = all(self
             .collection(FOLLOWS)
             .find(filter)
             .sort(doc! { "from": 1, "to": 1 })
             .limit(limit as i64)
-            .projection(doc! { "from": 1, "to": 1 })
-            .await
-            .map_err(db_error)?
-            .try_collect()
-            .await
-            .map_err(db_error)?;
+            .projection(doc! { "from": 1, "to": 1 }))
+        .await?;
         Ok(docs
             .iter()
             .filter_map(|d| {

@@ -115,7 +115,7 @@ impl MongoStore {
     }
 
     /// The users that exist among `ids`, in no particular order.
-    async fn users(&self, ids: &[String]) -> StoreResult<Vec<User>> {
+    pub(super) async fn users(&self, ids: &[String]) -> StoreResult<Vec<User>> {
         if ids.is_empty() {
             return Ok(Vec::new());
         }

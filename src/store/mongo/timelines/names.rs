@@ -83,28 +83,10 @@ impl MongoStore {
     /// other checks: an embedded stamp older than its author's profile (one a crashed
     /// writer left behind a rename's propagation) is served as the profile's name.
     async fn name_stamps(&self, authors: &[String]) -> StoreResult<HashMap<String, NameStamp>> {
-        if authors.is_empty() {
-            return Ok(HashMap::new());
-        }
-        let docs = all(self
-            .users_coll()
-            .find(doc! { "_id": { "$in": authors } })
-            .projection(doc! { "display_name": 1, "version": 1 }))
-        .await?;
-        Ok(docs
+        let users = self.users(authors).await?;
+        Ok(users
             .iter()
-            .filter_map(|d| {
-                let id = d.get_str("_id").ok()?.to_owned();
-                let display_name = d.get_str("display_name").ok()?.to_owned();
-                let version = int(d, "version").max(0) as u64;
-                Some((
-                    id,
-                    NameStamp {
-                        display_name,
-                        version,
-                    },
-                ))
-            })
+            .map(|u| (u.id.clone(), u.name_stamp()))
             .collect())
     }
 
