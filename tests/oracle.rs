@@ -24,6 +24,10 @@ mod oracle {
     pub mod ops;
     pub mod reads;
     pub mod run;
+    #[path = "../stream/sse.rs"]
+    #[allow(dead_code)] // the stream tests open with `Client::open`; this uses `of`
+    pub mod sse;
+    pub mod streams;
     pub mod tokens;
     pub mod world;
 }
@@ -87,10 +91,11 @@ async fn budget(kind: Kind) {
         total.workers.history_lost += outcome.workers.history_lost;
         let divergences = outcome.violations.len();
         eprintln!(
-            "oracle summary: backend={kind:?} seed={seed} runs=1 ops={} kills={} aborts={} takeovers={} rebuilds={} history_lost={} divergences={divergences}",
+            "oracle summary: backend={kind:?} seed={seed} runs=1 ops={} kills={} aborts={} streamed={} takeovers={} rebuilds={} history_lost={} divergences={divergences}",
             outcome.ops,
             outcome.kills,
             outcome.aborts,
+            outcome.streamed,
             outcome.workers.takeovers,
             outcome.workers.rebuilds,
             outcome.workers.history_lost

@@ -89,8 +89,13 @@ pub async fn activity(world: &World, s: &Sources, rebuilt: bool) -> Vec<String> 
     faults
 }
 
-/// The event log (when this store keeps one) and tag counts. `None` when there is none.
-pub async fn events(world: &World, s: &Sources, rebuilt: bool) -> Option<Vec<String>> {
+/// The event log (when this store keeps one) and tag counts: the faults, and the log as
+/// served. `None` when there is none.
+pub async fn events(
+    world: &World,
+    s: &Sources,
+    rebuilt: bool,
+) -> Option<(Vec<String>, Vec<Value>)> {
     let target = world.cluster.up().into_iter().next()?;
     let mut all: Vec<Value> = Vec::new();
     let mut after = String::from("0");
@@ -108,7 +113,7 @@ pub async fn events(world: &World, s: &Sources, rebuilt: bool) -> Option<Vec<Str
                 return None;
             }
             Reply::Answer(status, body) => {
-                return Some(vec![format!("GET {path}: {status} {body}")]);
+                return Some((vec![format!("GET {path}: {status} {body}")], all));
             }
         };
         let events = page["events"].as_array().cloned().unwrap_or_default();
@@ -200,7 +205,7 @@ pub async fn events(world: &World, s: &Sources, rebuilt: bool) -> Option<Vec<Str
             ));
         }
     }
-    Some(faults)
+    Some((faults, all))
 }
 
 fn compare(

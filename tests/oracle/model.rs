@@ -61,6 +61,9 @@ pub struct Model {
     pub violations: Vec<String>,
     /// Users handed out to late-push scenarios so far (after the two fans).
     pub focus_taken: usize,
+    /// Per user, where their chain of stream sessions stands; every session so far.
+    pub streams: BTreeMap<String, super::streams::Cursor>,
+    pub sessions: Vec<super::streams::Session>,
 }
 
 /// The nonce in a post's text names its index in [`Model::posts`].

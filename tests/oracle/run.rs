@@ -14,7 +14,7 @@ use super::converge::{self, WorkerTotals};
 use super::focus::{self, Focus};
 use super::model::{Clock, Model, Span, UserM};
 use super::world::{Reply, Rng, Stats, World};
-use super::{logs, ops, reads, tokens};
+use super::{logs, ops, reads, streams, tokens};
 use crate::common::Kind;
 
 /// What a run did and found.
@@ -23,6 +23,8 @@ pub struct Outcome {
     pub ops: u64,
     pub kills: u64,
     pub aborts: u64,
+    /// Events delivered to stream sessions.
+    pub streamed: u64,
     pub workers: WorkerTotals,
     pub violations: Vec<String>,
     pub report: String,
@@ -46,6 +48,7 @@ fn weights(focus: Focus) -> &'static [(Op, u32)] {
             (Op::Activity, 4),
             (Op::Flip, 4),
             (Op::FollowBurst, 3),
+            (Op::Stream, 4),
         ],
         Focus::LatePush => &[(Op::LatePush, 10)],
         Focus::Flip => &[
@@ -53,6 +56,7 @@ fn weights(focus: Focus) -> &'static [(Op, u32)] {
             (Op::Post, 3),
             (Op::Timeline, 3),
             (Op::Delete, 1),
+            (Op::Stream, 2),
         ],
         Focus::Token => &[(Op::TokenStorm, 10), (Op::Post, 1), (Op::Timeline, 1)],
         Focus::Counters => &[
@@ -70,6 +74,7 @@ fn weights(focus: Focus) -> &'static [(Op, u32)] {
             (Op::Timeline, 20),
             (Op::Rename, 2),
             (Op::Profile, 4),
+            (Op::Stream, 4),
         ],
     }
 }
@@ -94,6 +99,7 @@ enum Op {
     FlipPair,
     TokenStorm,
     FollowStorm,
+    Stream,
 }
 
 async fn one(world: &World, rng: &mut Rng) {
@@ -128,6 +134,7 @@ async fn one(world: &World, rng: &mut Rng) {
         Op::FlipPair => focus::flip_pair(world, rng).await,
         Op::TokenStorm => tokens::token_race(world, rng, 10).await,
         Op::FollowStorm => focus::follow_storm(world, rng).await,
+        Op::Stream => streams::stream(world, rng).await,
     }
     Stats::bump(&world.stats.ops);
 }
@@ -244,6 +251,7 @@ pub async fn run(seed: u64, kind: Kind, duration: Duration) -> Outcome {
     outcome.ops = world.stats.ops.load(Ordering::Relaxed);
     outcome.kills = world.stats.kills.load(Ordering::Relaxed);
     outcome.aborts = world.stats.aborts.load(Ordering::Relaxed);
+    outcome.streamed = world.stats.streamed.load(Ordering::Relaxed);
     outcome.violations = world.model().violations.clone();
     if !outcome.violations.is_empty() {
         outcome.report = report(&world, &outcome.violations);
@@ -275,11 +283,10 @@ async fn settle_and_check(world: &World) -> Outcome {
             Ok((sources, mut faults)) => {
                 faults.extend(converge::derived(world, &sources).await);
                 faults.extend(logs::activity(world, &sources, rebuilt).await);
-                faults.extend(
-                    logs::events(world, &sources, rebuilt)
-                        .await
-                        .unwrap_or_default(),
-                );
+                if let Some((more, log)) = logs::events(world, &sources, rebuilt).await {
+                    faults.extend(more);
+                    faults.extend(streams::complete(&world.model(), &log));
+                }
                 faults
             }
             Err(e) => vec![format!("reading the sources: {e}")],

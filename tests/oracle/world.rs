@@ -42,6 +42,8 @@ pub struct Stats {
     pub aborts: AtomicU64,
     pub lost: AtomicU64,
     pub reads_checked: AtomicU64,
+    /// Events delivered to stream sessions.
+    pub streamed: AtomicU64,
 }
 
 impl Stats {

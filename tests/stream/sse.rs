@@ -34,6 +34,11 @@ impl Client {
         }
         let response = request.send().await.unwrap();
         assert_eq!(response.status(), 200);
+        Client::of(response)
+    }
+
+    /// A client reading `response`, which must be a 200 `text/event-stream`.
+    pub fn of(response: reqwest::Response) -> Client {
         assert_eq!(
             response.headers()["content-type"].to_str().unwrap(),
             "text/event-stream"
