@@ -9,7 +9,7 @@ mod common;
 use std::sync::Arc;
 
 use common::{Kind, fresh_name, kinds, mongo_base_uri, mongo_uri_with_database};
-use mongodb::bson::{Document, doc, oid::ObjectId};
+use mongodb::bson::{Document, Timestamp, doc, oid::ObjectId};
 use socialite::domain::{ActivityLimits, FeedStrategy, PostId, now_ms};
 use socialite::feed::FeedSettings;
 use socialite::service::Social;
@@ -372,44 +372,59 @@ async fn the_activity_rebuild_equals_logs_from_scratch() {
 }
 
 /// A worker whose lease never committed a position reads from the oldest change kept.
-/// Once a forced trim passed it, that is not the start of the history: it must rebuild
-/// (counted as history lost), not skip what was trimmed.
+/// Once history before it is gone (embedded: a forced trim; MongoDB: an oplog that no
+/// longer reaches back to the database's birth), that is not the start of the history:
+/// it must rebuild (counted as history lost), not skip what is gone.
 #[tokio::test]
 async fn a_worker_that_never_committed_rebuilds_after_a_trim() {
-    let f = fixture(Kind::Embedded).await;
-    let store = &f.store;
-    let users = ["fay", "gus"];
-    for user in users {
-        common::create_user(store, user).await;
-    }
-    let limits = ActivityLimits::default();
-    let worker = Arc::new(ActivityWorker::new(store.activity.clone(), limits));
-    let mut worker = runner(store, worker);
-    // Taken (as a first step does) and never committed: the holder stalled at once.
-    let lease = store
-        .leases
-        .acquire("activity", "W", now_ms(), 60_000)
-        .await;
-    assert_eq!(lease.unwrap().position, None);
-    f.lose_history(async {
-        store.graph.follow("gus", "fay", now_ms()).await.unwrap();
+    for kind in kinds("a_worker_that_never_committed_rebuilds_after_a_trim") {
+        let f = fixture(kind).await;
+        let store = &f.store;
+        let users = ["fay", "gus"];
+        for user in users {
+            common::create_user(store, user).await;
+        }
+        let limits = ActivityLimits::default();
+        let worker = Arc::new(ActivityWorker::new(store.activity.clone(), limits));
+        let mut worker = runner(store, worker);
+        // Taken (as a first step does) and never committed: the holder stalled at once.
+        let lease = store
+            .leases
+            .acquire("activity", "W", now_ms(), 60_000)
+            .await;
+        assert_eq!(lease.unwrap().position, None);
+        let writes = async {
+            store.graph.follow("gus", "fay", now_ms()).await.unwrap();
+            store
+                .content
+                .insert_post("fay", "one", now_ms())
+                .await
+                .unwrap();
+        };
+        match &f.mongo {
+            None => f.lose_history(writes).await,
+            Some(db) => {
+                writes.await;
+                // What an oplog rolled past the birth leaves: its oldest entry newer.
+                let born = doc! { "$set": { "at": Timestamp { time: 1, increment: 0 } } };
+                db.collection::<Document>("meta")
+                    .update_one(doc! { "_id": "born" }, born)
+                    .await
+                    .unwrap();
+            }
+        }
         store
             .content
-            .insert_post("fay", "one", now_ms())
+            .insert_post("gus", "two", now_ms())
             .await
             .unwrap();
-    })
-    .await;
-    store
-        .content
-        .insert_post("gus", "two", now_ms())
-        .await
-        .unwrap();
-    until_rebuilt(&mut worker, Kind::Embedded).await;
-    assert_eq!(worker.status().lock().unwrap().history_lost, 1);
-    catch_up(&mut worker).await;
-    assert_eq!(
-        common::activity_logged(store, &users).await,
-        common::activity_from_scratch(store, &users).await
-    );
+        until_rebuilt(&mut worker, kind).await;
+        assert_eq!(worker.status().lock().unwrap().history_lost, 1, "{kind:?}");
+        catch_up(&mut worker).await;
+        assert_eq!(
+            common::activity_logged(store, &users).await,
+            common::activity_from_scratch(store, &users).await,
+            "{kind:?}"
+        );
+    }
 }

@@ -246,6 +246,9 @@ impl MongoStore {
                 .await
                 .with_context(|| format!("creating an index on {collection}"))?;
         }
+        changes::record_birth(&db)
+            .await
+            .context("recording the database's birth")?;
         let newest = db
             .collection::<Document>("content")
             .find_one(doc! {})

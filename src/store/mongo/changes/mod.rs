@@ -11,13 +11,16 @@
 //!   complete. So a quiet collection's position moves on with the others'.
 //! - **No position** starts every stream at the oldest oplog entry, read just before
 //!   the streams are opened (a `startAtOperationTime` older than the oplog is accepted
-//!   without an error, SERVER-50903). An oplog that cannot be read is an error that
-//!   names the privilege to grant, never a silent start at "now".
+//!   without an error, SERVER-50903), provided the oplog still reaches back to the
+//!   database's birth (`birth.rs`); otherwise it is `HistoryLost`. An oplog that cannot
+//!   be read is an error that names the privilege to grant, never a silent start at
+//!   "now".
 //! - **History lost**: a position that has rolled off the oplog (server error 286, or a
 //!   cluster-time mark older than the oldest entry), and an invalidate, drop or rename
 //!   of a watched collection, are `HistoryLost`.
 //! - **Open streams are reused** between reads (`streams.rs`).
 
+mod birth;
 mod feed;
 mod merge;
 mod position;
@@ -32,6 +35,7 @@ use mongodb::bson::{Bson, Document, Timestamp, doc, oid::ObjectId};
 use mongodb::change_stream::event::{ChangeStreamEvent, OperationType};
 use mongodb::error::ErrorKind;
 
+pub(super) use self::birth::record as record_birth;
 use self::feed::Feed;
 use self::position::{Mark, Mode};
 pub(super) use self::streams::Streams;
@@ -190,7 +194,10 @@ async fn open(
         }
         // Read just before opening, so that it is as fresh as it can be.
         None => match oplog_entry(db, false).await? {
-            Some(oldest) => vec![Mark::From(oldest); Feed::lanes(mode)],
+            Some(oldest) => {
+                birth::check(db, oldest).await?;
+                vec![Mark::From(oldest); Feed::lanes(mode)]
+            }
             None => return Ok(None),
         },
     };
