@@ -66,8 +66,11 @@ for (const op of OPS) {
   trend(op);
 }
 
+// Reads may be limited to every STRIDE-th user (u0, uSTRIDE, ...): the ones warmed.
+export const STRIDE = parseInt(__ENV.STRIDE || '1', 10);
+
 export function randomUser() {
-  return `u${Math.floor(Math.random() * USERS)}`;
+  return `u${STRIDE * Math.floor(Math.random() * Math.ceil(USERS / STRIDE))}`;
 }
 
 // URLs carry ids, so requests are grouped by operation name to keep k6's time series few.

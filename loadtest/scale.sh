@@ -6,8 +6,10 @@
 # --tokens-out` (auth.mode = token), starts one release server on it and, in that one
 # run, measures:
 #   - load time, database file size (after the load) and server RSS (after the run);
-#   - warm timeline reads (page 1 of a random user, every user's timeline read once
-#     first) against /healthz, closed loop at CONNS (32) connections for ARM (10s) each,
+#   - warm timeline reads (page 1 of a random warmed user) against /healthz, after
+#     reading once the timeline of every user, or above WARM_MAX users (100,000) of
+#     every STRIDE-th one (STRIDE = ceil(SIZE / WARM_MAX)) and of every reader and
+#     follower the arms and probes read, closed loop at CONNS (32) connections for ARM (10s) each,
 #     with wrk (2 threads) and with k6: throughput, p50, p99;
 #   - the same reads by readers who follow the ten largest accounts;
 #   - LAG_POSTS (10) posts, one at a time, by the largest account and by a median one:
@@ -16,12 +18,12 @@
 #     timelines worker has nothing waiting (loadtest/scale_probe.py).
 # Every strategy gets its own load, so each has a load time (hybrid also classifies its
 # celebrities during the load); each data set is deleted as soon as its run ends. The
-# warm-up reads every user's timeline once: cache and hybrid build their caches there,
-# about 10 minutes at 100,000 users on the shared 2 cores. Raw results go to target/scale/STAMP/;
+# warm-up is where cache and hybrid build their caches: about 10 minutes for 100,000
+# users on the shared 2 cores, hence WARM_MAX. Raw results go to target/scale/STAMP/;
 # loadtest/scale_report.py writes loadtest/results/scale-DATE.md and the charts
 # (docs/img/scale-*.png, with matplotlib in a venv under target/).
 #
-# Knobs: STRATEGIES (default all five), BUCKET_MAX_USERS (20000: the bucket strategies
+# Knobs: STRATEGIES (default all five), WARM_MAX, BUCKET_MAX_USERS (20000: the bucket strategies
 # materialise a copy of every post per follower, 2.6 GB at 20,000 users, so larger sizes
 # skip them), HYBRID_THRESHOLD (feed.hybrid_threshold, default the service's; a
 # STRATEGIES entry `hybrid:N` runs hybrid with threshold N as an arm of its own), CONNS,
@@ -37,7 +39,7 @@ for size in "$@"; do [[ "$size" =~ ^[0-9]+$ ]] || { echo "not a size: $size" >&2
 strategies=(${STRATEGIES:-fanout_on_read cache hybrid timed_buckets sized_buckets})
 bucket_max="${BUCKET_MAX_USERS:-20000}"
 conns="${CONNS:-32}" arm="${ARM:-10s}" lag_posts="${LAG_POSTS:-10}" lag_timeout="${LAG_TIMEOUT:-30}"
-follows=200 posts=20
+follows=200 posts=20 warm_max="${WARM_MAX:-100000}"
 
 k6="${K6:-$(loadtest/install-k6.sh)}"
 if ! command -v wrk >/dev/null; then
@@ -79,7 +81,7 @@ wrk_arm() {
 }
 # k6_arm NAME OP [READERS]: one closed-loop ceiling.js run; summary to $run/k6-NAME.json.
 k6_arm() {
-  BASE_URL="$base" USERS="$size" TOKENS_FILE="$tokens" OP="$2" READERS="${3:-}" VUS="$conns" \
+  BASE_URL="$base" USERS="$size" STRIDE="$stride" TOKENS_FILE="$tokens" OP="$2" READERS="${3:-}" VUS="$conns" \
     DURATION="$arm" "$k6" run --quiet --no-color --summary-export "$run/k6-$1.json" \
     loadtest/ceiling.js >/dev/null || echo "k6 $1: thresholds failed (see its summary)" >&2
 }
@@ -105,7 +107,8 @@ for size in "$@"; do
       --tokens-out "$tokens" > "$run/seed.log" 2>&1
     load_s="$(python3 -c "import time; print(round(time.time() - $started, 1))")"
     db_bytes="$(du -cb "$db"* | tail -1 | cut -f1)"
-    python3 loadtest/scale_probe.py graph "$db" "$tokens" "$run"
+    stride=$(( (size + warm_max - 1) / warm_max ))
+    python3 loadtest/scale_probe.py graph "$db" "$tokens" "$run" "$stride"
 
     "${threshold[@]}" SOCIALITE_FEED__STRATEGY="$strategy" SOCIALITE_STORAGE__PATH="$db" \
       RUST_LOG=warn,socialite=info NO_COLOR=1 "$bin" serve --listen 127.0.0.1:0 > "$run/server.log" 2>&1 &
@@ -121,7 +124,8 @@ for size in "$@"; do
     curl -fsS "$base/readyz" >/dev/null
 
     warm_started="$(date +%s.%N)"
-    BASE_URL="$base" USERS="$size" TOKENS_FILE="$tokens" "$k6" run --quiet --no-color loadtest/warm.js >/dev/null
+    BASE_URL="$base" USERS="$size" STRIDE="$stride" EXTRA="$(cat "$run/warm_extra.csv")" \
+      TOKENS_FILE="$tokens" "$k6" run --quiet --no-color loadtest/warm.js >/dev/null
     warm_s="$(python3 -c "import time; print(round(time.time() - $warm_started, 1))")"
     # Arms alternate between /healthz and reads so each ratio compares neighbours.
     wrk_arm healthz healthz
@@ -138,7 +142,7 @@ for size in "$@"; do
     stop_server
     cat > "$run/run.json" <<EOF
 {"size": $size, "strategy": "$arm_name", "load_s": $load_s, "warm_s": $warm_s, "db_bytes": $db_bytes,
- "hybrid_threshold": "$thr", "conns": $conns, "arm": "$arm",
+ "hybrid_threshold": "$thr", "conns": $conns, "arm": "$arm", "warm_stride": $stride,
  "loadavg_after": "$(cut -d' ' -f1-3 /proc/loadavg)", "finished": "$(date -u +%FT%TZ)"}
 EOF
     tail -3 "$run/seed.log" > "$run/seed.tail"

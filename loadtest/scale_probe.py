@@ -1,11 +1,13 @@
 #!/usr/bin/env python3
 """Helpers for loadtest/scale.sh (standard library only).
 
-  scale_probe.py graph DB TOKENS OUTDIR
+  scale_probe.py graph DB TOKENS OUTDIR [STRIDE]
       Reads a loaded embedded data file (before the server opens it) and writes to
       OUTDIR: graph.json (the ten largest accounts and their follower counts, a median
       account, readers who follow the ten largest, followers to poll after a post),
-      users.txt and top_readers.txt ("id token" lines for wrk), top_readers.csv (for k6).
+      users.txt (every STRIDE-th user, default every one) and top_readers.txt ("id
+      token" lines for wrk), top_readers.csv (for k6), and warm_extra.csv (the readers
+      and polled followers outside the stride, to be warmed as well).
 
   scale_probe.py lag BASE TOKENS GRAPH_JSON WHO COUNT TIMEOUT_S
       Posts COUNT times as WHO (largest | median), one post at a time, and for each
@@ -28,7 +30,7 @@ def uid_key(u):
     return int(u[1:]) if u.startswith("u") and u[1:].isdigit() else 1 << 62
 
 
-def graph(db, tokens_path, outdir):
+def graph(db, tokens_path, outdir, stride=1):
     tokens = json.load(open(tokens_path))
     con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
     counts = con.execute(
@@ -84,7 +86,12 @@ def graph(db, tokens_path, outdir):
     json.dump(out, open(os.path.join(outdir, "graph.json"), "w"), indent=1)
     with open(os.path.join(outdir, "users.txt"), "w") as f:
         for i, t in enumerate(tokens):
-            f.write(f"u{i} {t}\n")
+            if i % stride == 0:
+                f.write(f"u{i} {t}\n")
+    # Beyond the sampled users, the readers and followers the arms and probes read.
+    extra = set(readers) | set(out["largest"]["poll"]) | set(out["median"]["poll"])
+    with open(os.path.join(outdir, "warm_extra.csv"), "w") as f:
+        f.write(",".join(sorted(u for u in extra if uid_key(u) % stride != 0)))
     with open(os.path.join(outdir, "top_readers.txt"), "w") as f:
         for r in readers:
             f.write(f"{r} {tokens[uid_key(r)]}\n")
@@ -160,7 +167,7 @@ def lag(base, tokens_path, graph_path, who, count, timeout):
 if __name__ == "__main__":
     cmd = sys.argv[1]
     if cmd == "graph":
-        graph(*sys.argv[2:5])
+        graph(*sys.argv[2:5], *[int(a) for a in sys.argv[5:6]])
     elif cmd == "lag":
         a = sys.argv[2:]
         lag(a[0], a[1], a[2], a[3], int(a[4]), float(a[5]))

@@ -1,14 +1,25 @@
-// Reads every seeded user's timeline once, so caches exist and pages are hot before
+// Reads once the timeline of every STRIDE-th seeded user (every user by default), then
+// of each user in EXTRA (comma-separated ids), so caches exist and pages are hot before
 // anything is measured ("warm").
 import exec from 'k6/execution';
-import { USERS, get } from './lib.js';
+import { STRIDE, USERS, get } from './lib.js';
+
+const SAMPLED = Math.ceil(USERS / STRIDE);
+const EXTRA = __ENV.EXTRA ? __ENV.EXTRA.split(',') : [];
 
 export const options = {
   scenarios: {
-    warm: { executor: 'shared-iterations', vus: 16, iterations: USERS, maxDuration: '15m' },
+    warm: {
+      executor: 'shared-iterations',
+      vus: 16,
+      iterations: SAMPLED + EXTRA.length,
+      maxDuration: '60m',
+    },
   },
 };
 
 export default function () {
-  get(`/v1/users/u${exec.scenario.iterationInTest}/timeline?limit=20`, { op: 'warm' });
+  const i = exec.scenario.iterationInTest;
+  const user = i < SAMPLED ? `u${i * STRIDE}` : EXTRA[i - SAMPLED];
+  get(`/v1/users/${user}/timeline?limit=20`, { op: 'warm' });
 }

@@ -28,7 +28,7 @@ mod server;
 #[allow(unused_imports)]
 pub use api::{Api, As, Credentials};
 #[allow(unused_imports)]
-pub use server::{TestServer, start_binary};
+pub use server::{TestServer, start_binary, try_start_binary};
 
 /// Creates user `id` (display name `id`) through the port.
 pub async fn create_user(store: &Store, id: &str) {

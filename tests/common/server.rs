@@ -14,6 +14,15 @@ pub fn start_binary(
     args: &[&str],
     env: &[(&str, &std::ffi::OsStr)],
 ) -> (std::process::Child, String) {
+    try_start_binary(args, env).expect("the server reports its address")
+}
+
+/// As [`start_binary`]; `None` when the process ended before reporting its address (an
+/// in-binary abort fault may fire while it starts).
+pub fn try_start_binary(
+    args: &[&str],
+    env: &[(&str, &std::ffi::OsStr)],
+) -> Option<(std::process::Child, String)> {
     use std::io::{BufRead, BufReader};
     use std::process::{Command, Stdio};
     let mut command = Command::new(env!("CARGO_BIN_EXE_socialite"));
@@ -38,7 +47,9 @@ pub fn start_binary(
             .open(path);
         file.expect("the server log opens")
     });
-    std::thread::spawn(move || {
+    let reader = std::thread::spawn(move || {
+        // The last lines before the address, for a process that ends without one.
+        let mut last = std::collections::VecDeque::new();
         for line in BufReader::new(stdout).lines() {
             let Ok(line) = line else { break };
             if let Some(log) = log.as_mut() {
@@ -47,13 +58,28 @@ pub fn start_binary(
             }
             if let Some(at) = line.find("listening on http://") {
                 let _ = tx.send(line[at + "listening on ".len()..].trim().to_owned());
+                last.clear();
+            } else {
+                last.push_back(line);
+                if last.len() > 4 {
+                    last.pop_front();
+                }
             }
         }
+        last
     });
-    let base = rx
-        .recv_timeout(std::time::Duration::from_secs(30))
-        .expect("the server reports its address");
-    (child, base)
+    match rx.recv_timeout(std::time::Duration::from_secs(30)) {
+        Ok(base) => Some((child, base)),
+        Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
+            let status = child.wait();
+            let last = reader.join().unwrap_or_default();
+            eprintln!(
+                "server ended before reporting its address: {status:?}; its last lines: {last:?}"
+            );
+            None
+        }
+        Err(timeout) => panic!("the server reports its address: {timeout}"),
+    }
 }
 
 pub struct TestServer {

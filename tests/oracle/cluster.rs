@@ -10,7 +10,7 @@ use rand::{RngExt, SeedableRng};
 use socialite::domain::FeedStrategy;
 
 use super::focus::Focus;
-use crate::common::{Kind, fresh_name, mongo_base_uri, mongo_uri_with_database, start_binary};
+use crate::common::{Kind, fresh_name, mongo_base_uri, mongo_uri_with_database, try_start_binary};
 
 #[derive(Debug, Clone)]
 pub struct Topology {
@@ -240,21 +240,37 @@ impl Cluster {
         cluster
     }
 
-    /// Starts slot `slot` (again), with faults unless the run is quiescing.
+    /// Starts slot `slot` (again), with faults unless the run is quiescing. A start that
+    /// dies before it reports its address (an in-binary abort fired while it started) is
+    /// tried again.
     pub async fn restart(&self, slot: usize) {
         let mut env = self.env.clone();
         if *self.quiet.lock().unwrap() {
             env.retain(|(k, _)| !k.starts_with("SOCIALITE_FAULTS__"));
         }
-        let (child, base) = tokio::task::spawn_blocking(move || {
-            let refs: Vec<(&str, &std::ffi::OsStr)> = env
-                .iter()
-                .map(|(k, v)| (k.as_str(), v.as_os_str()))
-                .collect();
-            start_binary(&[], &refs)
-        })
-        .await
-        .unwrap();
+        let mut attempts = 0;
+        let (child, base) = loop {
+            let env = env.clone();
+            let started = tokio::task::spawn_blocking(move || {
+                let refs: Vec<(&str, &std::ffi::OsStr)> = env
+                    .iter()
+                    .map(|(k, v)| (k.as_str(), v.as_os_str()))
+                    .collect();
+                try_start_binary(&[], &refs)
+            })
+            .await
+            .unwrap();
+            attempts += 1;
+            match started {
+                Some(started) => break started,
+                None if attempts < 10 => {
+                    eprintln!(
+                        "oracle: slot {slot} ended while starting (attempt {attempts}); again"
+                    );
+                }
+                None => panic!("slot {slot} ended while starting, {attempts} times in a row"),
+            }
+        };
         let mut slots = self.slots.lock().unwrap();
         let s = &mut slots[slot];
         s.child = Some(child);

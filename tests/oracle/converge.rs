@@ -302,7 +302,7 @@ pub async fn derived(world: &World, s: &Sources) -> Vec<String> {
                 served.len()
             );
             let topology = &world.topology;
-            // Found once in 45 runs of the late-push scenario on the stand-in; narrowed to
+            // Found once in 121 runs of the late-push scenario on the stand-in; narrowed to
             // that scenario so that every other timeline finding still fails.
             if topology.kind == crate::common::Kind::Mongo
                 && topology.focus == super::focus::Focus::LatePush
