@@ -89,7 +89,8 @@ pub struct Status {
     /// commit: how long derived data trailed its source, caught up or not.
     pub delay_seconds: f64,
     /// Changes waiting after the last step, where the feed can count them (see
-    /// `ChangeFeed::backlog`); otherwise 1 after a full batch.
+    /// `ChangeFeed::backlog`); otherwise 1 after a full batch. At least 1 from taking
+    /// the lease until the first step under it ends.
     pub lag_changes: u64,
     pub processed: u64,
     pub rebuilds: u64,
@@ -110,6 +111,10 @@ pub struct Runner {
     holder: String,
     /// The version held and the position committed under it, as read from the lease.
     held: Option<(u64, Option<ChangePosition>)>,
+    /// How many changes the next step reads: `batch_size`, halved after a batch that
+    /// outlived its lease (one the store is too slow to apply within it would otherwise
+    /// be tried again, and lost again, for ever), doubled back after a full one.
+    batch: usize,
     status: Arc<Mutex<Status>>,
 }
 
@@ -131,6 +136,7 @@ impl Runner {
             settings,
             holder: holder.into(),
             held: None,
+            batch: settings.batch_size.max(1),
             status: Arc::default(),
         }
     }

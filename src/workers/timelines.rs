@@ -150,11 +150,14 @@ impl Worker for TimelinesWorker {
                 ("posts", ChangeOp::Insert) => {
                     let id = post_id(change)?;
                     if delivered.contains(&id) {
+                        tracing::debug!(post = %id, "already delivered");
                         continue;
                     }
                     let Some(post) = self.store.content.post(id).await? else {
+                        tracing::debug!(post = %id, "deleted before its delivery");
                         continue;
                     };
+                    tracing::debug!(post = %id, "delivering");
                     // The name as it stands now; a rename after this read is caught by
                     // the delivery's own re-check.
                     if let Some(author) = self.store.users.user(&post.author).await? {

@@ -30,7 +30,10 @@ pub fn try_start_binary(
         .args(["serve", "--listen", "127.0.0.1:0"])
         .args(args)
         .env("NO_COLOR", "1")
-        .env("RUST_LOG", "info")
+        .env(
+            "RUST_LOG",
+            std::env::var("SOCIALITE_TEST_SERVER_RUST_LOG").unwrap_or_else(|_| "info".into()),
+        )
         .stdout(Stdio::piped())
         .stderr(Stdio::null());
     for (key, value) in env {

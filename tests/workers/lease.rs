@@ -236,3 +236,77 @@ async fn a_batch_stands_down_when_its_lease_refresh_is_refused() {
         worker.release.notify_one();
     }
 }
+
+/// A worker that cannot apply more than three changes within its lease: a larger batch
+/// loses the lease under it (here, released as an expiry would leave it) and hangs.
+struct TooSlow {
+    inner: ActivityWorker,
+    leases: Arc<dyn socialite::store::LeaseStore>,
+}
+
+#[async_trait]
+impl socialite::workers::Worker for TooSlow {
+    fn name(&self) -> &'static str {
+        NAME
+    }
+    async fn apply(
+        &self,
+        changes: &[socialite::domain::Change],
+        fence: &socialite::domain::Fence,
+    ) -> StoreResult<()> {
+        if changes.len() > 3 {
+            self.leases
+                .release(&fence.lease, &fence.holder, fence.version)
+                .await?;
+            std::future::pending::<()>().await;
+        }
+        self.inner.apply(changes, fence).await
+    }
+    async fn rebuild(&self, fence: &socialite::domain::Fence) -> StoreResult<()> {
+        self.inner.rebuild(fence).await
+    }
+}
+
+/// A batch the store is too slow to apply within the lease would be read again, and
+/// lost again, for ever (every holder alike): the runner halves its batch after one
+/// outlives its lease, so the feed moves on.
+#[tokio::test]
+async fn a_batch_that_outlives_its_lease_is_retried_smaller_until_it_fits() {
+    for kind in kinds("a_batch_that_outlives_its_lease_is_retried_smaller_until_it_fits") {
+        let t = fresh_store(kind).await;
+        let store = &t.store;
+        let clock = Arc::new(ManualClock::at(now_ms()));
+        common::create_user(store, "ivy").await;
+        for i in 0..12 {
+            post(store, "ivy", &format!("post {i}")).await;
+        }
+        let worker = Arc::new(TooSlow {
+            inner: ActivityWorker::new(store.activity.clone(), ActivityLimits::default()),
+            leases: store.leases.clone(),
+        });
+        let settings = RunnerSettings {
+            refresh_ms: 5,
+            batch_size: 16,
+            ..SETTINGS
+        };
+        let mut runner = Runner::new(
+            worker,
+            store.leases.clone(),
+            store.change_feed.clone(),
+            clock.clone(),
+            "A",
+            settings,
+        );
+        let mut steps = Vec::new();
+        for _ in 0..40 {
+            let step = runner.step().await.unwrap();
+            steps.push(step.clone());
+            if step == Step::Idle {
+                break;
+            }
+        }
+        assert_eq!(steps.last(), Some(&Step::Idle), "{kind:?}: {steps:?}");
+        assert!(steps.contains(&Step::LostLease), "{kind:?}: {steps:?}");
+        assert_eq!(log(store, "ivy").await.len(), 12, "{kind:?}");
+    }
+}

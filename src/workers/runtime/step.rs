@@ -40,6 +40,8 @@ impl Runner {
             metrics::gauge!("socialite_worker_lease_held", "worker" => name).set(1.0);
             tracing::info!(worker = name, version = lease.version, "lease acquired");
             self.held = Some((lease.version, lease.position.clone()));
+            // Nothing is known of what waits until this holder's first step ends.
+            self.update(|s| s.lag_changes = s.lag_changes.max(1));
         }
         let (version, position) = self.held.clone().expect("held");
         let fence = self.fence(version);
@@ -48,11 +50,8 @@ impl Runner {
             s.version = Some(version);
         });
 
-        let batch = match self
-            .feed
-            .changes(position.as_ref(), self.settings.batch_size)
-            .await
-        {
+        let limit = self.batch;
+        let batch = match self.feed.changes(position.as_ref(), limit).await {
             Ok(batch) => batch,
             Err(StoreError::HistoryLost(at)) => return self.rebuild(&fence, &at).await,
             Err(StoreError::NoPosition(why)) => return self.bootstrap(&fence, &why).await,
@@ -74,6 +73,14 @@ impl Runner {
             Err(StoreError::HistoryLost(at)) => return self.rebuild(&fence, &at).await,
             Err(StoreError::Fenced(_)) => {
                 metrics::counter!("socialite_worker_fenced_total", "worker" => name).increment(1);
+                // Whoever takes the lease next may be as slow: this process, when it
+                // holds it again, tries a batch half the size.
+                self.batch = (batch.len() / 2).max(1);
+                tracing::info!(
+                    worker = name,
+                    next = self.batch,
+                    "a batch outlived its lease; smaller batches from here"
+                );
                 return Ok(self.lost());
             }
             Err(error) => return Err(error),
@@ -95,7 +102,18 @@ impl Runner {
             return Ok(self.lost());
         }
         let applied = batch.len();
-        let full = applied >= self.settings.batch_size;
+        tracing::debug!(
+            worker = name,
+            version,
+            applied,
+            first = %batch[0].position.0,
+            last = %last.position.0,
+            "applied and committed a batch"
+        );
+        let full = applied >= limit;
+        if full {
+            self.batch = (self.batch * 2).min(self.settings.batch_size.max(1));
+        }
         let lag_seconds = if full {
             ((self.clock.now_ms() - last.at_ms).max(0) as f64) / 1000.0
         } else {
