@@ -138,23 +138,11 @@ async fn caught_up(api: &Api, head: i64) {
 
 /// Every item of a paged listing: `key` of each item, following `next_cursor` as `param`.
 async fn all_pages(api: &Api, path: &str, param: &str, key: &str) -> Vec<String> {
-    let mut items = Vec::new();
-    let mut cursor: Option<String> = None;
-    loop {
-        let url = match &cursor {
-            Some(c) => format!("{path}?limit=100&{param}={c}"),
-            None => format!("{path}?limit=100"),
-        };
-        let (status, body) = api.get(&url).await;
-        assert_eq!(status, StatusCode::OK, "{url}: {body}");
-        for item in body["items"].as_array().unwrap() {
-            items.push(item[key].as_str().unwrap().to_owned());
-        }
-        match body["next_cursor"].as_str() {
-            Some(next) => cursor = Some(next.to_owned()),
-            None => return items,
-        }
-    }
+    let items = api.walk(&format!("{path}?limit=100"), param).await;
+    items
+        .iter()
+        .map(|item| item[key].as_str().unwrap().to_owned())
+        .collect()
 }
 
 /// Derived data agrees with the sources, for `users` on the server at `base_url`: each

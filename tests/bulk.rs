@@ -169,18 +169,9 @@ pub async fn observe(api: &Api) -> Vec<(String, Value)> {
             format!("{id} profile"),
             api.get(&format!("/v1/users/{id}")).await.1,
         ));
-        let (mut items, mut before) = (Vec::new(), String::new());
-        loop {
-            let (status, page) = api
-                .get(&format!("/v1/users/{id}/timeline?limit=2{before}"))
-                .await;
-            assert_eq!(status, StatusCode::OK, "{page}");
-            items.extend(page["items"].as_array().unwrap().iter().cloned());
-            match page["next_cursor"].as_str() {
-                Some(next) => before = format!("&before={next}"),
-                None => break,
-            }
-        }
+        let items = api
+            .walk(&format!("/v1/users/{id}/timeline?limit=2"), "before")
+            .await;
         seen.push((format!("{id} timeline"), Value::Array(items)));
         let log = api
             .get(&format!("/v1/users/{id}/activity?limit=100"))

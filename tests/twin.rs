@@ -99,24 +99,10 @@ impl Side {
         }
     }
 
-    /// Every page of `path`, following `next_cursor` as `param`.
-    async fn walk(&mut self, path: &str, param: &str) -> Vec<Value> {
-        let mut items = Vec::new();
-        let mut cursor: Option<String> = None;
-        loop {
-            let sep = if path.contains('?') { '&' } else { '?' };
-            let page_path = match &cursor {
-                Some(c) => format!("{path}{sep}{param}={c}"),
-                None => path.to_owned(),
-            };
-            let (status, page) = self.server.api().get(&page_path).await;
-            assert_eq!(status, StatusCode::OK, "GET {page_path}: {page}");
-            items.extend(page["items"].as_array().cloned().unwrap_or_default());
-            match page["next_cursor"].as_str() {
-                Some(next) => cursor = Some(next.to_owned()),
-                None => return items.into_iter().map(|v| self.rename(v)).collect(),
-            }
-        }
+    /// Every page of `path`, following `next_cursor` as `param`, ids renamed.
+    async fn walk(&self, path: &str, param: &str) -> Vec<Value> {
+        let items = self.server.api().walk(path, param).await;
+        items.into_iter().map(|v| self.rename(v)).collect()
     }
 
     /// Everything a client can see, one line per view.

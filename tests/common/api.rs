@@ -171,6 +171,29 @@ impl Api {
         self.send(reqwest::Method::GET, path, None).await
     }
 
+    /// The items of every page of `path`, following `next_cursor` as the query
+    /// parameter `param` (`before` or `cursor`); each page must answer 200.
+    pub async fn walk(&self, path: &str, param: &str) -> Vec<Value> {
+        let sep = if path.contains('?') { '&' } else { '?' };
+        let mut items = Vec::new();
+        let mut page_path = path.to_owned();
+        loop {
+            let (status, page) = self.get(&page_path).await;
+            assert_eq!(status, StatusCode::OK, "GET {page_path}: {page}");
+            items.extend(
+                page["items"]
+                    .as_array()
+                    .expect("a page's items")
+                    .iter()
+                    .cloned(),
+            );
+            match page["next_cursor"].as_str() {
+                Some(next) => page_path = format!("{path}{sep}{param}={next}"),
+                None => return items,
+            }
+        }
+    }
+
     pub async fn post(&self, path: &str, body: Value) -> (StatusCode, Value) {
         self.send(reqwest::Method::POST, path, Some(body)).await
     }

@@ -1,11 +1,11 @@
 //! Leases: two racing listeners, refresh, take-over and the old holder refused, a paused
-//! holder fenced off after a take-over (the design's Fig. 3), and a batch that stands
-//! down when its lease refresh is refused.
+//! holder fenced off after a take-over (the design's Fig. 3), a batch that stands down
+//! when its lease refresh is refused, and one that outlives its lease retried smaller.
 
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use socialite::domain::{ActivityLimits, ActivityType, now_ms};
+use socialite::domain::{ActivityLimits, ActivityType, Change, Fence, now_ms};
 use socialite::store::StoreResult;
 use socialite::workers::activity::{ActivityWorker, NAME};
 use socialite::workers::{Clock, ManualClock, Runner, RunnerSettings, Step};
@@ -155,29 +155,44 @@ async fn a_paused_holder_is_fenced_off_after_a_take_over() {
     }
 }
 
-/// A worker whose batch hangs until released.
-struct Hanging {
+/// What a [`Gated`] activity worker does before it applies a batch.
+#[async_trait]
+trait Gate: Send + Sync + 'static {
+    async fn pass(&self, changes: &[Change], fence: &Fence) -> StoreResult<()>;
+}
+
+/// The activity worker, held at a [`Gate`] before each batch.
+struct Gated<G> {
     inner: ActivityWorker,
+    gate: G,
+}
+
+#[async_trait]
+impl<G: Gate> socialite::workers::Worker for Gated<G> {
+    fn name(&self) -> &'static str {
+        NAME
+    }
+    async fn apply(&self, changes: &[Change], fence: &Fence) -> StoreResult<()> {
+        self.gate.pass(changes, fence).await?;
+        self.inner.apply(changes, fence).await
+    }
+    async fn rebuild(&self, fence: &Fence) -> StoreResult<()> {
+        self.inner.rebuild(fence).await
+    }
+}
+
+/// A batch hangs until released.
+struct Hanging {
     entered: Notify,
     release: Notify,
 }
 
 #[async_trait]
-impl socialite::workers::Worker for Hanging {
-    fn name(&self) -> &'static str {
-        NAME
-    }
-    async fn apply(
-        &self,
-        changes: &[socialite::domain::Change],
-        fence: &socialite::domain::Fence,
-    ) -> StoreResult<()> {
+impl Gate for Hanging {
+    async fn pass(&self, _changes: &[Change], _fence: &Fence) -> StoreResult<()> {
         self.entered.notify_one();
         self.release.notified().await;
-        self.inner.apply(changes, fence).await
-    }
-    async fn rebuild(&self, fence: &socialite::domain::Fence) -> StoreResult<()> {
-        self.inner.rebuild(fence).await
+        Ok(())
     }
 }
 
@@ -192,10 +207,12 @@ async fn a_batch_stands_down_when_its_lease_refresh_is_refused() {
         let clock = Arc::new(ManualClock::at(now_ms()));
         common::create_user(store, "hal").await;
         post(store, "hal", "slow").await;
-        let worker = Arc::new(Hanging {
+        let worker = Arc::new(Gated {
             inner: ActivityWorker::new(store.activity.clone(), ActivityLimits::default()),
-            entered: Notify::new(),
-            release: Notify::new(),
+            gate: Hanging {
+                entered: Notify::new(),
+                release: Notify::new(),
+            },
         });
         let settings = RunnerSettings {
             refresh_ms: 5,
@@ -210,7 +227,7 @@ async fn a_batch_stands_down_when_its_lease_refresh_is_refused() {
             settings,
         );
         let stepping = tokio::spawn(async move { a.step().await });
-        worker.entered.notified().await;
+        worker.gate.entered.notified().await;
         // A's lease is taken from it while its batch hangs (released at its version, as
         // an operator would; a clock-driven expiry would race A's own refresh timer).
         let held = store.leases.leases().await.unwrap()[0].clone();
@@ -233,37 +250,26 @@ async fn a_batch_stands_down_when_its_lease_refresh_is_refused() {
         );
         let lease = &store.leases.leases().await.unwrap()[0];
         assert_eq!(lease.position, None, "{kind:?}: nothing committed");
-        worker.release.notify_one();
+        worker.gate.release.notify_one();
     }
 }
 
-/// A worker that cannot apply more than three changes within its lease: a larger batch
-/// loses the lease under it (here, released as an expiry would leave it) and hangs.
+/// No more than three changes can be applied within the lease: a larger batch loses
+/// the lease under it (here, released as an expiry would leave it) and hangs.
 struct TooSlow {
-    inner: ActivityWorker,
     leases: Arc<dyn socialite::store::LeaseStore>,
 }
 
 #[async_trait]
-impl socialite::workers::Worker for TooSlow {
-    fn name(&self) -> &'static str {
-        NAME
-    }
-    async fn apply(
-        &self,
-        changes: &[socialite::domain::Change],
-        fence: &socialite::domain::Fence,
-    ) -> StoreResult<()> {
+impl Gate for TooSlow {
+    async fn pass(&self, changes: &[Change], fence: &Fence) -> StoreResult<()> {
         if changes.len() > 3 {
             self.leases
                 .release(&fence.lease, &fence.holder, fence.version)
                 .await?;
             std::future::pending::<()>().await;
         }
-        self.inner.apply(changes, fence).await
-    }
-    async fn rebuild(&self, fence: &socialite::domain::Fence) -> StoreResult<()> {
-        self.inner.rebuild(fence).await
+        Ok(())
     }
 }
 
@@ -280,9 +286,11 @@ async fn a_batch_that_outlives_its_lease_is_retried_smaller_until_it_fits() {
         for i in 0..12 {
             post(store, "ivy", &format!("post {i}")).await;
         }
-        let worker = Arc::new(TooSlow {
+        let worker = Arc::new(Gated {
             inner: ActivityWorker::new(store.activity.clone(), ActivityLimits::default()),
-            leases: store.leases.clone(),
+            gate: TooSlow {
+                leases: store.leases.clone(),
+            },
         });
         let settings = RunnerSettings {
             refresh_ms: 5,
