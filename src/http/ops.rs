@@ -102,7 +102,8 @@ pub struct WorkerBody {
     /// commit: how far behind the source the derived data was, even when caught up.
     pub delay_seconds: f64,
     /// Changes waiting after the last step: exact on the embedded store (counted up to
-    /// 1,000,000); on MongoDB, 1 while a full batch was just applied, else 0.
+    /// 1,000,000); on MongoDB, 1 while a full batch was just applied, else 0. At least 1
+    /// from taking the lease until the first step under it ends.
     pub lag_changes: u64,
     /// Changes applied by this process since it started.
     pub processed: u64,
