@@ -168,7 +168,9 @@ impl FeedService for CacheFeed {
     ) -> StoreResult<()> {
         // The followee's newest `cache_size`: any older post of theirs above the cache's
         // oldest entry would be trimmed by these anyway. The store keeps the coverage
-        // rule, so entries a ready cache must not take are left to the fallback.
+        // rule, so entries a ready cache must not take are left to the fallback. A read
+        // cut at its limit may leave older posts out, so the cache is no longer complete
+        // even if nothing is trimmed: else it would take a late push below them.
         let size = self.settings.cache_size;
         let posts = self
             .store
@@ -182,9 +184,10 @@ impl FeedService for CacheFeed {
         if entries.is_empty() {
             return Ok(());
         }
+        let cut = entries.len() >= size as usize;
         self.store
             .timelines
-            .cache_push(&[follower.to_owned()], &entries, size)
+            .cache_backfill(follower, &entries, size, cut)
             .await?;
         self.settle(&entries).await
     }

@@ -28,6 +28,36 @@ pub struct CacheView {
     pub oldest: Option<PostId>,
 }
 
+/// What a write into a cache says about the cache beyond its entries (see `feed::cache`):
+/// whether it may leave out entries below its oldest one, which ends completeness, and
+/// whether it ends a build. A trim that drops an entry ends completeness in any case.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CacheMerge {
+    /// Pushes of new entries: nothing beyond them.
+    Push,
+    /// A follow's backfill of the followee's newest posts; `cut` when the read stopped at
+    /// its limit, so that older posts of theirs may be left out.
+    Backfill { cut: bool },
+    /// A build's fill, which makes the cache ready; `cut` when the read stopped at
+    /// `cache_size`.
+    Fill { cut: bool },
+}
+
+impl CacheMerge {
+    /// Whether the entries may leave out posts below their oldest: completeness ends.
+    pub fn cut(self) -> bool {
+        matches!(
+            self,
+            CacheMerge::Backfill { cut: true } | CacheMerge::Fill { cut: true }
+        )
+    }
+
+    /// Whether the write makes the cache ready.
+    pub fn readies(self) -> bool {
+        matches!(self, CacheMerge::Fill { .. })
+    }
+}
+
 /// Every push is idempotent by post id: an entry already in the user's timeline (in any
 /// bucket of the group it would go to, or in the cache) is not stored again, and a bucket
 /// counts only the entries it took, so a replayed push changes nothing.
@@ -72,8 +102,8 @@ pub trait TimelineStore: Send + Sync + 'static {
     ///
     /// Every cache write keeps what a cache covers (see `feed::cache`), atomically with
     /// the write: a cache being built takes every entry; a ready one takes an entry below
-    /// its oldest only while it is complete; a trim that drops an entry, or a fill of
-    /// `cache_size` entries, makes it incomplete.
+    /// its oldest only while it is complete; a trim that drops an entry, or a fill or a
+    /// backfill whose read was cut at its limit, makes it incomplete.
     async fn cache_push(
         &self,
         users: &[String],
@@ -109,6 +139,18 @@ pub trait TimelineStore: Send + Sync + 'static {
     /// cache covers nothing and can take no push, so only a new build makes it useful.
     /// Returns whether it was deleted.
     async fn cache_reset(&self, user: &str) -> StoreResult<bool>;
+    /// Merges `entries`, a followee's newest posts as a follow's backfill read them, into
+    /// `user`'s cache if there is one, keeping the coverage rule. `cut` says the read
+    /// stopped at its limit: the followee may have older posts, which the cache then
+    /// lacks, so it is no longer complete even when nothing was trimmed. Returns whether
+    /// the cache took an entry.
+    async fn cache_backfill(
+        &self,
+        user: &str,
+        entries: &[TimelineEntry],
+        cache_size: u32,
+        cut: bool,
+    ) -> StoreResult<bool>;
     /// Merges `entries`, the newest `cache_size` entries of the timeline as a read saw
     /// them (fewer means the whole timeline), into the cache and marks it ready.
     async fn cache_fill(

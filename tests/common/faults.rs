@@ -308,6 +308,16 @@ impl TimelineStore for FaultyTimelines {
     async fn settle_retractions(&self) -> StoreResult<u64> {
         self.inner.settle_retractions().await
     }
+    async fn cache_backfill(
+        &self,
+        user: &str,
+        e: &[TimelineEntry],
+        size: u32,
+        cut: bool,
+    ) -> StoreResult<bool> {
+        self.check("cache_backfill", &[user.to_owned()])?;
+        self.inner.cache_backfill(user, e, size, cut).await
+    }
     async fn cache_fill(&self, user: &str, e: &[TimelineEntry], size: u32) -> StoreResult<()> {
         self.check("cache_fill", &[user.to_owned()])?;
         self.inner.cache_fill(user, e, size).await

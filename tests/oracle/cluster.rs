@@ -168,24 +168,6 @@ impl Topology {
     }
 }
 
-/// Whether the checks of defects known and still open in issue 20 fail the run: always
-/// in the soak, and with `SOCIALITE_ORACLE_STRICT=1`; otherwise (the CI budget) they are
-/// reported on stderr as `KNOWN OPEN` and counted, so that what is tracked as open does
-/// not hide every other finding. Each such check names the defect it stands for.
-pub fn strict() -> bool {
-    soak_kills() || std::env::var("SOCIALITE_ORACLE_STRICT").is_ok_and(|v| v.trim() == "1")
-}
-
-/// A finding of a known open defect: returned, to be recorded as a violation, when
-/// [`strict`]; otherwise reported on stderr and `None`.
-pub fn known_open(defect: &str, what: String) -> Option<String> {
-    if strict() {
-        return Some(what);
-    }
-    eprintln!("oracle: KNOWN OPEN (issue 20: {defect}) {what}");
-    None
-}
-
 /// `SOCIALITE_ORACLE_KILLS=1` (the soak): `kill -9`s in every run, more often.
 pub fn soak_kills() -> bool {
     std::env::var("SOCIALITE_ORACLE_KILLS").is_ok_and(|v| v.trim() == "1")

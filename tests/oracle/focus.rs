@@ -103,8 +103,9 @@ impl Focus {
             t.hybrid_threshold = rng.random_range(2..=4);
         }
         if t.kind == Kind::Mongo && self == Focus::LatePush {
-            // The stand-in is slower: room for the cache's build and trim.
-            t.wake_delay_ms += 300;
+            // The stand-in is slower: room for the cache's build or backfill, and the
+            // delete, before the worker's next step (a step every refresh + delay).
+            t.wake_delay_ms += 1_200;
         }
     }
 }
@@ -178,10 +179,12 @@ fn fresh_triple(world: &World) -> Option<[String; 3]> {
 }
 
 /// Reader `r` follows `a` (whose audience, with the fans (the first two users), is above
-/// `inline_fanout_max`, so the worker delivers a's posts) and `b`; `a` posts P, all
-/// through a process without the timelines worker; `b` posts `cache_size + 2` times; `r` reads (its cache is
-/// built, cut at `cache_size`); `b` deletes one of the cached posts. The worker's push of
-/// P, older than every cached entry, must not make b's posts below the cache unreachable.
+/// `inline_fanout_max`, so the worker delivers a's posts); `a` posts P, all through a
+/// process without the timelines worker; `b` posts `cache_size + 2` times. Then either
+/// `r` follows `b` and reads (its cache is built, cut at `cache_size`), or `r` read
+/// before P (an empty, complete cache) and follows `b` only now (a backfill cut at
+/// `cache_size`); then `b` deletes one of the cached posts. The worker's push of P,
+/// older than every cached entry, must not make b's posts below the cache unreachable.
 pub async fn late_push(world: &World, rng: &mut Rng) {
     let Some([r, a, b]) = fresh_triple(world) else {
         return super::reads::timeline(world, rng).await;
@@ -194,7 +197,13 @@ pub async fn late_push(world: &World, rng: &mut Rng) {
     for follower in &followers {
         toggle_at(world, &away, follower, a.clone(), false, true).await;
     }
-    toggle_at(world, &away, &r, b.clone(), false, true).await;
+    let limit = rng.random_range(1..=world.topology.cache_size);
+    let backfill = rng.random_bool(0.5);
+    if backfill {
+        first_page(world, &away, &r, limit).await;
+    } else {
+        toggle_at(world, &away, &r, b.clone(), false, true).await;
+    }
     super::ops::post_as(world, &away, &a).await;
     // Every later write through the same process: one through the holder would wake
     // its worker at once.
@@ -202,7 +211,9 @@ pub async fn late_push(world: &World, rng: &mut Rng) {
     for _ in 0..world.topology.cache_size + 2 {
         super::ops::post_as(world, &here, &b).await;
     }
-    let limit = rng.random_range(1..=world.topology.cache_size);
+    if backfill {
+        toggle_at(world, &here, &r, b.clone(), false, true).await;
+    }
     let served = first_page(world, &here, &r, limit).await;
     let b_posts: Vec<String> = {
         let model = world.model();

@@ -91,6 +91,75 @@ async fn a_late_push_below_a_cache_never_hides_the_posts_between() {
     }
 }
 
+/// A follow's backfill reads the followee's newest `cache_size` posts. Into a complete
+/// cache with room (here an empty one) it fits without a trim, yet the followee's older
+/// posts are not in it, so the cache is no longer complete: the backfill must say so.
+/// Before the fix it stayed complete, took a late push below its oldest entry (after a
+/// delete made room), and hid the followee's posts between for good. Found once by the
+/// checker on the MongoDB stand-in, in its late-push scenario.
+#[tokio::test]
+async fn a_backfill_cut_at_the_cache_size_ends_a_caches_completeness() {
+    for kind in kinds("a_backfill_cut_at_the_cache_size_ends_a_caches_completeness") {
+        let t = fresh_store(kind).await;
+        let s = &t.store;
+        let settings = FeedSettings {
+            strategy: FeedStrategy::Cache,
+            cache_size: 5,
+            ..FeedSettings::default()
+        };
+        let timelines = Timelines::new(s.clone(), &settings);
+        let people = ["reader", "alice", "bob"].map(String::from);
+        users_following(s, &people, None).await;
+        s.graph.follow("reader", "bob", 0).await.unwrap();
+        assert!(walk(&timelines, "reader", 3).await.is_empty());
+        let late = s.content.insert_post("bob", "p", 1_000).await.unwrap().post;
+        let mut alices = Vec::new();
+        for i in 0..7 {
+            let post = s
+                .content
+                .insert_post("alice", &format!("a{i}"), 2_000 + i)
+                .await;
+            alices.push(post.unwrap().post.id);
+        }
+        s.graph.follow("reader", "alice", 0).await.unwrap();
+        timelines.sync_edge("reader", "alice").await.unwrap();
+        let cached = s.timelines.cache("reader").await.unwrap().unwrap();
+        assert_eq!(cached.entries.len(), 5, "{kind:?}: alice's newest");
+        assert!(
+            !cached.complete,
+            "{kind:?}: alice's two oldest are not cached"
+        );
+        s.content.delete_post(alices[4]).await.unwrap();
+        timelines.retract(alices[4]).await.unwrap();
+
+        let entry = TimelineEntry {
+            id: late.id,
+            author: "bob".into(),
+            text: Some("p".into()),
+            name: None,
+        };
+        s.timelines
+            .cache_push(&["reader".to_owned()], &[entry], 5)
+            .await
+            .unwrap();
+
+        let mut live: Vec<PostId> = alices
+            .iter()
+            .copied()
+            .filter(|id| *id != alices[4])
+            .collect();
+        live.push(late.id);
+        for limit in [2, 3, 20] {
+            let served = walk(&timelines, "reader", limit).await;
+            assert_eq!(
+                served,
+                newest_first(live.clone()),
+                "{kind:?}: pages of {limit}"
+            );
+        }
+    }
+}
+
 /// An unfollow (its removal held after the edge delete, as a slow process would be) and
 /// a follow of the same pair: the follow lands and backfills, then the unfollow's
 /// removal runs. The edge stands, so the followee's posts must be in the timeline, on

@@ -16,7 +16,7 @@ use super::{EmbeddedStore, post_id_at};
 use crate::domain::{
     Bucket, BucketKind, CacheState, NameStamp, PostId, TimelineEntry, TimelineKind,
 };
-use crate::store::timelines::CacheView;
+use crate::store::timelines::{CacheMerge, CacheView};
 use crate::store::{StoreResult, TimelineStore};
 pub(super) use buckets::PART_BITS;
 use buckets::{group_keys, kind_code, public_key, push_group};
@@ -51,13 +51,13 @@ fn name_columns(entry: &TimelineEntry) -> (Option<&str>, Option<i64>) {
 /// fill merges them); a ready cache takes an entry below its oldest one only while it is
 /// complete, since reads serve everything below the oldest entry from fanout on read and
 /// a late entry there would hide what lies between. A trim that drops an entry ends
-/// completeness; so does a fill whose read was cut at `cache_size` (`fill_full`).
+/// completeness; so does a fill or a backfill whose read was cut (see [`CacheMerge`]).
 fn insert_cache_entries(
     tx: &Transaction<'_>,
     user: &str,
     entries: &[TimelineEntry],
     cache_size: u32,
-    fill_full: Option<bool>,
+    merge: CacheMerge,
 ) -> StoreResult<usize> {
     let head: Option<(bool, bool, Option<Vec<u8>>)> = tx
         .prepare_cached(
@@ -96,12 +96,12 @@ fn insert_cache_entries(
                  ORDER BY post_id DESC LIMIT 1 OFFSET ?2)",
         )?
         .execute(params![user, i64::from(cache_size) - 1])?;
-    if trimmed > 0 || fill_full.is_some() {
-        let ends = trimmed > 0 || fill_full == Some(true);
+    let ends = trimmed > 0 || merge.cut();
+    if ends || merge.readies() {
         tx.prepare_cached(
             "UPDATE caches SET complete = complete AND NOT ?2, ready = ready OR ?3 WHERE user = ?1",
         )?
-        .execute(params![user, ends, fill_full.is_some()])?;
+        .execute(params![user, ends, merge.readies()])?;
     }
     Ok(inserted)
 }
@@ -279,12 +279,25 @@ impl TimelineStore for EmbeddedStore {
         cache_size: u32,
     ) -> StoreResult<()> {
         let (user, entries) = (user.to_owned(), entries.to_vec());
-        let full = entries.len() >= cache_size as usize;
+        let cut = entries.len() >= cache_size as usize;
         self.write(move |tx| {
-            insert_cache_entries(tx, &user, &entries, cache_size, Some(full))?;
+            insert_cache_entries(tx, &user, &entries, cache_size, CacheMerge::Fill { cut })?;
             Ok(())
         })
         .await
+    }
+
+    async fn cache_backfill(
+        &self,
+        user: &str,
+        entries: &[TimelineEntry],
+        cache_size: u32,
+        cut: bool,
+    ) -> StoreResult<bool> {
+        let (user, entries) = (user.to_owned(), entries.to_vec());
+        let merge = CacheMerge::Backfill { cut };
+        self.write(move |tx| Ok(insert_cache_entries(tx, &user, &entries, cache_size, merge)? > 0))
+            .await
     }
 
     async fn remove_author_entries(

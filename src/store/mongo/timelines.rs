@@ -16,8 +16,8 @@ use super::{IndexSpec, MongoStore, all, db_error, index, int, oid, post_id};
 use crate::domain::{
     Bucket, BucketKind, CacheState, NameStamp, PostId, TimelineEntry, TimelineKind,
 };
-use crate::store::timelines::CacheView;
 use crate::store::timelines::deliver_to_audience;
+use crate::store::timelines::{CacheMerge, CacheView};
 use crate::store::{StoreResult, TimelineStore};
 use buckets::Group;
 
@@ -200,12 +200,8 @@ impl TimelineStore for MongoStore {
             [] => Ok(0),
             [entry] => self.cache_push_one(users, entry, cache_size).await,
             _ => {
-                let mut written = 0;
-                for user in users {
-                    let merged = self.cache_merge(user, entries, cache_size, None).await?;
-                    written += u64::from(merged.is_some_and(|n| n > 0));
-                }
-                Ok(written)
+                self.cache_merges(users, entries, cache_size, CacheMerge::Push)
+                    .await
             }
         }
     }
@@ -272,10 +268,28 @@ impl TimelineStore for MongoStore {
         entries: &[TimelineEntry],
         cache_size: u32,
     ) -> StoreResult<()> {
-        let full = entries.len() >= cache_size as usize;
-        self.cache_merge(user, entries, cache_size, Some(full))
+        let merge = CacheMerge::Fill {
+            cut: entries.len() >= cache_size as usize,
+        };
+        let owner = [user.to_owned()];
+        self.cache_merges(&owner, entries, cache_size, merge)
             .await?;
         Ok(())
+    }
+
+    async fn cache_backfill(
+        &self,
+        user: &str,
+        entries: &[TimelineEntry],
+        cache_size: u32,
+        cut: bool,
+    ) -> StoreResult<bool> {
+        let owner = [user.to_owned()];
+        let merge = CacheMerge::Backfill { cut };
+        Ok(self
+            .cache_merges(&owner, entries, cache_size, merge)
+            .await?
+            > 0)
     }
 
     async fn remove_author_entries(
@@ -351,49 +365,4 @@ impl TimelineStore for MongoStore {
 }
 
 #[cfg(test)]
-mod tests {
-    use mongodb::bson::oid::ObjectId;
-
-    use super::*;
-    use crate::store::timelines::{
-        DOCUMENT_FIXED_BYTES, largest_document_bytes, largest_entry_bytes,
-    };
-
-    fn bytes(doc: &Document) -> usize {
-        let mut out = Vec::new();
-        doc.to_writer(&mut out).unwrap();
-        out.len()
-    }
-
-    /// The port's size model, checked against the documents this adapter writes.
-    #[test]
-    fn the_size_model_matches_real_documents() {
-        let user = "u".repeat(32);
-        let id = ObjectId::new();
-        let entry = TimelineEntry {
-            id: PostId::from_bytes(id.bytes()),
-            author: user.clone(),
-            text: Some("😀".repeat(500)),
-            name: Some(NameStamp {
-                display_name: "😀".repeat(64),
-                version: u64::MAX >> 1,
-            }),
-        };
-        assert_eq!(bytes(&entry_doc(&entry)), largest_entry_bytes());
-        let skeletons = [
-            doc! { "_id": { "u": &user, "t": i64::MAX, "p": i64::MAX }, "n": i64::MAX,
-            "mn": id, "mx": id, "pmx": id, "c": [] },
-            doc! { "_id": id, "u": &user, "s": i64::MAX, "n": i64::MAX,
-            "mn": id, "mx": id, "pmx": id, "c": [] },
-            doc! { "_id": &user, "ready": true, "started": i64::MAX, "c": [] },
-        ];
-        for skeleton in skeletons {
-            let fixed = bytes(&skeleton);
-            assert!(fixed <= DOCUMENT_FIXED_BYTES, "{fixed} bytes: {skeleton}");
-            let mut full = skeleton.clone();
-            full.insert("c", vec![entry_doc(&entry); 12]);
-            let modelled = largest_document_bytes(12) - DOCUMENT_FIXED_BYTES + fixed;
-            assert_eq!(bytes(&full), modelled);
-        }
-    }
-}
+mod size_model;

@@ -16,7 +16,7 @@ use super::insert_cache_entries;
 use crate::domain::TimelineEntry;
 use crate::store::StoreResult;
 use crate::store::embedded::{IN_CHUNK, placeholders};
-use crate::store::timelines::with_retries;
+use crate::store::timelines::{CacheMerge, with_retries};
 
 /// Cache holders written per transaction: at about 10 µs per cache, a few milliseconds
 /// of holding the writer, against 150-250 ms for 10,000 caches in one transaction.
@@ -71,7 +71,7 @@ pub(super) fn push_to_caches(
             .query_map(rusqlite::params_from_iter(chunk), |row| row.get(0))?
             .collect::<rusqlite::Result<_>>()?;
         for owner in owners {
-            let inserted = insert_cache_entries(tx, &owner, entries, cache_size, None)?;
+            let inserted = insert_cache_entries(tx, &owner, entries, cache_size, CacheMerge::Push)?;
             written += u64::from(inserted > 0);
         }
     }

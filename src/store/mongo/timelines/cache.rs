@@ -13,6 +13,7 @@ use super::buckets::held_ids;
 use super::entry_doc;
 use crate::domain::{PostId, TimelineEntry};
 use crate::store::mongo::{MongoStore, db_error, oid};
+use crate::store::timelines::CacheMerge;
 use crate::store::{StoreError, StoreResult};
 
 /// Users per multi-document cache update.
@@ -72,8 +73,24 @@ impl MongoStore {
         Ok(written)
     }
 
-    /// Several entries into `user`'s cache, if it exists, keeping the coverage rule;
-    /// `fill` makes it ready, and says whether the fill's read was cut at `cache_size`.
+    /// [`Self::cache_merge`] into each of `users`' caches; how many took an entry.
+    pub(super) async fn cache_merges(
+        &self,
+        users: &[String],
+        entries: &[TimelineEntry],
+        cache_size: u32,
+        merge: CacheMerge,
+    ) -> StoreResult<u64> {
+        let mut written = 0;
+        for user in users {
+            let merged = self.cache_merge(user, entries, cache_size, merge).await?;
+            written += u64::from(merged.is_some_and(|n| n > 0));
+        }
+        Ok(written)
+    }
+
+    /// Several entries into `user`'s cache, if it exists, keeping the coverage rule and
+    /// what `merge` says: a fill makes it ready, a cut read ends completeness.
     /// `None` when there is no cache, otherwise how many entries were new.
     ///
     /// Reads the cache, then pushes only the missing entries it may take, guarded by the
@@ -81,12 +98,12 @@ impl MongoStore {
     /// entry, and none of the entries present. A concurrent write fails the guard, and
     /// the merge reads again. Chosen over one guarded update per entry, which rewrites
     /// the whole array once per entry (a fill of 50 is 50 rewrites and round trips).
-    pub(super) async fn cache_merge(
+    async fn cache_merge(
         &self,
         user: &str,
         entries: &[TimelineEntry],
         cache_size: u32,
-        fill: Option<bool>,
+        merge: CacheMerge,
     ) -> StoreResult<Option<usize>> {
         for _ in 0..MAX_MERGE_ATTEMPTS {
             let found = self
@@ -116,10 +133,10 @@ impl MongoStore {
                 update.insert("$push", push(&fresh, cache_size));
             }
             let mut set = Document::new();
-            if trims || fill == Some(true) {
+            if trims || (merge.cut() && complete) {
                 set.insert("complete", false);
             }
-            if fill.is_some() {
+            if merge.readies() {
                 set.insert("ready", true);
             }
             if !set.is_empty() {
