@@ -29,7 +29,9 @@
 # STRATEGIES entry `hybrid:N` runs hybrid with threshold N as an arm of its own), CONNS,
 # ARM, LAG_POSTS, LAG_TIMEOUT (30 s per post), K6, REPORT and IMG_DIR (where to write),
 # RAW (an earlier run's raw directory: add to it, and report on both), BIN (a release
-# binary already built: no cargo build). Traffic goes to 127.0.0.1 only.
+# binary already built: no cargo build), AUDIT (sizes, e.g. "1000000": after the run,
+# `socialite audit --wait 5` on that size's data sets, timed, with its peak RSS from
+# GNU time). Traffic goes to 127.0.0.1 only.
 # Not run in CI (minutes per size and gigabytes of disk): CI keeps its smoke run.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -42,9 +44,11 @@ conns="${CONNS:-32}" arm="${ARM:-10s}" lag_posts="${LAG_POSTS:-10}" lag_timeout=
 follows=200 posts=20 warm_max="${WARM_MAX:-100000}"
 
 k6="${K6:-$(loadtest/install-k6.sh)}"
-if ! command -v wrk >/dev/null; then
-  apt-get install -y wrk >&2 || { apt-get update >&2 && apt-get install -y wrk >&2; }
-fi
+for tool in wrk:wrk /usr/bin/time:time; do
+  if ! command -v "${tool%%:*}" >/dev/null; then
+    apt-get install -y "${tool#*:}" >&2 || { apt-get update >&2 && apt-get install -y "${tool#*:}" >&2; }
+  fi
+done
 venv="$root/target/scale-venv"
 if [[ ! -x "$venv/bin/python" ]] || ! "$venv/bin/python" -c 'import matplotlib' 2>/dev/null; then
   python3 -m venv "$venv"
@@ -140,8 +144,18 @@ for size in "$@"; do
       || echo "lag probe (median) failed" >&2
     awk '/VmRSS|VmHWM/ {print $1, $2}' "/proc/$server_pid/status" > "$run/rss.txt"
     stop_server
+    audit=""
+    if [[ " ${AUDIT:-} " == *" $size "* ]]; then
+      echo "== audit of $size users, $arm_name ($(date -u +%H:%M:%S))" >&2
+      audit_started="$(date +%s.%N)" audit_status=0
+      "${threshold[@]}" SOCIALITE_FEED__STRATEGY="$strategy" SOCIALITE_STORAGE__PATH="$db" NO_COLOR=1 \
+        /usr/bin/time -v "$bin" audit --wait 5 > "$run/audit.log" 2> "$run/audit.err" || audit_status=$?
+      audit_s="$(python3 -c "import time; print(round(time.time() - $audit_started, 1))")"
+      audit_kb="$(awk -F': ' '/Maximum resident set size/ {print $2}' "$run/audit.err")"
+      audit=", \"audit_s\": $audit_s, \"audit_status\": $audit_status, \"audit_peak_kb\": ${audit_kb:-0}"
+    fi
     cat > "$run/run.json" <<EOF
-{"size": $size, "strategy": "$arm_name", "load_s": $load_s, "warm_s": $warm_s, "db_bytes": $db_bytes,
+{"size": $size, "strategy": "$arm_name", "load_s": $load_s, "warm_s": $warm_s, "db_bytes": $db_bytes$audit,
  "hybrid_threshold": "$thr", "conns": $conns, "arm": "$arm", "warm_stride": $stride,
  "loadavg_after": "$(cut -d' ' -f1-3 /proc/loadavg)", "finished": "$(date -u +%FT%TZ)"}
 EOF

@@ -123,6 +123,17 @@ def report(runs, skipped, out, img_rel):
                  f"{r['load_s']:.1f} | {rows_per_s(r['seed_tail'])} | {r['warm_s']:.0f} | {r['db_bytes'] / 1e6:,.0f} | "
                  f"{f(r['rss'].get('VmRSS', 0) / 1e6, '{:,.0f}')} | {f(r['rss'].get('VmHWM', 0) / 1e6, '{:,.0f}')} | "
                  f"{r['loadavg_after']} |")
+    audited = [r for r in runs if "audit_s" in r]
+    if audited:
+        L.append("\n## Audit\n")
+        L.append("`socialite audit --wait 5` on the data set after its run, the server stopped "
+                 "(exit 0: clean, 1: discrepancies, 2: failed; its output is in the raw "
+                 "directory). Peak RSS from GNU time; it counts the store's mapped pages.\n")
+        L.append("| users | strategy | audit (s) | exit | peak RSS (MB) |")
+        L.append("|---:|---|---:|---:|---:|")
+        for r in audited:
+            L.append(f"| {r['size']:,} | {r['strategy']} | {r['audit_s']:.0f} | {r['audit_status']} | "
+                     f"{r['audit_peak_kb'] / 1e3:,.0f} |")
     for tool in ("wrk", "k6"):
         L.append(f"\n## Warm reads under {tool} ({runs[0]['conns'] if runs else ''} connections, "
                  f"{runs[0]['arm'] if runs else ''} per arm, arms in turn)\n")
