@@ -29,9 +29,9 @@
 # STRATEGIES entry `hybrid:N` runs hybrid with threshold N as an arm of its own), CONNS,
 # ARM, LAG_POSTS, LAG_TIMEOUT (30 s per post), K6, REPORT and IMG_DIR (where to write),
 # RAW (an earlier run's raw directory: add to it, and report on both), BIN (a release
-# binary already built: no cargo build), AUDIT (sizes, e.g. "1000000": after the run,
-# `socialite audit --wait 5` on that size's data sets, timed, with its peak RSS from
-# GNU time). Traffic goes to 127.0.0.1 only.
+# binary already built: no cargo build), AUDIT (sizes or SIZE-STRATEGY arms, e.g.
+# "10000 1000000-cache": after those runs, `socialite audit --wait 5` on their data sets,
+# timed, with its peak RSS from GNU time). Traffic goes to 127.0.0.1 only.
 # Not run in CI (minutes per size and gigabytes of disk): CI keeps its smoke run.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -145,7 +145,7 @@ for size in "$@"; do
     awk '/VmRSS|VmHWM/ {print $1, $2}' "/proc/$server_pid/status" > "$run/rss.txt"
     stop_server
     audit=""
-    if [[ " ${AUDIT:-} " == *" $size "* ]]; then
+    if [[ " ${AUDIT:-} " == *" $size "* || " ${AUDIT:-} " == *" $size-$arm_name "* ]]; then
       echo "== audit of $size users, $arm_name ($(date -u +%H:%M:%S))" >&2
       audit_started="$(date +%s.%N)" audit_status=0
       "${threshold[@]}" SOCIALITE_FEED__STRATEGY="$strategy" SOCIALITE_STORAGE__PATH="$db" NO_COLOR=1 \
