@@ -1,6 +1,7 @@
 //! In-binary fault injection for the timeline oracle (`tests/oracle.rs`), off by
 //! default (`[faults]` in the configuration). Named points sit where a crash or a pause
-//! is most telling: after a post is stored and before its fan-out, between fan-out
+//! is most telling: on MongoDB after a post is stored and before its counter moves;
+//! after a post is stored and before its fan-out, between fan-out
 //! batches, after a follow edge is written or removed and before the timeline upkeep,
 //! between an upkeep's read of the edge and its action,
 //! and in a worker between applying a batch and committing its position. At a point,

@@ -1,9 +1,16 @@
 //! Posts on MongoDB: `content` `{_id: ObjectId, author, text}`, indexed `{author: 1, _id: -1}`.
+//!
+//! A post is inserted carrying a claim mark (`pending`, see `claims`) until its author's
+//! `posts_count` has moved, like a follow edge. A writer that dies between the insert
+//! and the `$inc` leaves the mark, so a later delete of that post knows the count may
+//! never have counted it: it waits for the mark to go stale, deletes and recounts,
+//! instead of moving the count down below the author's other posts.
 
 use async_trait::async_trait;
 use futures::{StreamExt, TryStreamExt};
 use mongodb::bson::{Document, doc, oid::ObjectId};
 
+use super::claims::{self, PENDING};
 use super::{
     IndexSpec, MongoStore, Side, all, db_error, index, insert_new, int, oid, post_from, post_id,
 };
@@ -92,9 +99,14 @@ impl ContentStore for MongoStore {
                 author: author.to_owned(),
                 text: text.to_owned(),
             };
-            let doc = doc! { "_id": oid(id), "author": author, "text": text };
+            let (pending, token) = claims::mark("insert");
+            let doc = doc! { "_id": oid(id), "author": author, "text": text, PENDING: pending };
             if insert_new(&self.content_coll(), doc, &["author"]).await? {
+                // Where a crash here leaves the post counted by no `$inc` (see above).
+                crate::faults::point("post.stored").await;
                 self.inc_user(author, "posts_count", 1).await?;
+                let filter = doc! { "_id": oid(id), "author": author };
+                claims::settle(&self.content_coll(), &filter, token).await?;
                 return Ok(Inserted {
                     post,
                     author_followers,
