@@ -97,11 +97,15 @@ async fn the_lag_in_changes_counts_what_waits() {
             assert!(status.delay_seconds >= 5.0, "{kind:?}: {status:?}");
             lags.push(status.lag_changes);
         }
+        // The step that found nothing left.
+        let idle = runner.status().lock().unwrap().lag_changes;
+        assert_eq!(idle, 0, "{kind:?}: {lags:?}");
         match kind {
             common::Kind::Embedded => assert_eq!(lags, vec![6, 2, 0], "{kind:?}"),
+            // A full batch cannot tell whether more waits; the last one may be full
+            // (posts, their counter updates and their settled claims: 28 changes).
             common::Kind::Mongo => {
-                let (last, behind) = lags.split_last().unwrap();
-                assert_eq!(*last, 0, "{kind:?}: {lags:?}");
+                let (_, behind) = lags.split_last().unwrap();
                 assert!(behind.iter().all(|l| *l >= 1), "{kind:?}: {lags:?}");
             }
         }
