@@ -1,14 +1,29 @@
 //! The audit's reads on SQLite, each one index range of at most a page, and the drop of
 //! a cache for its repair.
 
+use std::sync::LazyLock;
+
 use async_trait::async_trait;
 use rusqlite::params;
 
 use super::users::{USER_COLUMNS, user_from_row};
-use super::{EmbeddedStore, post_from_row, post_id_at};
+use super::{EmbeddedStore, post_after, post_from_row, post_id_at, text_after};
 use crate::domain::{Post, PostId, User};
 use crate::store::StoreResult;
 use crate::store::audit::{AuditStore, FollowEdge};
+
+// The paged reads: each one index range (`plans.rs` checks that each one seeks).
+pub(super) static USERS_AFTER: LazyLock<String> = LazyLock::new(|| {
+    format!("SELECT {USER_COLUMNS} FROM users WHERE id > ?1 ORDER BY id LIMIT ?2")
+});
+pub(super) const FOLLOW_EDGES: &str = "SELECT followee, created_at, merged FROM follows
+     WHERE follower = ?1 AND followee > ?2 ORDER BY followee LIMIT ?3";
+pub(super) const LIKES_OF: &str =
+    "SELECT post FROM likes WHERE user = ?1 AND post > ?2 ORDER BY post LIMIT ?3";
+pub(super) const POSTS_AFTER: &str =
+    "SELECT id, author, text FROM posts WHERE id > ?1 ORDER BY id LIMIT ?2";
+pub(super) const TAGS_AFTER: &str =
+    "SELECT tag, total FROM tags WHERE tag > ?1 ORDER BY tag LIMIT ?2";
 
 #[async_trait]
 impl AuditStore for EmbeddedStore {
@@ -21,11 +36,9 @@ impl AuditStore for EmbeddedStore {
     }
 
     async fn users_after(&self, after: Option<&str>, limit: usize) -> StoreResult<Vec<User>> {
-        let after = after.map(str::to_owned);
+        let after = text_after(after).to_owned();
         self.read(move |conn| {
-            let mut stmt = conn.prepare_cached(&format!(
-                "SELECT {USER_COLUMNS} FROM users WHERE (?1 IS NULL OR id > ?1) ORDER BY id LIMIT ?2"
-            ))?;
+            let mut stmt = conn.prepare_cached(&USERS_AFTER)?;
             let rows = stmt.query_map(params![after, limit as i64], user_from_row)?;
             Ok(rows.collect::<rusqlite::Result<_>>()?)
         })
@@ -38,13 +51,9 @@ impl AuditStore for EmbeddedStore {
         after: Option<&str>,
         limit: usize,
     ) -> StoreResult<Vec<FollowEdge>> {
-        let (follower, after) = (follower.to_owned(), after.map(str::to_owned));
+        let (follower, after) = (follower.to_owned(), text_after(after).to_owned());
         self.read(move |conn| {
-            let mut stmt = conn.prepare_cached(
-                "SELECT followee, created_at, merged FROM follows
-                  WHERE follower = ?1 AND (?2 IS NULL OR followee > ?2)
-                  ORDER BY followee LIMIT ?3",
-            )?;
+            let mut stmt = conn.prepare_cached(FOLLOW_EDGES)?;
             let rows = stmt.query_map(params![follower, after, limit as i64], |row| {
                 Ok(FollowEdge {
                     followee: row.get(0)?,
@@ -64,12 +73,9 @@ impl AuditStore for EmbeddedStore {
         limit: usize,
     ) -> StoreResult<Vec<PostId>> {
         let user = user.to_owned();
-        let after = after.map(|a| a.bytes().to_vec());
+        let after = post_after(after);
         self.read(move |conn| {
-            let mut stmt = conn.prepare_cached(
-                "SELECT post FROM likes WHERE user = ?1 AND (?2 IS NULL OR post > ?2)
-                  ORDER BY post LIMIT ?3",
-            )?;
+            let mut stmt = conn.prepare_cached(LIKES_OF)?;
             let rows = stmt.query_map(params![user, after, limit as i64], |r| post_id_at(r, 0))?;
             Ok(rows.collect::<rusqlite::Result<_>>()?)
         })
@@ -77,12 +83,9 @@ impl AuditStore for EmbeddedStore {
     }
 
     async fn posts_after(&self, after: Option<PostId>, limit: usize) -> StoreResult<Vec<Post>> {
-        let after = after.map(|a| a.bytes().to_vec());
+        let after = post_after(after);
         self.read(move |conn| {
-            let mut stmt = conn.prepare_cached(
-                "SELECT id, author, text FROM posts WHERE (?1 IS NULL OR id > ?1)
-                  ORDER BY id LIMIT ?2",
-            )?;
+            let mut stmt = conn.prepare_cached(POSTS_AFTER)?;
             let rows = stmt.query_map(params![after, limit as i64], post_from_row)?;
             Ok(rows.collect::<rusqlite::Result<_>>()?)
         })
@@ -94,11 +97,9 @@ impl AuditStore for EmbeddedStore {
         after: Option<&str>,
         limit: usize,
     ) -> StoreResult<Vec<(String, u64)>> {
-        let after = after.map(str::to_owned);
+        let after = text_after(after).to_owned();
         self.read(move |conn| {
-            let mut stmt = conn.prepare_cached(
-                "SELECT tag, total FROM tags WHERE (?1 IS NULL OR tag > ?1) ORDER BY tag LIMIT ?2",
-            )?;
+            let mut stmt = conn.prepare_cached(TAGS_AFTER)?;
             let rows = stmt.query_map(params![after, limit as i64], |r| {
                 Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?.max(0) as u64))
             })?;

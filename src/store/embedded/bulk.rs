@@ -10,7 +10,7 @@
 //! chunk by user chunk in key order, the event log newest first, and counters, delivery
 //! markers and tag counts with one statement or one scan each.
 
-mod activity;
+pub(super) mod activity;
 mod derive;
 mod events;
 mod timelines;
@@ -35,6 +35,41 @@ const LOAD_CACHE_KIB: i64 = 1 << 20;
 
 /// The newest change-feed position handed out: the `changes` sequence, which the event
 /// log's bulk-built ids advance too, or the newest row.
+/// A read of one chunk of users: `{chunk}` in `sql` becomes the chunk `(?1, ?2]` of
+/// `column`'s key range, `?2` being `NULL` for the last chunk. Never
+/// `(?2 IS NULL OR column <= ?2)`: SQLite's planner cannot end an index range on that,
+/// so each chunk would read on to the end of the table (`plans.rs` checks they seek).
+pub(super) struct ChunkRead {
+    pub column: &'static str,
+    pub sql: &'static str,
+}
+
+impl ChunkRead {
+    pub fn sql(&self, through: Option<&str>) -> String {
+        let column = self.column;
+        let range = match through {
+            Some(_) => format!("{column} > ?1 AND {column} <= ?2"),
+            None => format!("{column} > ?1 AND ?2 IS NULL"),
+        };
+        self.sql.replace("{chunk}", &range)
+    }
+}
+
+/// The ids of a chunk's users.
+pub(super) const CHUNK_USERS: ChunkRead = ChunkRead {
+    column: "id",
+    sql: "SELECT id FROM users WHERE {chunk} ORDER BY id",
+};
+
+/// The ids of the users in `(after, through]`, ascending.
+fn chunk_users(tx: &Connection, after: &str, through: Option<&str>) -> StoreResult<Vec<String>> {
+    let users = tx
+        .prepare_cached(&CHUNK_USERS.sql(through))?
+        .query_map(params![after, through], |row| row.get(0))?
+        .collect::<rusqlite::Result<_>>()?;
+    Ok(users)
+}
+
 pub(super) fn allocated_head(conn: &Connection) -> rusqlite::Result<i64> {
     let seq: Option<i64> = conn
         .prepare_cached("SELECT seq FROM sqlite_sequence WHERE name = 'changes'")?

@@ -5,7 +5,8 @@ use rusqlite::{OptionalExtension, params};
 
 use super::timelines::retractions;
 use super::{
-    EmbeddedStore, IN_CHUNK, add_to_counter, placeholders, post_from_row, post_id_at, record_change,
+    EmbeddedStore, IN_CHUNK, add_to_counter, placeholders, post_before, post_from_row, post_id_at,
+    record_change,
 };
 use crate::domain::{ChangeOp, NameStamp, Post, PostId};
 use crate::store::{ContentStore, Inserted, StoreError, StoreResult};
@@ -89,12 +90,9 @@ impl ContentStore for EmbeddedStore {
         limit: usize,
     ) -> StoreResult<Vec<Post>> {
         let author = author.to_owned();
-        let before = before.map(|b| b.bytes().to_vec());
+        let before = post_before(before);
         self.read(move |conn| {
-            let mut stmt = conn.prepare_cached(
-                "SELECT id, author, text FROM posts WHERE author = ?1 AND (?2 IS NULL OR id < ?2)
-                 ORDER BY id DESC LIMIT ?3",
-            )?;
+            let mut stmt = conn.prepare_cached(POSTS_BY_AUTHOR)?;
             let rows = stmt.query_map(params![author, before, limit as i64], post_from_row)?;
             Ok(rows.collect::<rusqlite::Result<_>>()?)
         })
@@ -153,7 +151,7 @@ impl ContentStore for EmbeddedStore {
         before: Option<PostId>,
         limit: usize,
     ) -> StoreResult<Vec<Post>> {
-        let (user, before) = (user.to_owned(), before.map(|b| b.bytes().to_vec()));
+        let (user, before) = (user.to_owned(), post_before(before));
         self.read(move |conn| newest_posts(conn, HOME_POSTS, &user, before, limit))
             .await
     }
@@ -165,7 +163,7 @@ impl ContentStore for EmbeddedStore {
         before: Option<PostId>,
         limit: usize,
     ) -> StoreResult<Vec<Post>> {
-        let (user, before) = (user.to_owned(), before.map(|b| b.bytes().to_vec()));
+        let (user, before) = (user.to_owned(), post_before(before));
         self.read_inline(move |conn| newest_posts(conn, MERGED_POSTS, &user, before, limit))
             .await
     }
@@ -178,23 +176,26 @@ macro_rules! newest_posts_by {
         concat!(
             "SELECT id, author, text FROM posts WHERE author IN (",
             $authors,
-            ") AND (?2 IS NULL OR id < ?2) ORDER BY id DESC LIMIT ?3"
+            ") AND id < ?2 ORDER BY id DESC LIMIT ?3"
         )
     };
 }
 
+/// An author's posts, newest first, below `?2`.
+pub(super) const POSTS_BY_AUTHOR: &str =
+    "SELECT id, author, text FROM posts WHERE author = ?1 AND id < ?2 ORDER BY id DESC LIMIT ?3";
 /// Fanout on read: the user and everyone they follow.
-const HOME_POSTS: &str =
+pub(super) const HOME_POSTS: &str =
     newest_posts_by!("SELECT followee FROM follows WHERE follower = ?1 UNION ALL SELECT ?1");
 /// `hybrid`: the followees whose edge is flagged merged (the `follows_merged` index).
-const MERGED_POSTS: &str =
+pub(super) const MERGED_POSTS: &str =
     newest_posts_by!("SELECT followee FROM follows WHERE follower = ?1 AND merged");
 
 fn newest_posts(
     conn: &rusqlite::Connection,
     query: &str,
     user: &str,
-    before: Option<Vec<u8>>,
+    before: Vec<u8>,
     limit: usize,
 ) -> StoreResult<Vec<Post>> {
     let mut stmt = conn.prepare_cached(query)?;

@@ -3,7 +3,7 @@
 use async_trait::async_trait;
 use rusqlite::{params, params_from_iter};
 
-use super::{EmbeddedStore, IN_CHUNK, placeholders, post_id_at};
+use super::{EmbeddedStore, IN_CHUNK, placeholders, post_after, post_id_at};
 use crate::domain::PostId;
 use crate::store::{DeliveryStore, StoreResult};
 
@@ -12,6 +12,15 @@ CREATE TABLE IF NOT EXISTS deliveries (
     post_id BLOB PRIMARY KEY
 ) WITHOUT ROWID;
 ";
+
+/// Posts not marked delivered, a page after `?1` (`plans.rs` checks both walks seek).
+pub(super) const UNDELIVERED: &str = "SELECT id FROM posts p WHERE id > ?1
+       AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.post_id = p.id)
+     ORDER BY id LIMIT ?2";
+/// Markers whose post is gone, a page after `?1`.
+pub(super) const ORPHANED: &str = "SELECT post_id FROM deliveries d WHERE post_id > ?1
+       AND NOT EXISTS (SELECT 1 FROM posts p WHERE p.id = d.post_id)
+     ORDER BY post_id LIMIT ?2";
 
 #[async_trait]
 impl DeliveryStore for EmbeddedStore {
@@ -44,25 +53,11 @@ impl DeliveryStore for EmbeddedStore {
     }
 
     async fn undelivered(&self, after: Option<PostId>, limit: usize) -> StoreResult<Vec<PostId>> {
-        self.post_ids(
-            "SELECT id FROM posts p WHERE id > ?1
-               AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.post_id = p.id)
-             ORDER BY id LIMIT ?2",
-            after,
-            limit,
-        )
-        .await
+        self.post_ids(UNDELIVERED, after, limit).await
     }
 
     async fn orphaned(&self, after: Option<PostId>, limit: usize) -> StoreResult<Vec<PostId>> {
-        self.post_ids(
-            "SELECT post_id FROM deliveries d WHERE post_id > ?1
-               AND NOT EXISTS (SELECT 1 FROM posts p WHERE p.id = d.post_id)
-             ORDER BY post_id LIMIT ?2",
-            after,
-            limit,
-        )
-        .await
+        self.post_ids(ORPHANED, after, limit).await
     }
 
     async fn unmark(&self, posts: &[PostId]) -> StoreResult<()> {
@@ -86,7 +81,7 @@ impl EmbeddedStore {
         after: Option<PostId>,
         limit: usize,
     ) -> StoreResult<Vec<PostId>> {
-        let after = after.map_or_else(Vec::new, |id| id.bytes().to_vec());
+        let after = post_after(after);
         self.read(move |conn| {
             let mut stmt = conn.prepare_cached(query)?;
             let rows = stmt.query_map(params![after, limit as i64], |row| post_id_at(row, 0))?;

@@ -20,6 +20,8 @@ mod events;
 mod graph;
 mod leases;
 pub mod lock;
+#[cfg(test)]
+mod plans;
 pub mod restore;
 mod schema;
 mod timelines;
@@ -115,14 +117,7 @@ impl EmbeddedStore {
         writer.execute_batch(&format!(
             "PRAGMA synchronous={sync}; PRAGMA foreign_keys=OFF; PRAGMA cache_size=-65536;"
         ))?;
-        schema::migrate(&writer)?;
-        writer.execute_batch(leases::SCHEMA)?;
-        writer.execute_batch(deliveries::SCHEMA)?;
-        writer.execute_batch(events::SCHEMA)?;
-        writer.execute_batch(trends::SCHEMA)?;
-        writer.execute_batch(tokens::SCHEMA)?;
-        activity::migrate(&writer)?;
-        schema::stamp_version(&writer)?;
+        set_up(&writer)?;
         Ok(EmbeddedStore {
             inner: Arc::new(Inner {
                 path: path.to_path_buf(),
@@ -225,6 +220,19 @@ impl Inner {
 
 /// A connection set up as every one of this store's: busy waits, a statement cache, a
 /// stable query plan per statement, and the file mapped into memory.
+/// Every table and index, made or migrated to this version.
+fn set_up(conn: &Connection) -> anyhow::Result<()> {
+    schema::migrate(conn)?;
+    conn.execute_batch(leases::SCHEMA)?;
+    conn.execute_batch(deliveries::SCHEMA)?;
+    conn.execute_batch(events::SCHEMA)?;
+    conn.execute_batch(trends::SCHEMA)?;
+    conn.execute_batch(tokens::SCHEMA)?;
+    activity::migrate(conn)?;
+    schema::stamp_version(conn)?;
+    Ok(())
+}
+
 fn connect(path: &Path) -> rusqlite::Result<Connection> {
     let conn = Connection::open(path)?;
     conn.busy_timeout(std::time::Duration::from_secs(5))?;
@@ -263,6 +271,25 @@ fn post_id_at(row: &rusqlite::Row<'_>, idx: usize) -> rusqlite::Result<PostId> {
         )
     })?;
     Ok(PostId::from_bytes(array))
+}
+
+// Key bounds. SQLite's planner cannot seek an index on `(?1 IS NULL OR id > ?1)`: a
+// page read that way scans from the start of the table, so walking a table by pages is
+// quadratic. Every paged read binds a real bound instead, made by these.
+
+/// Below every post id: an empty blob sorts before any 12-byte one.
+fn post_after(after: Option<PostId>) -> Vec<u8> {
+    after.map_or_else(Vec::new, |id| id.bytes().to_vec())
+}
+
+/// Above every post id: 13 bytes of 0xFF sort after any 12.
+fn post_before(before: Option<PostId>) -> Vec<u8> {
+    before.map_or_else(|| vec![0xFF; 13], |id| id.bytes().to_vec())
+}
+
+/// Below every user id and tag: both are never empty.
+fn text_after(after: Option<&str>) -> &str {
+    after.unwrap_or("")
 }
 
 /// Column `idx` as borrowed text, without copying it into a `String`.

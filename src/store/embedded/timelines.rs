@@ -9,10 +9,10 @@ use rusqlite::{OptionalExtension, Transaction, params};
 
 mod audience;
 mod buckets;
-mod names;
+pub(super) mod names;
 pub(super) mod retractions;
 
-use super::{EmbeddedStore, post_id_at};
+use super::{EmbeddedStore, post_before, post_id_at};
 use crate::domain::{
     Bucket, BucketKind, CacheState, NameStamp, PostId, TimelineEntry, TimelineKind,
 };
@@ -106,6 +106,16 @@ fn insert_cache_entries(
     Ok(inserted)
 }
 
+/// A user's buckets holding posts below `?3`, newest first (`plans.rs` checks the
+/// reads of a timeline page seek their index).
+pub(super) const BUCKET_HEADS: &str = "SELECT key, n, mx FROM buckets
+     WHERE kind = ?1 AND user = ?2 AND mn < ?3
+     ORDER BY mx DESC, key DESC LIMIT ?4 OFFSET ?5";
+/// One bucket's entries below `?4`, newest first.
+pub(super) const BUCKET_ENTRIES: &str = "SELECT post_id, author, text, name, name_v
+     FROM bucket_entries WHERE kind = ?1 AND user = ?2 AND key = ?3 AND post_id < ?4
+     ORDER BY post_id DESC LIMIT ?5";
+
 #[async_trait]
 impl TimelineStore for EmbeddedStore {
     async fn timed_push(
@@ -154,23 +164,17 @@ impl TimelineStore for EmbeddedStore {
     ) -> StoreResult<Vec<Bucket>> {
         let user = user.to_owned();
         let per_bucket = i64::try_from(per_bucket).unwrap_or(i64::MAX);
-        let before = before.map(|b| b.bytes().to_vec());
+        let before = post_before(before);
         self.read_inline(move |conn| {
             let code = kind_code(kind);
             let heads: Vec<(i64, i64, PostId)> = conn
-                .prepare_cached(
-                    "SELECT key, n, mx FROM buckets WHERE kind = ?1 AND user = ?2 AND (?3 IS NULL OR mn < ?3)
-                     ORDER BY mx DESC, key DESC LIMIT ?4 OFFSET ?5",
+                .prepare_cached(BUCKET_HEADS)?
+                .query_map(
+                    params![code, user, before, limit as i64, skip as i64],
+                    |row| Ok((row.get(0)?, row.get(1)?, post_id_at(row, 2)?)),
                 )?
-                .query_map(params![code, user, before, limit as i64, skip as i64], |row| {
-                    Ok((row.get(0)?, row.get(1)?, post_id_at(row, 2)?))
-                })?
                 .collect::<rusqlite::Result<_>>()?;
-            let mut entries_stmt = conn.prepare_cached(
-                "SELECT post_id, author, text, name, name_v FROM bucket_entries WHERE kind = ?1 AND user = ?2 AND key = ?3
-                   AND (?4 IS NULL OR post_id < ?4)
-                 ORDER BY post_id DESC LIMIT ?5",
-            )?;
+            let mut entries_stmt = conn.prepare_cached(BUCKET_ENTRIES)?;
             let mut buckets = Vec::with_capacity(heads.len());
             for (key, pushes, newest) in heads {
                 let entries = entries_stmt

@@ -8,9 +8,25 @@
 
 use rusqlite::{Connection, params};
 
+use super::{ChunkRead, chunk_users};
 use crate::domain::{ActivityLimits, ActivityType, PostId, Slot};
 use crate::store::StoreResult;
 use crate::store::embedded::{post_id_at, text_at};
+
+/// A chunk's posts, follows and likes, each in its user's key order.
+pub(in crate::store::embedded) const LOG_POSTS: ChunkRead = ChunkRead {
+    column: "author",
+    sql: "SELECT author, id FROM posts WHERE {chunk} ORDER BY author, id",
+};
+pub(in crate::store::embedded) const LOG_FOLLOWS: ChunkRead = ChunkRead {
+    column: "follower",
+    sql: "SELECT follower, followee, created_at FROM follows WHERE {chunk}
+          ORDER BY follower, followee",
+};
+pub(in crate::store::embedded) const LOG_LIKES: ChunkRead = ChunkRead {
+    column: "user",
+    sql: "SELECT user, post, created_at FROM likes WHERE {chunk} ORDER BY user, post",
+};
 
 /// One entry before it is numbered. A follow's followee is a range of the chunk's
 /// `followees` buffer, so reading entries allocates nothing per row.
@@ -51,20 +67,12 @@ pub(in crate::store::embedded) fn build_logs(
     limits: ActivityLimits,
     applied: i64,
 ) -> StoreResult<u64> {
-    let users: Vec<String> = tx
-        .prepare_cached(
-            "SELECT id FROM users WHERE id > ?1 AND (?2 IS NULL OR id <= ?2) ORDER BY id",
-        )?
-        .query_map(params![after, through], |row| row.get(0))?
-        .collect::<rusqlite::Result<_>>()?;
+    let users = chunk_users(tx, after, through)?;
     let mut items: Vec<Item> = Vec::new();
     let mut followees = String::new();
     let range = params![after, through];
     let mut cursor = 0;
-    let mut posts = tx.prepare_cached(
-        "SELECT author, id FROM posts WHERE author > ?1 AND (?2 IS NULL OR author <= ?2)
-         ORDER BY author, id",
-    )?;
+    let mut posts = tx.prepare_cached(&LOG_POSTS.sql(through))?;
     let mut rows = posts.query(range)?;
     while let Some(row) = rows.next()? {
         let Some(user) = locate(&users, &mut cursor, text_at(row, 0)?) else {
@@ -81,10 +89,7 @@ pub(in crate::store::embedded) fn build_logs(
         });
     }
     cursor = 0;
-    let mut follows = tx.prepare_cached(
-        "SELECT follower, followee, created_at FROM follows
-         WHERE follower > ?1 AND (?2 IS NULL OR follower <= ?2) ORDER BY follower, followee",
-    )?;
+    let mut follows = tx.prepare_cached(&LOG_FOLLOWS.sql(through))?;
     let mut rows = follows.query(range)?;
     while let Some(row) = rows.next()? {
         let Some(user) = locate(&users, &mut cursor, text_at(row, 0)?) else {
@@ -103,10 +108,7 @@ pub(in crate::store::embedded) fn build_logs(
         });
     }
     cursor = 0;
-    let mut likes = tx.prepare_cached(
-        "SELECT user, post, created_at FROM likes
-         WHERE user > ?1 AND (?2 IS NULL OR user <= ?2) ORDER BY user, post",
-    )?;
+    let mut likes = tx.prepare_cached(&LOG_LIKES.sql(through))?;
     let mut rows = likes.query(range)?;
     while let Some(row) = rows.next()? {
         let Some(user) = locate(&users, &mut cursor, text_at(row, 0)?) else {

@@ -66,12 +66,7 @@ pub(super) fn build_buckets(
     feed: &FeedSettings,
 ) -> StoreResult<u64> {
     let code = kind_code(kind);
-    let users: Vec<String> = tx
-        .prepare_cached(
-            "SELECT id FROM users WHERE id > ?1 AND (?2 IS NULL OR id <= ?2) ORDER BY id",
-        )?
-        .query_map(params![after, through], |row| row.get(0))?
-        .collect::<rusqlite::Result<_>>()?;
+    let users = super::chunk_users(tx, after, through)?;
     let mut home = tx.prepare_cached(
         "SELECT p.id, p.author, p.text, u.display_name, u.version
            FROM posts AS p JOIN users AS u ON u.id = p.author

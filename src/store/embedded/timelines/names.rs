@@ -8,13 +8,14 @@ use rusqlite::{Connection, OptionalExtension, Transaction, params};
 use super::{entry_from_row, kind_code};
 use crate::domain::{NameStamp, PostId, TimelineKind};
 use crate::store::StoreResult;
+use crate::store::embedded::post_before;
 use crate::store::timelines::CacheView;
 
 /// A page of a cache's entries, newest first: as they are (0), or checked (1). An
 /// embedded name stamp older than the author's profile is served as the profile's name
 /// (one primary-key seek per entry), so a stamp a crashed writer left behind a rename's
 /// propagation is never served.
-static CACHE_PAGE: LazyLock<[String; 2]> = LazyLock::new(|| {
+pub(in crate::store::embedded) static CACHE_PAGE: LazyLock<[String; 2]> = LazyLock::new(|| {
     let checked = "AND (e.author = ?1 OR EXISTS (
                         SELECT 1 FROM follows WHERE follower = ?1 AND followee = e.author))
                    AND EXISTS (SELECT 1 FROM posts WHERE id = e.post_id)";
@@ -25,7 +26,7 @@ static CACHE_PAGE: LazyLock<[String; 2]> = LazyLock::new(|| {
                     CASE WHEN {stale} THEN u.display_name ELSE e.name END,
                     CASE WHEN {stale} THEN u.version ELSE e.name_v END
              FROM cache_entries AS e LEFT JOIN users AS u ON u.id = e.author
-             WHERE e.user = ?1 AND (?2 IS NULL OR e.post_id < ?2) {checks}
+             WHERE e.user = ?1 AND e.post_id < ?2 {checks}
              ORDER BY e.post_id DESC LIMIT ?3"
         )
     })
@@ -62,7 +63,7 @@ pub(super) fn cache_current(
     let entries = conn
         .prepare_cached(&CACHE_PAGE[usize::from(pending)])?
         .query_map(
-            params![user, before.map(|b| b.bytes().to_vec()), limit as i64],
+            params![user, post_before(before), limit as i64],
             entry_from_row,
         )?
         .collect::<rusqlite::Result<_>>()?;
