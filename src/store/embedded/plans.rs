@@ -46,6 +46,7 @@ fn every_paged_read_seeks_its_index() {
         content::POSTS_BY_AUTHOR.into(),
         content::HOME_POSTS.into(),
         content::MERGED_POSTS.into(),
+        content::FOLLOWS_MERGED.into(),
         timelines::BUCKET_HEADS.into(),
         timelines::BUCKET_ENTRIES.into(),
     ];
