@@ -45,8 +45,7 @@ fn every_paged_read_seeks_its_index() {
         deliveries::ORPHANED.into(),
         content::POSTS_BY_AUTHOR.into(),
         content::HOME_POSTS.into(),
-        content::MERGED_POSTS.into(),
-        content::FOLLOWS_MERGED.into(),
+        content::MERGED_FOLLOWEES.into(),
         timelines::BUCKET_HEADS.into(),
         timelines::BUCKET_ENTRIES.into(),
     ];
