@@ -114,7 +114,11 @@ impl FeedService for HybridFeed {
         if merged.is_empty() {
             return Ok(entries);
         }
-        entries.extend(merged.iter().map(|post| post.entry(true, None)));
+        entries.extend(
+            merged
+                .iter()
+                .map(|(post, name)| post.entry(true, Some(name))),
+        );
         normalise(&mut entries, before, want);
         Ok(entries)
     }

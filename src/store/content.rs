@@ -49,11 +49,13 @@ pub trait ContentStore: Send + Sync + 'static {
         limit: usize,
     ) -> StoreResult<Vec<Post>>;
     /// The newest posts below `before`, at most `limit`, by the accounts `user` follows
-    /// through an edge flagged merged (see `GraphStore::reclassify`), newest first.
+    /// through an edge flagged merged (see `GraphStore::reclassify`), newest first, each
+    /// with its author's name as this read found it (so a page that merges them needs no
+    /// lookup of names).
     async fn merged_posts(
         &self,
         user: &str,
         before: Option<PostId>,
         limit: usize,
-    ) -> StoreResult<Vec<Post>>;
+    ) -> StoreResult<Vec<(Post, NameStamp)>>;
 }

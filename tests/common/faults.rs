@@ -87,7 +87,7 @@ impl ContentStore for FailingContent {
         user: &str,
         before: Option<PostId>,
         limit: usize,
-    ) -> StoreResult<Vec<Post>> {
+    ) -> StoreResult<Vec<(Post, NameStamp)>> {
         self.check()?;
         self.inner.merged_posts(user, before, limit).await
     }
@@ -166,7 +166,7 @@ impl ContentStore for PausingContent {
         user: &str,
         before: Option<PostId>,
         limit: usize,
-    ) -> StoreResult<Vec<Post>> {
+    ) -> StoreResult<Vec<(Post, NameStamp)>> {
         self.inner.merged_posts(user, before, limit).await
     }
 }

@@ -68,6 +68,20 @@ async fn a_celebrity_is_merged_at_read_and_crossing_back_keeps_timelines_whole()
                 "{kind:?} {fan}"
             );
         }
+        // A merged post carries its author's name as the page's read found it: a rename
+        // that finished is served at once, with no fan-out to restamp anything.
+        social.rename("star", "Star Renamed").await.unwrap();
+        let page = social.timeline(&fans[0], None, 5).await.unwrap();
+        let names: Vec<(PostId, &str)> = page
+            .items
+            .iter()
+            .map(|i| (i.id, i.author_display_name.as_str()))
+            .collect();
+        assert_eq!(
+            names,
+            [(merged, "Star Renamed"), (before, "Star Renamed")],
+            "{kind:?}"
+        );
         // A follower who arrives now merges the celebrity's later posts too.
         social.create_user("late", "Late").await.unwrap();
         social.timeline("late", None, 5).await.unwrap();

@@ -166,23 +166,30 @@ impl ContentStore for EmbeddedStore {
         user: &str,
         before: Option<PostId>,
         limit: usize,
-    ) -> StoreResult<Vec<Post>> {
+    ) -> StoreResult<Vec<(Post, NameStamp)>> {
         let (user, before) = (user.to_owned(), post_before(before));
         self.read_inline(move |conn| {
-            let celebrities: Vec<String> = conn
+            let celebrities: Vec<(String, NameStamp)> = conn
                 .prepare_cached(MERGED_FOLLOWEES)?
-                .query_map([&user], |row| row.get(0))?
+                .query_map([&user], |row| {
+                    let version: i64 = row.get(2)?;
+                    let name = NameStamp {
+                        display_name: row.get(1)?,
+                        version: version.max(0) as u64,
+                    };
+                    Ok((row.get(0)?, name))
+                })?
                 .collect::<rusqlite::Result<_>>()?;
             let mut by_author = conn.prepare_cached(POSTS_BY_AUTHOR)?;
-            let mut posts: Vec<Post> = Vec::new();
-            for author in &celebrities {
+            let mut posts: Vec<(Post, NameStamp)> = Vec::new();
+            for (author, name) in &celebrities {
                 let rows =
                     by_author.query_map(params![author, before, limit as i64], post_from_row)?;
                 for post in rows {
-                    posts.push(post?);
+                    posts.push((post?, name.clone()));
                 }
             }
-            posts.sort_unstable_by_key(|post| std::cmp::Reverse(post.id));
+            posts.sort_unstable_by_key(|(post, _)| std::cmp::Reverse(post.id));
             posts.truncate(limit);
             Ok(posts)
         })
@@ -198,8 +205,8 @@ pub(super) const POSTS_BY_AUTHOR: &str =
 pub(super) const HOME_POSTS: &str = "SELECT id, author, text FROM posts
      WHERE author IN (SELECT followee FROM follows WHERE follower = ?1 UNION ALL SELECT ?1)
        AND id < ?2 ORDER BY id DESC LIMIT ?3";
-/// `hybrid`: the followees whose edge is flagged merged (the `follows_merged` index).
-/// Their posts are read author by author, at most a page each, newest first, and
+/// `hybrid`: the followees whose edge is flagged merged (the `follows_merged` index),
+/// with their names as this read finds them. Their posts are read author by author, at most a page each, newest first, and
 /// merged here. One `IN (...) ORDER BY` query instead built two temporary B-trees for
 /// every page, even for a reader who follows no celebrity, and read every post of every
 /// celebrity below the cursor. At 10,000 users under wrk (one run each, 2026-11-24): a
@@ -207,4 +214,6 @@ pub(super) const HOME_POSTS: &str = "SELECT id, author, text FROM posts
 /// with ten celebrities of 20 posts each (`feed.hybrid_threshold = 1000`) 7,800 and
 /// 7,100, the same within this machine's noise, with the rows read now bounded.
 pub(super) const MERGED_FOLLOWEES: &str =
-    "SELECT followee FROM follows WHERE follower = ?1 AND merged";
+    "SELECT f.followee, IFNULL(u.display_name, f.followee), IFNULL(u.version, 0)
+     FROM follows AS f LEFT JOIN users AS u ON u.id = f.followee
+     WHERE f.follower = ?1 AND f.merged";

@@ -226,7 +226,7 @@ impl ContentStore for MongoStore {
         user: &str,
         before: Option<PostId>,
         limit: usize,
-    ) -> StoreResult<Vec<Post>> {
+    ) -> StoreResult<Vec<(Post, NameStamp)>> {
         let authors: Vec<String> = self
             .collection(super::graph::FOLLOWS)
             .find(doc! { "from": user, "merged": true })
@@ -242,11 +242,32 @@ impl ContentStore for MongoStore {
         if authors.is_empty() {
             return Ok(Vec::new());
         }
-        let mut filter = doc! { "author": { "$in": authors } };
+        let mut filter = doc! { "author": { "$in": &authors } };
         if let Some(before) = before {
             filter.insert("_id", doc! { "$lt": oid(before) });
         }
-        self.find_posts(filter, limit).await
+        // The names are read beside the posts, never before them, so each is at least as
+        // new as the read: a rename finished before the page began is served.
+        let (posts, users) =
+            tokio::try_join!(self.find_posts(filter, limit), self.users(&authors))?;
+        let names: std::collections::HashMap<String, NameStamp> = users
+            .into_iter()
+            .map(|u| (u.id.clone(), u.name_stamp()))
+            .collect();
+        // An author without a profile is named by their id, as a page names them.
+        Ok(posts
+            .into_iter()
+            .map(|post| {
+                let name = names
+                    .get(&post.author)
+                    .cloned()
+                    .unwrap_or_else(|| NameStamp {
+                        display_name: post.author.clone(),
+                        version: 0,
+                    });
+                (post, name)
+            })
+            .collect())
     }
 }
 
