@@ -34,11 +34,12 @@ pub async fn open_store(config: &Config) -> anyhow::Result<Store> {
     Ok(match storage.backend {
         Backend::Embedded => {
             let path = storage.path.clone();
-            let synchronous = storage.synchronous;
-            let store =
-                tokio::task::spawn_blocking(move || EmbeddedStore::open(&path, synchronous))
-                    .await
-                    .context("opening the embedded store")??;
+            let (synchronous, mmap_mib) = (storage.synchronous, storage.mmap_mib);
+            let store = tokio::task::spawn_blocking(move || {
+                EmbeddedStore::open_mapped(&path, synchronous, mmap_mib)
+            })
+            .await
+            .context("opening the embedded store")??;
             Store::new(Arc::new(store))
         }
         Backend::Mongodb => {

@@ -23,6 +23,10 @@ impl Backend {
     }
 }
 
+/// SQLite's own ceiling (`SQLITE_MAX_MMAP_SIZE`, just under 2 GiB): it quietly caps a
+/// larger `mmap_size`, so a larger setting would not do what it says.
+const MAX_MMAP_MIB: u32 = 2047;
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct StorageConfig {
@@ -31,6 +35,8 @@ pub struct StorageConfig {
     pub mongodb_uri: Option<String>,
     /// Embedded only: `full` makes every acknowledged write survive power loss.
     pub synchronous: Synchronous,
+    /// Embedded only: MiB of the file each connection memory-maps (0: none).
+    pub mmap_mib: u32,
 }
 
 impl Default for StorageConfig {
@@ -40,6 +46,7 @@ impl Default for StorageConfig {
             path: PathBuf::from("./data/socialite.db"),
             mongodb_uri: None,
             synchronous: Synchronous::Full,
+            mmap_mib: crate::store::embedded::DEFAULT_MMAP_MIB,
         }
     }
 }
@@ -50,6 +57,31 @@ impl StorageConfig {
         {
             bail!("storage.mongodb_uri is required when storage.backend is mongodb");
         }
+        if self.mmap_mib > MAX_MMAP_MIB {
+            bail!(
+                "storage.mmap_mib must be 0-{MAX_MMAP_MIB} (MiB of the file each connection maps), got {}",
+                self.mmap_mib
+            );
+        }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_memory_map_past_the_limit_is_refused_with_the_key_and_range() {
+        let mut storage = StorageConfig::default();
+        storage.validate().unwrap();
+        storage.mmap_mib = 0;
+        storage.validate().unwrap();
+        storage.mmap_mib = MAX_MMAP_MIB + 1;
+        let message = storage.validate().unwrap_err().to_string();
+        assert!(
+            message.contains("storage.mmap_mib must be 0-2047"),
+            "{message}"
+        );
     }
 }

@@ -22,6 +22,8 @@ mod leases;
 pub mod lock;
 #[cfg(test)]
 mod plans;
+#[cfg(test)]
+mod pragmas;
 pub mod restore;
 mod schema;
 mod timelines;
@@ -63,8 +65,9 @@ fn reader_count() -> usize {
     std::thread::available_parallelism().map_or(4, |n| n.get() * 2)
 }
 const STATEMENT_CACHE: usize = 256;
-/// How much of the database file each connection maps (beyond it, pages are read).
-const MMAP_BYTES: u64 = 1 << 30;
+/// How much of the database file each connection maps by default, in MiB (beyond it,
+/// pages are read into the connection's page cache).
+pub const DEFAULT_MMAP_MIB: u32 = 128;
 /// Keeps `IN (...)` lists well under SQLite's variable limit.
 const IN_CHUNK: usize = 500;
 
@@ -86,12 +89,25 @@ struct Inner {
     events_appended: tokio::sync::Notify,
     /// The configured durability, which a bulk load lowers and then restores.
     synchronous: Synchronous,
+    /// How much of the file each connection maps.
+    mmap_bytes: u64,
 }
 
 impl EmbeddedStore {
-    /// Opens (creating when needed) the database file and brings its schema up to date.
-    /// Refused while `socialite restore` replaces the file.
+    /// Opens (creating when needed) the database file and brings its schema up to date,
+    /// mapping the default [`DEFAULT_MMAP_MIB`] per connection.
     pub fn open(path: &Path, synchronous: Synchronous) -> anyhow::Result<Self> {
+        Self::open_mapped(path, synchronous, DEFAULT_MMAP_MIB)
+    }
+
+    /// As [`EmbeddedStore::open`], with each connection mapping at most `mmap_mib` MiB of
+    /// the file (0: none). Refused while `socialite restore` replaces the file.
+    pub fn open_mapped(
+        path: &Path,
+        synchronous: Synchronous,
+        mmap_mib: u32,
+    ) -> anyhow::Result<Self> {
+        let mmap_bytes = u64::from(mmap_mib) << 20;
         if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
             std::fs::create_dir_all(parent)
                 .with_context(|| format!("creating {}", parent.display()))?;
@@ -103,7 +119,8 @@ impl EmbeddedStore {
             ),
             lock::LockError::Io(error) => error,
         })?;
-        let writer = connect(path).with_context(|| format!("opening {}", path.display()))?;
+        let writer =
+            connect(path, mmap_bytes).with_context(|| format!("opening {}", path.display()))?;
         let mode: String = writer.query_row("PRAGMA journal_mode=WAL", [], |row| row.get(0))?;
         anyhow::ensure!(
             mode.eq_ignore_ascii_case("wal"),
@@ -127,6 +144,7 @@ impl EmbeddedStore {
                 read_slots: Arc::new(tokio::sync::Semaphore::new(reader_count())),
                 events_appended: tokio::sync::Notify::new(),
                 synchronous,
+                mmap_bytes,
             }),
         })
     }
@@ -199,7 +217,7 @@ impl Inner {
         let mut conn = match pooled {
             Some(conn) => conn,
             None => {
-                let conn = connect(&self.path)?;
+                let conn = connect(&self.path, self.mmap_bytes)?;
                 conn.execute_batch("PRAGMA cache_size=-16384;")?;
                 conn
             }
@@ -233,7 +251,7 @@ fn set_up(conn: &Connection) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn connect(path: &Path) -> rusqlite::Result<Connection> {
+fn connect(path: &Path, mmap_bytes: u64) -> rusqlite::Result<Connection> {
     let conn = Connection::open(path)?;
     conn.busy_timeout(std::time::Duration::from_secs(5))?;
     // `IN (...)` lists of every length up to a page are distinct statements; the
@@ -244,10 +262,11 @@ fn connect(path: &Path) -> rusqlite::Result<Connection> {
     // one), so every timeline read parsed and planned its query again: 15% of a warm
     // read's CPU. With it, a statement keeps the plan it was prepared with.
     conn.set_db_config(DbConfig::SQLITE_DBCONFIG_ENABLE_QPSG, true)?;
-    // Pages of the database file are read through a shared memory map instead of being
-    // copied into each connection's page cache by `read()`: 5-10% less CPU per warm
-    // read. It reserves address space only; the kernel's page cache holds the pages.
-    conn.execute_batch(&format!("PRAGMA mmap_size={MMAP_BYTES};"))?;
+    // Pages of the database file are read through a memory map instead of being copied
+    // into each connection's page cache by `read()`: 5-10% less CPU per warm read. The
+    // kernel's page cache holds the pages, but each connection maps them on its own, and
+    // every page a connection touches counts in the process's RSS (`storage.mmap_mib`).
+    conn.execute_batch(&format!("PRAGMA mmap_size={mmap_bytes};"))?;
     Ok(conn)
 }
 
