@@ -131,3 +131,102 @@ async fn a_celebrity_is_merged_at_read_and_crossing_back_keeps_timelines_whole()
         }
     }
 }
+
+#[tokio::test]
+async fn pages_merge_several_celebrities_newest_first_under_their_own_names() {
+    for kind in kinds("pages_merge_several_celebrities_newest_first_under_their_own_names") {
+        let t = fresh_store(kind).await;
+        let settings = settings();
+        let social = Social::new(
+            t.store.clone(),
+            &settings,
+            ActivityLimits::default(),
+            Default::default(),
+        );
+        for (id, name) in [("star", "Star"), ("idol", "Idol"), ("pal", "Pal")] {
+            social.create_user(id, name).await.unwrap();
+        }
+        let fans: Vec<String> = (0..11).map(|i| format!("fan{i:02}")).collect();
+        for fan in &fans {
+            social.create_user(fan, fan).await.unwrap();
+            social.timeline(fan, None, 5).await.unwrap();
+            for followee in ["star", "idol", "pal"] {
+                social.follow(fan, followee).await.unwrap();
+            }
+        }
+        catch_up(&t.store, &settings).await;
+        for celebrity in ["star", "idol"] {
+            assert!(
+                t.store.graph.celebrity(celebrity).await.unwrap(),
+                "{kind:?}"
+            );
+        }
+        // Interleaved, so that a page takes some of each celebrity's posts and one from
+        // the cache: newest first across all three, each under its author's name.
+        let mut posted = Vec::new();
+        for round in 0..4 {
+            for author in ["star", "idol"] {
+                let id = social
+                    .post(author, &format!("{author} {round}"))
+                    .await
+                    .unwrap()
+                    .id;
+                posted.push((id, author));
+            }
+            if round == 1 {
+                let id = social.post("pal", "pal").await.unwrap().id;
+                posted.push((id, "pal"));
+            }
+        }
+        catch_up(&t.store, &settings).await;
+        posted.reverse();
+        let expected: Vec<PostId> = posted.iter().map(|(id, _)| *id).collect();
+        assert_eq!(
+            crate::walk(&social, &fans[0], 3).await,
+            expected,
+            "{kind:?}"
+        );
+        let page = social.timeline(&fans[0], None, 9).await.unwrap();
+        let served: Vec<(PostId, String)> = page
+            .items
+            .iter()
+            .map(|i| (i.id, i.author_display_name.clone()))
+            .collect();
+        let named: Vec<(PostId, String)> = posted
+            .iter()
+            .map(|(id, author)| {
+                let name = match *author {
+                    "star" => "Star",
+                    "idol" => "Idol",
+                    _ => "Pal",
+                };
+                (*id, name.to_owned())
+            })
+            .collect();
+        assert_eq!(served, named, "{kind:?}");
+        // The port itself, below every cursor and at every page size: the newest merged
+        // posts, in order, each with its author's name (the page above may also find
+        // them through the cache's own reads).
+        for start in 0..named.len() {
+            let before = start.checked_sub(1).map(|i| named[i].0);
+            for limit in [1, 2, 4, 9] {
+                let merged = t
+                    .store
+                    .content
+                    .merged_posts(&fans[0], before, limit)
+                    .await
+                    .unwrap();
+                let got: Vec<(PostId, String)> = merged
+                    .into_iter()
+                    .map(|(post, name)| (post.id, name.display_name))
+                    .collect();
+                let end = (start + limit).min(named.len());
+                assert_eq!(
+                    got,
+                    named[start..end],
+                    "{kind:?}: below {before:?}, {limit}"
+                );
+            }
+        }
+    }
+}

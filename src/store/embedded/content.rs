@@ -180,17 +180,27 @@ impl ContentStore for EmbeddedStore {
                     Ok((row.get(0)?, name))
                 })?
                 .collect::<rusqlite::Result<_>>()?;
-            let mut by_author = conn.prepare_cached(POSTS_BY_AUTHOR)?;
-            let mut posts: Vec<(Post, NameStamp)> = Vec::new();
-            for (author, name) in &celebrities {
-                let rows =
-                    by_author.query_map(params![author, before, limit as i64], post_from_row)?;
-                for post in rows {
-                    posts.push((post?, name.clone()));
+            // Only ids from the `(author, id)` index first (no row read), merged; then
+            // the rows of the page's ids alone.
+            let mut ids_by_author = conn.prepare_cached(POST_IDS_BY_AUTHOR)?;
+            let mut keys: Vec<(PostId, usize)> = Vec::new();
+            for (index, (author, _)) in celebrities.iter().enumerate() {
+                let rows = ids_by_author
+                    .query_map(params![author, before, limit as i64], |row| {
+                        Ok((post_id_at(row, 0)?, index))
+                    })?;
+                for key in rows {
+                    keys.push(key?);
                 }
             }
-            posts.sort_unstable_by_key(|(post, _)| std::cmp::Reverse(post.id));
-            posts.truncate(limit);
+            keys.sort_unstable_by_key(|key| std::cmp::Reverse(key.0));
+            keys.truncate(limit);
+            let mut by_id = conn.prepare_cached(POST_BY_ID)?;
+            let mut posts = Vec::with_capacity(keys.len());
+            for (id, index) in keys {
+                let post = by_id.query_row([id.bytes()], post_from_row)?;
+                posts.push((post, celebrities[index].1.clone()));
+            }
             Ok(posts)
         })
         .await
@@ -200,6 +210,12 @@ impl ContentStore for EmbeddedStore {
 /// An author's posts, newest first, below `?2`.
 pub(super) const POSTS_BY_AUTHOR: &str =
     "SELECT id, author, text FROM posts WHERE author = ?1 AND id < ?2 ORDER BY id DESC LIMIT ?3";
+/// `hybrid`: an author's post ids, newest first, below `?2`, from the `(author, id)`
+/// index alone.
+pub(super) const POST_IDS_BY_AUTHOR: &str =
+    "SELECT id FROM posts WHERE author = ?1 AND id < ?2 ORDER BY id DESC LIMIT ?3";
+/// One post by its id.
+pub(super) const POST_BY_ID: &str = "SELECT id, author, text FROM posts WHERE id = ?1";
 /// Fanout on read: the newest posts below `?2`, at most `?3`, by the user and everyone
 /// they follow.
 pub(super) const HOME_POSTS: &str = "SELECT id, author, text FROM posts

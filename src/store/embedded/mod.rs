@@ -281,8 +281,8 @@ where
 }
 
 fn post_id_at(row: &rusqlite::Row<'_>, idx: usize) -> rusqlite::Result<PostId> {
-    let bytes: Vec<u8> = row.get(idx)?;
-    let array: [u8; 12] = bytes.as_slice().try_into().map_err(|_| {
+    // Copied straight from the row's blob: no `Vec` per id.
+    let array: [u8; 12] = row.get_ref(idx)?.as_blob()?.try_into().map_err(|_| {
         rusqlite::Error::FromSqlConversionFailure(
             idx,
             rusqlite::types::Type::Blob,

@@ -44,6 +44,7 @@ fn every_paged_read_seeks_its_index() {
         deliveries::UNDELIVERED.into(),
         deliveries::ORPHANED.into(),
         content::POSTS_BY_AUTHOR.into(),
+        content::POST_IDS_BY_AUTHOR.into(),
         content::HOME_POSTS.into(),
         content::MERGED_FOLLOWEES.into(),
         timelines::BUCKET_HEADS.into(),
