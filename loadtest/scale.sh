@@ -5,7 +5,8 @@
 # `socialite seed --users SIZE --max-follows 200 --posts-per-user 20 --seed 42
 # --tokens-out` (auth.mode = token), starts one release server on it and, in that one
 # run, measures:
-#   - load time, database file size (after the load) and server RSS (after the run);
+#   - load time, database file size (after the load) and server RSS (after the run, with
+#     its private and file-backed parts, and the peak);
 #   - warm timeline reads (page 1 of a random warmed user) against /healthz, after
 #     reading once the timeline of every user, or above WARM_MAX users (100,000) of
 #     every STRIDE-th one (STRIDE = ceil(SIZE / WARM_MAX)) and of every reader and
@@ -142,7 +143,7 @@ for size in "$@"; do
       || echo "lag probe (largest) failed" >&2
     python3 loadtest/scale_probe.py lag "$base" "$tokens" "$run/graph.json" median "$lag_posts" "$lag_timeout" > "$run/lag-median.json" \
       || echo "lag probe (median) failed" >&2
-    awk '/VmRSS|VmHWM/ {print $1, $2}' "/proc/$server_pid/status" > "$run/rss.txt"
+    awk '/VmRSS|VmHWM|RssAnon|RssFile/ {print $1, $2}' "/proc/$server_pid/status" > "$run/rss.txt"
     stop_server
     audit=""
     if [[ " ${AUDIT:-} " == *" $size "* || " ${AUDIT:-} " == *" $size-$arm_name "* ]]; then

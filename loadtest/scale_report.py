@@ -113,15 +113,17 @@ def report(runs, skipped, out, img_rel):
     L.append("## Data sets\n")
     L.append("Load: the bulk loader, wall clock. Warm-up: every user's timeline read once "
              "(16 at a time; cache and hybrid build their caches here). DB: the file after the "
-             "load. RSS: the server's VmRSS after the run and VmHWM; the store maps its file, "
-             "so touched pages of the database count.\n")
-    L.append("| users | strategy | follows | posts | load (s) | loader's rows/s | warm-up (s) | DB (MB) | RSS after run (MB) | RSS peak (MB) | load avg after |")
-    L.append("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---|")
+             "load. RSS: the server's VmRSS after the run, its private part (RssAnon) and its "
+             "peak (VmHWM); the store maps up to `storage.mmap_mib` of its file per "
+             "connection, and each connection's touched pages of it count.\n")
+    L.append("| users | strategy | follows | posts | load (s) | loader's rows/s | warm-up (s) | DB (MB) | RSS after run (MB) | private (MB) | RSS peak (MB) | load avg after |")
+    L.append("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
     for r in runs:
         g = r["graph"] or {}
         L.append(f"| {r['size']:,} | {r['strategy']} | {g.get('follows', 0):,} | {g.get('posts', 0):,} | "
                  f"{r['load_s']:.1f} | {rows_per_s(r['seed_tail'])} | {r['warm_s']:.0f} | {r['db_bytes'] / 1e6:,.0f} | "
-                 f"{f(r['rss'].get('VmRSS', 0) / 1e6, '{:,.0f}')} | {f(r['rss'].get('VmHWM', 0) / 1e6, '{:,.0f}')} | "
+                 f"{f(r['rss'].get('VmRSS', 0) / 1e6, '{:,.0f}')} | {f(r['rss']['RssAnon'] / 1e6 if 'RssAnon' in r['rss'] else None, '{:,.0f}')} | "
+                 f"{f(r['rss'].get('VmHWM', 0) / 1e6, '{:,.0f}')} | "
                  f"{r['loadavg_after']} |")
     audited = [r for r in runs if "audit_s" in r]
     if audited:
