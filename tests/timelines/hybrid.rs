@@ -21,6 +21,16 @@ fn settings() -> FeedSettings {
     }
 }
 
+/// The service over `store` with `settings`.
+fn social(store: &Store, settings: &FeedSettings) -> Social {
+    Social::new(
+        store.clone(),
+        settings,
+        ActivityLimits::default(),
+        Default::default(),
+    )
+}
+
 /// Whether `user`'s cache holds `post`.
 async fn cached(store: &Store, user: &str, post: PostId) -> bool {
     let cache = store.timelines.cache(user).await.unwrap().unwrap();
@@ -32,12 +42,7 @@ async fn a_celebrity_is_merged_at_read_and_crossing_back_keeps_timelines_whole()
     for kind in kinds("a_celebrity_is_merged_at_read_and_crossing_back_keeps_timelines_whole") {
         let t = fresh_store(kind).await;
         let settings = settings();
-        let social = Social::new(
-            t.store.clone(),
-            &settings,
-            ActivityLimits::default(),
-            Default::default(),
-        );
+        let social = social(&t.store, &settings);
         social.create_user("star", "Star").await.unwrap();
         social.timeline("star", None, 5).await.unwrap();
         let fans: Vec<String> = (0..11).map(|i| format!("fan{i:02}")).collect();
@@ -137,12 +142,7 @@ async fn pages_merge_several_celebrities_newest_first_under_their_own_names() {
     for kind in kinds("pages_merge_several_celebrities_newest_first_under_their_own_names") {
         let t = fresh_store(kind).await;
         let settings = settings();
-        let social = Social::new(
-            t.store.clone(),
-            &settings,
-            ActivityLimits::default(),
-            Default::default(),
-        );
+        let social = social(&t.store, &settings);
         for (id, name) in [("star", "Star"), ("idol", "Idol"), ("pal", "Pal")] {
             social.create_user(id, name).await.unwrap();
         }

@@ -33,8 +33,6 @@ const MARK: &str = "bulk_load_started";
 /// The writer's page cache while loading (the normal one is 64 MiB).
 const LOAD_CACHE_KIB: i64 = 1 << 20;
 
-/// The newest change-feed position handed out: the `changes` sequence, which the event
-/// log's bulk-built ids advance too, or the newest row.
 /// A read of one chunk of users: `{chunk}` in `sql` becomes the chunk `(?1, ?2]` of
 /// `column`'s key range, `?2` being `NULL` for the last chunk. Never
 /// `(?2 IS NULL OR column <= ?2)`: SQLite's planner cannot end an index range on that,
@@ -70,6 +68,8 @@ fn chunk_users(tx: &Connection, after: &str, through: Option<&str>) -> StoreResu
     Ok(users)
 }
 
+/// The newest change-feed position handed out: the `changes` sequence, which the event
+/// log's bulk-built ids advance too, or the newest row.
 pub(super) fn allocated_head(conn: &Connection) -> rusqlite::Result<i64> {
     let seq: Option<i64> = conn
         .prepare_cached("SELECT seq FROM sqlite_sequence WHERE name = 'changes'")?

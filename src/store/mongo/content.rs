@@ -248,12 +248,8 @@ impl ContentStore for MongoStore {
         }
         // The names are read beside the posts, never before them, so each is at least as
         // new as the read: a rename finished before the page began is served.
-        let (posts, users) =
-            tokio::try_join!(self.find_posts(filter, limit), self.users(&authors))?;
-        let names: std::collections::HashMap<String, NameStamp> = users
-            .into_iter()
-            .map(|u| (u.id.clone(), u.name_stamp()))
-            .collect();
+        let (posts, names) =
+            tokio::try_join!(self.find_posts(filter, limit), self.name_stamps(&authors))?;
         // An author without a profile is named by their id, as a page names them.
         Ok(posts
             .into_iter()

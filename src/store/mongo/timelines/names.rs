@@ -82,7 +82,10 @@ impl MongoStore {
     /// The profiles' name stamps of `authors`, in the same round trip as a cache page's
     /// other checks: an embedded stamp older than its author's profile (one a crashed
     /// writer left behind a rename's propagation) is served as the profile's name.
-    async fn name_stamps(&self, authors: &[String]) -> StoreResult<HashMap<String, NameStamp>> {
+    pub(in crate::store::mongo) async fn name_stamps(
+        &self,
+        authors: &[String],
+    ) -> StoreResult<HashMap<String, NameStamp>> {
         let users = self.users(authors).await?;
         Ok(users
             .iter()
