@@ -25,6 +25,8 @@ pub struct CacheView {
     /// whose post exists and whose author is the owner or someone the owner follows.
     pub entries: Vec<TimelineEntry>,
     /// The oldest entry the cache holds, served or not: where reads past it begin.
+    /// When `entries` came back full (as many as the read's `limit`), nothing past the
+    /// cache is read, and a store may give the last of `entries` instead.
     pub oldest: Option<PostId>,
 }
 

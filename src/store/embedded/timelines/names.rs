@@ -6,7 +6,7 @@ use std::sync::LazyLock;
 use rusqlite::{Connection, OptionalExtension, Transaction, params};
 
 use super::{entry_from_row, kind_code};
-use crate::domain::{NameStamp, PostId, TimelineKind};
+use crate::domain::{NameStamp, PostId, TimelineEntry, TimelineKind};
 use crate::store::StoreResult;
 use crate::store::embedded::post_before;
 use crate::store::timelines::CacheView;
@@ -60,13 +60,24 @@ pub(super) fn cache_current(
     let Some((ready, started_at_ms, complete, pending)) = head else {
         return Ok(None);
     };
-    let entries = conn
+    let entries: Vec<TimelineEntry> = conn
         .prepare_cached(&CACHE_PAGE[usize::from(pending)])?
         .query_map(
             params![user, post_before(before), limit as i64],
             entry_from_row,
         )?
         .collect::<rusqlite::Result<_>>()?;
+    // A full page needs no read past the cache: its last entry stands in for the
+    // oldest, and the seek is saved.
+    if entries.len() >= limit && limit > 0 {
+        return Ok(Some(CacheView {
+            ready,
+            started_at_ms,
+            complete,
+            oldest: entries.last().map(|e| e.id),
+            entries,
+        }));
+    }
     let oldest = conn
         .prepare_cached(
             "SELECT post_id FROM cache_entries WHERE user = ?1 ORDER BY post_id LIMIT 1",
