@@ -2,14 +2,17 @@
 //! by a newer one; concurrent renames and posts end with every entry carrying the final
 //! name once the timelines worker caught up; a warm cache read needs nothing but the
 //! timeline store, and still serves no entry of an unfollowed author or a deleted post.
+//! Renames kept pending on the embedded store: `names/pending.rs`.
 
 mod common;
+#[path = "names/pending.rs"]
+mod pending;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use common::faults::{FailingContent, FailingUsers};
-use common::{create_user, fresh_store, kinds};
+use common::{Kind, create_user, fresh_store, kinds};
 use socialite::domain::{
     ActivityLimits, BucketKind, FeedStrategy, NameStamp, PostId, TimelineEntry, TimelineKind,
 };
@@ -301,7 +304,10 @@ async fn a_warm_cache_read_needs_only_the_timeline_store_and_serves_nothing_stal
 
 /// A writer that read a name, then stalled or crashed, may land entries stamped with it
 /// after the rename's propagation, and die before its own re-check: nothing restamps
-/// them. A cache read serves the profile's name instead of a stamp older than it.
+/// them. A cache read serves the profile's name instead of a stamp older than it. (The
+/// embedded store stamps entries from the profile as they land, since its pages check
+/// names only while a rename is pending; MongoDB stores the stale stamp and its page
+/// reads check every name.)
 #[tokio::test]
 async fn a_stamp_left_behind_a_rename_is_never_served() {
     for backend in kinds("a_stamp_left_behind_a_rename_is_never_served") {
@@ -325,7 +331,7 @@ async fn a_stamp_left_behind_a_rename_is_never_served() {
             social.timeline("ann", None, 5).await.unwrap();
             let old = t.store.users.user("ann").await.unwrap().unwrap();
             let post = social.post("ann", "late").await.unwrap();
-            social.rename("ann", "Ann Renamed").await.unwrap();
+            let renamed = social.rename("ann", "Ann Renamed").await.unwrap();
             catch_up(&t.store, &feed).await;
             // The late writer's entries, stamped with the name it read before the rename.
             let timelines = &t.store.timelines;
@@ -341,7 +347,15 @@ async fn a_stamp_left_behind_a_rename_is_never_served() {
                     .await
                     .unwrap();
                 let stored = stored(&t.store, TimelineKind::Cache, user).await;
-                assert_eq!(stored[0].name, Some(old.name_stamp()), "{backend:?} {user}");
+                let landed = match backend {
+                    Kind::Embedded => &renamed,
+                    Kind::Mongo => &old,
+                };
+                assert_eq!(
+                    stored[0].name,
+                    Some(landed.name_stamp()),
+                    "{backend:?} {user}"
+                );
                 let page = social.timeline(user, None, 5).await.unwrap();
                 let served: Vec<(PostId, &str)> = page
                     .items

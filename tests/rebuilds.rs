@@ -310,6 +310,62 @@ async fn the_timelines_rebuild_delivers_unmarked_posts_and_retracts_deleted_ones
     }
 }
 
+/// A rename whose change was lost: the rebuild stamps every timeline with the name as it
+/// stands, and the embedded store's pending mark for it ends, so pages stop checking
+/// names at read time. Pages serve the new name throughout.
+#[tokio::test]
+async fn the_timelines_rebuild_stamps_renames_whose_changes_were_lost() {
+    for kind in kinds("the_timelines_rebuild_stamps_renames_whose_changes_were_lost") {
+        let f = fixture(kind).await;
+        let store = &f.store;
+        let feed = feed_settings();
+        let social = Social::new(
+            store.clone(),
+            &feed,
+            ActivityLimits::default(),
+            Default::default(),
+        );
+        social.create_user("star", "Star").await.unwrap();
+        social.create_user("fan", "Fan").await.unwrap();
+        social.follow("fan", "star").await.unwrap();
+        let post = social.post("star", "hello").await.unwrap().id;
+        social.timeline("fan", None, 10).await.unwrap();
+        let mut worker = runner(store, Arc::new(TimelinesWorker::new(store.clone(), &feed)));
+        catch_up(&mut worker).await;
+        let mut renamed = None;
+        f.lose_history(async {
+            renamed = Some(social.rename("star", "Star Renamed").await.unwrap());
+        })
+        .await;
+        let renamed = renamed.unwrap().name_stamp();
+        let page = social.timeline("fan", None, 10).await.unwrap();
+        assert_eq!(
+            page.items[0].author_display_name, "Star Renamed",
+            "{kind:?}"
+        );
+        until_rebuilt(&mut worker, kind).await;
+        let pending = store.timelines.pending_renames().await.unwrap();
+        assert_eq!(pending, Vec::new(), "{kind:?}: the rename is still pending");
+        let cache = store.timelines.cache("fan").await.unwrap().unwrap();
+        let stamps: Vec<_> = cache
+            .entries
+            .iter()
+            .map(|e| (e.id, e.name.clone()))
+            .collect();
+        match kind {
+            Kind::Embedded => assert_eq!(stamps, vec![(post, Some(renamed))]),
+            // MongoDB pages check every name at read time and keep no pending renames,
+            // so its rebuild has none to stamp.
+            Kind::Mongo => assert_eq!(stamps.len(), 1),
+        }
+        let page = social.timeline("fan", None, 10).await.unwrap();
+        assert_eq!(
+            page.items[0].author_display_name, "Star Renamed",
+            "{kind:?}"
+        );
+    }
+}
+
 #[tokio::test]
 async fn the_activity_rebuild_equals_logs_from_scratch() {
     for kind in kinds("the_activity_rebuild_equals_logs_from_scratch") {

@@ -192,6 +192,12 @@ pub trait TimelineStore: Send + Sync + 'static {
     /// Records that `author`'s name at `version` reached every timeline. Never lowers
     /// the recorded version.
     async fn mark_renamed(&self, author: &str, version: u64) -> StoreResult<()>;
+    /// Renames whose propagation the store still waits for, as `(author, version)`, if
+    /// it keeps them: the embedded store serves a cache page's names from the profiles
+    /// only while one is pending. MongoDB checks names at every read and keeps none.
+    async fn pending_renames(&self) -> StoreResult<Vec<(String, u64)>> {
+        Ok(Vec::new())
+    }
 }
 
 /// Tries of one delivery before its error is reported.

@@ -219,7 +219,8 @@ impl Worker for TimelinesWorker {
     /// drop the entries of authors the reader no longer follows.) Last, on a cache
     /// strategy, the store settles
     /// the retractions whose removal it still counts as pending (see
-    /// `TimelineStore::settle_retractions`), which only removes.
+    /// `TimelineStore::settle_retractions`), which only removes. Renames the store
+    /// still counts as pending are stamped again with the profile's name as it is now.
     async fn rebuild(&self, _fence: &Fence) -> StoreResult<()> {
         if self.timelines.strategy() == FeedStrategy::FanoutOnRead {
             return Ok(());
@@ -275,12 +276,21 @@ impl Worker for TimelinesWorker {
             }
             _ => 0,
         };
+        // Renames whose changes were lost: stamped with the name as it stands now.
+        let mut names = Vec::new();
+        for (author, _) in self.store.timelines.pending_renames().await? {
+            if let Some(user) = self.store.users.user(&author).await? {
+                names.push((author, user.name_stamp()));
+            }
+        }
+        let renamed = self.timelines.renamed(&names).await?;
         tracing::info!(
             worker = NAME,
             fanned_out,
             retracted,
             backfilled,
             settled,
+            renamed,
             "timelines rebuilt"
         );
         Ok(())

@@ -4,13 +4,14 @@
 
 use rusqlite::Connection;
 
-use super::timelines::{PART_BITS, retractions};
+use super::timelines::{PART_BITS, names, retractions};
 
 /// The file format this binary writes, kept in `PRAGMA user_version`. Every migration
 /// below is idempotent and brings any older file (0: before the format was numbered) up
 /// to it. Bump it when a migration changes how existing rows must be read, so that an
-/// older binary refuses the file instead of misreading it.
-pub const SCHEMA_VERSION: i64 = 1;
+/// older binary refuses the file instead of misreading it. Version 2: renames are
+/// recorded pending (`names::PENDING_RENAMES`), which a version-1 writer would not do.
+pub const SCHEMA_VERSION: i64 = 2;
 
 /// The tables every socialite store has had since its first format: what tells a
 /// socialite store from another SQLite file.
@@ -195,6 +196,17 @@ pub fn migrate(conn: &Connection) -> anyhow::Result<()> {
         "INSERT OR IGNORE INTO meta (key, value) SELECT 'cache_count', count(*) FROM caches;",
     )?;
     retractions::migrate(conn)?;
+    // Renames whose propagation was not recorded when the file was older are pending.
+    conn.execute_batch(names::PENDING_RENAMES)?;
+    conn.execute_batch(
+        "SAVEPOINT pending_renames;
+         INSERT OR IGNORE INTO pending_renames (user, version)
+         SELECT u.id, u.version FROM users AS u LEFT JOIN renames AS r ON r.user = u.id
+          WHERE u.version > IFNULL(r.version, 0)
+            AND NOT EXISTS (SELECT 1 FROM meta WHERE key = 'pending_renames');
+         INSERT OR IGNORE INTO meta (key, value) VALUES ('pending_renames', 1);
+         RELEASE pending_renames;",
+    )?;
     Ok(())
 }
 

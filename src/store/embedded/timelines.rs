@@ -282,9 +282,10 @@ impl TimelineStore for EmbeddedStore {
         entries: &[TimelineEntry],
         cache_size: u32,
     ) -> StoreResult<()> {
-        let (user, entries) = (user.to_owned(), entries.to_vec());
+        let (user, mut entries) = (user.to_owned(), entries.to_vec());
         let cut = entries.len() >= cache_size as usize;
         self.write(move |tx| {
+            names::current_stamps(tx, &mut entries)?;
             insert_cache_entries(tx, &user, &entries, cache_size, CacheMerge::Fill { cut })?;
             Ok(())
         })
@@ -298,10 +299,13 @@ impl TimelineStore for EmbeddedStore {
         cache_size: u32,
         cut: bool,
     ) -> StoreResult<bool> {
-        let (user, entries) = (user.to_owned(), entries.to_vec());
+        let (user, mut entries) = (user.to_owned(), entries.to_vec());
         let merge = CacheMerge::Backfill { cut };
-        self.write(move |tx| Ok(insert_cache_entries(tx, &user, &entries, cache_size, merge)? > 0))
-            .await
+        self.write(move |tx| {
+            names::current_stamps(tx, &mut entries)?;
+            Ok(insert_cache_entries(tx, &user, &entries, cache_size, merge)? > 0)
+        })
+        .await
     }
 
     async fn remove_author_entries(
@@ -387,5 +391,9 @@ impl TimelineStore for EmbeddedStore {
         let author = author.to_owned();
         self.write(move |tx| names::mark_renamed(tx, &author, version))
             .await
+    }
+
+    async fn pending_renames(&self) -> StoreResult<Vec<(String, u64)>> {
+        self.read(names::pending_renames).await
     }
 }

@@ -60,6 +60,8 @@ pub(super) fn push_to_caches(
     entries: &[TimelineEntry],
     cache_size: u32,
 ) -> StoreResult<u64> {
+    let mut entries = entries.to_vec();
+    super::names::current_stamps(tx, &mut entries)?;
     let mut written = 0;
     for chunk in users.chunks(IN_CHUNK) {
         let sql = format!(
@@ -71,7 +73,8 @@ pub(super) fn push_to_caches(
             .query_map(rusqlite::params_from_iter(chunk), |row| row.get(0))?
             .collect::<rusqlite::Result<_>>()?;
         for owner in owners {
-            let inserted = insert_cache_entries(tx, &owner, entries, cache_size, CacheMerge::Push)?;
+            let inserted =
+                insert_cache_entries(tx, &owner, &entries, cache_size, CacheMerge::Push)?;
             written += u64::from(inserted > 0);
         }
     }
