@@ -264,8 +264,25 @@ impl std::str::FromStr for FeedStrategy {
 
 /// Formats milliseconds since the Unix epoch as RFC 3339 with millisecond precision.
 pub fn format_time_ms(ms: i64) -> String {
-    let time = std::time::UNIX_EPOCH + std::time::Duration::from_millis(ms.max(0) as u64);
-    humantime::format_rfc3339_millis(time).to_string()
+    Rfc3339Ms(ms).to_string()
+}
+
+/// A time in milliseconds since the epoch, shown (and serialized, without an
+/// intermediate `String`) as RFC 3339 with milliseconds, in UTC.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Rfc3339Ms(pub i64);
+
+impl std::fmt::Display for Rfc3339Ms {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let time = std::time::UNIX_EPOCH + std::time::Duration::from_millis(self.0.max(0) as u64);
+        humantime::format_rfc3339_millis(time).fmt(f)
+    }
+}
+
+impl serde::Serialize for Rfc3339Ms {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_str(self)
+    }
 }
 
 pub fn now_ms() -> i64 {

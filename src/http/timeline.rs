@@ -8,27 +8,29 @@ use super::auth::Owner;
 use super::error::{ApiResult, Json, Problem, Query};
 use super::posts::PageQuery;
 use super::{AppState, known_user_id, parse_before, parse_limit};
-use crate::domain::format_time_ms;
+use crate::domain::{PostId, Rfc3339Ms};
 use crate::feed::TimelineItem;
 
+// Serialized straight from the item: the id and the time are written into the body
+// as they are formatted, with no `String` per field.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct TimelineItemBody {
-    #[schema(example = "6740a1b2000c000000000001")]
-    pub id: String,
+    #[schema(value_type = String, example = "6740a1b2000c000000000001")]
+    pub id: PostId,
     #[schema(example = "bob")]
     pub author: String,
     #[schema(example = "Bob")]
     pub author_display_name: String,
     pub text: String,
-    #[schema(example = "2026-11-22T14:00:00.012Z")]
-    pub created_at: String,
+    #[schema(value_type = String, example = "2026-11-22T14:00:00.012Z")]
+    pub created_at: Rfc3339Ms,
 }
 
 impl From<TimelineItem> for TimelineItemBody {
     fn from(item: TimelineItem) -> Self {
         TimelineItemBody {
-            id: item.id.to_string(),
-            created_at: format_time_ms(item.id.timestamp_ms()),
+            id: item.id,
+            created_at: Rfc3339Ms(item.id.timestamp_ms()),
             author: item.author,
             author_display_name: item.author_display_name,
             text: item.text,
