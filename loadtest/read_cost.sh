@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# Usage: loadtest/read_cost.sh [ROUNDS] [NAME=BINARY ...]
+# What a warm cache read costs the server, for comparing builds on a noisy machine:
+# for each binary in turn (default: this tree's release build), ROUNDS times (2), a
+# server over a fresh copy of one seeded data set (10,000 users, max-follows 200, 20
+# posts each, `cache`, auth.mode = token, rate limits out of reach), every 5th user's
+# cache warmed, then wrk (2 threads, 32 connections, DUR seconds, default 10) on
+# `/healthz` and on page 1 of those users' timelines. Prints per arm the throughput and
+# the server's CPU time (user + system, from /proc) per request served: the CPU figure
+# moves with the code, the throughput as much with the machine.
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$root"
+rounds=2
+if [[ "${1:-}" =~ ^[0-9]+$ ]]; then rounds="$1"; shift; fi
+if (( $# == 0 )); then
+  cargo build --release --locked --quiet
+  set -- "this=$root/target/release/socialite"
+fi
+command -v wrk > /dev/null || { echo "wrk is needed (apt-get install wrk)" >&2; exit 1; }
+dir="$root/target/read-cost"
+mkdir -p "$dir"
+export SOCIALITE_AUTH__MODE=token SOCIALITE_FEED__STRATEGY=cache
+export SOCIALITE_RATE__IP_PER_MIN=100000000 SOCIALITE_RATE__READS_PER_MIN=100000000
+export SOCIALITE_RATE__WRITES_PER_MIN=100000000
+if [[ ! -f "$dir/seed.db" || ! -f "$dir/users" ]]; then
+  rm -f "$dir"/seed.db*
+  SOCIALITE_STORAGE__PATH="$dir/seed.db" NO_COLOR=1 "${1#*=}" seed --users 10000 \
+    --max-follows 200 --posts-per-user 20 --seed 42 --tokens-out "$dir/tokens.json" > /dev/null
+  python3 - "$dir/tokens.json" "$dir/users" <<'PY'
+import json, sys
+tokens = json.load(open(sys.argv[1]))
+with open(sys.argv[2], "w") as out:
+    for i in range(0, len(tokens), 5):
+        out.write(f"u{i} {tokens[i]}\n")
+PY
+fi
+pid=""
+trap '[[ -n "$pid" ]] && kill "$pid" 2>/dev/null || true' EXIT
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$pid/stat"; }
+for round in $(seq 1 "$rounds"); do
+  for spec in "$@"; do
+    name="${spec%%=*}" bin="${spec#*=}"
+    rm -f "$dir"/run.db*
+    cp "$dir/seed.db" "$dir/run.db"
+    SOCIALITE_STORAGE__PATH="$dir/run.db" RUST_LOG=warn,socialite=info NO_COLOR=1 \
+      "$bin" serve --listen 127.0.0.1:0 > "$dir/server.log" 2>&1 &
+    pid=$! base=""
+    for _ in $(seq 1 100); do
+      base="$(grep -o 'listening on http://[0-9.:]*' "$dir/server.log" | sed 's/listening on //' || true)"
+      [[ -n "$base" ]] && break
+      sleep 0.1
+    done
+    python3 - "$base" "$dir/users" <<'PY'
+import sys, urllib.request
+for line in open(sys.argv[2]):
+    user, token = line.split()
+    request = urllib.request.Request(f"{sys.argv[1]}/v1/users/{user}/timeline?limit=20",
+                                     headers={"Authorization": "Bearer " + token})
+    urllib.request.urlopen(request).read()
+PY
+    c0="$(cpu_ticks)"
+    wrk -t2 -c32 -d"${DUR:-10}s" -s loadtest/scale_wrk.lua "$base" -- healthz > "$dir/healthz.txt"
+    c1="$(cpu_ticks)"
+    wrk -t2 -c32 -d"${DUR:-10}s" -s loadtest/scale_wrk.lua "$base" -- read "$dir/users" > "$dir/read.txt"
+    c2="$(cpu_ticks)"
+    python3 - "$name" "$round" "$dir/healthz.txt" "$dir/read.txt" "$c0" "$c1" "$c2" "$(getconf CLK_TCK)" <<'PY'
+import json, sys
+name, round_, healthz, read = sys.argv[1:5]
+c0, c1, c2, tick = map(int, sys.argv[5:9])
+def arm(path):
+    line = next(l for l in open(path) if l.startswith("{"))
+    j = json.loads(line)
+    return j["requests"], j["requests"] / j["duration_us"] * 1e6, j["p99_us"] / 1000, j["non2xx"]
+h, r = arm(healthz), arm(read)
+h_us = (c1 - c0) / tick * 1e6 / h[0]
+r_us = (c2 - c1) / tick * 1e6 / r[0]
+print(f"{name:>10} round {round_}: /healthz {h[1]:7.0f}/s {h_us:5.1f} us CPU each | "
+      f"reads {r[1]:7.0f}/s {r_us:5.1f} us CPU each, p99 {r[2]:.2f} ms, non-2xx {r[3]} | "
+      f"reads/healthz {r[1] / h[1]:.3f}", flush=True)
+PY
+    kill "$pid"; wait "$pid" 2>/dev/null || true; pid=""
+  done
+done
