@@ -151,6 +151,26 @@ async fn a_name_stamp_is_only_ever_replaced_by_a_newer_one() {
     }
 }
 
+/// A service over `store` on `strategy` with content embedded, where `reader` follows
+/// `ann`.
+async fn ann_and_reader(store: &Store, strategy: FeedStrategy) -> (FeedSettings, Social) {
+    let feed = FeedSettings {
+        strategy,
+        embed_content: true,
+        ..FeedSettings::default()
+    };
+    let social = Social::new(
+        store.clone(),
+        &feed,
+        ActivityLimits::default(),
+        Default::default(),
+    );
+    social.create_user("ann", "Ann").await.unwrap();
+    social.create_user("reader", "Reader").await.unwrap();
+    social.follow("reader", "ann").await.unwrap();
+    (feed, social)
+}
+
 async fn catch_up(store: &Store, feed: &FeedSettings) {
     let clock = Arc::new(ManualClock::at(socialite::domain::now_ms()));
     let settings = RunnerSettings {
@@ -313,20 +333,7 @@ async fn a_stamp_left_behind_a_rename_is_never_served() {
     for backend in kinds("a_stamp_left_behind_a_rename_is_never_served") {
         for strategy in [FeedStrategy::Cache, FeedStrategy::Hybrid] {
             let t = fresh_store(backend).await;
-            let feed = FeedSettings {
-                strategy,
-                embed_content: true,
-                ..FeedSettings::default()
-            };
-            let social = Social::new(
-                t.store.clone(),
-                &feed,
-                ActivityLimits::default(),
-                Default::default(),
-            );
-            social.create_user("ann", "Ann").await.unwrap();
-            social.create_user("reader", "Reader").await.unwrap();
-            social.follow("reader", "ann").await.unwrap();
+            let (feed, social) = ann_and_reader(&t.store, strategy).await;
             social.timeline("reader", None, 5).await.unwrap();
             social.timeline("ann", None, 5).await.unwrap();
             let old = t.store.users.user("ann").await.unwrap().unwrap();

@@ -5,11 +5,10 @@ use std::sync::Arc;
 
 use crate::common::{Kind, fresh_store, kinds};
 use socialite::domain::{ActivityLimits, FeedStrategy, PostId, TimelineKind};
-use socialite::feed::FeedSettings;
 use socialite::service::Social;
 use socialite::store::Store;
 
-use super::{catch_up, stored};
+use super::{ann_and_reader, catch_up, stored};
 
 /// A rename is served from its 2xx on, before the timelines worker stamped a single
 /// entry. The embedded store keeps the rename pending until the worker has stamped
@@ -19,20 +18,7 @@ async fn a_rename_is_served_before_its_propagation_and_stays_pending_until_it_en
     for backend in kinds("a_rename_is_served_before_its_propagation") {
         for strategy in [FeedStrategy::Cache, FeedStrategy::Hybrid] {
             let t = fresh_store(backend).await;
-            let feed = FeedSettings {
-                strategy,
-                embed_content: true,
-                ..FeedSettings::default()
-            };
-            let social = Social::new(
-                t.store.clone(),
-                &feed,
-                ActivityLimits::default(),
-                Default::default(),
-            );
-            social.create_user("ann", "Ann").await.unwrap();
-            social.create_user("reader", "Reader").await.unwrap();
-            social.follow("reader", "ann").await.unwrap();
+            let (feed, social) = ann_and_reader(&t.store, strategy).await;
             let post = social.post("ann", "hello").await.unwrap();
             let old = t.store.users.user("ann").await.unwrap().unwrap();
             for user in ["reader", "ann"] {
@@ -85,19 +71,7 @@ async fn a_rename_is_served_before_its_propagation_and_stays_pending_until_it_en
 async fn opening_an_older_database_marks_its_unpropagated_renames_pending() {
     let t = fresh_store(Kind::Embedded).await;
     let file = t.embedded_file().unwrap();
-    let feed = FeedSettings {
-        embed_content: true,
-        ..FeedSettings::default()
-    };
-    let social = Social::new(
-        t.store.clone(),
-        &feed,
-        ActivityLimits::default(),
-        Default::default(),
-    );
-    social.create_user("ann", "Ann").await.unwrap();
-    social.create_user("reader", "Reader").await.unwrap();
-    social.follow("reader", "ann").await.unwrap();
+    let (feed, social) = ann_and_reader(&t.store, FeedStrategy::Cache).await;
     social.post("ann", "hello").await.unwrap();
     social.timeline("reader", None, 5).await.unwrap();
     catch_up(&t.store, &feed).await;
