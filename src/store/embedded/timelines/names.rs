@@ -1,6 +1,7 @@
 //! What serving a cache and renaming authors need on SQLite: the cache as its owner may
 //! be served it, in one read transaction, and name stamps replaced only by newer ones.
 
+use std::collections::HashMap;
 use std::sync::LazyLock;
 
 use rusqlite::{Connection, OptionalExtension, Transaction, params};
@@ -11,10 +12,10 @@ use crate::store::StoreResult;
 use crate::store::embedded::post_before;
 use crate::store::timelines::CacheView;
 
-/// A page of a cache's entries, newest first: as they are (0), or checked (1). An
-/// embedded name stamp older than the author's profile is served as the profile's name
-/// (one primary-key seek per entry), so a stamp a crashed writer left behind a rename's
-/// propagation is never served.
+/// A page of a cache's entries, newest first, by [`cache_current`]'s variant: bit 0
+/// checks each entry against the posts and the follow graph (a retraction is pending),
+/// bit 1 serves an embedded name stamp older than the author's profile as the profile's
+/// name (one primary-key seek per entry; a rename is pending).
 pub(in crate::store::embedded) static CACHE_PAGE: LazyLock<[String; 4]> = LazyLock::new(|| {
     let checked = "AND (e.author = ?1 OR EXISTS (
                         SELECT 1 FROM follows WHERE follower = ?1 AND followee = e.author))
@@ -220,28 +221,24 @@ pub(in crate::store::embedded) fn current_stamps(
     entries: &mut [TimelineEntry],
 ) -> StoreResult<()> {
     let mut profile = tx.prepare_cached("SELECT display_name, version FROM users WHERE id = ?1")?;
-    let mut seen: Option<(String, Option<NameStamp>)> = None;
+    let mut profiles: HashMap<String, Option<NameStamp>> = HashMap::new();
     for entry in entries.iter_mut() {
         let Some(stamp) = &entry.name else { continue };
-        let current = match &seen {
-            Some((author, current)) if *author == entry.author => current.clone(),
-            _ => {
-                let current = profile
-                    .query_row([&entry.author], |row| {
-                        Ok(NameStamp {
-                            display_name: row.get(0)?,
-                            version: row.get::<_, i64>(1)?.max(0) as u64,
-                        })
+        if !profiles.contains_key(&entry.author) {
+            let found = profile
+                .query_row([&entry.author], |row| {
+                    Ok(NameStamp {
+                        display_name: row.get(0)?,
+                        version: row.get::<_, i64>(1)?.max(0) as u64,
                     })
-                    .optional()?;
-                seen = Some((entry.author.clone(), current.clone()));
-                current
-            }
-        };
-        if let Some(current) = current
+                })
+                .optional()?;
+            profiles.insert(entry.author.clone(), found);
+        }
+        if let Some(Some(current)) = profiles.get(&entry.author)
             && current.version > stamp.version
         {
-            entry.name = Some(current);
+            entry.name = Some(current.clone());
         }
     }
     Ok(())
