@@ -2,13 +2,12 @@
 //! merged into readers' pages, and an author crossing the threshold either way keeps
 //! every timeline complete and duplicate-free, with hysteresis against flapping.
 
-use socialite::domain::{ActivityLimits, FeedStrategy, PostId};
+use socialite::domain::{FeedStrategy, PostId};
 use socialite::feed::FeedSettings;
-use socialite::service::Social;
 use socialite::store::Store;
 
-use crate::catch_up;
 use crate::common::{fresh_store, kinds};
+use crate::{catch_up, social};
 
 fn settings() -> FeedSettings {
     FeedSettings {
@@ -19,16 +18,6 @@ fn settings() -> FeedSettings {
         inline_fanout_max: 100,
         ..FeedSettings::default()
     }
-}
-
-/// The service over `store` with `settings`.
-fn social(store: &Store, settings: &FeedSettings) -> Social {
-    Social::new(
-        store.clone(),
-        settings,
-        ActivityLimits::default(),
-        Default::default(),
-    )
 }
 
 /// Whether `user`'s cache holds `post`.
