@@ -3,7 +3,8 @@
 //! is most telling: on MongoDB after a post is stored and before its counter moves;
 //! after a post is stored and before its fan-out, between fan-out
 //! batches, after a follow edge is written or removed and before the timeline upkeep,
-//! between an upkeep's read of the edge and its action,
+//! between an upkeep's read of the edge and its action, on MongoDB between a cache
+//! merge's read and its guarded write,
 //! and in a worker between applying a batch and committing its position. At a point,
 //! the process aborts (as a `kill -9` would) with `faults.crash_probability`, or stalls
 //! for `faults.stall_for` with `faults.stall_probability`; `faults.wake_delay` delays

@@ -298,7 +298,10 @@ impl TimelineStore for MongoStore {
         user: &str,
         author: &str,
     ) -> StoreResult<()> {
-        let pull = doc! { "$pull": { "c": { "a": author } } };
+        let mut pull = doc! { "$pull": { "c": { "a": author } } };
+        if kind == TimelineKind::Cache {
+            pull.insert("$inc", doc! { cache::REV: 1 });
+        }
         let (coll, filter) = match kind {
             TimelineKind::Buckets(BucketKind::Timed) => (
                 self.bucket_coll(BucketKind::Timed),
@@ -320,12 +323,13 @@ impl TimelineStore for MongoStore {
             TimelineKind::Cache => self.cache_coll(),
         };
         let id = oid(post);
-        coll.update_many(
-            doc! { "c._id": id },
-            doc! { "$pull": { "c": { "_id": id } } },
-        )
-        .await
-        .map_err(db_error)?;
+        let mut pull = doc! { "$pull": { "c": { "_id": id } } };
+        if kind == TimelineKind::Cache {
+            pull.insert("$inc", doc! { cache::REV: 1 });
+        }
+        coll.update_many(doc! { "c._id": id }, pull)
+            .await
+            .map_err(db_error)?;
         Ok(())
     }
 

@@ -16,6 +16,12 @@ use crate::store::mongo::{MongoStore, db_error, oid};
 use crate::store::timelines::CacheMerge;
 use crate::store::{StoreError, StoreResult};
 
+/// The cache document's revision, moved by every write that adds or removes entries,
+/// so that a read-then-write (`cache_merge`) can guard on the exact state it read. Its
+/// length and oldest entry are not enough: a removal and a push between the read and
+/// the write keep both, and the write would then leave out an entry it read as held.
+pub(in crate::store::mongo) const REV: &str = "rev";
+
 /// Users per multi-document cache update.
 const CACHE_BATCH: usize = 500;
 /// Merges in a row that lose to a concurrent push of one of their posts.
@@ -52,8 +58,8 @@ impl MongoStore {
         cache_size: u32,
     ) -> StoreResult<u64> {
         let push = push(std::slice::from_ref(entry), cache_size);
-        let roomy = doc! { "$push": push.clone() };
-        let trimming = doc! { "$push": push, "$set": { "complete": false } };
+        let roomy = doc! { "$push": push.clone(), "$inc": { REV: 1 } };
+        let trimming = doc! { "$push": push, "$set": { "complete": false }, "$inc": { REV: 1 } };
         let room = format!("c.{}", cache_size.saturating_sub(1));
         let mut written = 0;
         for batch in users.chunks(CACHE_BATCH) {
@@ -94,8 +100,8 @@ impl MongoStore {
     /// `None` when there is no cache, otherwise how many entries were new.
     ///
     /// Reads the cache, then pushes only the missing entries it may take, guarded by the
-    /// state the decision rests on: the same readiness, completeness, length and oldest
-    /// entry, and none of the entries present. A concurrent write fails the guard, and
+    /// state the decision rests on: the same revision (see [`REV`]), readiness,
+    /// completeness, length and oldest entry, and none of the entries present. A concurrent write fails the guard, and
     /// the merge reads again. Chosen over one guarded update per entry, which rewrites
     /// the whole array once per entry (a fill of 50 is 50 rewrites and round trips).
     async fn cache_merge(
@@ -109,7 +115,7 @@ impl MongoStore {
             let found = self
                 .cache_coll()
                 .find_one(doc! { "_id": user })
-                .projection(doc! { "c._id": 1, "ready": 1, "complete": 1 })
+                .projection(doc! { "c._id": 1, "ready": 1, "complete": 1, REV: 1 })
                 .await
                 .map_err(db_error)?;
             let Some(found) = found else {
@@ -117,6 +123,7 @@ impl MongoStore {
             };
             let ready = found.get_bool("ready").unwrap_or(false);
             let complete = found.get_bool("complete").unwrap_or(false);
+            let rev = found.get(REV).cloned();
             let held = held_ids(std::slice::from_ref(&found));
             let oldest = held.iter().min().copied();
             let may_take =
@@ -145,6 +152,9 @@ impl MongoStore {
             if update.is_empty() {
                 return Ok(Some(0));
             }
+            update.insert("$inc", doc! { REV: 1 });
+            // Between the read the decision rests on and the write it guards.
+            crate::faults::point("cache.merge").await;
             let fresh_ids: Vec<_> = fresh.iter().map(|e| oid(e.id)).collect();
             let mut guarded = doc! {
                 "_id": user,
@@ -156,6 +166,10 @@ impl MongoStore {
             if let Some(oldest) = oldest {
                 guarded.insert("c.0._id", oid(oldest));
             }
+            match rev {
+                Some(rev) => guarded.insert(REV, rev),
+                None => guarded.insert(REV, doc! { "$exists": false }),
+            };
             let result = self
                 .cache_coll()
                 .update_one(guarded, update)
