@@ -8,6 +8,8 @@
 #[path = "audit/cli.rs"]
 mod cli;
 mod common;
+#[path = "audit/window.rs"]
+mod window;
 
 use std::time::Duration;
 
@@ -191,7 +193,7 @@ impl Raw {
 /// Moves every change-feed worker to the feed's head without applying anything: a
 /// corruption that reached the MongoDB change feed (a counter's `$inc`) is then one the
 /// workers will not mend, as if its change had been applied and lost.
-async fn skip_the_workers_past_it(store: &Store) {
+pub async fn skip_the_workers_past_it(store: &Store) {
     let Some(head) = store.change_feed.head().await.unwrap() else {
         return;
     };

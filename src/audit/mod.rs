@@ -21,6 +21,7 @@ pub mod command;
 mod events;
 pub mod repair;
 mod report;
+mod slice;
 mod store;
 mod users;
 mod window;

@@ -178,15 +178,30 @@ pub type Rule = Box<dyn Fn(&str, &[String]) -> bool + Send + Sync>;
 /// released: that write then lands after whatever the test does meanwhile.
 pub struct Hold {
     pub method: &'static str,
+    /// Only this user's calls, where the method names one user.
+    pub user: Option<String>,
     pub armed: AtomicBool,
     pub reached: Notify,
     pub release: Notify,
 }
 
 impl Hold {
+    /// Holds `method`'s calls for `user` only.
+    #[allow(dead_code)]
+    pub fn for_user(method: &'static str, user: &str) -> Arc<Hold> {
+        Arc::new(Hold {
+            method,
+            user: Some(user.to_owned()),
+            armed: AtomicBool::new(false),
+            reached: Notify::new(),
+            release: Notify::new(),
+        })
+    }
+
     pub fn new(method: &'static str) -> Arc<Hold> {
         Arc::new(Hold {
             method,
+            user: None,
             armed: AtomicBool::new(false),
             reached: Notify::new(),
             release: Notify::new(),
@@ -215,8 +230,13 @@ impl FaultyTimelines {
     }
 
     async fn held(&self, method: &str) {
+        self.held_for(method, None).await
+    }
+
+    async fn held_for(&self, method: &str, user: Option<&str>) {
         let hold = self.hold.lock().unwrap().clone();
-        if let Some(hold) = hold.filter(|h| h.method == method)
+        if let Some(hold) =
+            hold.filter(|h| h.method == method && (h.user.is_none() || h.user.as_deref() == user))
             && hold.armed.swap(false, Ordering::SeqCst)
         {
             hold.reached.notify_one();
@@ -297,6 +317,7 @@ impl TimelineStore for FaultyTimelines {
         self.inner.cache_push_to_audience(author, e, size).await
     }
     async fn cache(&self, user: &str) -> StoreResult<Option<CacheState>> {
+        self.held_for("cache", Some(user)).await;
         self.inner.cache(user).await
     }
     async fn cache_start(&self, user: &str, now_ms: i64) -> StoreResult<bool> {
