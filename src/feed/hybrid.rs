@@ -100,17 +100,26 @@ impl FeedService for HybridFeed {
     }
 
     /// Both halves hold everything below `before` up to `want` (fewer only when nothing
-    /// older exists), so their merge does too.
+    /// older exists), so their merge does too. The cache half is read first: when it
+    /// fills the page, its oldest entry bounds the merged half, since `want` distinct
+    /// entries at or above it are served whatever is merged, and a celebrity with
+    /// nothing newer costs the merge no read of their posts.
     async fn entries(
         &self,
         user: &str,
         before: Option<PostId>,
         want: usize,
     ) -> StoreResult<Vec<TimelineEntry>> {
-        let (mut entries, merged) = tokio::try_join!(
-            self.cache.entries(user, before, want),
-            self.store.content.merged_posts(user, before, want)
-        )?;
+        let mut entries = self.cache.entries(user, before, want).await?;
+        let above = match entries.len() >= want {
+            true => entries.iter().map(|e| e.id).min(),
+            false => None,
+        };
+        let merged = self
+            .store
+            .content
+            .merged_posts(user, before, above, want)
+            .await?;
         if merged.is_empty() {
             return Ok(entries);
         }

@@ -48,14 +48,17 @@ pub trait ContentStore: Send + Sync + 'static {
         before: Option<PostId>,
         limit: usize,
     ) -> StoreResult<Vec<Post>>;
-    /// The newest posts below `before`, at most `limit`, by the accounts `user` follows
-    /// through an edge flagged merged (see `GraphStore::reclassify`), newest first, each
-    /// with its author's name as this read found it (so a page that merges them needs no
-    /// lookup of names).
+    /// The newest posts below `before` and above `above`, at most `limit`, by the
+    /// accounts `user` follows through an edge flagged merged (see
+    /// `GraphStore::reclassify`), newest first, each with its author's name as this read
+    /// found it (so a page that merges them needs no lookup of names). `above` is a lower
+    /// bound the caller already knows the page stops at: a store may skip every author
+    /// with nothing between the bounds without reading their posts.
     async fn merged_posts(
         &self,
         user: &str,
         before: Option<PostId>,
+        above: Option<PostId>,
         limit: usize,
     ) -> StoreResult<Vec<(Post, NameStamp)>>;
 }

@@ -86,10 +86,11 @@ impl ContentStore for FailingContent {
         &self,
         user: &str,
         before: Option<PostId>,
+        above: Option<PostId>,
         limit: usize,
     ) -> StoreResult<Vec<(Post, NameStamp)>> {
         self.check()?;
-        self.inner.merged_posts(user, before, limit).await
+        self.inner.merged_posts(user, before, above, limit).await
     }
 }
 
@@ -165,9 +166,10 @@ impl ContentStore for PausingContent {
         &self,
         user: &str,
         before: Option<PostId>,
+        above: Option<PostId>,
         limit: usize,
     ) -> StoreResult<Vec<(Post, NameStamp)>> {
-        self.inner.merged_posts(user, before, limit).await
+        self.inner.merged_posts(user, before, above, limit).await
     }
 }
 

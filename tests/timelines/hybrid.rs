@@ -193,28 +193,36 @@ async fn pages_merge_several_celebrities_newest_first_under_their_own_names() {
             })
             .collect();
         assert_eq!(served, named, "{kind:?}");
-        // The port itself, below every cursor and at every page size: the newest merged
-        // posts, in order, each with its author's name (the page above may also find
-        // them through the cache's own reads).
+        // The port itself, below every cursor, above every lower bound and at every page
+        // size: the newest merged posts between the bounds, in order, each with its
+        // author's name (the page above may also find them through the cache's own
+        // reads).
         for start in 0..named.len() {
             let before = start.checked_sub(1).map(|i| named[i].0);
-            for limit in [1, 2, 4, 9] {
-                let merged = t
-                    .store
-                    .content
-                    .merged_posts(&fans[0], before, limit)
-                    .await
-                    .unwrap();
-                let got: Vec<(PostId, String)> = merged
-                    .into_iter()
-                    .map(|(post, name)| (post.id, name.display_name))
-                    .collect();
-                let end = (start + limit).min(named.len());
-                assert_eq!(
-                    got,
-                    named[start..end],
-                    "{kind:?}: below {before:?}, {limit}"
-                );
+            let floors = std::iter::once(None).chain((start..named.len()).map(Some));
+            for above in floors.map(|i| i.map(|i: usize| named[i].0)) {
+                for limit in [1, 2, 4, 9] {
+                    let merged = t
+                        .store
+                        .content
+                        .merged_posts(&fans[0], before, above, limit)
+                        .await
+                        .unwrap();
+                    let got: Vec<(PostId, String)> = merged
+                        .into_iter()
+                        .map(|(post, name)| (post.id, name.display_name))
+                        .collect();
+                    let expected: Vec<(PostId, String)> = named[start..]
+                        .iter()
+                        .take_while(|(id, _)| above.is_none_or(|above| *id > above))
+                        .take(limit)
+                        .cloned()
+                        .collect();
+                    assert_eq!(
+                        got, expected,
+                        "{kind:?}: below {before:?}, above {above:?}, {limit}"
+                    );
+                }
             }
         }
     }

@@ -225,6 +225,7 @@ impl ContentStore for MongoStore {
         &self,
         user: &str,
         before: Option<PostId>,
+        above: Option<PostId>,
         limit: usize,
     ) -> StoreResult<Vec<(Post, NameStamp)>> {
         let authors: Vec<String> = self
@@ -243,8 +244,15 @@ impl ContentStore for MongoStore {
             return Ok(Vec::new());
         }
         let mut filter = doc! { "author": { "$in": &authors } };
+        let mut bounds = doc! {};
         if let Some(before) = before {
-            filter.insert("_id", doc! { "$lt": oid(before) });
+            bounds.insert("$lt", oid(before));
+        }
+        if let Some(above) = above {
+            bounds.insert("$gt", oid(above));
+        }
+        if !bounds.is_empty() {
+            filter.insert("_id", bounds);
         }
         // The names are read beside the posts, never before them, so each is at least as
         // new as the read: a rename finished before the page began is served.
