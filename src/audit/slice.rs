@@ -10,6 +10,7 @@ use crate::store::{Store, StoreResult};
 /// Rows per query of one user's slice.
 pub(super) const PAGE: usize = 1000;
 
+/// A post as a source, live as read.
 pub(super) fn post_source(post: &Post) -> PostSource {
     PostSource {
         author: post.author.clone(),

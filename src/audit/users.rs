@@ -84,8 +84,8 @@ pub(super) async fn check(
         let mut now = Sources::default();
         follows(store, id, &mut now, &mut BTreeSet::new()).await?;
         if now.follows != edges {
+            let at = now_ms();
             for finding in mine.found.values_mut().flatten() {
-                let at = now_ms();
                 finding.detail = format!(
                     "{} (the follows changed while it was checked, at {at})",
                     finding.detail
