@@ -159,12 +159,12 @@ impl ContentStore for EmbeddedStore {
         above: Option<PostId>,
         limit: usize,
     ) -> StoreResult<Vec<(Post, NameStamp)>> {
-        let (user, before) = (user.to_owned(), post_before(before));
-        let floor = above;
-        let above = above.map_or_else(Vec::new, |id| id.bytes().to_vec());
         if limit == 0 {
             return Ok(Vec::new());
         }
+        let (user, before) = (user.to_owned(), post_before(before));
+        // An empty blob is below every id.
+        let above_key = above.map_or_else(Vec::new, |id| id.bytes().to_vec());
         self.read_inline(move |conn| {
             // Each flagged followee with their newest post id below the cursor, from one
             // seek of the `(author, id)` index each, inside this one statement.
@@ -176,7 +176,7 @@ impl ContentStore for EmbeddedStore {
                     continue;
                 }
                 let newest = post_id_at(row, 3)?;
-                if floor.is_some_and(|floor| newest <= floor) {
+                if above.is_some_and(|above| newest <= above) {
                     continue;
                 }
                 let version: i64 = row.get(2)?;
@@ -203,7 +203,7 @@ impl ContentStore for EmbeddedStore {
                     }
                 }
                 let rows = ids_by_author
-                    .query_map(params![author, &before, &above, limit as i64], |row| {
+                    .query_map(params![author, &before, &above_key, limit as i64], |row| {
                         Ok((post_id_at(row, 0)?, index))
                     })?;
                 for key in rows {

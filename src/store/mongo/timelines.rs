@@ -298,10 +298,7 @@ impl TimelineStore for MongoStore {
         user: &str,
         author: &str,
     ) -> StoreResult<()> {
-        let mut pull = doc! { "$pull": { "c": { "a": author } } };
-        if kind == TimelineKind::Cache {
-            pull.insert("$inc", doc! { cache::REV: 1 });
-        }
+        let pull = removal(kind, doc! { "a": author });
         let (coll, filter) = match kind {
             TimelineKind::Buckets(BucketKind::Timed) => (
                 self.bucket_coll(BucketKind::Timed),
@@ -323,10 +320,7 @@ impl TimelineStore for MongoStore {
             TimelineKind::Cache => self.cache_coll(),
         };
         let id = oid(post);
-        let mut pull = doc! { "$pull": { "c": { "_id": id } } };
-        if kind == TimelineKind::Cache {
-            pull.insert("$inc", doc! { cache::REV: 1 });
-        }
+        let pull = removal(kind, doc! { "_id": id });
         coll.update_many(doc! { "c._id": id }, pull)
             .await
             .map_err(db_error)?;
@@ -370,3 +364,13 @@ impl TimelineStore for MongoStore {
 
 #[cfg(test)]
 mod size_model;
+
+/// The update that pulls the entries matching `entries` from a timeline document of
+/// `kind`; on a cache it also moves the revision a merge guards on (`cache::REV`).
+fn removal(kind: TimelineKind, entries: Document) -> Document {
+    let mut update = doc! { "$pull": { "c": entries } };
+    if kind == TimelineKind::Cache {
+        update.insert("$inc", doc! { cache::REV: 1 });
+    }
+    update
+}

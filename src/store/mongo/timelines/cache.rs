@@ -101,9 +101,10 @@ impl MongoStore {
     ///
     /// Reads the cache, then pushes only the missing entries it may take, guarded by the
     /// state the decision rests on: the same revision (see [`REV`]), readiness,
-    /// completeness, length and oldest entry, and none of the entries present. A concurrent write fails the guard, and
-    /// the merge reads again. Chosen over one guarded update per entry, which rewrites
-    /// the whole array once per entry (a fill of 50 is 50 rewrites and round trips).
+    /// completeness, length and oldest entry, and none of the entries present. A
+    /// concurrent write fails the guard, and the merge reads again. Chosen over one
+    /// guarded update per entry, which rewrites the whole array once per entry (a fill
+    /// of 50 is 50 rewrites and round trips).
     async fn cache_merge(
         &self,
         user: &str,
