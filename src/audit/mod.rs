@@ -13,7 +13,8 @@
 //! - **The eventual window** (`window.rs`): beside a live server a discrepancy may be a
 //!   change not applied yet. Each one found is checked again once every worker it
 //!   depends on has applied every change committed before it was seen; one seen again,
-//!   unchanged, is *wrong*; one that changed is checked again (three rounds at most);
+//!   unchanged (for a user: with no follow or like of theirs changed meanwhile), is
+//!   *wrong*; one that changed is checked again (three rounds at most);
 //!   one whose workers do not get there in time is *pending*.
 //! - **Repair** (`repair.rs`): the workers' own rebuilds, under their leases.
 

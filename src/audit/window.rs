@@ -13,7 +13,13 @@
 //!    again. Found again unchanged: *wrong*. Gone: it was in the window, and is not
 //!    reported. Found changed (new writes touched the unit): checked again the same way,
 //!    three rounds in all, and *pending* if it never settles.
-//! 4. When those workers do not get there within `--wait`, or no process holds their
+//! 4. A user's finding is found again unchanged only if no follow or like of theirs
+//!    changed after the previous check began, as the change feed shows. An edge undone
+//!    and made again between two checks can leave the same posts missing under a new
+//!    edge, or the same entries held under no edge: two moments of an eventual state
+//!    that read alike. So a user's finding from the pass is first checked again with
+//!    the feed's head marked, and called wrong no sooner than the second check again.
+//! 5. When those workers do not get there within `--wait`, or no process holds their
 //!    leases (an offline store whose workers stopped behind the feed), the discrepancy
 //!    is *pending*: the workers apply those changes when they next run.
 
@@ -22,7 +28,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::{Finding, Kind, Settings, Unit, recheck};
-use crate::domain::now_ms;
+use crate::domain::{ChangePosition, now_ms};
 use crate::store::{ChangeFeed, Store, StoreError, StoreResult};
 use crate::workers::aggregates::EventFeed;
 
@@ -30,6 +36,8 @@ const ROUNDS: usize = 3;
 const POLL: Duration = Duration::from_millis(100);
 /// Tolerated difference between this clock and a writer's.
 const SKEW_MS: i64 = 1000;
+/// Changes read per query of the feed.
+const FEED_PAGE: usize = 1000;
 
 /// Every discrepancy, judged.
 #[derive(Debug, Default)]
@@ -46,6 +54,8 @@ pub(super) async fn settle(
     mut candidates: BTreeSet<Finding>,
 ) -> StoreResult<Verdict> {
     let mut verdict = Verdict::default();
+    // The feed's head before the previous round's checks; `None` before the first.
+    let mut mark: Option<Option<ChangePosition>> = None;
     for _ in 0..ROUNDS {
         if candidates.is_empty() {
             return Ok(verdict);
@@ -56,13 +66,25 @@ pub(super) async fn settle(
             verdict.pending_why = Some(why);
             break;
         }
+        let head = store.change_feed.head().await?;
         let units: BTreeSet<&Unit> = candidates.iter().map(|f| &f.unit).collect();
         let mut again = BTreeSet::new();
         for unit in units {
             again.extend(recheck(store, settings, unit).await?);
         }
-        let (same, changed): (BTreeSet<Finding>, BTreeSet<Finding>) =
-            again.into_iter().partition(|f| candidates.contains(f));
+        let touched = match &mark {
+            Some(position) => touched_users(store, position.as_ref()).await?,
+            None => None,
+        };
+        // `None`: any user may have been touched.
+        let settled = |f: &Finding| match &f.unit {
+            Unit::User(id) => touched.as_ref().is_some_and(|t| !t.contains(id)),
+            _ => true,
+        };
+        let (same, changed): (BTreeSet<Finding>, BTreeSet<Finding>) = again
+            .into_iter()
+            .partition(|f| candidates.contains(f) && settled(f));
+        mark = Some(head);
         for finding in same {
             verdict.wrong.entry(finding.kind).or_default().push(finding);
         }
@@ -76,6 +98,36 @@ pub(super) async fn settle(
             .push(finding);
     }
     Ok(verdict)
+}
+
+/// The users whose follows or likes changed after `mark`, up to now; `None` when the
+/// feed no longer holds what followed `mark`.
+async fn touched_users(
+    store: &Store,
+    mark: Option<&ChangePosition>,
+) -> StoreResult<Option<BTreeSet<String>>> {
+    let until = now_ms();
+    let mut users = BTreeSet::new();
+    let mut after = mark.cloned();
+    loop {
+        let page = match store.change_feed.changes(after.as_ref(), FEED_PAGE).await {
+            Ok(page) => page,
+            Err(StoreError::HistoryLost(_) | StoreError::NoPosition(_)) => return Ok(None),
+            Err(error) => return Err(error),
+        };
+        for change in &page {
+            if matches!(change.collection.as_str(), "follows" | "likes")
+                && let Some((user, _)) = change.key.split_once('/')
+            {
+                users.insert(user.to_owned());
+            }
+        }
+        // Changes after `until` came after the checks this decides on.
+        match page.last() {
+            Some(last) if last.at_ms <= until => after = Some(last.position.clone()),
+            _ => return Ok(Some(users)),
+        }
+    }
 }
 
 /// `Ok(Ok(()))` once the workers of `kinds` applied every change committed before

@@ -13,8 +13,11 @@ use socialite::store::{ContentStore, Inserted, StoreError, StoreResult, Timeline
 use socialite::workers::{Hooks, Point};
 use tokio::sync::{Notify, oneshot};
 
+mod audit;
 mod tokens;
 mod users;
+#[allow(unused_imports)]
+pub use audit::HoldingAudit;
 #[allow(unused_imports)]
 pub use tokens::PausingTokens;
 #[allow(unused_imports)]

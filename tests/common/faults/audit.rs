@@ -1,0 +1,69 @@
+//! An audit port decorator that holds one user's edge reads, so a test can change the
+//! sources between an audit's checks of that user.
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use async_trait::async_trait;
+use socialite::domain::{Post, PostId, User};
+use socialite::store::audit::FollowEdge;
+use socialite::store::{AuditStore, StoreResult};
+
+use super::Hold;
+
+/// Audit reads that forward to `inner`; `hold`'s user's `follow_edges` calls wait,
+/// once armed, until released.
+pub struct HoldingAudit {
+    pub inner: Arc<dyn AuditStore>,
+    pub hold: Arc<Hold>,
+}
+
+#[async_trait]
+impl AuditStore for HoldingAudit {
+    async fn user_count(&self) -> StoreResult<u64> {
+        self.inner.user_count().await
+    }
+    async fn users_after(&self, after: Option<&str>, limit: usize) -> StoreResult<Vec<User>> {
+        self.inner.users_after(after, limit).await
+    }
+    async fn follow_edges(
+        &self,
+        follower: &str,
+        after: Option<&str>,
+        limit: usize,
+    ) -> StoreResult<Vec<FollowEdge>> {
+        let hold = &self.hold;
+        if hold.method == "follow_edges"
+            && hold.user.as_deref() == Some(follower)
+            && hold.armed.swap(false, Ordering::SeqCst)
+        {
+            hold.reached.notify_one();
+            hold.release.notified().await;
+        }
+        self.inner.follow_edges(follower, after, limit).await
+    }
+    async fn likes_of(
+        &self,
+        user: &str,
+        after: Option<PostId>,
+        limit: usize,
+    ) -> StoreResult<Vec<PostId>> {
+        self.inner.likes_of(user, after, limit).await
+    }
+    async fn posts_after(&self, after: Option<PostId>, limit: usize) -> StoreResult<Vec<Post>> {
+        self.inner.posts_after(after, limit).await
+    }
+    async fn tag_totals(
+        &self,
+        after: Option<&str>,
+        limit: usize,
+    ) -> StoreResult<Vec<(String, u64)>> {
+        self.inner.tag_totals(after, limit).await
+    }
+    async fn timelines_holding(&self, post: PostId, limit: usize) -> StoreResult<Vec<String>> {
+        self.inner.timelines_holding(post, limit).await
+    }
+    async fn drop_cache(&self, user: &str) -> StoreResult<bool> {
+        self.inner.drop_cache(user).await
+    }
+}
