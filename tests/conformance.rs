@@ -19,7 +19,7 @@ mod timelines;
 mod tokens;
 
 use common::{TestStore, fresh_store, kinds};
-use socialite::domain::{ActivityLimits, FeedStrategy, PostId};
+use socialite::domain::{FeedStrategy, PostId};
 use socialite::feed::FeedSettings;
 use socialite::service::Social;
 
@@ -48,12 +48,7 @@ async fn setups(test: &str) -> Vec<Setup> {
         for strategy in FeedStrategy::ALL {
             for embed in [true, false] {
                 let store = fresh_store(kind).await;
-                let social = Social::new(
-                    store.store.clone(),
-                    &settings(strategy, embed),
-                    ActivityLimits::default(),
-                    Default::default(),
-                );
+                let social = crate::common::social(store.store.clone(), &settings(strategy, embed));
                 all.push(Setup {
                     label: format!("{kind:?}/{strategy}/embed={embed}"),
                     social,

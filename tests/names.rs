@@ -13,9 +13,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use common::faults::{FailingContent, FailingUsers};
 use common::{Kind, create_user, fresh_store, kinds};
-use socialite::domain::{
-    ActivityLimits, BucketKind, FeedStrategy, NameStamp, PostId, TimelineEntry, TimelineKind,
-};
+use socialite::domain::{BucketKind, FeedStrategy, NameStamp, PostId, TimelineEntry, TimelineKind};
 use socialite::feed::FeedSettings;
 use socialite::service::Social;
 use socialite::store::Store;
@@ -159,12 +157,7 @@ async fn ann_and_reader(store: &Store, strategy: FeedStrategy) -> (FeedSettings,
         embed_content: true,
         ..FeedSettings::default()
     };
-    let social = Social::new(
-        store.clone(),
-        &feed,
-        ActivityLimits::default(),
-        Default::default(),
-    );
+    let social = crate::common::social(store.clone(), &feed);
     social.create_user("ann", "Ann").await.unwrap();
     social.create_user("reader", "Reader").await.unwrap();
     social.follow("reader", "ann").await.unwrap();
@@ -197,12 +190,7 @@ async fn concurrent_renames_and_posts_end_with_the_final_name_everywhere() {
                 strategy,
                 ..FeedSettings::default()
             };
-            let social = Arc::new(Social::new(
-                t.store.clone(),
-                &feed,
-                ActivityLimits::default(),
-                Default::default(),
-            ));
+            let social = Arc::new(crate::common::social(t.store.clone(), &feed));
             social.create_user("star", "Star").await.unwrap();
             social.timeline("star", None, 5).await.unwrap();
             let mut readers = vec!["star".to_owned()];
@@ -275,12 +263,7 @@ async fn a_warm_cache_read_needs_only_the_timeline_store_and_serves_nothing_stal
         let mut store = t.store.clone();
         store.users = users.clone();
         store.content = content.clone();
-        let social = Social::new(
-            store.clone(),
-            &FeedSettings::default(),
-            ActivityLimits::default(),
-            Default::default(),
-        );
+        let social = crate::common::social(store.clone(), &FeedSettings::default());
         for id in ["reader", "kept", "dropped"] {
             create_user(&store, id).await;
         }

@@ -12,7 +12,6 @@ use common::{Kind, fresh_name, kinds, mongo_base_uri, mongo_uri_with_database};
 use mongodb::bson::{Document, Timestamp, doc, oid::ObjectId};
 use socialite::domain::{ActivityLimits, FeedStrategy, PostId, now_ms};
 use socialite::feed::FeedSettings;
-use socialite::service::Social;
 use socialite::store::Store;
 use socialite::store::embedded::{EmbeddedStore, Synchronous};
 use socialite::workers::activity::ActivityWorker;
@@ -238,12 +237,7 @@ async fn the_timelines_rebuild_delivers_unmarked_posts_and_retracts_deleted_ones
         let f = fixture(kind).await;
         let store = &f.store;
         let feed = feed_settings();
-        let social = Social::new(
-            store.clone(),
-            &feed,
-            ActivityLimits::default(),
-            Default::default(),
-        );
+        let social = crate::common::social(store.clone(), &feed);
         social.create_user("star", "star").await.unwrap();
         let mut followers = Vec::new();
         for i in 0..3 {
@@ -319,12 +313,7 @@ async fn the_timelines_rebuild_stamps_renames_whose_changes_were_lost() {
         let f = fixture(kind).await;
         let store = &f.store;
         let feed = feed_settings();
-        let social = Social::new(
-            store.clone(),
-            &feed,
-            ActivityLimits::default(),
-            Default::default(),
-        );
+        let social = crate::common::social(store.clone(), &feed);
         social.create_user("star", "Star").await.unwrap();
         social.create_user("fan", "Fan").await.unwrap();
         social.follow("fan", "star").await.unwrap();

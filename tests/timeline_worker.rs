@@ -89,12 +89,7 @@ async fn the_worker_backfills_only_follows_whose_request_did_not_finish_its_back
     for kind in kinds("the_worker_backfills_only_follows_whose_request_did_not") {
         let t = fresh_store(kind).await;
         let feed = settings(FeedStrategy::SizedBuckets, 1000);
-        let social = Social::new(
-            t.store.clone(),
-            &feed,
-            ActivityLimits::default(),
-            Default::default(),
-        );
+        let social = crate::common::social(t.store.clone(), &feed);
         for id in ["reader", "done", "cut"] {
             social.create_user(id, id).await.unwrap();
         }
@@ -139,12 +134,8 @@ async fn the_worker_backfills_only_follows_whose_request_did_not_finish_its_back
 async fn a_backfill_mark_only_lands_on_the_edge_it_was_made_for() {
     for kind in kinds("a_backfill_mark_only_lands_on_the_edge_it_was_made_for") {
         let t = fresh_store(kind).await;
-        let social = Social::new(
-            t.store.clone(),
-            &settings(FeedStrategy::SizedBuckets, 1000),
-            ActivityLimits::default(),
-            Default::default(),
-        );
+        let social =
+            crate::common::social(t.store.clone(), &settings(FeedStrategy::SizedBuckets, 1000));
         for id in ["reader", "author"] {
             social.create_user(id, id).await.unwrap();
         }
@@ -176,12 +167,7 @@ async fn a_backfill_left_to_the_worker_takes_the_posts_written_up_to_the_follow(
                 backfill_on_follow: 2,
                 ..settings(strategy, 1000)
             };
-            let social = Social::new(
-                t.store.clone(),
-                &feed,
-                ActivityLimits::default(),
-                Default::default(),
-            );
+            let social = crate::common::social(t.store.clone(), &feed);
             for id in ["reader", "author"] {
                 social.create_user(id, id).await.unwrap();
             }
@@ -235,12 +221,7 @@ async fn a_large_audience_is_fanned_out_by_the_worker_not_the_request() {
         for strategy in [FeedStrategy::Cache, FeedStrategy::SizedBuckets] {
             let t = fresh_store(kind).await;
             let feed = settings(strategy, 3);
-            let social = Social::new(
-                t.store.clone(),
-                &feed,
-                ActivityLimits::default(),
-                Default::default(),
-            );
+            let social = crate::common::social(t.store.clone(), &feed);
             let followers = audience(&social, "star", 8).await;
             let post = social.post("star", "to many").await.unwrap();
             let own = social.timeline("star", None, 10).await.unwrap();
@@ -294,7 +275,7 @@ async fn a_post_cut_short_after_the_insert_or_mid_fan_out_is_finished_by_the_wor
             let faulty = FaultyTimelines::new(t.store.timelines.clone());
             let mut broken = t.store.clone();
             broken.timelines = faulty.clone();
-            let social = Social::new(broken, &feed, ActivityLimits::default(), Default::default());
+            let social = crate::common::social(broken, &feed);
             let followers = audience(&social, "poet", 6).await;
             let victim = victim.map(str::to_owned);
             faulty.set(Box::new(move |method, users| {

@@ -21,7 +21,7 @@ use std::sync::Arc;
 use common::faults::PausingContent;
 use common::{fresh_store, kinds};
 use futures::{StreamExt, TryStreamExt};
-use socialite::domain::{ActivityLimits, BucketKind, FeedStrategy, NewUser, PostId, TimelineEntry};
+use socialite::domain::{BucketKind, FeedStrategy, NewUser, PostId, TimelineEntry};
 use socialite::feed::FeedSettings;
 use socialite::service::Social;
 use socialite::store::Store;
@@ -37,12 +37,7 @@ fn settings(strategy: FeedStrategy, embed_content: bool) -> FeedSettings {
 }
 
 fn social(store: &Store, settings: &FeedSettings) -> Social {
-    Social::new(
-        store.clone(),
-        settings,
-        ActivityLimits::default(),
-        Default::default(),
-    )
+    crate::common::social(store.clone(), settings)
 }
 
 /// Creates `ids` and makes each follow `followee`, straight through the ports.

@@ -5,7 +5,6 @@ use std::sync::Arc;
 use socialite::domain::{ActivityLimits, ActivityType};
 use socialite::feed::FeedSettings;
 use socialite::seed::{SeedArgs, plan, user_id};
-use socialite::service::Social;
 use socialite::workers::activity::ActivityWorker;
 use socialite::workers::{Runner, RunnerSettings, Step, SystemClock};
 
@@ -17,11 +16,9 @@ use crate::common::{fresh_store, kinds};
 async fn seeding_records_the_same_activities_as_the_api() {
     for kind in kinds("seeding_records_the_same_activities_as_the_api") {
         let t = fresh_store(kind).await;
-        let social = Arc::new(Social::new(
+        let social = Arc::new(crate::common::social(
             t.store.clone(),
             &FeedSettings::default(),
-            ActivityLimits::default(),
-            Default::default(),
         ));
         let plan = plan(&SeedArgs {
             users: 30,

@@ -30,6 +30,16 @@ pub use api::{Api, As, Credentials};
 #[allow(unused_imports)]
 pub use server::{TestServer, start_binary, try_start_binary};
 
+/// The service over `store` with timelines built as `feed` says, default limits.
+pub fn social(store: Store, feed: &socialite::feed::FeedSettings) -> socialite::service::Social {
+    socialite::service::Social::new(
+        store,
+        feed,
+        socialite::domain::ActivityLimits::default(),
+        Default::default(),
+    )
+}
+
 /// Creates user `id` (display name `id`) through the port.
 pub async fn create_user(store: &Store, id: &str) {
     store

@@ -4,8 +4,7 @@
 use std::collections::HashSet;
 use std::sync::Arc;
 
-use socialite::domain::{ActivityLimits, BucketKind, FeedStrategy, PostId, TimelineEntry};
-use socialite::service::Social;
+use socialite::domain::{BucketKind, FeedStrategy, PostId, TimelineEntry};
 
 use super::{settings, walk};
 use crate::common::{fresh_store, kinds};
@@ -20,12 +19,7 @@ async fn concurrent_posts_never_overfill_buckets_or_the_cache() {
             let mut settings = settings(strategy, true);
             settings.bucket_size = 5;
             settings.cache_size = 10;
-            let social = Arc::new(Social::new(
-                store.store.clone(),
-                &settings,
-                ActivityLimits::default(),
-                Default::default(),
-            ));
+            let social = Arc::new(crate::common::social(store.store.clone(), &settings));
             social.create_user("fan", "fan").await.unwrap();
             for a in 0..AUTHORS {
                 let author = format!("author{a}");

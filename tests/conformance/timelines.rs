@@ -1,8 +1,7 @@
 //! Timeline semantics under every strategy: what a timeline holds and in which order,
 //! backfill on follow, and the cache, which exists only for users who read.
 
-use socialite::domain::{ActivityLimits, FeedStrategy, PostId};
-use socialite::service::Social;
+use socialite::domain::{FeedStrategy, PostId};
 use socialite::store::StoreError;
 
 use super::{Model, settings, setups, users, walk};
@@ -128,12 +127,7 @@ async fn follow_backfills_at_least_the_configured_number_of_posts() {
             settings.backfill_on_follow = 5;
             settings.cache_size = 50;
             settings.bucket_size = 50;
-            let social = Social::new(
-                store.store.clone(),
-                &settings,
-                ActivityLimits::default(),
-                Default::default(),
-            );
+            let social = crate::common::social(store.store.clone(), &settings);
             users(&social, &["reader", "writer"]).await;
             social.timeline("reader", None, 10).await.unwrap();
             let mut model = Model { posts: Vec::new() };
@@ -159,12 +153,8 @@ async fn the_cache_exists_only_for_users_who_read() {
     for kind in kinds("the_cache_exists_only_for_users_who_read") {
         for embed in [true, false] {
             let store = fresh_store(kind).await;
-            let social = Social::new(
-                store.store.clone(),
-                &settings(FeedStrategy::Cache, embed),
-                ActivityLimits::default(),
-                Default::default(),
-            );
+            let social =
+                crate::common::social(store.store.clone(), &settings(FeedStrategy::Cache, embed));
             users(&social, &["author", "reader", "dormant"]).await;
             social.follow("reader", "author").await.unwrap();
             social.follow("dormant", "author").await.unwrap();

@@ -4,8 +4,7 @@
 use std::sync::Arc;
 
 use crate::common::{Kind, fresh_store, kinds};
-use socialite::domain::{ActivityLimits, FeedStrategy, PostId, TimelineKind};
-use socialite::service::Social;
+use socialite::domain::{FeedStrategy, PostId, TimelineKind};
 use socialite::store::Store;
 
 use super::{ann_and_reader, catch_up, stored};
@@ -98,12 +97,7 @@ async fn opening_an_older_database_marks_its_unpropagated_renames_pending() {
     ));
     let pending = reopened.timelines.pending_renames().await.unwrap();
     assert_eq!(pending, vec![("ann".to_owned(), 1)]);
-    let social = Social::new(
-        reopened,
-        &feed,
-        ActivityLimits::default(),
-        Default::default(),
-    );
+    let social = crate::common::social(reopened, &feed);
     let page = social.timeline("reader", None, 5).await.unwrap();
     assert_eq!(page.items[0].author_display_name, "Ann Renamed");
 }

@@ -5,9 +5,8 @@
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
-use socialite::domain::{ActivityLimits, FeedStrategy, NameStamp, PostId, TimelineEntry};
+use socialite::domain::{FeedStrategy, NameStamp, PostId, TimelineEntry};
 use socialite::feed::{FeedSettings, Timelines};
-use socialite::service::Social;
 use socialite::store::Store;
 
 use crate::common::faults::{FaultyTimelines, Hold};
@@ -185,12 +184,7 @@ async fn an_unfollow_racing_a_follow_of_the_same_pair_never_loses_the_posts() {
                 bucket_size: 3,
                 ..FeedSettings::default()
             };
-            let social = Arc::new(Social::new(
-                store,
-                &settings,
-                ActivityLimits::default(),
-                Default::default(),
-            ));
+            let social = Arc::new(crate::common::social(store, &settings));
             for id in ["reader", "author"] {
                 social.create_user(id, id).await.unwrap();
             }
