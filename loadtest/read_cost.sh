@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# Usage: loadtest/read_cost.sh [ROUNDS] [NAME=BINARY ...]
-# What a warm cache read costs the server, for comparing builds on a noisy machine:
+# Usage: [STRATEGY=cache|hybrid] [THRESHOLD=N] loadtest/read_cost.sh [ROUNDS] [NAME=BINARY ...]
+# What a warm timeline read costs the server, for comparing builds on a noisy machine:
 # for each binary in turn (default: this tree's release build), ROUNDS times (2), a
 # server over a fresh copy of one seeded data set (10,000 users, max-follows 200, 20
-# posts each, `cache`, auth.mode = token, rate limits out of reach), every 5th user's
+# posts each, STRATEGY (default `cache`; with `hybrid`, `feed.hybrid_threshold` =
+# THRESHOLD, default 1000, which makes the 30 or so largest accounts celebrities that
+# most readers follow), auth.mode = token, rate limits out of reach), every 5th user's
 # cache warmed, then wrk (2 threads, 32 connections, DUR seconds, default 10) on
 # `/healthz` and on page 1 of those users' timelines. Prints per arm the throughput and
 # the server's CPU time (user + system, from /proc) per request served: the CPU figure
@@ -18,9 +20,15 @@ if (( $# == 0 )); then
   set -- "this=$root/target/release/socialite"
 fi
 command -v wrk > /dev/null || { echo "wrk is needed (apt-get install wrk)" >&2; exit 1; }
-dir="$root/target/read-cost"
+strategy="${STRATEGY:-cache}"
+dir="$root/target/read-cost/$strategy"
 mkdir -p "$dir"
-export SOCIALITE_AUTH__MODE=token SOCIALITE_FEED__STRATEGY=cache
+export SOCIALITE_AUTH__MODE=token SOCIALITE_FEED__STRATEGY="$strategy"
+if [[ "$strategy" == hybrid ]]; then
+  export SOCIALITE_FEED__HYBRID_THRESHOLD="${THRESHOLD:-1000}"
+  dir="$dir/$SOCIALITE_FEED__HYBRID_THRESHOLD"
+  mkdir -p "$dir"
+fi
 export SOCIALITE_RATE__IP_PER_MIN=100000000 SOCIALITE_RATE__READS_PER_MIN=100000000
 export SOCIALITE_RATE__WRITES_PER_MIN=100000000
 if [[ ! -f "$dir/seed.db" || ! -f "$dir/users" ]]; then

@@ -13,8 +13,8 @@
 //! (above the threshold to enter, below nine tenths of it to leave), decided by the
 //! timelines worker on each follow change.
 //!
-//! A reader finds the celebrities they follow through the flagged edges (an index on
-//! `(follower, merged)`), never by walking their whole follow list.
+//! A reader finds the celebrities they follow through the flagged edges (an index of
+//! those edges alone, by follower), never by walking their whole follow list.
 
 use async_trait::async_trait;
 

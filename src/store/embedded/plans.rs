@@ -79,3 +79,18 @@ fn every_paged_read_seeks_its_index() {
         faults.join("\n")
     );
 }
+
+/// A hybrid page finds the reader's celebrities through the partial index of flagged
+/// edges, never by walking all of the reader's edges.
+#[test]
+fn a_hybrid_page_reads_only_the_flagged_edges() {
+    let conn = Connection::open_in_memory().unwrap();
+    super::set_up(&conn).unwrap();
+    let lines = plan(&conn, content::MERGED_FOLLOWEES);
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.starts_with("SEARCH f USING COVERING INDEX follows_flagged")),
+        "{lines:?}"
+    );
+}
