@@ -268,8 +268,9 @@ pub(super) const HOME_POSTS: &str = "SELECT id, author, text FROM posts
 /// warm page of a reader who follows no celebrity went from 14,800 to 28,100 pages/s;
 /// merging ids before rows took readers of celebrities (`feed.hybrid_threshold = 1000`)
 /// from 4,800-6,700 to 9,900-14,200 pages/s. Skipping celebrities with nothing between
-/// the bounds then took those pages from 100-102 to 66-67 us of server CPU each
-/// (7,800-8,000 to 11,000-11,500 pages/s; two interleaved rounds, 2026-11-25).
+/// the bounds then took those pages from 100.5 and 101.7 to 74.7 and 75.9 us of server
+/// CPU each (`STRATEGY=hybrid loadtest/read_cost.sh 2` with the builds of 772075e^ and
+/// 772075e in turn, 2026-11-25).
 pub(super) const MERGED_FOLLOWEES: &str =
     "SELECT f.followee, IFNULL(u.display_name, f.followee), IFNULL(u.version, 0),
             (SELECT id FROM posts WHERE author = f.followee AND id < ?2
