@@ -1,7 +1,8 @@
 //! The configuration reference (`docs/configuration.md`) against the configuration types:
 //! every key of `Config::default()` has a row, with its default, its environment variable
 //! and its flag, and no row names a key the types do not have. A key added to the types
-//! without a row here fails this test until it is documented.
+//! without a row here fails this test until it is documented. And ARCHITECTURE.md's
+//! codemap names every module at the top of `src/` and every fault point.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -181,4 +182,49 @@ fn every_configuration_flag_is_documented_on_its_key() {
             );
         }
     }
+}
+
+/// The files under `dir`, recursively.
+fn sources(dir: &std::path::Path, out: &mut Vec<std::path::PathBuf>) {
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            sources(&path, out);
+        } else {
+            out.push(path);
+        }
+    }
+}
+
+/// ARCHITECTURE.md's codemap names every module at the top of `src/` and every fault
+/// point the code has, so neither can be added without its place on the map.
+#[test]
+fn the_codemap_names_every_module_and_fault_point() {
+    let map = std::fs::read_to_string("ARCHITECTURE.md").unwrap();
+    let mut missing = Vec::new();
+    for entry in std::fs::read_dir("src").unwrap() {
+        let name = entry.unwrap().file_name().into_string().unwrap();
+        let module = name.trim_end_matches(".rs");
+        let named = [format!("`src/{module}/`"), format!("`src/{module}.rs`")];
+        if !named.iter().any(|n| map.contains(n.as_str())) {
+            missing.push(format!("module src/{name}"));
+        }
+    }
+    let mut files = Vec::new();
+    sources(std::path::Path::new("src"), &mut files);
+    let point = regex::Regex::new(r#"faults::point\("([a-z_.]+)"\)"#).unwrap();
+    for file in files {
+        let text = std::fs::read_to_string(&file).unwrap();
+        for found in point.captures_iter(&text) {
+            if !map.contains(&format!("`{}`", &found[1])) {
+                missing.push(format!("fault point {} ({})", &found[1], file.display()));
+            }
+        }
+    }
+    missing.sort();
+    missing.dedup();
+    assert!(
+        missing.is_empty(),
+        "ARCHITECTURE.md does not name: {missing:#?}"
+    );
 }
