@@ -212,6 +212,18 @@ impl Hold {
             release: Notify::new(),
         })
     }
+
+    /// Waits here until released when armed and this is `method`'s call (for `user`,
+    /// where the hold names one); disarms, so only the first such call waits.
+    pub async fn pause(&self, method: &str, user: Option<&str>) {
+        if self.method == method
+            && (self.user.is_none() || self.user.as_deref() == user)
+            && self.armed.swap(false, Ordering::SeqCst)
+        {
+            self.reached.notify_one();
+            self.release.notified().await;
+        }
+    }
 }
 
 /// Timelines whose writes fail when `rule` says so; `failures` counts them. A [`Hold`]
@@ -240,12 +252,8 @@ impl FaultyTimelines {
 
     async fn held_for(&self, method: &str, user: Option<&str>) {
         let hold = self.hold.lock().unwrap().clone();
-        if let Some(hold) =
-            hold.filter(|h| h.method == method && (h.user.is_none() || h.user.as_deref() == user))
-            && hold.armed.swap(false, Ordering::SeqCst)
-        {
-            hold.reached.notify_one();
-            hold.release.notified().await;
+        if let Some(hold) = hold {
+            hold.pause(method, user).await;
         }
     }
 

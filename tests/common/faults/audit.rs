@@ -2,7 +2,6 @@
 //! sources between an audit's checks of that user.
 
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
 
 use async_trait::async_trait;
 use socialite::domain::{Post, PostId, User};
@@ -11,8 +10,7 @@ use socialite::store::{AuditStore, StoreResult};
 
 use super::Hold;
 
-/// Audit reads that forward to `inner`; `hold`'s user's `follow_edges` calls wait,
-/// once armed, until released.
+/// Audit reads that forward to `inner`; `hold` pauses the `follow_edges` calls it names.
 pub struct HoldingAudit {
     pub inner: Arc<dyn AuditStore>,
     pub hold: Arc<Hold>,
@@ -32,14 +30,7 @@ impl AuditStore for HoldingAudit {
         after: Option<&str>,
         limit: usize,
     ) -> StoreResult<Vec<FollowEdge>> {
-        let hold = &self.hold;
-        if hold.method == "follow_edges"
-            && hold.user.as_deref() == Some(follower)
-            && hold.armed.swap(false, Ordering::SeqCst)
-        {
-            hold.reached.notify_one();
-            hold.release.notified().await;
-        }
+        self.hold.pause("follow_edges", Some(follower)).await;
         self.inner.follow_edges(follower, after, limit).await
     }
     async fn likes_of(
