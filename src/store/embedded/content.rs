@@ -251,26 +251,26 @@ pub(super) const POST_BY_ID: &str = "SELECT id, author, text FROM posts WHERE id
 pub(super) const HOME_POSTS: &str = "SELECT id, author, text FROM posts
      WHERE author IN (SELECT followee FROM follows WHERE follower = ?1 UNION ALL SELECT ?1)
        AND id < ?2 ORDER BY id DESC LIMIT ?3";
-/// `hybrid`: the followees whose edge is flagged merged, from the partial covering
-/// `follows_flagged` index alone (`INDEXED BY` makes it certain). Its first form did not
-/// cover, and the planner took the primary key, equal on `follower`, walking every edge
-/// of the reader to filter them: 463 against 56 us per page for a reader of 10,000
+/// `hybrid`: the followees whose edge is flagged merged, with their names as this read
+/// finds them and their newest post id below `?2` (one seek of the `(author, id)` index
+/// each, inside this statement). The edges come from the partial covering
+/// `follows_flagged` index alone (`INDEXED BY` makes it certain); its first form did
+/// not cover, and the planner took the primary key, equal on `follower`, walking every
+/// edge of the reader to filter them: 463 against 56 us per page for a reader of 10,000
 /// accounts, 49 of them celebrities (2026-11-25, this statement alone from Python's
-/// `sqlite3`, on a copy of `STRATEGY=hybrid loadtest/read_cost.sh`'s data set),
-/// with their names as this read finds them and their newest post id below `?2` (one
-/// seek of the `(author, id)` index each, inside this statement). `merged_posts` skips
-/// those with nothing between the page's bounds, walks the rest newest first and stops
-/// at the first whose newest post would not make the page; it reads the others' post
-/// ids (at most a page each) from the `(author, id)` index, merges them and reads the
-/// page's rows. One `IN (...) ORDER BY` query instead built two temporary B-trees for
-/// every page, even for a reader who follows no celebrity, and read every post of every
-/// celebrity below the cursor. At 10,000 users under wrk (one run each, 2026-11-24): a
-/// warm page of a reader who follows no celebrity went from 14,800 to 28,100 pages/s;
-/// merging ids before rows took readers of celebrities (`feed.hybrid_threshold = 1000`)
-/// from 4,800-6,700 to 9,900-14,200 pages/s. Skipping celebrities with nothing between
-/// the bounds then took those pages from 100.5 and 101.7 to 74.7 and 75.9 us of server
-/// CPU each (`STRATEGY=hybrid loadtest/read_cost.sh 2` with the builds of 772075e^ and
-/// 772075e in turn, 2026-11-25).
+/// `sqlite3`, on a copy of `STRATEGY=hybrid loadtest/read_cost.sh`'s data set).
+/// `merged_posts` skips those with nothing between the page's bounds, walks the rest
+/// newest first and stops at the first whose newest post would not make the page; it
+/// reads the others' post ids (at most a page each) from the `(author, id)` index,
+/// merges them and reads the page's rows. One `IN (...) ORDER BY` query instead built
+/// two temporary B-trees for every page, even for a reader who follows no celebrity,
+/// and read every post of every celebrity below the cursor. At 10,000 users under wrk
+/// (one run each, 2026-11-24): a warm page of a reader who follows no celebrity went
+/// from 14,800 to 28,100 pages/s; merging ids before rows took readers of celebrities
+/// (`feed.hybrid_threshold = 1000`) from 4,800-6,700 to 9,900-14,200 pages/s. Skipping
+/// celebrities with nothing between the bounds then took those pages from 100.5 and
+/// 101.7 to 74.7 and 75.9 us of server CPU each (`STRATEGY=hybrid loadtest/read_cost.sh
+/// 2` with the builds of 772075e^ and 772075e in turn, 2026-11-25).
 pub(super) const MERGED_FOLLOWEES: &str =
     "SELECT f.followee, IFNULL(u.display_name, f.followee), IFNULL(u.version, 0),
             (SELECT id FROM posts WHERE author = f.followee AND id < ?2
