@@ -1,7 +1,8 @@
 //! Timeline correctness under races, replays, faults and size bounds, on every backend
 //! (issue 13): build races, replays and size bounds here, injected failures in
 //! `timelines/failures.rs`, fanout on read and real-MongoDB plans in `timelines/reads.rs`,
-//! pushes racing with retractions in `timelines/retractions.rs`.
+//! pushes racing with retractions in `timelines/retractions.rs`, kept pages in
+//! `timelines/pages.rs`.
 //! Faults and pauses come from port decorators (`timelines/faults.rs`).
 
 mod common;
@@ -9,6 +10,8 @@ mod common;
 mod failures;
 #[path = "timelines/hybrid.rs"]
 mod hybrid;
+#[path = "timelines/pages.rs"]
+mod pages;
 #[path = "timelines/races.rs"]
 mod races;
 #[path = "timelines/reads.rs"]

@@ -28,6 +28,9 @@ pub struct FeedConfig {
     /// are merged into readers' pages instead of fanned out; they stop being celebrities
     /// below nine tenths of it.
     pub hybrid_threshold: u64,
+    /// MiB of rendered timeline pages each process keeps, to serve again while the cache
+    /// they were read from is unchanged; 0 keeps none.
+    pub page_memo_mib: u32,
 }
 
 impl Default for FeedConfig {
@@ -43,6 +46,7 @@ impl Default for FeedConfig {
             timed_bucket_max_entries: defaults.timed_bucket_max_entries,
             inline_fanout_max: defaults.inline_fanout_max,
             hybrid_threshold: defaults.hybrid_threshold,
+            page_memo_mib: defaults.page_memo_mib,
         }
     }
 }
@@ -59,6 +63,7 @@ impl FeedConfig {
             timed_bucket_max_entries: self.timed_bucket_max_entries,
             inline_fanout_max: self.inline_fanout_max,
             hybrid_threshold: self.hybrid_threshold,
+            page_memo_mib: self.page_memo_mib,
         }
     }
 }
@@ -79,6 +84,12 @@ impl FeedConfig {
         }
         if self.hybrid_threshold == 0 {
             bail!("feed.hybrid_threshold must be positive");
+        }
+        if self.page_memo_mib > 4096 {
+            bail!(
+                "feed.page_memo_mib must be at most 4096, got {}",
+                self.page_memo_mib
+            );
         }
         if self.timed_bucket_max_entries == 0 {
             bail!("feed.timed_bucket_max_entries must be positive");

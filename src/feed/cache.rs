@@ -205,6 +205,20 @@ impl FeedService for CacheFeed {
         before: Option<PostId>,
         want: usize,
     ) -> StoreResult<Vec<TimelineEntry>> {
+        Ok(self.versioned_entries(user, before, want).await?.0)
+    }
+
+    async fn version(&self, user: &str) -> StoreResult<Option<u64>> {
+        self.store.timelines.cache_version(user).await
+    }
+
+    /// Versioned when the cache alone filled the page.
+    async fn versioned_entries(
+        &self,
+        user: &str,
+        before: Option<PostId>,
+        want: usize,
+    ) -> StoreResult<(Vec<TimelineEntry>, Option<u64>)> {
         let store = &self.store;
         let cache = match store.timelines.cache_current(user, before, want).await? {
             // Ready and covering something, or complete (so taking every push).
@@ -217,37 +231,38 @@ impl FeedService for CacheFeed {
                 {
                     self.build(user).await?;
                 }
-                return read_through(store, user, before, want).await;
+                return Ok((read_through(store, user, before, want).await?, None));
             }
             Some(cache) => {
                 if now_ms() - cache.started_at_ms > STALE_BUILD_MS {
                     self.build(user).await?;
                 }
-                return read_through(store, user, before, want).await;
+                return Ok((read_through(store, user, before, want).await?, None));
             }
             None => {
                 // Caches are for existing users only; the page reports the unknown user.
                 if store.users.user(user).await?.is_none() {
-                    return Ok(Vec::new());
+                    return Ok((Vec::new(), None));
                 }
                 if store.timelines.cache_start(user, now_ms()).await? {
                     self.build(user).await?;
                 }
-                return read_through(store, user, before, want).await;
+                return Ok((read_through(store, user, before, want).await?, None));
             }
         };
-        let oldest = cache.oldest;
+        let (oldest, version) = (cache.oldest, cache.version);
         let mut entries = cache.entries;
         normalise(&mut entries, before, want);
-        if entries.len() < want {
-            let below = match (before, oldest) {
-                (Some(before), Some(oldest)) => Some(before.min(oldest)),
-                (before, oldest) => before.or(oldest),
-            };
-            let rest = read_through(store, user, below, want - entries.len()).await?;
-            metrics::counter!("socialite_cache_fallbacks_total").increment(1);
-            entries.extend(rest);
+        if entries.len() >= want {
+            return Ok((entries, version));
         }
-        Ok(entries)
+        let below = match (before, oldest) {
+            (Some(before), Some(oldest)) => Some(before.min(oldest)),
+            (before, oldest) => before.or(oldest),
+        };
+        let rest = read_through(store, user, below, want - entries.len()).await?;
+        metrics::counter!("socialite_cache_fallbacks_total").increment(1);
+        entries.extend(rest);
+        Ok((entries, None))
     }
 }

@@ -43,6 +43,9 @@ pub struct FeedSettings {
     /// `hybrid`: authors with more followers than this become celebrities (see
     /// `feed::hybrid`); they stop being celebrities below nine tenths of it.
     pub hybrid_threshold: u64,
+    /// How many MiB of rendered pages each process keeps to serve again while their
+    /// cache is unchanged (see `service::pages`); 0 keeps none.
+    pub page_memo_mib: u32,
 }
 
 impl Default for FeedSettings {
@@ -57,6 +60,7 @@ impl Default for FeedSettings {
             timed_bucket_max_entries: 1000,
             inline_fanout_max: 1000,
             hybrid_threshold: 10_000,
+            page_memo_mib: 128,
         }
     }
 }
@@ -115,6 +119,24 @@ pub trait FeedService: Send + Sync {
         before: Option<PostId>,
         want: usize,
     ) -> StoreResult<Vec<TimelineEntry>>;
+
+    /// [`FeedService::entries`], with a version when they are, as read, a function of
+    /// stored rows that every write moves to a new version (a page read whole from the
+    /// cache, see `TimelineStore::cache_version`). `None` by default.
+    async fn versioned_entries(
+        &self,
+        user: &str,
+        before: Option<PostId>,
+        want: usize,
+    ) -> StoreResult<(Vec<TimelineEntry>, Option<u64>)> {
+        Ok((self.entries(user, before, want).await?, None))
+    }
+
+    /// The version such a read of `user`'s timeline would carry now, in one light read:
+    /// while it equals a page's, the page stands. `None` by default.
+    async fn version(&self, _user: &str) -> StoreResult<Option<u64>> {
+        Ok(None)
+    }
 }
 
 /// Builds the service the settings select.

@@ -43,14 +43,42 @@ impl Timelines {
         before: Option<PostId>,
         limit: usize,
     ) -> StoreResult<TimelinePage> {
+        Ok(self.versioned_page(user, before, limit).await?.0)
+    }
+
+    /// The version a versioned page of `user`'s would carry now (see
+    /// [`super::FeedService::version`]).
+    pub async fn page_version(&self, user: &str) -> StoreResult<Option<u64>> {
+        self.feed.version(user).await
+    }
+
+    /// [`Timelines::page`], with the version of the strategy's read when the page is a
+    /// function of the rows that version stands for (see
+    /// [`super::FeedService::versioned_entries`]): one read filled it, and every entry came with
+    /// its text and its author's name, so nothing else was looked up.
+    pub async fn versioned_page(
+        &self,
+        user: &str,
+        before: Option<PostId>,
+        limit: usize,
+    ) -> StoreResult<(TimelinePage, Option<u64>)> {
         let want = limit + 1;
         let mut kept: Vec<TimelineEntry> = Vec::with_capacity(want);
         let mut names: HashMap<String, String> = HashMap::new();
         let mut cursor = before;
         let mut exhausted = false;
-        for _ in 0..MAX_READ_ROUNDS {
+        let mut version = None;
+        for round in 0..MAX_READ_ROUNDS {
             let request = want - kept.len();
-            let candidates = self.feed.entries(user, cursor, request).await?;
+            let (candidates, read) = self.feed.versioned_entries(user, cursor, request).await?;
+            version = read.filter(|_| {
+                round == 0
+                    && self.feed.serves_current()
+                    && candidates.len() >= request
+                    && candidates
+                        .iter()
+                        .all(|e| e.text.is_some() && e.name.is_some())
+            });
             exhausted = candidates.len() < request;
             cursor = candidates.last().map(|e| e.id).or(cursor);
             kept.extend(self.current(user, candidates, &mut names).await?);
@@ -86,7 +114,7 @@ impl Timelines {
                 text: e.text.unwrap_or_default(),
             })
             .collect();
-        Ok(TimelinePage { items, next_cursor })
+        Ok((TimelinePage { items, next_cursor }, version))
     }
 
     /// Drops entries whose author the reader no longer follows (an unfollow that raced

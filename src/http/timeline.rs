@@ -1,11 +1,13 @@
 //! `/v1/users/{id}/timeline`: the home timeline.
 
 use axum::extract::State;
+use axum::http::header;
+use axum::response::{IntoResponse, Response};
 use serde::Serialize;
 use utoipa::ToSchema;
 
 use super::auth::Owner;
-use super::error::{ApiResult, Json, Problem, Query};
+use super::error::{ApiResult, Problem, Query};
 use super::posts::PageQuery;
 use super::{AppState, known_user_id, parse_before, parse_limit};
 use crate::domain::{PostId, Rfc3339Ms};
@@ -60,13 +62,19 @@ pub async fn timeline(
     State(state): State<AppState>,
     Owner(id): Owner,
     Query(query): Query<PageQuery>,
-) -> ApiResult<Json<TimelinePageBody>> {
+) -> ApiResult<Response> {
     known_user_id(&id)?;
     let limit = parse_limit(query.limit.as_deref())?;
     let before = parse_before(query.before.as_deref())?;
-    let page = state.social.timeline(&id, before, limit).await?;
-    Ok(Json(TimelinePageBody {
-        items: page.items.into_iter().map(TimelineItemBody::from).collect(),
-        next_cursor: page.next_cursor.map(|id| id.to_string()),
-    }))
+    let body = state
+        .social
+        .rendered_timeline(&id, before, limit, |page| {
+            let body = TimelinePageBody {
+                items: page.items.into_iter().map(TimelineItemBody::from).collect(),
+                next_cursor: page.next_cursor.map(|id| id.to_string()),
+            };
+            Ok(serde_json::to_vec(&body)?.into())
+        })
+        .await?;
+    Ok(([(header::CONTENT_TYPE, "application/json")], body).into_response())
 }

@@ -8,8 +8,11 @@
 mod activity;
 pub mod auth;
 pub mod events;
+mod pages;
 
 use std::sync::Arc;
+
+use bytes::Bytes;
 
 use crate::domain::{ActivityLimits, FeedStrategy, NewUser, Post, PostId, User, now_ms};
 use crate::feed::{FeedSettings, TimelinePage, Timelines};
@@ -47,6 +50,7 @@ pub enum Direction {
 pub struct Social {
     store: Store,
     timelines: Timelines,
+    pages: pages::PageMemo,
     activity: ActivityLog,
     auth: Auth,
     wakers: Arc<Wakers>,
@@ -66,6 +70,7 @@ impl Social {
     ) -> Self {
         Social {
             timelines: Timelines::new(store.clone(), feed),
+            pages: pages::PageMemo::new(feed.page_memo_mib),
             activity: ActivityLog::new(store.clone(), limits, wakers.clone()),
             auth: Auth::new(&store, AuthSettings::default()),
             store,
@@ -319,5 +324,32 @@ impl Social {
         limit: usize,
     ) -> StoreResult<TimelinePage> {
         self.timelines.page(user, before, limit).await
+    }
+
+    /// A page of `user`'s home timeline as `render` writes it. A page the store gives a
+    /// version is kept rendered and served again while one light read finds that version
+    /// unchanged (see `pages`).
+    pub async fn rendered_timeline(
+        &self,
+        user: &str,
+        before: Option<PostId>,
+        limit: usize,
+        render: impl FnOnce(TimelinePage) -> anyhow::Result<Bytes>,
+    ) -> StoreResult<Bytes> {
+        if !self.pages.enabled() {
+            let page = self.timelines.page(user, before, limit).await?;
+            return render(page).map_err(StoreError::Backend);
+        }
+        let key = (user.to_owned(), before, limit);
+        if let Some(kept) = self.pages.get(&key)
+            && self.timelines.page_version(user).await? == Some(kept.version)
+        {
+            metrics::counter!("socialite_page_memo_hits_total").increment(1);
+            return Ok(kept.body);
+        }
+        let (page, version) = self.timelines.versioned_page(user, before, limit).await?;
+        let body = render(page).map_err(StoreError::Backend)?;
+        self.pages.put(key, version, &body);
+        Ok(body)
     }
 }

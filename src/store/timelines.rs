@@ -28,6 +28,10 @@ pub struct CacheView {
     /// When `entries` came back full (as many as the read's `limit`), nothing past the
     /// cache is read, and a store may give the last of `entries` instead.
     pub oldest: Option<PostId>,
+    /// The cache's version (see [`TimelineStore::cache_version`]) when `entries` are its
+    /// rows as they stand, read with no removal or rename pending, so that they are a
+    /// function of those rows alone; `None` otherwise, and from a store that keeps none.
+    pub version: Option<u64>,
 }
 
 /// What a write into a cache says about the cache beyond its entries (see `feed::cache`):
@@ -137,6 +141,14 @@ pub trait TimelineStore: Send + Sync + 'static {
     /// Creates an empty, not yet ready, complete cache. Returns false when one already
     /// exists.
     async fn cache_start(&self, user: &str, now_ms: i64) -> StoreResult<bool>;
+    /// The version a [`TimelineStore::cache_current`] of `user`'s ready cache would carry
+    /// now, in one light read: every write of the cache's entries moves it to a value it
+    /// never had, so while it is unchanged, a page read under it stands. `None` without a
+    /// ready cache, while a removal or a rename is pending, and from a store that keeps
+    /// no versions (the default).
+    async fn cache_version(&self, _user: &str) -> StoreResult<Option<u64>> {
+        Ok(None)
+    }
     /// Deletes `user`'s cache if it is ready, holds no entry and is not complete: such a
     /// cache covers nothing and can take no push, so only a new build makes it useful.
     /// Returns whether it was deleted.

@@ -378,6 +378,9 @@ impl TimelineStore for FaultyTimelines {
     ) -> StoreResult<Option<CacheView>> {
         self.inner.cache_current(user, before, limit).await
     }
+    async fn cache_version(&self, user: &str) -> StoreResult<Option<u64>> {
+        self.inner.cache_version(user).await
+    }
     async fn rename_author(
         &self,
         kind: TimelineKind,

@@ -11,7 +11,9 @@ use super::timelines::{PART_BITS, names, retractions};
 /// to it. Bump it when a migration changes how existing rows must be read, so that an
 /// older binary refuses the file instead of misreading it. Version 2: renames are
 /// recorded pending (`names::PENDING_RENAMES`), which a version-1 writer would not do.
-pub const SCHEMA_VERSION: i64 = 2;
+/// Version 3: every write of a cache's entries moves its version (`caches.version`, see
+/// `timelines::bump_version`), which a version-2 writer would not do.
+pub const SCHEMA_VERSION: i64 = 3;
 
 /// The tables every socialite store has had since its first format: what tells a
 /// socialite store from another SQLite file.
@@ -182,6 +184,10 @@ pub fn migrate(conn: &Connection) -> anyhow::Result<()> {
     // Whether a cache holds its owner's whole timeline (see `feed::cache`); caches
     // written before the flag existed are taken as not complete, which is always safe.
     add_column(conn, "caches", "complete", "INTEGER NOT NULL DEFAULT 0")?;
+    // Moved to a fresh random value by every write of the cache's entries (see
+    // `timelines::bump_version`), so a page rendered from them can be served again while
+    // it stands. Caches from before it hold 0 until their next write.
+    add_column(conn, "caches", "version", "INTEGER NOT NULL DEFAULT 0")?;
     // The hybrid strategy's celebrities (see `GraphStore::reclassify`): `celebrity` now,
     // `merged` once ever, copied onto every edge to them, which a reader's page merges.
     add_column(conn, "users", "celebrity", "INTEGER NOT NULL DEFAULT 0")?;

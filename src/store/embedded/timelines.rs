@@ -96,6 +96,9 @@ fn insert_cache_entries(
                  ORDER BY post_id DESC LIMIT 1 OFFSET ?2)",
         )?
         .execute(params![user, i64::from(cache_size) - 1])?;
+    if inserted > 0 || trimmed > 0 {
+        bump_version(tx, user)?;
+    }
     let ends = trimmed > 0 || merge.cut();
     if ends || merge.readies() {
         tx.prepare_cached(
@@ -104,6 +107,31 @@ fn insert_cache_entries(
         .execute(params![user, ends, merge.readies()])?;
     }
     Ok(inserted)
+}
+
+/// Moves `user`'s cache to a new version (see `TimelineStore::cache_version`). Every
+/// write of a cache's entries calls it (or [`bump_versions_holding`]) in its own
+/// transaction, so equal versions mean equal entries. A random 64-bit value, not a
+/// count, so that a cache deleted and built again does not repeat an earlier one.
+pub(super) fn bump_version(tx: &Transaction<'_>, user: &str) -> StoreResult<()> {
+    tx.prepare_cached("UPDATE caches SET version = random() WHERE user = ?1")?
+        .execute([user])?;
+    Ok(())
+}
+
+/// [`bump_version`] for every cache holding an entry of the posts `posts` selects (an
+/// SQL query of post ids, with `params`), before those entries are removed.
+pub(super) fn bump_versions_holding(
+    tx: &Transaction<'_>,
+    posts: &str,
+    params: impl rusqlite::Params,
+) -> StoreResult<()> {
+    tx.prepare_cached(&format!(
+        "UPDATE caches SET version = random()
+          WHERE user IN (SELECT user FROM cache_entries WHERE post_id IN ({posts}))"
+    ))?
+    .execute(params)?;
+    Ok(())
 }
 
 /// A user's buckets holding posts below `?3`, newest first (`plans.rs` checks the
@@ -246,7 +274,8 @@ impl TimelineStore for EmbeddedStore {
         self.write(move |tx| {
             let created = tx
                 .prepare_cached(
-                    "INSERT OR IGNORE INTO caches (user, ready, started_at, complete) VALUES (?1, 0, ?2, 1)",
+                    "INSERT OR IGNORE INTO caches (user, ready, started_at, complete, version)
+                     VALUES (?1, 0, ?2, 1, random())",
                 )?
                 .execute(params![user, now_ms])?;
             if created > 0 {
@@ -324,8 +353,14 @@ impl TimelineStore for EmbeddedStore {
                     .execute(params![kind_code(kind), user, author])?;
                 }
                 TimelineKind::Cache => {
-                    tx.prepare_cached("DELETE FROM cache_entries WHERE user = ?1 AND author = ?2")?
+                    let removed = tx
+                        .prepare_cached(
+                            "DELETE FROM cache_entries WHERE user = ?1 AND author = ?2",
+                        )?
                         .execute(params![user, author])?;
+                    if removed > 0 {
+                        bump_version(tx, &user)?;
+                    }
                     retractions::clear_unfollow(tx, &user, &author)?;
                 }
             }
@@ -345,6 +380,7 @@ impl TimelineStore for EmbeddedStore {
                     .execute(params![id, kind_code(kind)])?;
                 }
                 TimelineKind::Cache => {
+                    bump_versions_holding(tx, "?1", [id])?;
                     tx.prepare_cached("DELETE FROM cache_entries WHERE post_id = ?1")?
                         .execute([id])?;
                     retractions::clear_delete(tx, id)?;
@@ -367,6 +403,12 @@ impl TimelineStore for EmbeddedStore {
     ) -> StoreResult<Option<CacheView>> {
         let user = user.to_owned();
         self.read_inline(move |conn| names::cache_current(conn, &user, before, limit))
+            .await
+    }
+
+    async fn cache_version(&self, user: &str) -> StoreResult<Option<u64>> {
+        let user = user.to_owned();
+        self.read_inline(move |conn| names::cache_version(conn, &user))
             .await
     }
 

@@ -59,12 +59,13 @@ pub(super) fn cache_current(
     before: Option<PostId>,
     limit: usize,
 ) -> StoreResult<Option<CacheView>> {
-    let head: Option<(bool, i64, bool, bool, bool)> = conn
+    let head: Option<(bool, i64, bool, bool, bool, i64)> = conn
         .prepare_cached(
             "SELECT ready, started_at, complete,
                     EXISTS (SELECT 1 FROM pending_deletes)
                     OR EXISTS (SELECT 1 FROM pending_unfollows WHERE user = ?1),
-                    EXISTS (SELECT 1 FROM pending_renames)
+                    EXISTS (SELECT 1 FROM pending_renames),
+                    version
              FROM caches WHERE user = ?1",
         )?
         .query_row([user], |row| {
@@ -74,13 +75,17 @@ pub(super) fn cache_current(
                 row.get(2)?,
                 row.get(3)?,
                 row.get(4)?,
+                row.get(5)?,
             ))
         })
         .optional()?;
-    let Some((ready, started_at_ms, complete, retracting, renaming)) = head else {
+    let Some((ready, started_at_ms, complete, retracting, renaming, version)) = head else {
         return Ok(None);
     };
     let variant = usize::from(retracting) | usize::from(renaming) << 1;
+    // The plain page is a function of the cache's rows, and every write of those moves
+    // the version.
+    let version = (variant == 0 && ready).then_some(version as u64);
     let entries: Vec<TimelineEntry> = conn
         .prepare_cached(&CACHE_PAGE[variant])?
         .query_map(
@@ -97,6 +102,7 @@ pub(super) fn cache_current(
             complete,
             oldest: entries.last().map(|e| e.id),
             entries,
+            version,
         }));
     }
     let oldest = conn
@@ -111,7 +117,22 @@ pub(super) fn cache_current(
         complete,
         entries,
         oldest,
+        version,
     }))
+}
+
+/// The version [`cache_current`] would give now (see `TimelineStore::cache_version`).
+pub(super) fn cache_version(conn: &Connection, user: &str) -> StoreResult<Option<u64>> {
+    let version: Option<i64> = conn
+        .prepare_cached(
+            "SELECT version FROM caches WHERE user = ?1 AND ready
+                AND NOT EXISTS (SELECT 1 FROM pending_deletes)
+                AND NOT EXISTS (SELECT 1 FROM pending_unfollows WHERE user = ?1)
+                AND NOT EXISTS (SELECT 1 FROM pending_renames)",
+        )?
+        .query_row([user], |row| row.get(0))
+        .optional()?;
+    Ok(version.map(|v| v as u64))
 }
 
 /// Stamps `author`'s embedded entries in `users`' timelines where their stamp is older
@@ -146,7 +167,9 @@ pub(super) fn rename_author(
                 "UPDATE cache_entries SET name = ?3, name_v = ?4 WHERE user = ?1 AND {stale}"
             ))?;
             for user in users {
-                update.execute(params![user, author, name.display_name, version])?;
+                if update.execute(params![user, author, name.display_name, version])? > 0 {
+                    super::bump_version(tx, user)?;
+                }
             }
         }
     }

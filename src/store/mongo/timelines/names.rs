@@ -76,6 +76,7 @@ impl MongoStore {
             complete: doc.get_bool("complete").unwrap_or(false),
             entries,
             oldest,
+            version: None,
         }))
     }
 

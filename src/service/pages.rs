@@ -1,0 +1,63 @@
+//! Rendered timeline pages, kept in each process and served again while the store says
+//! they stand. A page is kept only with a stamp (see `Timelines::versioned_page`: a page
+//! read whole from one cache, as its rows stood), and served again only after one light
+//! read finds the cache at that stamp still, with no removal or rename pending. Every
+//! write of a cache's rows, by any process that shares the store, moves its stamp to a
+//! value it never had, so a kept page is never served past a change: what a kept page
+//! saves is the page's rows, their decoding and the rendering, not the read.
+
+use bytes::Bytes;
+use moka::sync::Cache;
+
+use crate::domain::PostId;
+
+/// Whose page, below which post, how long.
+type Key = (String, Option<PostId>, usize);
+
+#[derive(Clone)]
+pub(super) struct Rendered {
+    pub version: u64,
+    pub body: Bytes,
+}
+
+/// At most `feed.page_memo_mib` of rendered pages; none when it is 0.
+pub(super) struct PageMemo {
+    pages: Option<Cache<Key, Rendered>>,
+}
+
+impl PageMemo {
+    pub fn new(mib: u32) -> Self {
+        let pages = (mib > 0).then(|| {
+            Cache::builder()
+                .max_capacity(u64::from(mib) << 20)
+                .weigher(|key: &Key, page: &Rendered| {
+                    u32::try_from(key.0.len() + page.body.len() + 64).unwrap_or(u32::MAX)
+                })
+                .build()
+        });
+        PageMemo { pages }
+    }
+
+    pub fn enabled(&self) -> bool {
+        self.pages.is_some()
+    }
+
+    pub fn get(&self, key: &Key) -> Option<Rendered> {
+        self.pages.as_ref()?.get(key)
+    }
+
+    /// Keeps `body` under `version`, or forgets the key's page when the read had none.
+    pub fn put(&self, key: Key, version: Option<u64>, body: &Bytes) {
+        let Some(pages) = &self.pages else { return };
+        match version {
+            Some(version) => pages.insert(
+                key,
+                Rendered {
+                    version,
+                    body: body.clone(),
+                },
+            ),
+            None => pages.invalidate(&key),
+        }
+    }
+}
