@@ -209,7 +209,8 @@ impl FeedService for CacheFeed {
     }
 
     async fn version(&self, user: &str) -> StoreResult<Option<u64>> {
-        self.store.timelines.cache_version(user).await
+        let version = self.store.timelines.cache_version(user, false).await?;
+        Ok(version.map(|v| v.cache))
     }
 
     /// Versioned when the cache alone filled the page.

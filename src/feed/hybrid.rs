@@ -110,7 +110,34 @@ impl FeedService for HybridFeed {
         before: Option<PostId>,
         want: usize,
     ) -> StoreResult<Vec<TimelineEntry>> {
-        let mut entries = self.cache.entries(user, before, want).await?;
+        Ok(self.versioned_entries(user, before, want).await?.0)
+    }
+
+    async fn version(&self, user: &str) -> StoreResult<Option<u64>> {
+        let version = self.store.timelines.cache_version(user, true).await?;
+        Ok(version.map(|v| v.page()))
+    }
+
+    /// Versioned when the cache alone filled its half: the merged half's version is
+    /// read after the cache's rows (and must find them unchanged) and before the merge
+    /// reads, so a change the merge sees has moved the version the page is kept under.
+    async fn versioned_entries(
+        &self,
+        user: &str,
+        before: Option<PostId>,
+        want: usize,
+    ) -> StoreResult<(Vec<TimelineEntry>, Option<u64>)> {
+        let (mut entries, cache) = self.cache.versioned_entries(user, before, want).await?;
+        let version = match cache {
+            Some(cache) => self
+                .store
+                .timelines
+                .cache_version(user, true)
+                .await?
+                .filter(|v| v.cache == cache)
+                .map(|v| v.page()),
+            None => None,
+        };
         let above = match entries.len() >= want {
             true => entries.iter().map(|e| e.id).min(),
             false => None,
@@ -121,7 +148,7 @@ impl FeedService for HybridFeed {
             .merged_posts(user, before, above, want)
             .await?;
         if merged.is_empty() {
-            return Ok(entries);
+            return Ok((entries, version));
         }
         entries.extend(
             merged
@@ -129,6 +156,6 @@ impl FeedService for HybridFeed {
                 .map(|(post, name)| post.entry(true, Some(name))),
         );
         normalise(&mut entries, before, want);
-        Ok(entries)
+        Ok((entries, version))
     }
 }

@@ -34,6 +34,26 @@ pub struct CacheView {
     pub version: Option<u64>,
 }
 
+/// See [`TimelineStore::cache_version`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CacheVersion {
+    /// The cache's rows: [`CacheView::version`] when they are read.
+    pub cache: u64,
+    /// What a `hybrid` page merges: the followees whose edge is flagged merged, their
+    /// names and their posts (0 when not asked).
+    pub merged: u64,
+}
+
+impl CacheVersion {
+    /// One value for both, for a page that holds both.
+    pub fn page(&self) -> u64 {
+        use std::hash::{DefaultHasher, Hash, Hasher};
+        let mut hasher = DefaultHasher::new();
+        (self.cache, self.merged).hash(&mut hasher);
+        hasher.finish()
+    }
+}
+
 /// What a write into a cache says about the cache beyond its entries (see `feed::cache`):
 /// whether it may leave out entries below its oldest one, which ends completeness, and
 /// whether it ends a build. A trim that drops an entry ends completeness in any case.
@@ -143,10 +163,11 @@ pub trait TimelineStore: Send + Sync + 'static {
     async fn cache_start(&self, user: &str, now_ms: i64) -> StoreResult<bool>;
     /// The version a [`TimelineStore::cache_current`] of `user`'s ready cache would carry
     /// now, in one light read: every write of the cache's entries moves it to a value it
-    /// never had, so while it is unchanged, a page read under it stands. `None` without a
-    /// ready cache, while a removal or a rename is pending, and from a store that keeps
-    /// no versions (the default).
-    async fn cache_version(&self, _user: &str) -> StoreResult<Option<u64>> {
+    /// never had, so while it is unchanged, a page read under it stands. With `merged`,
+    /// also a digest of what a `hybrid` page merges beside it, which every change of
+    /// that moves (see [`CacheVersion`]). `None` without a ready cache, while a removal
+    /// or a rename is pending, and from a store that keeps no versions (the default).
+    async fn cache_version(&self, _user: &str, _merged: bool) -> StoreResult<Option<CacheVersion>> {
         Ok(None)
     }
     /// Deletes `user`'s cache if it is ready, holds no entry and is not complete: such a

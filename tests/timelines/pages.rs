@@ -111,7 +111,12 @@ fn entry(id: PostId, author: &str, version: u64) -> TimelineEntry {
 }
 
 async fn version(store: &Store) -> Option<u64> {
-    let version = store.timelines.cache_version("reader").await.unwrap();
+    let version = store
+        .timelines
+        .cache_version("reader", false)
+        .await
+        .unwrap();
+    let version = version.map(|v| v.cache);
     let view = store
         .timelines
         .cache_current("reader", None, 1)
@@ -216,4 +221,55 @@ async fn every_write_of_a_cache_moves_its_version() {
         .await
         .unwrap();
     moved("a cache built again", version(s).await);
+}
+
+/// `hybrid`: a kept page merges a celebrity's posts, so it is served again only while
+/// the celebrity posted and deleted nothing, kept their name and stayed followed.
+#[tokio::test]
+async fn a_kept_hybrid_page_follows_the_celebrities_it_merges() {
+    for kind in kinds("a_kept_hybrid_page_follows_the_celebrities_it_merges") {
+        let t = fresh_store(kind).await;
+        let settings = socialite::feed::FeedSettings {
+            hybrid_threshold: 1,
+            ..settings(FeedStrategy::Hybrid, true)
+        };
+        let social = social(&t.store, &settings);
+        for id in ["reader", "fan", "ann", "star"] {
+            social.create_user(id, id).await.unwrap();
+        }
+        read(&social, None, "build").await;
+        for (follower, followee) in [("reader", "ann"), ("reader", "star"), ("fan", "star")] {
+            social.follow(follower, followee).await.unwrap();
+        }
+        catch_up(&t.store, &settings).await;
+        assert!(t.store.graph.celebrity("star").await.unwrap(), "{kind:?}");
+        for i in 0..5 {
+            social.post("ann", &format!("a{i}")).await.unwrap();
+        }
+        let first = social.post("star", "s0").await.unwrap().id;
+        let (mut last, _) = read(&social, None, "first").await;
+        let (_, rendered) = read(&social, None, "unchanged").await;
+        assert_eq!(
+            rendered,
+            kind == Kind::Mongo,
+            "{kind:?}: an unchanged page is kept"
+        );
+
+        let mut changed = |step: &str, page: Bytes| {
+            assert_ne!(page, last, "{kind:?}: {step} changes the page");
+            last = page;
+        };
+        let merged = social.post("star", "s1").await.unwrap().id;
+        changed("a merged post", read(&social, None, "merged post").await.0);
+        social.delete_post(merged).await.unwrap();
+        changed("its delete", read(&social, None, "merged delete").await.0);
+        social.rename("star", "Star").await.unwrap();
+        catch_up(&t.store, &settings).await;
+        changed("a rename", read(&social, None, "celebrity rename").await.0);
+        social.unfollow("reader", "star").await.unwrap();
+        let (page, _) = read(&social, None, "unfollow").await;
+        changed("an unfollow", page.clone());
+        let shown = std::str::from_utf8(&page).unwrap();
+        assert!(!shown.contains(&first.to_string()), "{kind:?}: {shown}");
+    }
 }

@@ -11,12 +11,13 @@ mod audience;
 mod buckets;
 pub(super) mod names;
 pub(super) mod retractions;
+mod versions;
 
 use super::{EmbeddedStore, post_before, post_id_at};
 use crate::domain::{
     Bucket, BucketKind, CacheState, NameStamp, PostId, TimelineEntry, TimelineKind,
 };
-use crate::store::timelines::{CacheMerge, CacheView};
+use crate::store::timelines::{CacheMerge, CacheVersion, CacheView};
 use crate::store::{StoreResult, TimelineStore};
 pub(super) use buckets::PART_BITS;
 use buckets::{group_keys, kind_code, public_key, push_group};
@@ -97,7 +98,7 @@ fn insert_cache_entries(
         )?
         .execute(params![user, i64::from(cache_size) - 1])?;
     if inserted > 0 || trimmed > 0 {
-        bump_version(tx, user)?;
+        versions::bump_version(tx, user)?;
     }
     let ends = trimmed > 0 || merge.cut();
     if ends || merge.readies() {
@@ -107,31 +108,6 @@ fn insert_cache_entries(
         .execute(params![user, ends, merge.readies()])?;
     }
     Ok(inserted)
-}
-
-/// Moves `user`'s cache to a new version (see `TimelineStore::cache_version`). Every
-/// write of a cache's entries calls it (or [`bump_versions_holding`]) in its own
-/// transaction, so equal versions mean equal entries. A random 64-bit value, not a
-/// count, so that a cache deleted and built again does not repeat an earlier one.
-pub(super) fn bump_version(tx: &Transaction<'_>, user: &str) -> StoreResult<()> {
-    tx.prepare_cached("UPDATE caches SET version = random() WHERE user = ?1")?
-        .execute([user])?;
-    Ok(())
-}
-
-/// [`bump_version`] for every cache holding an entry of the posts `posts` selects (an
-/// SQL query of post ids, with `params`), before those entries are removed.
-pub(super) fn bump_versions_holding(
-    tx: &Transaction<'_>,
-    posts: &str,
-    params: impl rusqlite::Params,
-) -> StoreResult<()> {
-    tx.prepare_cached(&format!(
-        "UPDATE caches SET version = random()
-          WHERE user IN (SELECT user FROM cache_entries WHERE post_id IN ({posts}))"
-    ))?
-    .execute(params)?;
-    Ok(())
 }
 
 /// A user's buckets holding posts below `?3`, newest first (`plans.rs` checks the
@@ -359,7 +335,7 @@ impl TimelineStore for EmbeddedStore {
                         )?
                         .execute(params![user, author])?;
                     if removed > 0 {
-                        bump_version(tx, &user)?;
+                        versions::bump_version(tx, &user)?;
                     }
                     retractions::clear_unfollow(tx, &user, &author)?;
                 }
@@ -380,7 +356,7 @@ impl TimelineStore for EmbeddedStore {
                     .execute(params![id, kind_code(kind)])?;
                 }
                 TimelineKind::Cache => {
-                    bump_versions_holding(tx, "?1", [id])?;
+                    versions::bump_versions_holding(tx, "?1", [id])?;
                     tx.prepare_cached("DELETE FROM cache_entries WHERE post_id = ?1")?
                         .execute([id])?;
                     retractions::clear_delete(tx, id)?;
@@ -406,9 +382,9 @@ impl TimelineStore for EmbeddedStore {
             .await
     }
 
-    async fn cache_version(&self, user: &str) -> StoreResult<Option<u64>> {
+    async fn cache_version(&self, user: &str, merged: bool) -> StoreResult<Option<CacheVersion>> {
         let user = user.to_owned();
-        self.read_inline(move |conn| names::cache_version(conn, &user))
+        self.read_inline(move |conn| versions::cache_version(conn, &user, merged))
             .await
     }
 

@@ -121,20 +121,6 @@ pub(super) fn cache_current(
     }))
 }
 
-/// The version [`cache_current`] would give now (see `TimelineStore::cache_version`).
-pub(super) fn cache_version(conn: &Connection, user: &str) -> StoreResult<Option<u64>> {
-    let version: Option<i64> = conn
-        .prepare_cached(
-            "SELECT version FROM caches WHERE user = ?1 AND ready
-                AND NOT EXISTS (SELECT 1 FROM pending_deletes)
-                AND NOT EXISTS (SELECT 1 FROM pending_unfollows WHERE user = ?1)
-                AND NOT EXISTS (SELECT 1 FROM pending_renames)",
-        )?
-        .query_row([user], |row| row.get(0))
-        .optional()?;
-    Ok(version.map(|v| v as u64))
-}
-
 /// Stamps `author`'s embedded entries in `users`' timelines where their stamp is older
 /// or missing; each user's entries are one primary-key range.
 pub(super) fn rename_author(
@@ -168,7 +154,7 @@ pub(super) fn rename_author(
             ))?;
             for user in users {
                 if update.execute(params![user, author, name.display_name, version])? > 0 {
-                    super::bump_version(tx, user)?;
+                    super::versions::bump_version(tx, user)?;
                 }
             }
         }

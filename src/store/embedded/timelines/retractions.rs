@@ -138,7 +138,7 @@ pub(super) fn clear_delete(tx: &Transaction<'_>, post: &[u8]) -> StoreResult<()>
 /// have done. Entries a mark no longer hides (the post exists, the edge is back) stay.
 /// Returns how many entries were removed.
 pub(super) fn settle(tx: &Transaction<'_>) -> StoreResult<usize> {
-    super::bump_versions_holding(
+    super::versions::bump_versions_holding(
         tx,
         "SELECT post FROM pending_deletes d WHERE NOT EXISTS (SELECT 1 FROM posts WHERE id = d.post)",
         [],
