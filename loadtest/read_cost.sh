@@ -6,8 +6,9 @@
 # posts each, STRATEGY (default `cache`; with `hybrid`, `feed.hybrid_threshold` =
 # THRESHOLD, default 1000, which makes the 30 or so largest accounts celebrities that
 # most readers follow), auth.mode = token, rate limits out of reach), every 5th user's
-# cache warmed, then wrk (2 threads, 32 connections, DUR seconds, default 10) on
-# `/healthz` and on page 1 of those users' timelines. Prints per arm the throughput and
+# timeline read twice (the cache built, the page kept), then wrk (2 threads, 32
+# connections, DUR seconds, default 10) on `/healthz` and on page 1 of those users'
+# timelines. Prints per arm the throughput and
 # the server's CPU time (user + system, from /proc) per request served: the CPU figure
 # moves with the code, the throughput as much with the machine.
 set -euo pipefail
@@ -65,7 +66,8 @@ for line in open(sys.argv[2]):
     user, token = line.split()
     request = urllib.request.Request(f"{sys.argv[1]}/v1/users/{user}/timeline?limit=20",
                                      headers={"Authorization": "Bearer " + token})
-    urllib.request.urlopen(request).read()
+    for _ in range(2):  # builds the cache, then keeps the rendered page
+        urllib.request.urlopen(request).read()
 PY
     c0="$(cpu_ticks)"
     wrk -t2 -c32 -d"${DUR:-10}s" -s loadtest/scale_wrk.lua "$base" -- healthz > "$dir/healthz.txt"

@@ -89,16 +89,18 @@ async fn budget(kind: Kind) {
         total.workers.takeovers += outcome.workers.takeovers;
         total.workers.rebuilds += outcome.workers.rebuilds;
         total.workers.history_lost += outcome.workers.history_lost;
+        total.workers.kept += outcome.workers.kept;
         let divergences = outcome.violations.len();
         eprintln!(
-            "oracle summary: backend={kind:?} seed={seed} runs=1 ops={} kills={} aborts={} streamed={} takeovers={} rebuilds={} history_lost={} divergences={divergences}",
+            "oracle summary: backend={kind:?} seed={seed} runs=1 ops={} kills={} aborts={} streamed={} takeovers={} rebuilds={} history_lost={} kept={} divergences={divergences}",
             outcome.ops,
             outcome.kills,
             outcome.aborts,
             outcome.streamed,
             outcome.workers.takeovers,
             outcome.workers.rebuilds,
-            outcome.workers.history_lost
+            outcome.workers.history_lost,
+            outcome.workers.kept
         );
         if divergences > 0 {
             let found = format!(
@@ -118,12 +120,13 @@ async fn budget(kind: Kind) {
         "divergences in seeds {failed:?} (reports above)"
     );
     eprintln!(
-        "oracle: {kind:?}: {runs} runs, {} ops, {} kill -9s, {} aborts, {} takeovers, {} rebuilds, 0 divergences in {:?}",
+        "oracle: {kind:?}: {runs} runs, {} ops, {} kill -9s, {} aborts, {} takeovers, {} rebuilds, {} kept pages, 0 divergences in {:?}",
         total.ops,
         total.kills,
         total.aborts,
         total.workers.takeovers,
         total.workers.rebuilds,
+        total.workers.kept,
         start.elapsed()
     );
 }

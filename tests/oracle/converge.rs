@@ -19,6 +19,18 @@ pub struct WorkerTotals {
     pub takeovers: u64,
     pub rebuilds: u64,
     pub history_lost: u64,
+    /// Timeline pages the processes up at the end served as kept (see
+    /// `service::pages`), from their `/metrics`: every one was checked like any page.
+    pub kept: u64,
+}
+
+/// `socialite_page_memo_hits_total` in a `/metrics` text (0 before the first).
+fn kept_pages(metrics: &str) -> u64 {
+    metrics
+        .lines()
+        .find_map(|line| line.strip_prefix("socialite_page_memo_hits_total "))
+        .and_then(|n| n.trim().parse::<f64>().ok())
+        .map_or(0, |n| n as u64)
 }
 
 /// Waits until every worker some process lists is held, at lag 0, with the same
@@ -51,6 +63,9 @@ pub async fn quiescence(world: &World) -> Result<WorkerTotals, String> {
                     lagging |= w["lag_changes"].as_u64() != Some(0);
                     held.insert(name, w["position"].to_string());
                 }
+            }
+            if let Some(Value::String(metrics)) = world.read(&target, "/metrics", None).await {
+                totals.kept += kept_pages(&metrics);
             }
         }
         let settled = !lagging && names.len() == held.len() && previous.as_ref() == Some(&held);

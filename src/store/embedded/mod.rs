@@ -196,6 +196,19 @@ impl EmbeddedStore {
         self.inner.with_reader(slot, f)
     }
 
+    /// [`Self::read_inline`] for one statement, which SQLite runs as a read transaction
+    /// of its own: no `BEGIN` and `COMMIT` around it.
+    async fn read_statement_inline<T, F>(&self, f: F) -> StoreResult<T>
+    where
+        F: FnOnce(&Connection) -> StoreResult<T>,
+    {
+        let _slot = self.read_slot().await?;
+        let conn = self.inner.reader()?;
+        let result = f(&conn);
+        self.inner.give_back(conn);
+        result
+    }
+
     async fn read_slot(&self) -> StoreResult<tokio::sync::OwnedSemaphorePermit> {
         self.inner
             .read_slots
@@ -213,15 +226,7 @@ impl Inner {
     where
         F: FnOnce(&Connection) -> StoreResult<T>,
     {
-        let pooled = self.readers.lock().unwrap_or_else(|p| p.into_inner()).pop();
-        let conn = match pooled {
-            Some(conn) => conn,
-            None => {
-                let conn = connect(&self.path, self.mmap_bytes)?;
-                conn.execute_batch("PRAGMA cache_size=-16384;")?;
-                conn
-            }
-        };
+        let conn = self.reader()?;
         // `BEGIN` and `COMMIT` from the statement cache: `Transaction` parses them on
         // every read (4% of a warm timeline read's CPU).
         conn.prepare_cached("BEGIN")?.execute([])?;
@@ -232,16 +237,32 @@ impl Inner {
         if ended.is_err() {
             let _ = conn.execute_batch("ROLLBACK");
         }
-        // A connection left inside a transaction would pin its snapshot: never pool it.
+        self.give_back(conn);
+        let value = result?;
+        ended?;
+        Ok(value)
+    }
+
+    /// A pooled reader, or a new one when none is free.
+    fn reader(&self) -> StoreResult<Connection> {
+        let pooled = self.readers.lock().unwrap_or_else(|p| p.into_inner()).pop();
+        if let Some(conn) = pooled {
+            return Ok(conn);
+        }
+        let conn = connect(&self.path, self.mmap_bytes)?;
+        conn.execute_batch("PRAGMA cache_size=-16384;")?;
+        Ok(conn)
+    }
+
+    /// Pools `conn` again, unless it was left inside a transaction: that would pin its
+    /// snapshot.
+    fn give_back(&self, conn: Connection) {
         if conn.is_autocommit() {
             self.readers
                 .lock()
                 .unwrap_or_else(|p| p.into_inner())
                 .push(conn);
         }
-        let value = result?;
-        ended?;
-        Ok(value)
     }
 }
 

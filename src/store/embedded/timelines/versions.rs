@@ -37,25 +37,21 @@ pub(in crate::store::embedded) fn bump_versions_holding(
 }
 
 /// `user`'s cache version, and with `merged` the digest of what a `hybrid` page merges
-/// beside the cache, in one read transaction. The digest covers, for each followee whose
-/// edge is flagged merged (the set `merged_posts` reads), their id, their profile's
-/// version (the names it serves) and their counter version, which every insert and
-/// delete of their posts moves in its own transaction (`add_to_counter`).
+/// beside the cache. Without `merged`, one statement, which may run as a read
+/// transaction of its own; with it, call it inside one. The digest covers, for each
+/// followee whose edge is flagged merged (the set `merged_posts` reads), their id, their
+/// profile's version (the names it serves) and their counter version, which every
+/// insert and delete of their posts moves in its own transaction (`add_to_counter`).
 pub(in crate::store::embedded) fn cache_version(
     conn: &Connection,
     user: &str,
     merged: bool,
 ) -> StoreResult<Option<CacheVersion>> {
-    let version: Option<i64> = conn
-        .prepare_cached(
-            "SELECT version FROM caches WHERE user = ?1 AND ready
-                AND NOT EXISTS (SELECT 1 FROM pending_deletes)
-                AND NOT EXISTS (SELECT 1 FROM pending_unfollows WHERE user = ?1)
-                AND NOT EXISTS (SELECT 1 FROM pending_renames)",
-        )?
+    let cache: Option<i64> = conn
+        .prepare_cached(CACHE_VERSION)?
         .query_row([user], |row| row.get(0))
         .optional()?;
-    let Some(cache) = version else {
+    let Some(cache) = cache else {
         return Ok(None);
     };
     let mut digest = 0;
@@ -64,12 +60,8 @@ pub(in crate::store::embedded) fn cache_version(
         let mut followees = conn.prepare_cached(MERGED_DIGEST)?;
         let mut rows = followees.query([user])?;
         while let Some(row) = rows.next()? {
-            row.get_ref(0)?
-                .as_bytes()
-                .map_err(rusqlite::Error::from)?
-                .hash(&mut hasher);
-            row.get::<_, i64>(1)?.hash(&mut hasher);
-            row.get::<_, i64>(2)?.hash(&mut hasher);
+            let followee = row.get_ref(0)?.as_bytes().map_err(rusqlite::Error::from)?;
+            (followee, row.get::<_, i64>(1)?, row.get::<_, i64>(2)?).hash(&mut hasher);
         }
         digest = hasher.finish();
     }
@@ -79,9 +71,14 @@ pub(in crate::store::embedded) fn cache_version(
     }))
 }
 
+/// A ready cache's version, while no removal or rename is pending.
+const CACHE_VERSION: &str = "SELECT version FROM caches WHERE user = ?1 AND ready
+       AND NOT EXISTS (SELECT 1 FROM pending_deletes)
+       AND NOT EXISTS (SELECT 1 FROM pending_unfollows WHERE user = ?1)
+       AND NOT EXISTS (SELECT 1 FROM pending_renames)";
+
 /// What a `hybrid` page merges, as `content::MERGED_FOLLOWEES` reads it (the flagged
 /// edges from the same covering index), with each followee's versions.
-pub(in crate::store::embedded) const MERGED_DIGEST: &str =
-    "SELECT f.followee, IFNULL(u.version, 0), IFNULL(u.counter_version, 0)
+const MERGED_DIGEST: &str = "SELECT f.followee, IFNULL(u.version, 0), IFNULL(u.counter_version, 0)
      FROM follows AS f INDEXED BY follows_flagged LEFT JOIN users AS u ON u.id = f.followee
      WHERE f.follower = ?1 AND f.merged";
