@@ -8,9 +8,10 @@
 # most readers follow), auth.mode = token, rate limits out of reach), every 5th user's
 # timeline read twice (the cache built, the page kept), then wrk (2 threads, 32
 # connections, DUR seconds, default 10) on `/healthz` and on page 1 of those users'
-# timelines. Prints per arm the throughput and
-# the server's CPU time (user + system, from /proc) per request served: the CPU figure
-# moves with the code, the throughput as much with the machine.
+# timelines. Prints per arm the throughput and the server's CPU time (user + system,
+# from /proc) per request served (the CPU figure moves with the code, the throughput as
+# much with the machine), and the share of reads served as kept pages
+# (`socialite_page_memo_hits_total`).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
@@ -74,10 +75,12 @@ PY
     c1="$(cpu_ticks)"
     wrk -t2 -c32 -d"${DUR:-10}s" -s loadtest/scale_wrk.lua "$base" -- read "$dir/users" > "$dir/read.txt"
     c2="$(cpu_ticks)"
-    python3 - "$name" "$round" "$dir/healthz.txt" "$dir/read.txt" "$c0" "$c1" "$c2" "$(getconf CLK_TCK)" <<'PY'
+    kept="$( (curl -fsS "$base/metrics" || true) | awk '/^socialite_page_memo_hits_total / {print $2}')"
+    python3 - "$name" "$round" "$dir/healthz.txt" "$dir/read.txt" "$c0" "$c1" "$c2" "$(getconf CLK_TCK)" "${kept:-0}" <<'PY'
 import json, sys
 name, round_, healthz, read = sys.argv[1:5]
 c0, c1, c2, tick = map(int, sys.argv[5:9])
+kept = float(sys.argv[9])
 def arm(path):
     line = next(l for l in open(path) if l.startswith("{"))
     j = json.loads(line)
@@ -86,8 +89,8 @@ h, r = arm(healthz), arm(read)
 h_us = (c1 - c0) / tick * 1e6 / h[0]
 r_us = (c2 - c1) / tick * 1e6 / r[0]
 print(f"{name:>10} round {round_}: /healthz {h[1]:7.0f}/s {h_us:5.1f} us CPU each | "
-      f"reads {r[1]:7.0f}/s {r_us:5.1f} us CPU each, p99 {r[2]:.2f} ms, non-2xx {r[3]} | "
-      f"reads/healthz {r[1] / h[1]:.3f}", flush=True)
+      f"reads {r[1]:7.0f}/s {r_us:5.1f} us CPU each, p99 {r[2]:.2f} ms, non-2xx {r[3]}, "
+      f"kept {kept / r[0]:.0%} | reads/healthz {r[1] / h[1]:.3f}", flush=True)
 PY
     kill "$pid"; wait "$pid" 2>/dev/null || true; pid=""
   done

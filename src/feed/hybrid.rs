@@ -110,7 +110,8 @@ impl FeedService for HybridFeed {
         before: Option<PostId>,
         want: usize,
     ) -> StoreResult<Vec<TimelineEntry>> {
-        Ok(self.versioned_entries(user, before, want).await?.0)
+        let entries = self.cache.entries(user, before, want).await?;
+        self.merge(user, before, want, entries).await
     }
 
     async fn version(&self, user: &str) -> StoreResult<Option<u64>> {
@@ -127,7 +128,7 @@ impl FeedService for HybridFeed {
         before: Option<PostId>,
         want: usize,
     ) -> StoreResult<(Vec<TimelineEntry>, Option<u64>)> {
-        let (mut entries, cache) = self.cache.versioned_entries(user, before, want).await?;
+        let (entries, cache) = self.cache.versioned_entries(user, before, want).await?;
         let version = match cache {
             Some(cache) => self
                 .store
@@ -138,6 +139,19 @@ impl FeedService for HybridFeed {
                 .map(|v| v.page()),
             None => None,
         };
+        Ok((self.merge(user, before, want, entries).await?, version))
+    }
+}
+
+impl HybridFeed {
+    /// `entries`, the cache half, merged with the celebrities' half.
+    async fn merge(
+        &self,
+        user: &str,
+        before: Option<PostId>,
+        want: usize,
+        mut entries: Vec<TimelineEntry>,
+    ) -> StoreResult<Vec<TimelineEntry>> {
         let above = match entries.len() >= want {
             true => entries.iter().map(|e| e.id).min(),
             false => None,
@@ -148,7 +162,7 @@ impl FeedService for HybridFeed {
             .merged_posts(user, before, above, want)
             .await?;
         if merged.is_empty() {
-            return Ok((entries, version));
+            return Ok(entries);
         }
         entries.extend(
             merged
@@ -156,6 +170,6 @@ impl FeedService for HybridFeed {
                 .map(|(post, name)| post.entry(true, Some(name))),
         );
         normalise(&mut entries, before, want);
-        Ok((entries, version))
+        Ok(entries)
     }
 }

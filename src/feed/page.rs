@@ -43,7 +43,7 @@ impl Timelines {
         before: Option<PostId>,
         limit: usize,
     ) -> StoreResult<TimelinePage> {
-        Ok(self.versioned_page(user, before, limit).await?.0)
+        Ok(self.read_page(user, before, limit, false).await?.0)
     }
 
     /// The version a versioned page of `user`'s would carry now (see
@@ -62,6 +62,17 @@ impl Timelines {
         before: Option<PostId>,
         limit: usize,
     ) -> StoreResult<(TimelinePage, Option<u64>)> {
+        self.read_page(user, before, limit, true).await
+    }
+
+    /// A page, and its version when `versioned` (which may cost the strategy a read).
+    async fn read_page(
+        &self,
+        user: &str,
+        before: Option<PostId>,
+        limit: usize,
+        versioned: bool,
+    ) -> StoreResult<(TimelinePage, Option<u64>)> {
         let want = limit + 1;
         let mut kept: Vec<TimelineEntry> = Vec::with_capacity(want);
         let mut names: HashMap<String, String> = HashMap::new();
@@ -70,7 +81,10 @@ impl Timelines {
         let mut version = None;
         for round in 0..MAX_READ_ROUNDS {
             let request = want - kept.len();
-            let (candidates, read) = self.feed.versioned_entries(user, cursor, request).await?;
+            let (candidates, read) = match versioned {
+                true => self.feed.versioned_entries(user, cursor, request).await?,
+                false => (self.feed.entries(user, cursor, request).await?, None),
+            };
             version = read.filter(|_| {
                 round == 0
                     && self.feed.serves_current()
