@@ -8,10 +8,11 @@
 #   - load time, database file size (after the load) and server RSS (after the run, with
 #     its private and file-backed parts, and the peak);
 #   - warm timeline reads (page 1 of a random warmed user) against /healthz, after
-#     reading once the timeline of every user, or above WARM_MAX users (100,000) of
-#     every STRIDE-th one (STRIDE = ceil(SIZE / WARM_MAX)) and of every reader and
-#     follower the arms and probes read, closed loop at CONNS (32) connections for ARM (10s) each,
-#     with wrk (2 threads) and with k6: throughput, p50, p99;
+#     reading twice (the cache built, the page kept) the timeline of every user, or
+#     above WARM_MAX users (100,000) of every STRIDE-th one (STRIDE = ceil(SIZE /
+#     WARM_MAX)) and of every reader and follower the arms and probes read, closed loop
+#     at CONNS (32) connections for ARM (10s) each, with wrk (2 threads) and with k6:
+#     throughput, p50, p99;
 #   - the same reads by readers who follow the ten largest accounts;
 #   - LAG_POSTS (10) posts, one at a time, by the largest account and by a median one:
 #     the post request's latency and the lag until the post tops the timelines of three

@@ -111,8 +111,9 @@ def report(runs, skipped, out, img_rel):
     L.append(f"![cost against graph size]({img_rel}/scale-cost.png)\n")
     L.append(f"![post lag distribution]({img_rel}/scale-lag.png)\n")
     L.append("## Data sets\n")
-    L.append("Load: the bulk loader, wall clock. Warm-up: every user's timeline read once "
-             "(16 at a time; cache and hybrid build their caches here). DB: the file after the "
+    L.append("Load: the bulk loader, wall clock. Warm-up: every sampled user's timeline read "
+             "twice (16 at a time; cache and hybrid build their caches on the first read and "
+             "keep the rendered page on the second). DB: the file after the "
              "load. RSS: the server's VmRSS after the run, its private part (RssAnon) and its "
              "peak (VmHWM); the store maps up to `storage.mmap_mib` of its file per "
              "connection, and each connection's touched pages of it count.\n")
