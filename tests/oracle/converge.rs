@@ -19,8 +19,9 @@ pub struct WorkerTotals {
     pub takeovers: u64,
     pub rebuilds: u64,
     pub history_lost: u64,
-    /// Timeline pages the processes up at the end served as kept (see
-    /// `service::pages`), from their `/metrics`: every one was checked like any page.
+    /// Timeline pages served as kept (see `service::pages`) by the processes up at the
+    /// end, from their `/metrics`: a lower bound, as a killed process takes its count
+    /// with it. Every one was checked like any page.
     pub kept: u64,
 }
 

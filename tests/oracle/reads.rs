@@ -51,7 +51,11 @@ pub fn item_fault(
     None
 }
 
-/// Walks `reader`'s timeline a few pages with `before`.
+/// Walks `reader`'s timeline a few pages with `before`. Half the walks read their first
+/// page twice on the same process, back to back: the second read is served as a kept
+/// page (`service::pages`) unless a write moved what the page was read from, so kept
+/// pages meet the concurrent writes, kills and faults of the run, and are checked like
+/// any page.
 pub async fn timeline(world: &World, rng: &mut Rng) {
     let reader = any_user(world, rng);
     let target = world.pick(rng).await;
@@ -59,37 +63,67 @@ pub async fn timeline(world: &World, rng: &mut Rng) {
     let limit = rng.random_range(1..=6);
     let mut before: Option<String> = None;
     let mut last: Option<String> = None;
+    let mut again = rng.random_bool(0.5);
     for _ in 0..rng.random_range(1..=6) {
         let cursor = before
             .as_ref()
             .map(|b| format!("&before={b}"))
             .unwrap_or_default();
         let path = format!("/v1/users/{reader}/timeline?limit={limit}{cursor}");
-        let t0 = world.now();
-        let Some(page) = world.read(&target, &path, Some(&token)).await else {
-            return;
+        let above = last.clone();
+        let page = loop {
+            let t0 = world.now();
+            let Some(read) = world.read(&target, &path, Some(&token)).await else {
+                return;
+            };
+            let t1 = world.now();
+            Stats::bump(&world.stats.reads_checked);
+            last = check_page(
+                world,
+                &reader,
+                &target.slot,
+                &path,
+                &read,
+                (t0, t1),
+                above.clone(),
+            );
+            if !std::mem::take(&mut again) {
+                break read;
+            }
         };
-        let t1 = world.now();
-        Stats::bump(&world.stats.reads_checked);
-        let mut model = world.model();
-        for item in page["items"].as_array().into_iter().flatten() {
-            let id = item["id"].as_str().unwrap_or_default().to_owned();
-            if last.as_ref().is_some_and(|l| *l <= id) {
-                model.violation(format!("{reader}'s timeline via {}: {id} after {last:?} (not newest first, or twice): {path}", target.slot));
-            }
-            if let Some(fault) = item_fault(&mut model, &reader, item, t0, t1) {
-                model.violation(format!(
-                    "{reader}'s timeline via {} [{t0}..{t1}]: {fault}",
-                    target.slot
-                ));
-            }
-            last = Some(id);
-        }
         match page["next_cursor"].as_str() {
             Some(next) => before = Some(next.to_owned()),
             None => return,
         }
     }
+}
+
+/// Checks one page of `reader`'s timeline read over `[t0, t1]`: newest first, below
+/// `last` (the walk's previous page), once each, and every item servable then. Returns
+/// the page's last id (or `last` for an empty page).
+fn check_page(
+    world: &World,
+    reader: &str,
+    slot: &impl std::fmt::Display,
+    path: &str,
+    page: &Value,
+    (t0, t1): (i64, i64),
+    mut last: Option<String>,
+) -> Option<String> {
+    let mut model = world.model();
+    for item in page["items"].as_array().into_iter().flatten() {
+        let id = item["id"].as_str().unwrap_or_default().to_owned();
+        if last.as_ref().is_some_and(|l| *l <= id) {
+            model.violation(format!("{reader}'s timeline via {slot}: {id} after {last:?} (not newest first, or twice): {path}"));
+        }
+        if let Some(fault) = item_fault(&mut model, reader, item, t0, t1) {
+            model.violation(format!(
+                "{reader}'s timeline via {slot} [{t0}..{t1}]: {fault}"
+            ));
+        }
+        last = Some(id);
+    }
+    last
 }
 
 /// Walks `author`'s own posts to the end: every post acknowledged before the walk and
