@@ -1,8 +1,8 @@
 //! Rendered timeline pages, kept in each process and served again while the store says
-//! they stand. A page is kept only with a stamp (see `Timelines::versioned_page`: a page
-//! read whole from one cache, as its rows stood), and served again only after one light
-//! read finds the cache at that stamp still, with no removal or rename pending. Every
-//! write of a cache's rows, by any process that shares the store, moves its stamp to a
+//! they stand. A page is kept only with a version (see `Timelines::versioned_page`: a
+//! page read whole from one cache, as its rows stood), and served again only after one
+//! light read finds that version still, with no removal or rename pending. Every write
+//! of a cache's rows, by any process that shares the store, moves its version to a
 //! value it never had, so a kept page is never served past a change: what a kept page
 //! saves is the page's rows, their decoding and the rendering, not the read.
 

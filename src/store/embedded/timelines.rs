@@ -356,7 +356,11 @@ impl TimelineStore for EmbeddedStore {
                     .execute(params![id, kind_code(kind)])?;
                 }
                 TimelineKind::Cache => {
-                    versions::bump_versions_holding(tx, "?1", [id])?;
+                    versions::bump_versions_of(
+                        tx,
+                        "SELECT user FROM cache_entries WHERE post_id = ?1",
+                        [id],
+                    )?;
                     tx.prepare_cached("DELETE FROM cache_entries WHERE post_id = ?1")?
                         .execute([id])?;
                     retractions::clear_delete(tx, id)?;

@@ -138,16 +138,18 @@ pub(super) fn clear_delete(tx: &Transaction<'_>, post: &[u8]) -> StoreResult<()>
 /// have done. Entries a mark no longer hides (the post exists, the edge is back) stay.
 /// Returns how many entries were removed.
 pub(super) fn settle(tx: &Transaction<'_>) -> StoreResult<usize> {
-    super::versions::bump_versions_holding(
+    super::versions::bump_versions_of(
         tx,
-        "SELECT post FROM pending_deletes d WHERE NOT EXISTS (SELECT 1 FROM posts WHERE id = d.post)",
+        "SELECT user FROM cache_entries WHERE post_id IN (
+             SELECT post FROM pending_deletes d
+              WHERE NOT EXISTS (SELECT 1 FROM posts WHERE id = d.post))",
         [],
     )?;
-    tx.execute(
-        "UPDATE caches SET version = random() WHERE user IN (
-             SELECT user FROM pending_unfollows u
-              WHERE NOT EXISTS (
-                  SELECT 1 FROM follows WHERE follower = u.user AND followee = u.author))",
+    super::versions::bump_versions_of(
+        tx,
+        "SELECT user FROM pending_unfollows u
+          WHERE NOT EXISTS (
+              SELECT 1 FROM follows WHERE follower = u.user AND followee = u.author)",
         [],
     )?;
     let posts = tx.execute(

@@ -9,7 +9,7 @@ use crate::store::StoreResult;
 use crate::store::timelines::CacheVersion;
 
 /// Moves `user`'s cache to a new version (see `TimelineStore::cache_version`). Every
-/// write of a cache's entries calls it (or [`bump_versions_holding`]) in its own
+/// write of a cache's entries calls it (or [`bump_versions_of`]) in its own
 /// transaction, so equal versions mean equal entries. A random 64-bit value, not a
 /// count, so that a cache deleted and built again does not repeat an earlier one.
 pub(in crate::store::embedded) fn bump_version(
@@ -21,16 +21,15 @@ pub(in crate::store::embedded) fn bump_version(
     Ok(())
 }
 
-/// [`bump_version`] for every cache holding an entry of the posts `posts` selects (an
-/// SQL query of post ids, with `params`), before those entries are removed.
-pub(in crate::store::embedded) fn bump_versions_holding(
+/// [`bump_version`] for every cache of the users `users` selects (an SQL query, with
+/// `params`), before their entries are removed.
+pub(in crate::store::embedded) fn bump_versions_of(
     tx: &Transaction<'_>,
-    posts: &str,
+    users: &str,
     params: impl rusqlite::Params,
 ) -> StoreResult<()> {
     tx.prepare_cached(&format!(
-        "UPDATE caches SET version = random()
-          WHERE user IN (SELECT user FROM cache_entries WHERE post_id IN ({posts}))"
+        "UPDATE caches SET version = random() WHERE user IN ({users})"
     ))?
     .execute(params)?;
     Ok(())
