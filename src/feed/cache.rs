@@ -34,7 +34,7 @@ use async_trait::async_trait;
 use super::fanout_on_read::read_through;
 use super::{FeedService, FeedSettings, normalise, retract_deleted};
 use crate::domain::{FeedStrategy, NameStamp, Post, PostId, TimelineEntry, TimelineKind, now_ms};
-use crate::store::timelines::with_retries;
+use crate::store::timelines::{CacheVersion, with_retries};
 use crate::store::{Store, StoreResult};
 
 /// A cache still being built after this long was abandoned by a crashed reader.
@@ -208,9 +208,8 @@ impl FeedService for CacheFeed {
         Ok(self.versioned_entries(user, before, want).await?.0)
     }
 
-    async fn version(&self, user: &str) -> StoreResult<Option<u64>> {
-        let version = self.store.timelines.cache_version(user, false).await?;
-        Ok(version.map(|v| v.cache))
+    async fn stands(&self, user: &str, kept: &CacheVersion) -> StoreResult<Option<CacheVersion>> {
+        self.store.timelines.cache_stands(user, kept).await
     }
 
     /// Versioned when the cache alone filled the page.
@@ -219,7 +218,7 @@ impl FeedService for CacheFeed {
         user: &str,
         before: Option<PostId>,
         want: usize,
-    ) -> StoreResult<(Vec<TimelineEntry>, Option<u64>)> {
+    ) -> StoreResult<(Vec<TimelineEntry>, Option<CacheVersion>)> {
         let store = &self.store;
         let cache = match store.timelines.cache_current(user, before, want).await? {
             // Ready and covering something, or complete (so taking every push).
@@ -255,6 +254,10 @@ impl FeedService for CacheFeed {
         let mut entries = cache.entries;
         normalise(&mut entries, before, want);
         if entries.len() >= want {
+            let version = version.map(|cache| CacheVersion {
+                cache,
+                merged: None,
+            });
             return Ok((entries, version));
         }
         let below = match (before, oldest) {

@@ -21,6 +21,7 @@ use async_trait::async_trait;
 use super::cache::CacheFeed;
 use super::{FeedService, FeedSettings, normalise};
 use crate::domain::{FeedStrategy, NameStamp, Post, PostId, TimelineEntry, TimelineKind};
+use crate::store::timelines::CacheVersion;
 use crate::store::{Store, StoreResult};
 
 pub struct HybridFeed {
@@ -114,9 +115,8 @@ impl FeedService for HybridFeed {
         self.merge(user, before, want, entries).await
     }
 
-    async fn version(&self, user: &str) -> StoreResult<Option<u64>> {
-        let version = self.store.timelines.cache_version(user, true).await?;
-        Ok(version.map(|v| v.page()))
+    async fn stands(&self, user: &str, kept: &CacheVersion) -> StoreResult<Option<CacheVersion>> {
+        self.store.timelines.cache_stands(user, kept).await
     }
 
     /// Versioned when the cache alone filled its half: the merged half's version is
@@ -127,7 +127,7 @@ impl FeedService for HybridFeed {
         user: &str,
         before: Option<PostId>,
         want: usize,
-    ) -> StoreResult<(Vec<TimelineEntry>, Option<u64>)> {
+    ) -> StoreResult<(Vec<TimelineEntry>, Option<CacheVersion>)> {
         let (entries, cache) = self.cache.versioned_entries(user, before, want).await?;
         let version = match cache {
             Some(cache) => self
@@ -135,8 +135,7 @@ impl FeedService for HybridFeed {
                 .timelines
                 .cache_version(user, true)
                 .await?
-                .filter(|v| v.cache == cache)
-                .map(|v| v.page()),
+                .filter(|v| v.cache == cache.cache),
             None => None,
         };
         Ok((self.merge(user, before, want, entries).await?, version))

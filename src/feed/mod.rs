@@ -25,6 +25,7 @@ pub use sized_buckets::SizedBuckets;
 pub use timed_buckets::TimedBuckets;
 
 use crate::domain::{FeedStrategy, NameStamp, Post, PostId, TimelineEntry, TimelineKind};
+use crate::store::timelines::CacheVersion;
 use crate::store::{EdgeState, Store, StoreError, StoreResult};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -128,13 +129,14 @@ pub trait FeedService: Send + Sync {
         user: &str,
         before: Option<PostId>,
         want: usize,
-    ) -> StoreResult<(Vec<TimelineEntry>, Option<u64>)> {
+    ) -> StoreResult<(Vec<TimelineEntry>, Option<CacheVersion>)> {
         Ok((self.entries(user, before, want).await?, None))
     }
 
-    /// The version such a read of `user`'s timeline would carry now, in one light read:
-    /// while it equals a page's, the page stands. `None` by default.
-    async fn version(&self, _user: &str) -> StoreResult<Option<u64>> {
+    /// Whether a read of `user`'s timeline that carried `kept` would read the same now,
+    /// in one light read: the version to keep it under from now on, or `None` (see
+    /// `TimelineStore::cache_stands`). `None` by default.
+    async fn stands(&self, _user: &str, _kept: &CacheVersion) -> StoreResult<Option<CacheVersion>> {
         Ok(None)
     }
 }

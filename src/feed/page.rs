@@ -11,6 +11,7 @@ use std::collections::{HashMap, HashSet};
 
 use super::{Timelines, distinct};
 use crate::domain::{PostId, TimelineEntry};
+use crate::store::timelines::CacheVersion;
 use crate::store::{StoreError, StoreResult};
 
 /// A timeline item ready to serve.
@@ -46,10 +47,14 @@ impl Timelines {
         Ok(self.read_page(user, before, limit, false).await?.0)
     }
 
-    /// The version a versioned page of `user`'s would carry now (see
-    /// [`super::FeedService::version`]).
-    pub async fn page_version(&self, user: &str) -> StoreResult<Option<u64>> {
-        self.feed.version(user).await
+    /// Whether a versioned page of `user`'s read under `kept` stands now: the version to
+    /// keep it under from now on (see [`super::FeedService::stands`]).
+    pub async fn page_stands(
+        &self,
+        user: &str,
+        kept: &CacheVersion,
+    ) -> StoreResult<Option<CacheVersion>> {
+        self.feed.stands(user, kept).await
     }
 
     /// [`Timelines::page`], with the version of the strategy's read when the page is a
@@ -61,7 +66,7 @@ impl Timelines {
         user: &str,
         before: Option<PostId>,
         limit: usize,
-    ) -> StoreResult<(TimelinePage, Option<u64>)> {
+    ) -> StoreResult<(TimelinePage, Option<CacheVersion>)> {
         self.read_page(user, before, limit, true).await
     }
 
@@ -72,7 +77,7 @@ impl Timelines {
         before: Option<PostId>,
         limit: usize,
         versioned: bool,
-    ) -> StoreResult<(TimelinePage, Option<u64>)> {
+    ) -> StoreResult<(TimelinePage, Option<CacheVersion>)> {
         let want = limit + 1;
         let mut kept: Vec<TimelineEntry> = Vec::with_capacity(want);
         let mut names: HashMap<String, String> = HashMap::new();

@@ -342,9 +342,12 @@ impl Social {
         }
         let key = (user.to_owned(), before, limit);
         if let Some(kept) = self.pages.get(&key)
-            && self.timelines.page_version(user).await? == Some(kept.version)
+            && let Some(version) = self.timelines.page_stands(user, &kept.version).await?
         {
             metrics::counter!("socialite_page_memo_hits_total").increment(1);
+            if version != kept.version {
+                self.pages.put(key, Some(version), &kept.body);
+            }
             return Ok(kept.body);
         }
         let (page, version) = self.timelines.versioned_page(user, before, limit).await?;

@@ -10,13 +10,14 @@ use bytes::Bytes;
 use moka::sync::Cache;
 
 use crate::domain::PostId;
+use crate::store::timelines::CacheVersion;
 
 /// Whose page, below which post, how long.
 type Key = (String, Option<PostId>, usize);
 
 #[derive(Clone)]
 pub(super) struct Rendered {
-    pub version: u64,
+    pub version: CacheVersion,
     pub body: Bytes,
 }
 
@@ -31,7 +32,8 @@ impl PageMemo {
             Cache::builder()
                 .max_capacity(u64::from(mib) << 20)
                 .weigher(|key: &Key, page: &Rendered| {
-                    u32::try_from(key.0.len() + page.body.len() + 64).unwrap_or(u32::MAX)
+                    let bytes = key.0.len() + page.body.len() + page.version.heap_size() + 96;
+                    u32::try_from(bytes).unwrap_or(u32::MAX)
                 })
                 .build()
         });
@@ -47,7 +49,7 @@ impl PageMemo {
     }
 
     /// Keeps `body` under `version`, or forgets the key's page when the read had none.
-    pub fn put(&self, key: Key, version: Option<u64>, body: &Bytes) {
+    pub fn put(&self, key: Key, version: Option<CacheVersion>, body: &Bytes) {
         let Some(pages) = &self.pages else { return };
         match version {
             Some(version) => pages.insert(

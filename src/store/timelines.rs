@@ -7,6 +7,10 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 
+mod version;
+
+pub use version::{CacheVersion, MergedVersion};
+
 use super::graph::FANOUT_BATCH;
 use super::{GraphStore, StoreResult};
 use crate::domain::{
@@ -32,26 +36,6 @@ pub struct CacheView {
     /// rows as they stand, read with no removal or rename pending, so that they are a
     /// function of those rows alone; `None` otherwise, and from a store that keeps none.
     pub version: Option<u64>,
-}
-
-/// See [`TimelineStore::cache_version`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct CacheVersion {
-    /// The cache's rows: [`CacheView::version`] when they are read.
-    pub cache: u64,
-    /// What a `hybrid` page merges: the followees whose edge is flagged merged, their
-    /// names and their posts (0 when not asked).
-    pub merged: u64,
-}
-
-impl CacheVersion {
-    /// One value for both, for a page that holds both.
-    pub fn page(&self) -> u64 {
-        use std::hash::{DefaultHasher, Hash, Hasher};
-        let mut hasher = DefaultHasher::new();
-        (self.cache, self.merged).hash(&mut hasher);
-        hasher.finish()
-    }
 }
 
 /// What a write into a cache says about the cache beyond its entries (see `feed::cache`):
@@ -162,12 +146,26 @@ pub trait TimelineStore: Send + Sync + 'static {
     /// exists.
     async fn cache_start(&self, user: &str, now_ms: i64) -> StoreResult<bool>;
     /// The version a [`TimelineStore::cache_current`] of `user`'s ready cache would carry
-    /// now, in one light read: every write of the cache's entries moves it to a value it
-    /// never had, so while it is unchanged, a page read under it stands. With `merged`,
-    /// also a digest of what a `hybrid` page merges beside it, which every change of
-    /// that moves (see [`CacheVersion`]). `None` without a ready cache, while a removal
-    /// or a rename is pending, and from a store that keeps no versions (the default).
+    /// now, in one light read: every write of the cache's entries, and every change of
+    /// which of `user`'s edges are flagged merged, moves it to a value it never had, so
+    /// while it is unchanged, a page read under it stands. With `merged`, also what a
+    /// `hybrid` page merges beside it (see [`MergedVersion`]). `None` without a ready
+    /// cache, while a removal or a rename is pending, and from a store that keeps no
+    /// versions (the default).
     async fn cache_version(&self, _user: &str, _merged: bool) -> StoreResult<Option<CacheVersion>> {
+        Ok(None)
+    }
+    /// Whether a page read under `kept` (from [`TimelineStore::cache_version`]) stands
+    /// now: the version to keep it under from now on (`kept`, or `kept` with a newer
+    /// merge clock when the followees it merges changed nothing since), or `None`. One
+    /// light read while nothing merged anywhere moved; then one more, of the merge
+    /// versions of `kept`'s followees alone. `None` from a store that keeps no versions
+    /// (the default).
+    async fn cache_stands(
+        &self,
+        _user: &str,
+        _kept: &CacheVersion,
+    ) -> StoreResult<Option<CacheVersion>> {
         Ok(None)
     }
     /// Deletes `user`'s cache if it is ready, holds no entry and is not complete: such a

@@ -381,6 +381,13 @@ impl TimelineStore for FaultyTimelines {
     async fn cache_version(&self, user: &str, merged: bool) -> StoreResult<Option<CacheVersion>> {
         self.inner.cache_version(user, merged).await
     }
+    async fn cache_stands(
+        &self,
+        user: &str,
+        kept: &CacheVersion,
+    ) -> StoreResult<Option<CacheVersion>> {
+        self.inner.cache_stands(user, kept).await
+    }
     async fn rename_author(
         &self,
         kind: TimelineKind,

@@ -3,7 +3,7 @@
 use async_trait::async_trait;
 use rusqlite::{OptionalExtension, params};
 
-use super::timelines::retractions;
+use super::timelines::{retractions, versions};
 use super::{
     EmbeddedStore, IN_CHUNK, add_to_counter, placeholders, post_before, post_from_row, post_id_at,
     record_change,
@@ -42,6 +42,7 @@ impl ContentStore for EmbeddedStore {
             tx.prepare_cached("INSERT INTO posts (id, author, text) VALUES (?1, ?2, ?3)")?
                 .execute(params![&id.bytes()[..], author, text])?;
             add_to_counter(tx, "posts_count", &author, 1)?;
+            versions::bump_merge_version(tx, &author)?;
             let post = Post { id, author, text };
             record_change(tx, "posts", ChangeOp::Insert, &id.to_string(), Some(&post))?;
             Ok(Inserted {
@@ -75,6 +76,7 @@ impl ContentStore for EmbeddedStore {
             if let Some(post) = &post {
                 retractions::mark_delete(tx, post.id)?;
                 add_to_counter(tx, "posts_count", &post.author, -1)?;
+                versions::bump_merge_version(tx, &post.author)?;
                 // The deleted post rides with its change, so workers know its author.
                 record_change(tx, "posts", ChangeOp::Delete, &id.to_string(), Some(post))?;
             }

@@ -5,7 +5,7 @@ use async_trait::async_trait;
 use rusqlite::{OptionalExtension, params};
 use serde::Serialize;
 
-use super::timelines::retractions;
+use super::timelines::{retractions, versions};
 use super::{EmbeddedStore, add_to_counter, record_change, user_exists};
 use crate::domain::ChangeOp;
 use crate::store::{EdgeState, GraphStore, StoreError, StoreResult};
@@ -36,6 +36,7 @@ impl GraphStore for EmbeddedStore {
                 return Ok(false);
             }
             retractions::clear_unfollow(tx, &follower, &followee)?;
+            versions::bump_if_merged(tx, &follower, &followee)?;
             add_to_counter(tx, "following_count", &follower, 1)?;
             add_to_counter(tx, "followers_count", &followee, 1)?;
             let doc = FollowDoc {
@@ -64,6 +65,7 @@ impl GraphStore for EmbeddedStore {
                 return Ok(false);
             }
             retractions::mark_unfollow(tx, &follower, &followee)?;
+            versions::bump_if_merged(tx, &follower, &followee)?;
             add_to_counter(tx, "following_count", &follower, -1)?;
             add_to_counter(tx, "followers_count", &followee, -1)?;
             record_change::<()>(
@@ -175,6 +177,7 @@ impl GraphStore for EmbeddedStore {
                 .execute([&author])?;
                 tx.prepare_cached("UPDATE users SET merged = 1, celebrity = 1 WHERE id = ?1")?
                     .execute([&author])?;
+                versions::enter_merged(tx, &author)?;
                 return Ok(Some(true));
             }
             if celebrity && followers < leave_below {

@@ -4,7 +4,7 @@
 
 use rusqlite::Connection;
 
-use super::timelines::{PART_BITS, names, retractions};
+use super::timelines::{PART_BITS, names, retractions, versions};
 
 /// The file format this binary writes, kept in `PRAGMA user_version`. Every migration
 /// below is idempotent and brings any older file (0: before the format was numbered) up
@@ -12,8 +12,11 @@ use super::timelines::{PART_BITS, names, retractions};
 /// older binary refuses the file instead of misreading it. Version 2: renames are
 /// recorded pending (`names::PENDING_RENAMES`), which a version-1 writer would not do.
 /// Version 3: every write of a cache's entries moves its version (`caches.version`, see
-/// `timelines::bump_version`), which a version-2 writer would not do.
-pub const SCHEMA_VERSION: i64 = 3;
+/// `timelines::bump_version`), which a version-2 writer would not do. Version 4: graph
+/// changes of flagged edges move their reader's cache version, and the posts and
+/// renames of merged authors their merge version (`timelines::versions`), which a
+/// version-3 writer would not do.
+pub const SCHEMA_VERSION: i64 = 4;
 
 /// The tables every socialite store has had since its first format: what tells a
 /// socialite store from another SQLite file.
@@ -201,6 +204,9 @@ pub fn migrate(conn: &Connection) -> anyhow::Result<()> {
          CREATE INDEX IF NOT EXISTS follows_flagged ON follows (follower, followee, merged)
              WHERE merged;",
     )?;
+    // What a kept hybrid page merges is versioned per merged author.
+    conn.execute_batch(versions::SCHEMA)?;
+    versions::migrate(conn)?;
     // How many caches exist, so a fan-out can walk the caches instead of the followers
     // when there are fewer of them.
     conn.execute_batch(

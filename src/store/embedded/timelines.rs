@@ -11,7 +11,7 @@ mod audience;
 mod buckets;
 pub(super) mod names;
 pub(super) mod retractions;
-mod versions;
+pub(super) mod versions;
 
 use super::{EmbeddedStore, post_before, post_id_at};
 use crate::domain::{
@@ -387,15 +387,15 @@ impl TimelineStore for EmbeddedStore {
     }
 
     async fn cache_version(&self, user: &str, merged: bool) -> StoreResult<Option<CacheVersion>> {
-        let user = user.to_owned();
-        let read = move |conn: &rusqlite::Connection| versions::cache_version(conn, &user, merged);
-        // Without `merged`, one statement: run as its own read transaction, 6-8% of a
-        // kept page's CPU saved (`loadtest/read_cost.sh`, 2026-11-25). With it, two, in
-        // one transaction.
-        match merged {
-            false => self.read_statement_inline(read).await,
-            true => self.read_inline(read).await,
-        }
+        self.read_cache_version(user, merged).await
+    }
+
+    async fn cache_stands(
+        &self,
+        user: &str,
+        kept: &CacheVersion,
+    ) -> StoreResult<Option<CacheVersion>> {
+        self.read_cache_stands(user, kept).await
     }
 
     async fn rename_author(

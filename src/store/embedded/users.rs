@@ -5,7 +5,7 @@ use async_trait::async_trait;
 use rusqlite::{Connection, OptionalExtension, params};
 
 use super::leases::check_fence;
-use super::timelines::names;
+use super::timelines::{names, versions};
 use super::{EmbeddedStore, IN_CHUNK, placeholders, record_change};
 use crate::domain::{AuthorView, ChangeOp, Fence, NewUser, User};
 use crate::store::{Counted, Recount, StoreError, StoreResult, UserStore};
@@ -104,6 +104,7 @@ impl UserStore for EmbeddedStore {
                 return Ok(None);
             }
             names::record_rename(tx, &id)?;
+            versions::bump_merge_version(tx, &id)?;
             let user = get_user(tx, &id)?;
             record_change(tx, "users", ChangeOp::Update, &id, user.as_ref())?;
             Ok(user)

@@ -11,6 +11,7 @@ use super::{activity, events, timelines};
 use crate::domain::{BucketKind, FeedStrategy};
 use crate::store::StoreResult;
 use crate::store::bulk::{DeriveSettings, Derived, StepReport};
+use crate::store::embedded::timelines::versions;
 use crate::store::embedded::{EmbeddedStore, trends, users};
 use crate::store::trends::{HOUR_MS, HOURS_KEPT};
 
@@ -103,6 +104,7 @@ pub(super) async fn derive_all(
                        AND followee IN (SELECT id FROM users WHERE merged)",
                     [],
                 )?;
+                versions::all_merged(tx)?;
                 tx.execute(
                     "UPDATE users SET celebrity = (followers_count > ?1
                                                    OR (celebrity AND followers_count >= ?2))",

@@ -1,12 +1,87 @@
 //! Cache versions (see `TimelineStore::cache_version`): what lets a rendered page be
 //! served again while it stands (`service::pages`).
+//!
+//! A `hybrid` page also merges the posts and names of the reader's flagged followees.
+//! Which followees those are is covered by the reader's cache version: every graph
+//! transaction that adds or removes a flagged edge of the reader's, or flags them, moves
+//! it ([`bump_if_merged`], [`enter_merged`]). What each of them serves is covered by
+//! their merge version, a row of `merge_versions` that exists for every author ever
+//! marked merged, moved by every insert and delete of their posts and every rename
+//! ([`bump_merge_version`]); the row keyed by the empty id, which no user has, is the
+//! clock, moved with every one of them. So a kept merged page is checked with one
+//! statement while no merged author changed anything, and otherwise by reading the
+//! merge versions of its own followees alone.
 
-use std::hash::{DefaultHasher, Hash, Hasher};
+use std::sync::Arc;
 
 use rusqlite::{Connection, OptionalExtension, Transaction};
 
+use super::super::EmbeddedStore;
 use crate::store::StoreResult;
-use crate::store::timelines::CacheVersion;
+use crate::store::timelines::{CacheVersion, MergedVersion};
+
+impl EmbeddedStore {
+    /// `TimelineStore::cache_version`.
+    pub(super) async fn read_cache_version(
+        &self,
+        user: &str,
+        merged: bool,
+    ) -> StoreResult<Option<CacheVersion>> {
+        let read = |conn: &Connection| cache_version(conn, user, merged);
+        // Without `merged`, one statement: run as its own read transaction, 6-8% of a
+        // kept page's CPU saved (`loadtest/read_cost.sh`, 2026-11-25). With it, two, in
+        // one transaction.
+        match merged {
+            false => self.read_statement_inline(read).await,
+            true => self.read_inline(read).await,
+        }
+    }
+
+    /// `TimelineStore::cache_stands`.
+    pub(super) async fn read_cache_stands(
+        &self,
+        user: &str,
+        kept: &CacheVersion,
+    ) -> StoreResult<Option<CacheVersion>> {
+        let stands = self
+            .read_statement_inline(|conn| cache_stands(conn, user, kept))
+            .await?;
+        let (Stands::IfFolloweesStand { clock }, Some(merged)) = (stands, &kept.merged) else {
+            return Ok(matches!(stands, Stands::Yes).then(|| kept.clone()));
+        };
+        // The cache and the flagged edges stood when the clock was read, and the
+        // followees' merge versions stand after it: the page stood then, under `clock`.
+        let stand = self
+            .read_inline(|conn| followees_stand(conn, merged))
+            .await?;
+        Ok(stand.then(|| CacheVersion {
+            cache: kept.cache,
+            merged: Some(MergedVersion {
+                clock,
+                followees: merged.followees.clone(),
+            }),
+        }))
+    }
+}
+
+pub(in crate::store::embedded) const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS merge_versions (
+    author  TEXT PRIMARY KEY,
+    version INTEGER NOT NULL
+) WITHOUT ROWID;";
+
+/// Gives every author marked merged before the table existed a row, and starts the
+/// clock, once.
+pub(in crate::store::embedded) fn migrate(conn: &Connection) -> rusqlite::Result<()> {
+    conn.execute_batch(
+        "SAVEPOINT merge_versions;
+         INSERT OR IGNORE INTO merge_versions (author, version)
+         SELECT id, random() FROM users
+          WHERE merged AND NOT EXISTS (SELECT 1 FROM merge_versions WHERE author = '');
+         INSERT OR IGNORE INTO merge_versions (author, version) VALUES ('', random());
+         RELEASE merge_versions;",
+    )
+}
 
 /// Moves `user`'s cache to a new version (see `TimelineStore::cache_version`). Every
 /// write of a cache's entries calls it (or [`bump_versions_of`]) in its own
@@ -35,39 +110,144 @@ pub(in crate::store::embedded) fn bump_versions_of(
     Ok(())
 }
 
-/// `user`'s cache version, and with `merged` the digest of what a `hybrid` page merges
-/// beside the cache. Without `merged`, one statement, which may run as a read
-/// transaction of its own; with it, call it inside one. The digest covers, for each
-/// followee whose edge is flagged merged (the set `merged_posts` reads), their id, their
-/// profile's version (the names it serves) and their counter version, which every
-/// insert and delete of their posts moves in its own transaction (`add_to_counter`).
-pub(in crate::store::embedded) fn cache_version(
-    conn: &Connection,
-    user: &str,
-    merged: bool,
-) -> StoreResult<Option<CacheVersion>> {
-    let cache: Option<i64> = conn
-        .prepare_cached(CACHE_VERSION)?
-        .query_row([user], |row| row.get(0))
-        .optional()?;
-    let Some(cache) = cache else {
+/// For an edge from `follower` to `followee` just added or removed: moves the
+/// follower's cache version when the edge is flagged merged, that is, when the
+/// followee was ever marked merged.
+pub(in crate::store::embedded) fn bump_if_merged(
+    tx: &Transaction<'_>,
+    follower: &str,
+    followee: &str,
+) -> StoreResult<()> {
+    tx.prepare_cached(
+        "UPDATE caches SET version = random()
+          WHERE user = ?1 AND EXISTS (SELECT 1 FROM merge_versions WHERE author = ?2)",
+    )?
+    .execute([follower, followee])?;
+    Ok(())
+}
+
+/// For `author` marked merged and every edge to them flagged, in this transaction:
+/// gives them a merge version and moves the cache version of each of their followers.
+pub(in crate::store::embedded) fn enter_merged(
+    tx: &Transaction<'_>,
+    author: &str,
+) -> StoreResult<()> {
+    tx.prepare_cached(
+        "INSERT OR REPLACE INTO merge_versions (author, version) VALUES (?1, random())",
+    )?
+    .execute([author])?;
+    tx.prepare_cached("UPDATE merge_versions SET version = random() WHERE author = ''")?
+        .execute([])?;
+    bump_versions_of(
+        tx,
+        "SELECT follower FROM follows WHERE followee = ?1",
+        [author],
+    )
+}
+
+/// After a bulk load marked authors merged and flagged every edge to them (with every
+/// cache dropped): a new merge version for every author marked merged, and the clock.
+pub(in crate::store::embedded) fn all_merged(tx: &Transaction<'_>) -> StoreResult<()> {
+    tx.execute_batch(
+        "INSERT OR REPLACE INTO merge_versions (author, version)
+         SELECT id, random() FROM users WHERE merged;
+         UPDATE merge_versions SET version = random() WHERE author = '';",
+    )?;
+    Ok(())
+}
+
+/// Moves `author`'s merge version, and the clock, when they were ever marked merged: in
+/// every transaction that inserts or deletes a post of theirs or renames them.
+pub(in crate::store::embedded) fn bump_merge_version(
+    tx: &Transaction<'_>,
+    author: &str,
+) -> StoreResult<()> {
+    tx.prepare_cached(
+        "UPDATE merge_versions SET version = random()
+          WHERE author IN (?1, '') AND EXISTS (SELECT 1 FROM merge_versions WHERE author = ?1)",
+    )?
+    .execute([author])?;
+    Ok(())
+}
+
+/// `user`'s cache version, and with `merged` what a `hybrid` page merges beside the
+/// cache. Without `merged`, one statement, which may run as a read transaction of its
+/// own; with it, call it inside one.
+fn cache_version(conn: &Connection, user: &str, merged: bool) -> StoreResult<Option<CacheVersion>> {
+    if !merged {
+        let cache: Option<i64> = conn
+            .prepare_cached(CACHE_VERSION)?
+            .query_row([user], |row| row.get(0))
+            .optional()?;
+        return Ok(cache.map(|cache| CacheVersion {
+            cache: cache as u64,
+            merged: None,
+        }));
+    }
+    let Some((cache, clock)) = cache_and_clock(conn, user)? else {
         return Ok(None);
     };
-    let mut digest = 0;
-    if merged {
-        let mut hasher = DefaultHasher::new();
-        let mut followees = conn.prepare_cached(MERGED_DIGEST)?;
-        let mut rows = followees.query([user])?;
-        while let Some(row) = rows.next()? {
-            let followee = row.get_ref(0)?.as_bytes().map_err(rusqlite::Error::from)?;
-            (followee, row.get::<_, i64>(1)?, row.get::<_, i64>(2)?).hash(&mut hasher);
-        }
-        digest = hasher.finish();
-    }
+    let mut followees = conn.prepare_cached(MERGED_FOLLOWEES)?;
+    let followees = followees
+        .query_map([user], |row| {
+            Ok((row.get(0)?, row.get::<_, i64>(1)? as u64))
+        })?
+        .collect::<rusqlite::Result<Arc<[_]>>>()?;
     Ok(Some(CacheVersion {
-        cache: cache as u64,
-        merged: digest,
+        cache,
+        merged: Some(MergedVersion { clock, followees }),
     }))
+}
+
+/// Whether a page kept under `kept` stands (see `TimelineStore::cache_stands`): the
+/// cache's version and, for a merged page, the clock, in one statement, which may run
+/// as a read transaction of its own.
+fn cache_stands(conn: &Connection, user: &str, kept: &CacheVersion) -> StoreResult<Stands> {
+    let Some(merged) = &kept.merged else {
+        let cache = cache_version(conn, user, false)?.map(|v| v.cache);
+        return Ok(match cache == Some(kept.cache) {
+            true => Stands::Yes,
+            false => Stands::No,
+        });
+    };
+    Ok(match cache_and_clock(conn, user)? {
+        Some((cache, clock)) if cache == kept.cache && clock == merged.clock => Stands::Yes,
+        Some((cache, clock)) if cache == kept.cache => Stands::IfFolloweesStand { clock },
+        _ => Stands::No,
+    })
+}
+
+/// What [`cache_stands`] found.
+#[derive(Clone, Copy)]
+enum Stands {
+    Yes,
+    No,
+    /// The cache stands, but the clock moved to `clock`: the page stands, under it, if
+    /// its followees' merge versions are as kept ([`followees_stand`]).
+    IfFolloweesStand {
+        clock: u64,
+    },
+}
+
+/// Whether every followee in `merged` still has the merge version it was kept with.
+fn followees_stand(conn: &Connection, merged: &MergedVersion) -> StoreResult<bool> {
+    let mut version = conn.prepare_cached(MERGE_VERSION)?;
+    for (followee, kept) in merged.followees.iter() {
+        let now: Option<i64> = version.query_row([followee], |row| row.get(0)).optional()?;
+        if now.map(|v| v as u64) != Some(*kept) {
+            return Ok(false);
+        }
+    }
+    Ok(true)
+}
+
+fn cache_and_clock(conn: &Connection, user: &str) -> StoreResult<Option<(u64, u64)>> {
+    Ok(conn
+        .prepare_cached(CACHE_AND_CLOCK)?
+        .query_row([user], |row| {
+            Ok((row.get::<_, i64>(0)? as u64, row.get::<_, i64>(1)? as u64))
+        })
+        .optional()?)
 }
 
 /// A ready cache's version, while no removal or rename is pending.
@@ -76,8 +256,19 @@ const CACHE_VERSION: &str = "SELECT version FROM caches WHERE user = ?1 AND read
        AND NOT EXISTS (SELECT 1 FROM pending_unfollows WHERE user = ?1)
        AND NOT EXISTS (SELECT 1 FROM pending_renames)";
 
+/// [`CACHE_VERSION`], with the merge clock.
+const CACHE_AND_CLOCK: &str = "SELECT version,
+       IFNULL((SELECT version FROM merge_versions WHERE author = ''), 0)
+       FROM caches WHERE user = ?1 AND ready
+       AND NOT EXISTS (SELECT 1 FROM pending_deletes)
+       AND NOT EXISTS (SELECT 1 FROM pending_unfollows WHERE user = ?1)
+       AND NOT EXISTS (SELECT 1 FROM pending_renames)";
+
 /// What a `hybrid` page merges, as `content::MERGED_FOLLOWEES` reads it (the flagged
-/// edges from the same covering index), with each followee's versions.
-const MERGED_DIGEST: &str = "SELECT f.followee, IFNULL(u.version, 0), IFNULL(u.counter_version, 0)
-     FROM follows AS f INDEXED BY follows_flagged LEFT JOIN users AS u ON u.id = f.followee
+/// edges from the same covering index), with each followee's merge version.
+const MERGED_FOLLOWEES: &str = "SELECT f.followee, IFNULL(m.version, 0)
+     FROM follows AS f INDEXED BY follows_flagged
+     LEFT JOIN merge_versions AS m ON m.author = f.followee
      WHERE f.follower = ?1 AND f.merged";
+
+const MERGE_VERSION: &str = "SELECT version FROM merge_versions WHERE author = ?1";

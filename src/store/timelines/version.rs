@@ -1,0 +1,40 @@
+//! What a page read from a cache stands on (see `TimelineStore::cache_version`), so that
+//! a rendered copy of it can be served again while it stands (`service::pages`).
+
+use std::sync::Arc;
+
+/// A page's version, as [`super::TimelineStore::cache_version`] reads it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CacheVersion {
+    /// The cache's rows, and which of the owner's edges are flagged merged: every write
+    /// of either moves it to a value it never had ([`super::CacheView::version`] when
+    /// the rows are read).
+    pub cache: u64,
+    /// What a `hybrid` page merges beside the cache; `None` when not asked.
+    pub merged: Option<MergedVersion>,
+}
+
+/// What a `hybrid` page merges: the posts and names of the followees whose edge is
+/// flagged merged. Which followees those are is covered by [`CacheVersion::cache`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MergedVersion {
+    /// The store's merge clock, moved with every followee's merge version: while it
+    /// stands, so do they all, and one read of it checks them all.
+    pub clock: u64,
+    /// Each followee whose edge is flagged merged, with their merge version, which
+    /// every insert or delete of their posts and every rename of theirs moves.
+    pub followees: Arc<[(String, u64)]>,
+}
+
+impl CacheVersion {
+    /// The bytes a kept copy of the version holds, beyond its own size.
+    pub fn heap_size(&self) -> usize {
+        self.merged.as_ref().map_or(0, |merged| {
+            merged
+                .followees
+                .iter()
+                .map(|(id, _)| id.len() + std::mem::size_of::<(String, u64)>())
+                .sum()
+        })
+    }
+}
