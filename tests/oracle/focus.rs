@@ -34,7 +34,8 @@ pub enum Focus {
 
 impl Focus {
     /// Seeds 1 to 5 (the fixed ones) each take one focus; other seeds are general half
-    /// the time.
+    /// the time. `SOCIALITE_ORACLE_FOCUS` (a focus's name, as `Debug` prints it, in any
+    /// case) gives every seed that one, to hunt one class of edge.
     pub fn of(seed: u64) -> Focus {
         const FOCI: [Focus; 5] = [
             Focus::LatePush,
@@ -43,6 +44,13 @@ impl Focus {
             Focus::Counters,
             Focus::Hybrid,
         ];
+        if let Ok(name) = std::env::var("SOCIALITE_ORACLE_FOCUS") {
+            let all = [Focus::General].into_iter().chain(FOCI);
+            return all
+                .into_iter()
+                .find(|f| format!("{f:?}").eq_ignore_ascii_case(name.trim()))
+                .unwrap_or_else(|| panic!("SOCIALITE_ORACLE_FOCUS={name}: no such focus"));
+        }
         match seed {
             1..=5 => FOCI[seed as usize - 1],
             _ if (seed >> 7).is_multiple_of(2) => Focus::General,

@@ -294,3 +294,34 @@ pub fn activity_entries(body: &Value) -> Vec<((String, String), i64)> {
         })
         .collect()
 }
+
+/// At quiescence: the first page of `user`'s timeline at every length a walk may ask
+/// for, from every process up, is the head of `served` (the converged timeline, as a
+/// full walk read it). A process keeps rendered pages by owner, cursor and length
+/// (`service::pages`), so this serves every page kept during the run that its version
+/// still says stands: one a write should have moved shows here, whatever it lacks or
+/// holds. Returns what differs.
+pub async fn kept_heads(world: &World, user: &str, served: &[String]) -> Vec<String> {
+    let mut faults = Vec::new();
+    let token = world.token(user);
+    for target in world.cluster.up() {
+        for limit in 1..=6 {
+            let path = format!("/v1/users/{user}/timeline?limit={limit}");
+            let Some(page) = world.read(&target, &path, Some(&token)).await else {
+                continue;
+            };
+            let ids: Vec<&str> = page["items"]
+                .as_array()
+                .map(|items| items.iter().filter_map(|i| i["id"].as_str()).collect())
+                .unwrap_or_default();
+            let head: Vec<&str> = served.iter().take(limit).map(String::as_str).collect();
+            if ids != head {
+                faults.push(format!(
+                    "{user}'s first page via {} at limit {limit}: {ids:?}, the converged head {head:?}",
+                    target.slot
+                ));
+            }
+        }
+    }
+    faults
+}
