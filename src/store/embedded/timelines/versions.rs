@@ -250,19 +250,25 @@ fn cache_and_clock(conn: &Connection, user: &str) -> StoreResult<Option<(u64, u6
         .optional()?)
 }
 
+/// The owner's cache, ready, while no removal or rename is pending: what a version is
+/// read from.
+macro_rules! standing_cache {
+    () => {
+        "FROM caches WHERE user = ?1 AND ready
+           AND NOT EXISTS (SELECT 1 FROM pending_deletes)
+           AND NOT EXISTS (SELECT 1 FROM pending_unfollows WHERE user = ?1)
+           AND NOT EXISTS (SELECT 1 FROM pending_renames)"
+    };
+}
+
 /// A ready cache's version, while no removal or rename is pending.
-const CACHE_VERSION: &str = "SELECT version FROM caches WHERE user = ?1 AND ready
-       AND NOT EXISTS (SELECT 1 FROM pending_deletes)
-       AND NOT EXISTS (SELECT 1 FROM pending_unfollows WHERE user = ?1)
-       AND NOT EXISTS (SELECT 1 FROM pending_renames)";
+const CACHE_VERSION: &str = concat!("SELECT version ", standing_cache!());
 
 /// [`CACHE_VERSION`], with the merge clock.
-const CACHE_AND_CLOCK: &str = "SELECT version,
-       IFNULL((SELECT version FROM merge_versions WHERE author = ''), 0)
-       FROM caches WHERE user = ?1 AND ready
-       AND NOT EXISTS (SELECT 1 FROM pending_deletes)
-       AND NOT EXISTS (SELECT 1 FROM pending_unfollows WHERE user = ?1)
-       AND NOT EXISTS (SELECT 1 FROM pending_renames)";
+const CACHE_AND_CLOCK: &str = concat!(
+    "SELECT version, IFNULL((SELECT version FROM merge_versions WHERE author = ''), 0) ",
+    standing_cache!()
+);
 
 /// What a `hybrid` page merges, as `content::MERGED_FOLLOWEES` reads it (the flagged
 /// edges from the same covering index), with each followee's merge version.
