@@ -154,18 +154,16 @@ pub fn migrate(conn: &Connection) -> anyhow::Result<()> {
     conn.execute_batch(SCHEMA)?;
     conn.execute_batch(retractions::SCHEMA)?;
     // Timed periods are split into parts, stored as keys `period << PART_BITS | part`.
-    // Buckets stored before that become part 0 of their period, once: the marker is
-    // written in the same transaction as the rewrite.
+    // Buckets stored before that become part 0 of their period, once.
     let part = 1_i64 << PART_BITS;
-    conn.execute_batch(&format!(
-        "SAVEPOINT timed_parts;
-         UPDATE buckets SET key = key * {part}
-          WHERE kind = 0 AND NOT EXISTS (SELECT 1 FROM meta WHERE key = 'timed_bucket_parts');
-         UPDATE bucket_entries SET key = key * {part}
-          WHERE kind = 0 AND NOT EXISTS (SELECT 1 FROM meta WHERE key = 'timed_bucket_parts');
-         INSERT OR IGNORE INTO meta (key, value) VALUES ('timed_bucket_parts', 1);
-         RELEASE timed_parts;"
-    ))?;
+    once(
+        conn,
+        "timed_bucket_parts",
+        &format!(
+            "UPDATE buckets SET key = key * {part} WHERE kind = 0;
+             UPDATE bucket_entries SET key = key * {part} WHERE kind = 0;"
+        ),
+    )?;
     // Entries embed their author's display name (`name`) and the user version it was
     // read at (`name_v`); entries written before carry neither.
     // Whether the follow's backfill is done (see `GraphStore::mark_backfilled`).
@@ -215,16 +213,35 @@ pub fn migrate(conn: &Connection) -> anyhow::Result<()> {
     retractions::migrate(conn)?;
     // Renames whose propagation was not recorded when the file was older are pending.
     conn.execute_batch(names::PENDING_RENAMES)?;
-    conn.execute_batch(
-        "SAVEPOINT pending_renames;
-         INSERT OR IGNORE INTO pending_renames (user, version)
+    once(
+        conn,
+        "pending_renames",
+        "INSERT OR IGNORE INTO pending_renames (user, version)
          SELECT u.id, u.version FROM users AS u LEFT JOIN renames AS r ON r.user = u.id
-          WHERE u.version > IFNULL(r.version, 0)
-            AND NOT EXISTS (SELECT 1 FROM meta WHERE key = 'pending_renames');
-         INSERT OR IGNORE INTO meta (key, value) VALUES ('pending_renames', 1);
-         RELEASE pending_renames;",
+          WHERE u.version > IFNULL(r.version, 0);",
     )?;
     Ok(())
+}
+
+/// Runs `batch`, a migration step that must run once per file, unless `meta` holds its
+/// marker `key`; then records the marker, in the same savepoint. The marker is looked
+/// up before the step: a marker test inside the step's statements does not stop SQLite
+/// from scanning their tables at every start.
+pub(super) fn once(conn: &Connection, key: &str, batch: &str) -> rusqlite::Result<()> {
+    let done: bool = conn.query_row(
+        "SELECT EXISTS (SELECT 1 FROM meta WHERE key = ?1)",
+        [key],
+        |row| row.get(0),
+    )?;
+    if done {
+        return Ok(());
+    }
+    conn.execute_batch(&format!(
+        "SAVEPOINT once;
+         {batch}
+         INSERT OR IGNORE INTO meta (key, value) VALUES ('{key}', 1);
+         RELEASE once;"
+    ))
 }
 
 /// Records that the file is at [`SCHEMA_VERSION`]: called once every migration of

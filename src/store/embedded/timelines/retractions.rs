@@ -44,24 +44,15 @@ CREATE TABLE IF NOT EXISTS pending_unfollows (
 /// Deletes, once, the cache entries of databases written before the marks existed that
 /// the invariant does not cover: until then reads hid them by checking every entry.
 pub(in crate::store::embedded) fn migrate(conn: &Connection) -> rusqlite::Result<()> {
-    let done: bool = conn.query_row(
-        "SELECT EXISTS (SELECT 1 FROM meta WHERE key = 'retraction_marks')",
-        [],
-        |row| row.get(0),
-    )?;
-    if done {
-        return Ok(());
-    }
-    conn.execute_batch(
-        "SAVEPOINT retraction_marks;
-         UPDATE caches SET version = random();
+    super::super::schema::once(
+        conn,
+        "retraction_marks",
+        "UPDATE caches SET version = random();
          DELETE FROM cache_entries
           WHERE NOT EXISTS (SELECT 1 FROM posts WHERE id = cache_entries.post_id)
              OR (author != user AND NOT EXISTS (
                  SELECT 1 FROM follows
-                  WHERE follower = cache_entries.user AND followee = cache_entries.author));
-         INSERT OR IGNORE INTO meta (key, value) VALUES ('retraction_marks', 1);
-         RELEASE retraction_marks;",
+                  WHERE follower = cache_entries.user AND followee = cache_entries.author));",
     )
 }
 

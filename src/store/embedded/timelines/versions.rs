@@ -73,13 +73,12 @@ CREATE TABLE IF NOT EXISTS merge_versions (
 /// Gives every author marked merged before the table existed a row, and starts the
 /// clock, once.
 pub(in crate::store::embedded) fn migrate(conn: &Connection) -> rusqlite::Result<()> {
-    conn.execute_batch(
-        "SAVEPOINT merge_versions;
-         INSERT OR IGNORE INTO merge_versions (author, version)
-         SELECT id, random() FROM users
-          WHERE merged AND NOT EXISTS (SELECT 1 FROM merge_versions WHERE author = '');
-         INSERT OR IGNORE INTO merge_versions (author, version) VALUES ('', random());
-         RELEASE merge_versions;",
+    super::super::schema::once(
+        conn,
+        "merge_versions",
+        "INSERT OR IGNORE INTO merge_versions (author, version)
+         SELECT id, random() FROM users WHERE merged;
+         INSERT OR IGNORE INTO merge_versions (author, version) VALUES ('', random());",
     )
 }
 
