@@ -117,12 +117,11 @@ pub(in crate::store::embedded) fn bump_if_merged(
     follower: &str,
     followee: &str,
 ) -> StoreResult<()> {
-    tx.prepare_cached(
-        "UPDATE caches SET version = random()
-          WHERE user = ?1 AND EXISTS (SELECT 1 FROM merge_versions WHERE author = ?2)",
-    )?
-    .execute([follower, followee])?;
-    Ok(())
+    bump_versions_of(
+        tx,
+        "SELECT ?1 WHERE EXISTS (SELECT 1 FROM merge_versions WHERE author = ?2)",
+        [follower, followee],
+    )
 }
 
 /// For `author` marked merged and every edge to them flagged, in this transaction:
@@ -132,11 +131,10 @@ pub(in crate::store::embedded) fn enter_merged(
     author: &str,
 ) -> StoreResult<()> {
     tx.prepare_cached(
-        "INSERT OR REPLACE INTO merge_versions (author, version) VALUES (?1, random())",
+        "INSERT OR IGNORE INTO merge_versions (author, version) VALUES (?1, random())",
     )?
     .execute([author])?;
-    tx.prepare_cached("UPDATE merge_versions SET version = random() WHERE author = ''")?
-        .execute([])?;
+    bump_merge_version(tx, author)?;
     bump_versions_of(
         tx,
         "SELECT follower FROM follows WHERE followee = ?1",
