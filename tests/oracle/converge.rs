@@ -306,11 +306,7 @@ pub async fn derived(world: &World, s: &Sources) -> Vec<String> {
                 "{user}'s timeline not newest first without duplicates: {served:?}"
             ));
         }
-        let ids: Vec<String> = items
-            .iter()
-            .filter_map(|i| Some(i["id"].as_str()?.to_owned()))
-            .collect();
-        faults.extend(super::reads::kept_heads(world, user, &ids).await);
+        faults.extend(super::reads::kept_heads(world, user, &served).await);
         let set: BTreeSet<PostId> = served.iter().copied().collect();
         let missing: Vec<String> = bounds
             .lower

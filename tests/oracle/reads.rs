@@ -3,8 +3,11 @@
 //! unfollowed before the read began, no acknowledged post lost from its author's
 //! posts, counters never below what acknowledged writes imply.
 
+use std::ops::RangeInclusive;
+
 use rand::RngExt;
 use serde_json::Value;
+use socialite::domain::PostId;
 
 use super::model::Model;
 use super::ops::any_user;
@@ -51,6 +54,9 @@ pub fn item_fault(
     None
 }
 
+/// The page lengths a walk asks for.
+const PAGE_LIMITS: RangeInclusive<usize> = 1..=6;
+
 /// Walks `reader`'s timeline a few pages with `before`. Half the walks read their first
 /// page twice on the same process, back to back: the second read is served as a kept
 /// page (`service::pages`) unless a write moved what the page was read from, so kept
@@ -60,7 +66,7 @@ pub async fn timeline(world: &World, rng: &mut Rng) {
     let reader = any_user(world, rng);
     let target = world.pick(rng).await;
     let token = world.token(&reader);
-    let limit = rng.random_range(1..=6);
+    let limit = rng.random_range(PAGE_LIMITS);
     let mut before: Option<String> = None;
     let mut last: Option<String> = None;
     let mut again = rng.random_bool(0.5);
@@ -301,21 +307,23 @@ pub fn activity_entries(body: &Value) -> Vec<((String, String), i64)> {
 /// (`service::pages`), so this serves every page kept during the run that its version
 /// still says stands: one a write should have moved shows here, whatever it lacks or
 /// holds. Returns what differs.
-pub async fn kept_heads(world: &World, user: &str, served: &[String]) -> Vec<String> {
+pub async fn kept_heads(world: &World, user: &str, served: &[PostId]) -> Vec<String> {
     let mut faults = Vec::new();
     let token = world.token(user);
     for target in world.cluster.up() {
-        for limit in 1..=6 {
+        for limit in PAGE_LIMITS {
             let path = format!("/v1/users/{user}/timeline?limit={limit}");
             let Some(page) = world.read(&target, &path, Some(&token)).await else {
                 continue;
             };
-            let ids: Vec<&str> = page["items"]
+            let ids: Vec<PostId> = page["items"]
                 .as_array()
-                .map(|items| items.iter().filter_map(|i| i["id"].as_str()).collect())
-                .unwrap_or_default();
-            let head: Vec<&str> = served.iter().take(limit).map(String::as_str).collect();
-            if ids != head {
+                .into_iter()
+                .flatten()
+                .filter_map(|i| i["id"].as_str()?.parse().ok())
+                .collect();
+            let head = &served[..limit.min(served.len())];
+            if ids.as_slice() != head {
                 faults.push(format!(
                     "{user}'s first page via {} at limit {limit}: {ids:?}, the converged head {head:?}",
                     target.slot
