@@ -25,9 +25,10 @@
 # loadtest/scale_report.py writes loadtest/results/scale-DATE.md and the charts
 # (docs/img/scale-*.png, with matplotlib in a venv under target/).
 #
-# Knobs: STRATEGIES (default all five), WARM_MAX, BUCKET_MAX_USERS (20000: the bucket strategies
-# materialise a copy of every post per follower, 2.6 GB at 20,000 users and about 13 GB at
-# 100,000, so larger sizes skip them unless it is raised; 1,000,000 needs about 130 GB), HYBRID_THRESHOLD (feed.hybrid_threshold, default the service's; a
+# Knobs: STRATEGIES (default all five), WARM_MAX, BUCKET_MAX_USERS (20000: the bucket
+# strategies materialise a copy of every post per follower, 2.6 GB at 20,000 users and
+# about 13 GB at 100,000, so larger sizes skip them unless it is raised; 1,000,000 needs
+# about 130 GB), HYBRID_THRESHOLD (feed.hybrid_threshold, default the service's; a
 # STRATEGIES entry `hybrid:N` runs hybrid with threshold N as an arm of its own), CONNS,
 # ARM, LAG_POSTS, LAG_TIMEOUT (30 s per post), K6, REPORT and IMG_DIR (where to write),
 # RAW (an earlier run's raw directory: add to it, and report on both), BIN (a release
