@@ -22,6 +22,8 @@ use crate::workers::{Clock, SystemClock};
 
 /// How often the embedded change feed is trimmed to its retention.
 const TRIM_INTERVAL: Duration = Duration::from_secs(60);
+/// How often the metrics recorder drains its buffered histogram samples.
+const METRICS_UPKEEP_INTERVAL: Duration = Duration::from_secs(5);
 
 /// A server running in the background, as tests and `serve` use it.
 pub struct RunningServer {
@@ -85,6 +87,7 @@ async fn run(
     let workers = state.workers.clone();
     let state_hub = state.events.hub().cloned();
     let rate = state.rate.clone();
+    let metrics = state.metrics.clone();
     let settings = HttpSettings {
         request_timeout: config.server.request_timeout.0,
         body_limit_bytes: config.server.body_limit_bytes,
@@ -124,6 +127,15 @@ async fn run(
             rate.forget_idle();
         }
     });
+    // The recorder keeps every histogram sample until an upkeep or a scrape drains it:
+    // without this, a server nobody scrapes grows by each request's latency.
+    let upkeep = tokio::spawn(async move {
+        let mut tick = tokio::time::interval(METRICS_UPKEEP_INTERVAL);
+        loop {
+            tick.tick().await;
+            metrics.run_upkeep();
+        }
+    });
     let trimmer = tokio::spawn(trim_changes(
         store.change_feed.clone(),
         config.change_feed.retention.0,
@@ -144,6 +156,7 @@ async fn run(
     }
     trimmer.abort();
     forget.abort();
+    upkeep.abort();
     // In-flight requests are done: let each worker finish its step and hand its lease on.
     workers.stop().await;
     served.context("serving HTTP")
