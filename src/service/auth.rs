@@ -9,13 +9,13 @@
 //! revocation happened since it began (checked and inserted under the lock the bump takes).
 
 use std::sync::{Arc, Mutex, PoisonError};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use jsonwebtoken::{Algorithm, DecodingKey, Validation};
-use moka::sync::Cache;
+use quick_cache::sync::Cache;
 use serde::Deserialize;
 use sha2::{Digest, Sha256};
 
@@ -25,7 +25,7 @@ use crate::store::{Store, StoreError, StoreResult, TokenHash, TokenRecord, Token
 use crate::workers::{Clock, SystemClock};
 
 /// Verified credentials kept at once; older ones are evicted first.
-const CACHE_CAPACITY: u64 = 100_000;
+const CACHE_CAPACITY: usize = 100_000;
 /// Longer bearer values are rejected unread.
 const MAX_CREDENTIAL_LEN: usize = 8 * 1024;
 
@@ -163,6 +163,8 @@ struct Verified {
     id: String,
     /// When it was read, by [`Auth::clock`].
     at_ms: i64,
+    /// And by the monotonic clock, which bounds its trust even if `clock` steps back.
+    at: Instant,
 }
 
 pub struct Auth {
@@ -170,27 +172,17 @@ pub struct Auth {
     tokens: Arc<dyn TokenStore>,
     users: Arc<dyn UserStore>,
     /// Token hash to what was read about it, for verified tokens only. Entries are
-    /// trusted for `cache_ttl_ms` by `clock`; moka's own TTL (monotonic) bounds them too.
+    /// trusted for `cache_ttl_ms` by `clock` and for `cache_ttl` by the monotonic clock.
     verified: Cache<TokenHash, Arc<Verified>>,
     /// Revocations made by this process so far. A lookup notes it before reading and
     /// caches its token only if it is unchanged, checking and inserting under this lock.
     revocations: Mutex<u64>,
     clock: Arc<dyn Clock>,
     cache_ttl_ms: i64,
-    /// JWT subjects known to name a user.
-    known_users: Cache<String, ()>,
+    cache_ttl: Duration,
+    /// JWT subjects known to name a user, and since when (trusted for `cache_ttl`).
+    known_users: Cache<String, Instant>,
     admin_token: Option<TokenHash>,
-}
-
-fn cache<K, V>(ttl: Duration) -> Cache<K, V>
-where
-    K: std::hash::Hash + Eq + Send + Sync + 'static,
-    V: Clone + Send + Sync + 'static,
-{
-    Cache::builder()
-        .max_capacity(CACHE_CAPACITY)
-        .time_to_live(ttl)
-        .build()
 }
 
 impl Auth {
@@ -199,11 +191,12 @@ impl Auth {
             mode: settings.mode,
             tokens: store.tokens.clone(),
             users: store.users.clone(),
-            verified: cache(settings.cache_ttl),
+            verified: Cache::new(CACHE_CAPACITY),
             revocations: Mutex::new(0),
             clock: settings.clock,
             cache_ttl_ms: i64::try_from(settings.cache_ttl.as_millis()).unwrap_or(i64::MAX),
-            known_users: cache(settings.cache_ttl),
+            cache_ttl: settings.cache_ttl,
+            known_users: Cache::new(CACHE_CAPACITY),
             admin_token: settings.admin_token,
         }
     }
@@ -256,6 +249,7 @@ impl Auth {
         let now_ms = self.clock.now_ms();
         if let Some(found) = self.verified.get(&hash)
             && now_ms.saturating_sub(found.at_ms) < self.cache_ttl_ms
+            && found.at.elapsed() < self.cache_ttl
         {
             return Ok(found.user.clone());
         }
@@ -270,6 +264,7 @@ impl Auth {
             user: record.user.clone(),
             id: record.id,
             at_ms: now_ms,
+            at: Instant::now(),
         });
         {
             let revocations = self.revocations();
@@ -286,11 +281,12 @@ impl Auth {
         let claims = jsonwebtoken::decode::<Claims>(token, &jwt.key, &jwt.validation)
             .map_err(|_| AuthError::Invalid)?
             .claims;
-        if !self.known_users.contains_key(&claims.sub) {
+        let known = self.known_users.get(claims.sub.as_str());
+        if known.is_none_or(|since| since.elapsed() >= self.cache_ttl) {
             if self.users.user(&claims.sub).await?.is_none() {
                 return Err(AuthError::Invalid);
             }
-            self.known_users.insert(claims.sub.clone(), ());
+            self.known_users.insert(claims.sub.clone(), Instant::now());
         }
         Ok(claims.sub)
     }
@@ -340,15 +336,7 @@ impl Auth {
         // began before it now cache nothing, and anything they cached before the bump
         // is in the cache for the sweep below to find.
         *self.revocations() += 1;
-        let stale: Vec<TokenHash> = self
-            .verified
-            .iter()
-            .filter(|(_, v)| v.user == user && v.id == id)
-            .map(|(k, _)| *k)
-            .collect();
-        for key in stale {
-            self.verified.invalidate(&key);
-        }
+        self.verified.retain(|_, v| !(v.user == user && v.id == id));
         revoked
     }
 }

@@ -340,7 +340,7 @@ impl Social {
             let page = self.timelines.page(user, before, limit).await?;
             return render(page).map_err(StoreError::Backend);
         }
-        let key = (user.to_owned(), before, limit);
+        let key = pages::PageKey(user, before, limit);
         if let Some(kept) = self.pages.get(&key)
             && let Some(version) = self.timelines.page_stands(user, &kept.version).await?
         {

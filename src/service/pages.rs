@@ -6,8 +6,11 @@
 //! value it never had, so a kept page is never served past a change: what a kept page
 //! saves is the page's rows, their decoding and the rendering, not the read.
 
+use std::hash::{Hash, Hasher};
+
 use bytes::Bytes;
-use moka::sync::Cache;
+use quick_cache::sync::Cache;
+use quick_cache::{Equivalent, Weighter};
 
 use crate::domain::PostId;
 use crate::store::timelines::CacheVersion;
@@ -15,27 +18,53 @@ use crate::store::timelines::CacheVersion;
 /// Whose page, below which post, how long.
 type Key = (String, Option<PostId>, usize);
 
+/// A [`Key`] borrowed from a request, so that a lookup allocates nothing. It hashes as
+/// the key it stands for (a tuple hashes its fields in order; `&str` hashes as
+/// `String`), which the cache needs to find it.
+pub(super) struct PageKey<'a>(pub &'a str, pub Option<PostId>, pub usize);
+
+impl Hash for PageKey<'_> {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        (self.0, self.1, self.2).hash(state);
+    }
+}
+
+impl Equivalent<Key> for PageKey<'_> {
+    fn equivalent(&self, key: &Key) -> bool {
+        self.0 == key.0 && self.1 == key.1 && self.2 == key.2
+    }
+}
+
 #[derive(Clone)]
 pub(super) struct Rendered {
     pub version: CacheVersion,
     pub body: Bytes,
 }
 
+/// A page's bytes, with a rough allowance for its key and the cache's own overhead.
+#[derive(Clone)]
+struct Size;
+
+impl Weighter<Key, Rendered> for Size {
+    fn weight(&self, key: &Key, page: &Rendered) -> u64 {
+        (key.0.len() + page.body.len() + page.version.heap_size() + 96) as u64
+    }
+}
+
+/// Roughly what a kept first page weighs, to size the cache's tables.
+const TYPICAL_PAGE_BYTES: u64 = 5 << 10;
+
 /// At most `feed.page_memo_mib` of rendered pages; none when it is 0.
 pub(super) struct PageMemo {
-    pages: Option<Cache<Key, Rendered>>,
+    pages: Option<Cache<Key, Rendered, Size>>,
 }
 
 impl PageMemo {
     pub fn new(mib: u32) -> Self {
         let pages = (mib > 0).then(|| {
-            Cache::builder()
-                .max_capacity(u64::from(mib) << 20)
-                .weigher(|key: &Key, page: &Rendered| {
-                    let bytes = key.0.len() + page.body.len() + page.version.heap_size() + 96;
-                    u32::try_from(bytes).unwrap_or(u32::MAX)
-                })
-                .build()
+            let bytes = u64::from(mib) << 20;
+            let items = usize::try_from(bytes / TYPICAL_PAGE_BYTES).unwrap_or(usize::MAX);
+            Cache::with_weighter(items.max(16), bytes, Size)
         });
         PageMemo { pages }
     }
@@ -44,22 +73,50 @@ impl PageMemo {
         self.pages.is_some()
     }
 
-    pub fn get(&self, key: &Key) -> Option<Rendered> {
+    pub fn get(&self, key: &PageKey<'_>) -> Option<Rendered> {
         self.pages.as_ref()?.get(key)
     }
 
     /// Keeps `body` under `version`, or forgets the key's page when the read had none.
-    pub fn put(&self, key: Key, version: Option<CacheVersion>, body: &Bytes) {
+    pub fn put(&self, key: PageKey<'_>, version: Option<CacheVersion>, body: &Bytes) {
         let Some(pages) = &self.pages else { return };
         match version {
             Some(version) => pages.insert(
-                key,
+                (key.0.to_owned(), key.1, key.2),
                 Rendered {
                     version,
                     body: body.clone(),
                 },
             ),
-            None => pages.invalidate(&key),
+            None => {
+                pages.remove(&key);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A borrowed key must hash and compare as the owned key it stands for, or every
+    /// kept page is missed.
+    #[test]
+    fn a_borrowed_key_finds_the_page_kept_under_it() {
+        let memo = PageMemo::new(1);
+        let version = CacheVersion {
+            cache: 7,
+            merged: None,
+        };
+        let before: PostId = "6740a1b2000c000000000001".parse().unwrap();
+        for (user, before, limit) in [("ann", None, 20), ("bob", Some(before), 5)] {
+            let body = Bytes::from(format!("{user}'s page"));
+            memo.put(PageKey(user, before, limit), Some(version.clone()), &body);
+            let kept = memo.get(&PageKey(user, before, limit)).expect("kept");
+            assert_eq!(kept.body, body);
+            assert!(memo.get(&PageKey(user, before, limit + 1)).is_none());
+            memo.put(PageKey(user, before, limit), None, &body);
+            assert!(memo.get(&PageKey(user, before, limit)).is_none());
         }
     }
 }
