@@ -105,6 +105,7 @@ for size in "$@"; do
       echo "{\"skipped\": \"above BUCKET_MAX_USERS=$bucket_max: the bucket strategies materialise a copy of every post per follower, about 13 GB and minutes of load at 100,000 users, about 130 GB at 1,000,000, more than this machine's free disk\"}" > "$run/skipped.json"
       continue
     fi
+    rm -f "$run/skipped.json"  # an arm skipped by an earlier run into this RAW directory
     echo "== $size users, $arm_name ($(date -u +%H:%M:%S))" >&2
     db="$data/$strategy-$size.db" tokens="$data/$strategy-$size.tokens.json"
     rm -f "$db" "$db-wal" "$db-shm"
