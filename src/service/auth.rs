@@ -24,7 +24,7 @@ use crate::domain::now_ms;
 use crate::store::{Store, StoreError, StoreResult, TokenHash, TokenRecord, TokenStore, UserStore};
 use crate::workers::{Clock, SystemClock};
 
-/// Verified credentials kept at once; older ones are evicted first.
+/// Verified credentials kept at once; past that, the least used make room.
 const CACHE_CAPACITY: usize = 100_000;
 /// Longer bearer values are rejected unread.
 const MAX_CREDENTIAL_LEN: usize = 8 * 1024;
