@@ -12,8 +12,13 @@
 #     above WARM_MAX users (100,000) of every STRIDE-th one (STRIDE = ceil(SIZE /
 #     WARM_MAX)) and of every reader and follower the arms and probes read, closed loop
 #     at CONNS (32) connections for ARM (10s) each, with wrk (2 threads) and with k6:
-#     throughput, p50, p99;
+#     throughput, p50, p99. wrk runs ROUNDS (3) rounds of its three arms in turn (the
+#     report takes the median round: one 10 s arm moves by a quarter between runs here);
 #   - the same reads by readers who follow the ten largest accounts;
+#   - for the strategies in PAIR (cache hybrid), at every size after the first: the
+#     first size's data set, kept, served again beside this one and warmed, then ROUNDS
+#     pairs of wrk read arms, small graph then large, so each p99 ratio compares
+#     neighbours in one run rather than two runs minutes apart;
 #   - LAG_POSTS (10) posts, one at a time, by the largest account and by a median one:
 #     the post request's latency and the lag until the post tops the timelines of three
 #     of the author's followers (the highest id, the lowest, one between) and the
@@ -30,8 +35,9 @@
 # about 13 GB at 100,000, so larger sizes skip them unless it is raised; 1,000,000 needs
 # about 130 GB), HYBRID_THRESHOLD (feed.hybrid_threshold, default the service's; a
 # STRATEGIES entry `hybrid:N` runs hybrid with threshold N as an arm of its own), CONNS,
-# ARM, LAG_POSTS, LAG_TIMEOUT (30 s per post), K6, REPORT and IMG_DIR (where to write),
-# RAW (an earlier run's raw directory: add to it, and report on both), BIN (a release
+# ARM, ROUNDS, PAIR (strategies, or empty for none), LAG_POSTS, LAG_TIMEOUT (30 s per
+# post), K6, REPORT and IMG_DIR (where to write), RAW (an earlier run's raw directory:
+# add to it, and report on both), BIN (a release
 # binary already built: no cargo build), AUDIT (sizes or SIZE-STRATEGY arms, e.g.
 # "10000 1000000-cache": after those runs, `socialite audit --wait 5` on their data sets,
 # timed, with its peak RSS from GNU time). Traffic goes to 127.0.0.1 only.
@@ -44,6 +50,7 @@ for size in "$@"; do [[ "$size" =~ ^[0-9]+$ ]] || { echo "not a size: $size" >&2
 strategies=(${STRATEGIES:-fanout_on_read cache hybrid timed_buckets sized_buckets})
 bucket_max="${BUCKET_MAX_USERS:-20000}"
 conns="${CONNS:-32}" arm="${ARM:-10s}" lag_posts="${LAG_POSTS:-10}" lag_timeout="${LAG_TIMEOUT:-30}"
+rounds="${ROUNDS:-3}" pair=" ${PAIR-cache hybrid} " first_size="$1"
 follows=200 posts=20 warm_max="${WARM_MAX:-100000}"
 
 k6="${K6:-$(loadtest/install-k6.sh)}"
@@ -68,10 +75,13 @@ stamp="$(date -u +%Y%m%dT%H%M%SZ)"
 raw="${RAW:-$root/target/scale/$stamp}"
 data="$root/target/scale/data"
 mkdir -p "$raw" "$data"
-server_pid=""
+server_pid="" pair_pid=""
 stop_server() {
-  if [[ -n "$server_pid" ]]; then kill "$server_pid" 2>/dev/null || true; wait "$server_pid" 2>/dev/null || true; fi
-  server_pid=""
+  local pid
+  for pid in "$server_pid" "$pair_pid"; do
+    if [[ -n "$pid" ]]; then kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; fi
+  done
+  server_pid="" pair_pid=""
 }
 trap 'stop_server; rm -rf "$data"' EXIT
 
@@ -81,9 +91,30 @@ export SOCIALITE_RATE__IP_PER_MIN=100000000 SOCIALITE_RATE__READS_PER_MIN=100000
 export SOCIALITE_RATE__WRITES_PER_MIN=100000000
 [[ -n "${HYBRID_THRESHOLD:-}" ]] && export SOCIALITE_FEED__HYBRID_THRESHOLD="$HYBRID_THRESHOLD"
 
-# wrk_arm NAME MODE [USERS_FILE]: one closed-loop wrk run; its JSON line to $run/wrk-NAME.json.
+# serve DB LOG: a release server on DB for this arm's strategy (and threshold), in the
+# background, on 127.0.0.1; sets served_pid and served_base.
+serve() {
+  "${threshold[@]}" SOCIALITE_FEED__STRATEGY="$strategy" SOCIALITE_STORAGE__PATH="$1" \
+    RUST_LOG=warn,socialite=info NO_COLOR=1 "$bin" serve --listen 127.0.0.1:0 > "$2" 2>&1 &
+  served_pid=$! served_base=""
+  for _ in $(seq 1 600); do
+    served_base="$(grep -o 'listening on http://[0-9.:]*' "$2" | head -1 | sed 's/listening on //')" || true
+    [[ -n "$served_base" ]] && break
+    sleep 0.1
+  done
+  [[ -n "$served_base" ]] || { tail -20 "$2" >&2; exit 1; }
+  [[ "$served_base" == http://127.0.0.1:* ]] || { echo "server not on 127.0.0.1: $served_base" >&2; exit 1; }
+  curl -fsS "$served_base/readyz" >/dev/null
+}
+# warm BASE USERS STRIDE EXTRA_CSV TOKENS: every STRIDE-th user's timeline and EXTRA's read twice.
+warm() {
+  BASE_URL="$1" USERS="$2" STRIDE="$3" EXTRA="$(cat "$4")" TOKENS_FILE="$5" \
+    "$k6" run --quiet --no-color loadtest/warm.js >/dev/null
+}
+# wrk_arm NAME BASE MODE [USERS_FILE]: one closed-loop wrk run; its JSON line to
+# $run/wrk-NAME.json.
 wrk_arm() {
-  wrk -t2 -c"$conns" -d"$arm" --timeout 10s -s loadtest/scale_wrk.lua "$base" -- "${@:2}" \
+  wrk -t2 -c"$conns" -d"$arm" --timeout 10s -s loadtest/scale_wrk.lua "$2" -- "${@:3}" \
     | grep '^{' > "$run/wrk-$1.json" || echo "wrk $1: no result" >&2
 }
 # k6_arm NAME OP [READERS]: one closed-loop ceiling.js run; summary to $run/k6-NAME.json.
@@ -118,30 +149,34 @@ for size in "$@"; do
     stride=$(( (size + warm_max - 1) / warm_max ))
     python3 loadtest/scale_probe.py graph "$db" "$tokens" "$run" "$stride"
 
-    "${threshold[@]}" SOCIALITE_FEED__STRATEGY="$strategy" SOCIALITE_STORAGE__PATH="$db" \
-      RUST_LOG=warn,socialite=info NO_COLOR=1 "$bin" serve --listen 127.0.0.1:0 > "$run/server.log" 2>&1 &
-    server_pid=$!
-    base=""
-    for _ in $(seq 1 600); do
-      base="$(grep -o 'listening on http://[0-9.:]*' "$run/server.log" | head -1 | sed 's/listening on //')" || true
-      [[ -n "$base" ]] && break
-      sleep 0.1
-    done
-    [[ -n "$base" ]] || { tail -20 "$run/server.log" >&2; exit 1; }
-    [[ "$base" == http://127.0.0.1:* ]] || { echo "server not on 127.0.0.1: $base" >&2; exit 1; }
-    curl -fsS "$base/readyz" >/dev/null
+    serve "$db" "$run/server.log"
+    server_pid="$served_pid" base="$served_base"
 
     warm_started="$(date +%s.%N)"
-    BASE_URL="$base" USERS="$size" STRIDE="$stride" EXTRA="$(cat "$run/warm_extra.csv")" \
-      TOKENS_FILE="$tokens" "$k6" run --quiet --no-color loadtest/warm.js >/dev/null
+    warm "$base" "$size" "$stride" "$run/warm_extra.csv" "$tokens"
     warm_s="$(python3 -c "import time; print(round(time.time() - $warm_started, 1))")"
     # Arms alternate between /healthz and reads so each ratio compares neighbours.
-    wrk_arm healthz healthz
-    wrk_arm read read "$run/users.txt"
-    wrk_arm read_top read "$run/top_readers.txt"
+    for r in $(seq 1 "$rounds"); do
+      wrk_arm "healthz-$r" "$base" healthz
+      wrk_arm "read-$r" "$base" read "$run/users.txt"
+      wrk_arm "read_top-$r" "$base" read "$run/top_readers.txt"
+    done
     k6_arm healthz healthz
     k6_arm read read
     k6_arm read_top read "$(cat "$run/top_readers.csv")"
+    kept="$data/kept-$arm_name" paired=null
+    if [[ "$size" != "$first_size" && -d "$kept" ]]; then
+      paired="$first_size"
+      echo "== $size users, $arm_name: paired with $first_size ($(date -u +%H:%M:%S))" >&2
+      serve "$kept/db" "$run/pair-server.log"
+      pair_pid="$served_pid"
+      warm "$served_base" "$first_size" "$(cat "$kept/stride")" "$kept/warm_extra.csv" "$kept/tokens.json"
+      for r in $(seq 1 "$rounds"); do
+        wrk_arm "pair_small-$r" "$served_base" read "$kept/users.txt"
+        wrk_arm "pair_large-$r" "$base" read "$run/users.txt"
+      done
+      kill "$pair_pid"; wait "$pair_pid" 2>/dev/null || true; pair_pid=""
+    fi
     python3 loadtest/scale_probe.py lag "$base" "$tokens" "$run/graph.json" largest "$lag_posts" "$lag_timeout" > "$run/lag-largest.json" \
       || echo "lag probe (largest) failed" >&2
     python3 loadtest/scale_probe.py lag "$base" "$tokens" "$run/graph.json" median "$lag_posts" "$lag_timeout" > "$run/lag-median.json" \
@@ -161,9 +196,18 @@ for size in "$@"; do
     cat > "$run/run.json" <<EOF
 {"size": $size, "strategy": "$arm_name", "load_s": $load_s, "warm_s": $warm_s, "db_bytes": $db_bytes$audit,
  "hybrid_threshold": "$thr", "conns": $conns, "arm": "$arm", "warm_stride": $stride,
+ "rounds": $rounds, "paired_with": $paired,
  "loadavg_after": "$(cut -d' ' -f1-3 /proc/loadavg)", "finished": "$(date -u +%FT%TZ)"}
 EOF
     tail -3 "$run/seed.log" > "$run/seed.tail"
+    if [[ "$size" == "$first_size" && "$pair" == *" $arm_name "* && $# -gt 1 ]]; then
+      # Kept for the larger sizes' paired rounds (removed with $data on exit).
+      mkdir -p "$kept"
+      for f in "$db" "$db"-wal "$db"-shm; do [[ ! -e "$f" ]] || mv "$f" "$kept/db${f#"$db"}"; done
+      mv "$tokens" "$kept/tokens.json"
+      cp "$run/users.txt" "$run/warm_extra.csv" "$kept/"
+      echo "$stride" > "$kept/stride"
+    fi
     rm -f "$run/users.txt" "$run/top_readers.txt" "$db" "$db"-* "$tokens"
   done
 done

@@ -28,13 +28,26 @@ def load(path):
         return None
 
 
-def wrk(d, name):
-    w = load(os.path.join(d, f"wrk-{name}.json"))
+def wrk_round(path):
+    w = load(path)
     if not w:
         return None
     secs = w["duration_us"] / 1e6
     return {"rps": w["requests"] / secs, "p50": w["p50_us"] / 1000, "p99": w["p99_us"] / 1000,
             "bad": w["socket_errors"] + w["non2xx"]}
+
+
+def wrk(d, name):
+    """An arm's rounds (wrk-NAME-R.json; an older run's single wrk-NAME.json is one round)
+    and their medians, which the tables and charts show."""
+    found = sorted((int(m.group(1)), n) for n in os.listdir(d)
+                   if (m := re.fullmatch(rf"wrk-{re.escape(name)}-(\d+)\.json", n)))
+    paths = [os.path.join(d, n) for _, n in found] or [os.path.join(d, f"wrk-{name}.json")]
+    rounds = [x for x in map(wrk_round, paths) if x]
+    if not rounds:
+        return None
+    med = {k: statistics.median(x[k] for x in rounds) for k in ("rps", "p50", "p99")}
+    return {**med, "bad": sum(x["bad"] for x in rounds), "rounds": rounds}
 
 
 def k6(d, name, trend):
@@ -73,6 +86,7 @@ def collect(raw):
             for arm in ("healthz", "read", "read_top"):
                 r[f"{tool}_{arm}"] = (wrk(d, arm) if tool == "wrk"
                                       else k6(d, arm, "op_healthz" if arm == "healthz" else "op_read"))
+        r["pair"] = {side: wrk(d, f"pair_{side}") for side in ("small", "large")}
         r["lag"] = {who: load(os.path.join(d, f"lag-{who}.json")) for who in ("largest", "median")}
         rss = {}
         if os.path.exists(os.path.join(d, "rss.txt")):
@@ -96,8 +110,15 @@ def rows_per_s(line):
     return f"{int(m.group(1)):,}" if m else "–"
 
 
-def ratio(a, b):
-    return a["rps"] / b["rps"] if a and b and b["rps"] else None
+def ratio(a, b, key="rps"):
+    """a ÷ b: with rounds on both sides, the median of the per-round ratios (each round's
+    arms ran back to back)."""
+    if not (a and b):
+        return None
+    ra, rb = a.get("rounds", []), b.get("rounds", [])
+    if len(ra) > 1 and len(ra) == len(rb):
+        return statistics.median(x[key] / y[key] for x, y in zip(ra, rb))
+    return a[key] / b[key] if b[key] else None
 
 
 def report(runs, skipped, out, img_rel):
@@ -138,13 +159,17 @@ def report(runs, skipped, out, img_rel):
             L.append(f"| {r['size']:,} | {r['strategy']} | {r['audit_s']:.0f} | {r['audit_status']} | "
                      f"{r['audit_peak_kb'] / 1e3:,.0f} |")
     for tool in ("wrk", "k6"):
+        n = (runs[0].get("rounds", 1) if runs else 1) if tool == "wrk" else 1
         L.append(f"\n## Warm reads under {tool} ({runs[0]['conns'] if runs else ''} connections, "
-                 f"{runs[0]['arm'] if runs else ''} per arm, arms in turn)\n")
+                 f"{runs[0]['arm'] if runs else ''} per arm, arms in turn"
+                 + (f", {n} rounds" if n > 1 else "") + ")\n")
         L.append("`/healthz`, then page 1 of a random user's timeline, then page 1 of a reader who "
-                 "follows the ten largest accounts. Ratio = reads/s ÷ `/healthz`/s of the same run.\n")
+                 "follows the ten largest accounts. Ratio = reads/s ÷ `/healthz`/s of the same run"
+                 + (" and round; each figure is the median of the rounds" if n > 1 else "") + ".\n")
         L.append("| users | strategy | healthz/s | reads/s | ratio | read p50 (ms) | read p99 (ms) | "
-                 "top-10 readers/s | ratio | top-10 p99 (ms) | errors |")
-        L.append("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+                 "top-10 readers/s | ratio | top-10 p99 (ms) | errors |"
+                 + (" read ratio per round |" if n > 1 else ""))
+        L.append("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|" + ("---|" if n > 1 else ""))
         for r in runs:
             h, rd, tp = r[f"{tool}_healthz"], r[f"{tool}_read"], r[f"{tool}_read_top"]
             bad = sum(x["bad"] for x in (h, rd, tp) if x)
@@ -152,7 +177,28 @@ def report(runs, skipped, out, img_rel):
                      f"{f(rd and rd['rps'], '{:,.0f}')} | {f(ratio(rd, h), '{:.2f}×')} | "
                      f"{f(rd and rd['p50'], '{:.2f}')} | {f(rd and rd['p99'], '{:.2f}')} | "
                      f"{f(tp and tp['rps'], '{:,.0f}')} | {f(ratio(tp, h), '{:.2f}×')} | "
-                     f"{f(tp and tp['p99'], '{:.2f}')} | {bad:g} |")
+                     f"{f(tp and tp['p99'], '{:.2f}')} | {bad:g} |"
+                     + (" " + ", ".join(f"{x['rps'] / y['rps']:.2f}×" for x, y in
+                                        zip(rd["rounds"], h["rounds"])) + " |"
+                        if n > 1 and rd and h else (" – |" if n > 1 else "")))
+    paired = [r for r in runs if r.get("paired_with") and r["pair"]["small"] and r["pair"]["large"]]
+    if paired:
+        L.append("\n## Read p99 against the smallest graph, paired (wrk)\n")
+        L.append("The first size's data set served again beside this size's server and warmed, "
+                 "then pairs of wrk read arms in turn, the small graph then the large, so each "
+                 "ratio compares neighbours. Ratio = large ÷ small per pair; the median is the "
+                 "figure the read-p99 target is held to.\n")
+        L.append("| users | strategy | against | small p99 per pair (ms) | large p99 per pair (ms) | "
+                 "p99 ratio per pair | median p99 ratio | median p50 ratio |")
+        L.append("|---:|---|---:|---|---|---|---:|---:|")
+        for r in paired:
+            sm, lg = r["pair"]["small"], r["pair"]["large"]
+            per = [b["p99"] / a["p99"] for a, b in zip(sm["rounds"], lg["rounds"])]
+            L.append(f"| {r['size']:,} | {r['strategy']} | {r['paired_with']:,} | "
+                     + ", ".join(f"{x['p99']:.2f}" for x in sm["rounds"]) + " | "
+                     + ", ".join(f"{x['p99']:.2f}" for x in lg["rounds"]) + " | "
+                     + ", ".join(f"{x:.2f}×" for x in per) + " | "
+                     f"{f(ratio(lg, sm, 'p99'), '{:.2f}×')} | {f(ratio(lg, sm, 'p50'), '{:.2f}×')} |")
     L.append("\n## Posts and their lag\n")
     L.append("Posts one at a time by the account with the most followers and by a median account "
              "(with followers). Lag: from the post request's start until the post tops page 1 of "
