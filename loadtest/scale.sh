@@ -12,8 +12,9 @@
 #     above WARM_MAX users (100,000) of every STRIDE-th one (STRIDE = ceil(SIZE /
 #     WARM_MAX)) and of every reader and follower the arms and probes read, closed loop
 #     at CONNS (32) connections for ARM (10s) each, with wrk (2 threads) and with k6:
-#     throughput, p50, p99. wrk runs ROUNDS (3) rounds of its three arms in turn (the
-#     report takes the median round: one 10 s arm moves by a quarter between runs here);
+#     throughput, p50, p99. Each tool runs ROUNDS (3) rounds of its three arms in turn
+#     (the report takes the median round: one 10 s arm moves by a quarter between runs
+#     here);
 #   - the same reads by readers who follow the ten largest accounts;
 #   - for the strategies in PAIR (cache hybrid), at every size after the first: the
 #     first size's data set, kept, served again beside this one and warmed, then ROUNDS
@@ -161,9 +162,11 @@ for size in "$@"; do
       wrk_arm "read-$r" "$base" read "$run/users.txt"
       wrk_arm "read_top-$r" "$base" read "$run/top_readers.txt"
     done
-    k6_arm healthz healthz
-    k6_arm read read
-    k6_arm read_top read "$(cat "$run/top_readers.csv")"
+    for r in $(seq 1 "$rounds"); do
+      k6_arm "healthz-$r" healthz
+      k6_arm "read-$r" read
+      k6_arm "read_top-$r" read "$(cat "$run/top_readers.csv")"
+    done
     kept="$data/kept-$arm_name" paired=null
     if [[ "$size" != "$first_size" && -d "$kept" ]]; then
       paired="$first_size"

@@ -37,27 +37,36 @@ def wrk_round(path):
             "bad": w["socket_errors"] + w["non2xx"]}
 
 
-def wrk(d, name):
-    """An arm's rounds (wrk-NAME-R.json; an older run's single wrk-NAME.json is one round)
-    and their medians, which the tables and charts show."""
-    found = sorted((int(m.group(1)), n) for n in os.listdir(d)
-                   if (m := re.fullmatch(rf"wrk-{re.escape(name)}-(\d+)\.json", n)))
-    paths = [os.path.join(d, n) for _, n in found] or [os.path.join(d, f"wrk-{name}.json")]
-    rounds = [x for x in map(wrk_round, paths) if x]
-    if not rounds:
-        return None
-    med = {k: statistics.median(x[k] for x in rounds) for k in ("rps", "p50", "p99")}
-    return {**med, "bad": sum(x["bad"] for x in rounds), "rounds": rounds}
-
-
-def k6(d, name, trend):
-    s = load(os.path.join(d, f"k6-{name}.json"))
+def k6_round(path, trend):
+    s = load(path)
     if not s:
         return None
     m = s["metrics"]
     t = m.get(trend, {})
     return {"rps": m["http_reqs"]["rate"], "p50": t.get("med"), "p99": t.get("p(99)"),
             "bad": m.get("op_errors", {}).get("value", 0)}
+
+
+def rounds_of(d, tool, name, one):
+    """An arm's rounds (TOOL-NAME-R.json; an older run's single TOOL-NAME.json is one
+    round) and their medians, which the tables and charts show."""
+    found = sorted((int(m.group(1)), n) for n in os.listdir(d)
+                   if (m := re.fullmatch(rf"{tool}-{re.escape(name)}-(\d+)\.json", n)))
+    paths = [os.path.join(d, n) for _, n in found] or [os.path.join(d, f"{tool}-{name}.json")]
+    rounds = [x for x in map(one, paths) if x]
+    if not rounds:
+        return None
+    med = {k: (statistics.median(x[k] for x in rounds) if all(x[k] is not None for x in rounds)
+               else None) for k in ("rps", "p50", "p99")}
+    return {**med, "bad": sum(x["bad"] for x in rounds), "rounds": rounds}
+
+
+def wrk(d, name):
+    return rounds_of(d, "wrk", name, wrk_round)
+
+
+def k6(d, name, trend):
+    return rounds_of(d, "k6", name, lambda p: k6_round(p, trend))
 
 
 def pct(xs, p):
@@ -159,7 +168,7 @@ def report(runs, skipped, out, img_rel):
             L.append(f"| {r['size']:,} | {r['strategy']} | {r['audit_s']:.0f} | {r['audit_status']} | "
                      f"{r['audit_peak_kb'] / 1e3:,.0f} |")
     for tool in ("wrk", "k6"):
-        n = (runs[0].get("rounds", 1) if runs else 1) if tool == "wrk" else 1
+        n = max((len((r[f"{tool}_read"] or {}).get("rounds", [])) for r in runs), default=1)
         L.append(f"\n## Warm reads under {tool} ({runs[0]['conns'] if runs else ''} connections, "
                  f"{runs[0]['arm'] if runs else ''} per arm, arms in turn"
                  + (f", {n} rounds" if n > 1 else "") + ")\n")
