@@ -119,15 +119,17 @@ def rows_per_s(line):
     return f"{int(m.group(1)):,}" if m else "–"
 
 
-def ratio(a, b, key="rps"):
-    """a ÷ b: with rounds on both sides, the median of the per-round ratios (each round's
-    arms ran back to back)."""
+def per_round(a, b, key="rps"):
+    """a ÷ b round by round (each round's arms ran back to back)."""
     if not (a and b):
-        return None
-    ra, rb = a.get("rounds", []), b.get("rounds", [])
-    if len(ra) > 1 and len(ra) == len(rb):
-        return statistics.median(x[key] / y[key] for x, y in zip(ra, rb))
-    return a[key] / b[key] if b[key] else None
+        return []
+    return [x[key] / y[key] for x, y in zip(a["rounds"], b["rounds"]) if y[key]]
+
+
+def ratio(a, b, key="rps"):
+    """The median of the per-round ratios."""
+    xs = per_round(a, b, key)
+    return statistics.median(xs) if xs else None
 
 
 def report(runs, skipped, out, img_rel):
@@ -187,9 +189,8 @@ def report(runs, skipped, out, img_rel):
                      f"{f(rd and rd['p50'], '{:.2f}')} | {f(rd and rd['p99'], '{:.2f}')} | "
                      f"{f(tp and tp['rps'], '{:,.0f}')} | {f(ratio(tp, h), '{:.2f}×')} | "
                      f"{f(tp and tp['p99'], '{:.2f}')} | {bad:g} |"
-                     + (" " + ", ".join(f"{x['rps'] / y['rps']:.2f}×" for x, y in
-                                        zip(rd["rounds"], h["rounds"])) + " |"
-                        if n > 1 and rd and h else (" – |" if n > 1 else "")))
+                     + (" " + (", ".join(f"{x:.2f}×" for x in per_round(rd, h)) or "–") + " |"
+                        if n > 1 else ""))
     paired = [r for r in runs if r.get("paired_with") and r["pair"]["small"] and r["pair"]["large"]]
     if paired:
         L.append("\n## Read p99 against the first size's graph, paired (wrk)\n")
@@ -202,7 +203,7 @@ def report(runs, skipped, out, img_rel):
         L.append("|---:|---|---:|---|---|---|---:|---:|")
         for r in paired:
             sm, lg = r["pair"]["small"], r["pair"]["large"]
-            per = [b["p99"] / a["p99"] for a, b in zip(sm["rounds"], lg["rounds"])]
+            per = per_round(lg, sm, "p99")
             L.append(f"| {r['size']:,} | {r['strategy']} | {r['paired_with']:,} | "
                      + ", ".join(f"{x['p99']:.2f}" for x in sm["rounds"]) + " | "
                      + ", ".join(f"{x['p99']:.2f}" for x in lg["rounds"]) + " | "
