@@ -4,6 +4,7 @@
 # (the working directory) and $strategy; sets $k6, $bin (built), $seeded, $tokens_file,
 # $users and $work (OUT, kept, or a
 # temporary directory removed on exit). Processes added to $pids are stopped on exit.
+source scripts/lib/listening.sh
 k6="${K6:-$(loadtest/install-k6.sh)}"
 cargo build --release --locked --quiet
 bin="$root/target/release/socialite"
@@ -45,13 +46,7 @@ serve() {
     RUST_LOG=warn,socialite=info NO_COLOR=1 "$bin" serve --listen 127.0.0.1:0 > "$log" 2>&1 &
   server_pid=$!
   pids+=("$server_pid")
-  base=""
-  for _ in $(seq 1 300); do
-    base="$(grep -o 'listening on http://[0-9.:]*' "$log" | head -1 | sed 's/listening on //')" || true
-    [[ -n "$base" ]] && break
-    sleep 0.1
-  done
-  [[ -n "$base" ]] || { cat "$log" >&2; exit 1; }
+  base="$(await_listening "$log" "$server_pid")" || exit 1
 }
 
 # start_server MODE NAME: serve, then warm every cache (k6 sends the seeded tokens

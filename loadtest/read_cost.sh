@@ -15,6 +15,7 @@
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
+source scripts/lib/listening.sh
 rounds=2
 if [[ "${1:-}" =~ ^[0-9]+$ ]]; then rounds="$1"; shift; fi
 if (( $# == 0 )); then
@@ -55,12 +56,8 @@ for round in $(seq 1 "$rounds"); do
     cp "$dir/seed.db" "$dir/run.db"
     SOCIALITE_STORAGE__PATH="$dir/run.db" RUST_LOG=warn,socialite=info NO_COLOR=1 \
       "$bin" serve --listen 127.0.0.1:0 > "$dir/server.log" 2>&1 &
-    pid=$! base=""
-    for _ in $(seq 1 100); do
-      base="$(grep -o 'listening on http://[0-9.:]*' "$dir/server.log" | sed 's/listening on //' || true)"
-      [[ -n "$base" ]] && break
-      sleep 0.1
-    done
+    pid=$!
+    base="$(await_listening "$dir/server.log" "$pid")"
     python3 - "$base" "$dir/users" <<'PY'
 import sys, urllib.request
 for line in open(sys.argv[2]):

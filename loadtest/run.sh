@@ -20,6 +20,7 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 strategy="${1:?usage: run.sh STRATEGY [mixed|fanout|read_ramp|smoke]}"
 scenario="${2:-mixed}"
 cd "$root"
+source scripts/lib/listening.sh
 
 k6="${K6:-$(loadtest/install-k6.sh)}"
 cargo build --release --locked --quiet
@@ -72,13 +73,7 @@ fi
 
 RUST_LOG=warn,socialite=info NO_COLOR=1 "$bin" serve --listen 127.0.0.1:0 > "$work/server.log" 2>&1 &
 server_pid=$!
-base_url=""
-for _ in $(seq 1 300); do
-  base_url="$(grep -o 'listening on http://[0-9.:]*' "$work/server.log" | head -1 | sed 's/listening on //')" || true
-  [[ -n "$base_url" ]] && break
-  sleep 0.1
-done
-[[ -n "$base_url" ]] || { cat "$work/server.log" >&2; echo "server did not start" >&2; exit 1; }
+base_url="$(await_listening "$work/server.log" "$server_pid")"
 curl -fsS "$base_url/readyz" >/dev/null
 export BASE_URL="$base_url" USERS="$users"
 if [[ "$auth_mode" == token ]]; then export TOKENS_FILE="$tokens_file"; fi

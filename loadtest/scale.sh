@@ -46,6 +46,7 @@
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
+source scripts/lib/listening.sh
 (( $# > 0 )) || { sed -n 2,3p "$0" >&2; exit 2; }
 for size in "$@"; do [[ "$size" =~ ^[0-9]+$ ]] || { echo "not a size: $size" >&2; exit 2; }; done
 strategies=(${STRATEGIES:-fanout_on_read cache hybrid timed_buckets sized_buckets})
@@ -97,14 +98,8 @@ export SOCIALITE_RATE__WRITES_PER_MIN=100000000
 serve() {
   "${threshold[@]}" SOCIALITE_FEED__STRATEGY="$strategy" SOCIALITE_STORAGE__PATH="$1" \
     RUST_LOG=warn,socialite=info NO_COLOR=1 "$bin" serve --listen 127.0.0.1:0 > "$2" 2>&1 &
-  served_pid=$! served_base=""
-  for _ in $(seq 1 600); do
-    served_base="$(grep -o 'listening on http://[0-9.:]*' "$2" | head -1 | sed 's/listening on //')" || true
-    [[ -n "$served_base" ]] && break
-    sleep 0.1
-  done
-  [[ -n "$served_base" ]] || { tail -20 "$2" >&2; exit 1; }
-  [[ "$served_base" == http://127.0.0.1:* ]] || { echo "server not on 127.0.0.1: $served_base" >&2; exit 1; }
+  served_pid=$!
+  served_base="$(await_listening "$2" "$served_pid")" || exit 1
   curl -fsS "$served_base/readyz" >/dev/null
 }
 # warm BASE USERS STRIDE EXTRA_CSV TOKENS: every STRIDE-th user's timeline and EXTRA's read twice.

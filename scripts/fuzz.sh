@@ -15,6 +15,7 @@
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
+source scripts/lib/listening.sh
 SCHEMATHESIS_VERSION="4.32.5"
 venv="$root/target/fuzz-venv"
 if ! "$venv/bin/schemathesis" --version 2>/dev/null | grep -q "$SCHEMATHESIS_VERSION"; then
@@ -39,13 +40,7 @@ SOCIALITE_STORAGE__PATH="$work/fuzz.db" SOCIALITE_RATE__WRITES_PER_MIN=1000000 \
   SOCIALITE_RATE__READS_PER_MIN=1000000 SOCIALITE_RATE__IP_PER_MIN=1000000 \
   RUST_LOG=warn,socialite=info NO_COLOR=1 "$bin" serve --listen 127.0.0.1:0 > "$work/server.log" 2>&1 &
 server_pid=$!
-base=""
-for _ in $(seq 1 300); do
-  base="$(grep -o 'listening on http://[0-9.:]*' "$work/server.log" | head -1 | sed 's/listening on //')" || true
-  [[ -n "$base" ]] && break
-  sleep 0.1
-done
-[[ -n "$base" ]] || { cat "$work/server.log" >&2; echo "server did not start" >&2; exit 1; }
+base="$(await_listening "$work/server.log" "$server_pid")"
 
 # The users scripts/schemathesis.toml names: the fuzzer acts as "fuzz" (its token on
 # every request, its id pinned as `{id}` where only the owner may act) and follows or
