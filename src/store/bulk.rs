@@ -17,8 +17,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 
 use super::{LogBounds, StoreResult, TokenHash};
-use crate::domain::{ActivityLimits, PostId};
-use crate::feed::FeedSettings;
+use crate::domain::{ActivityLimits, FeedStrategy, PostId};
 
 /// A string inside a [`Rows`] buffer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -136,10 +135,26 @@ pub struct TokenRow {
     pub created_at_ms: i64,
 }
 
+/// How a load lays out the derived timelines: the feed settings it needs, as values
+/// (the port takes no type of the feed layer's).
+#[derive(Debug, Clone)]
+pub struct TimelineLayout {
+    pub strategy: FeedStrategy,
+    pub bucket_size: u32,
+    pub bucket_span_ms: i64,
+    /// A timed bucket's period is split into parts of at most this many entries.
+    pub timed_bucket_max_entries: u32,
+    pub embed_content: bool,
+    /// `hybrid`: authors with more followers than this are celebrities...
+    pub hybrid_threshold: u64,
+    /// ...and those already marked stay celebrities down to this many followers.
+    pub hybrid_leave_below: u64,
+}
+
 /// What the derived data is built for.
 #[derive(Debug, Clone)]
 pub struct DeriveSettings {
-    pub feed: FeedSettings,
+    pub feed: TimelineLayout,
     pub activity: ActivityLimits,
     pub events: LogBounds,
     /// The clock: which hours of tag counts are kept.
