@@ -15,6 +15,7 @@
 //! - **Pipelined:** a producer thread builds batches (generating or parsing) while the
 //!   store writes the previous one.
 
+mod duplicates;
 pub mod import;
 mod lines;
 mod progress;
@@ -67,13 +68,16 @@ impl Source {
     }
 }
 
-/// Source rows a load wrote (or found already there), and how long it took.
+/// Source rows a load wrote, and how long it took.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct LoadReport {
     pub users: u64,
     pub follows: u64,
     pub posts: u64,
     pub likes: u64,
+    /// Rows handed to the store but not written: their key was already stored (a
+    /// re-run), or repeated an earlier row of the same values.
+    pub not_written: u64,
     pub derived: Derived,
     /// Seconds from the start to the end, derived data and positions included.
     pub seconds: f64,
@@ -93,13 +97,15 @@ impl std::fmt::Display for LoadReport {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "{} users, {} follows, {} posts, {} likes ({} source rows) in {:.1} s: {:.0} rows/s, \
+            "{} users, {} follows, {} posts, {} likes written ({} source rows; {} more already \
+             stored or repeated) in {:.1} s: {:.0} rows/s, \
              derived data included ({} activity entries, {} timeline entries, {} events)",
             self.users,
             self.follows,
             self.posts,
             self.likes,
             self.rows(),
+            self.not_written,
             self.seconds,
             self.rows_per_second(),
             self.derived.activity_entries,
@@ -184,7 +190,8 @@ impl Loader {
     }
 
     /// Writes the batches `produce` makes (on a blocking thread, handing each to `send`)
-    /// with `insert`, while the next batch is being made. Returns the rows written.
+    /// with `insert`, while the next batch is being made. Returns the rows written (as
+    /// `insert` counts them: rows whose key exists are not).
     pub async fn load<R, P, I, Fut>(
         &mut self,
         source: Source,
@@ -210,19 +217,22 @@ impl Loader {
                     .map_err(|_| anyhow::anyhow!("the writer stopped"))
             })
         });
-        let mut rows = 0;
+        let (mut rows, mut handed) = (0, 0);
         while let Some(batch) = rx.recv().await {
             let n = batch.len() as u64;
-            insert(self.store.clone(), batch)
+            rows += insert(self.store.clone(), batch)
                 .await
                 .with_context(|| format!("writing {what}"))?;
-            rows += n;
+            handed += n;
             bar.inc(n);
         }
         producer.await.context("the batch producer panicked")??;
         bar.finish();
         let seconds = started.elapsed().as_secs_f64();
-        tracing::info!(rows, seconds, "loaded {what}");
+        tracing::info!(rows, not_written = handed.saturating_sub(rows), seconds, "loaded {what}");
+        if source != Source::Tokens {
+            self.report.not_written += handed.saturating_sub(rows);
+        }
         match source {
             Source::Users => self.report.users += rows,
             Source::Follows => self.report.follows += rows,
