@@ -4,11 +4,13 @@
 //!
 //! - **The service must be stopped.** A load writes sources without change-feed entries
 //!   and rebuilds derived data from a moment's sources, so a server writing beside it
-//!   could have writes that neither the rebuild nor its workers ever see. [`Loader::begin`]
-//!   refuses to start while any worker lease is held and unexpired (a server with
-//!   workers is running on the store), and marks the store as being loaded; `serve`
-//!   refuses to start on a marked store. (A server running with `workers.enabled =
-//!   false` holds no lease and is not detected: stop it too.)
+//!   could have writes that neither the rebuild nor its workers ever see. Every serving
+//!   process registers with the store (`BulkStore::enter_serving`, in `app`), workers
+//!   or not, and [`Loader::begin`] marks the store as being loaded
+//!   (`BulkStore::begin_load`): each is refused while the other holds the store, in one
+//!   atomic step of the store, so a server and a load started at once never both run.
+//!   (A worker lease held and unexpired also refuses a load: a server of a version
+//!   before the registration.)
 //! - **Interrupted loads** leave the mark. Running the same load again finishes it in
 //!   the same state: inserts skip rows that exist, derived data is recomputed from all
 //!   the sources, and the mark goes only once positions are at the head.
@@ -170,16 +172,20 @@ pub struct Loader {
 }
 
 impl Loader {
-    /// Checks that no server runs on the store and marks it as being loaded.
+    /// Marks the store as being loaded, refused while a server is registered on it
+    /// (one atomic step: see the bulk port), and until the load ends.
     pub async fn begin(store: Store, settings: DeriveSettings) -> anyhow::Result<Loader> {
         ensure_stopped(&store).await?;
-        if let Some(at) = store.bulk.load_in_progress().await? {
+        let earlier = store.bulk.load_in_progress().await?;
+        if let Err(refused) = store.bulk.begin_load(now_ms()).await? {
+            anyhow::bail!("{refused}");
+        }
+        if let Some(at) = earlier {
             tracing::warn!(
                 started_ms = at,
                 "an earlier load did not finish; this one finishes it"
             );
         }
-        store.bulk.begin_load(now_ms()).await?;
         Ok(Loader {
             store,
             settings,

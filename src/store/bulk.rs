@@ -3,9 +3,18 @@
 //! the sources at once (`socialite seed`, `socialite import`).
 //!
 //! A load is bracketed by [`BulkStore::begin_load`] and [`BulkStore::finish_load`]. In
-//! between, the store is marked as being loaded (`serve` refuses to start on it), since
-//! the sources and the derived data disagree until [`BulkStore::derive_all`] and
-//! [`BulkStore::set_positions_to_head`] have run. Every step is idempotent: inserts skip
+//! between, the store is marked as being loaded, since the sources and the derived data
+//! disagree until [`BulkStore::derive_all`] and [`BulkStore::set_positions_to_head`]
+//! have run.
+//!
+//! **Serving and loading exclude each other**, each in one atomic step of the store:
+//! [`BulkStore::enter_serving`] registers a server and is refused while a load runs or
+//! its mark is set; [`BulkStore::begin_load`] sets the mark and is refused while a server
+//! is registered. (Embedded: a lock file a server holds shared and a load exclusively,
+//! taken before the mark is checked or set, dropped by the kernel when the process
+//! dies. MongoDB: one document whose conditional upsert registers a server with an
+//! expiry the adapter renews, and whose conditional update sets the mark only while no
+//! registration is unexpired.) Every step is idempotent: inserts skip
 //! rows whose key exists, derived data is recomputed from all the sources, so a load
 //! interrupted anywhere ends in the same state when it is run again.
 //!
@@ -172,14 +181,71 @@ pub struct Derived {
     pub events: u64,
 }
 
+/// Why serving or loading was refused: the other holds the store.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Exclusion {
+    /// A load runs, or an interrupted one left its mark (since `since_ms`, when known).
+    Loading { since_ms: Option<i64> },
+    /// A server is registered (`holder` until `expires_at_ms`, when known).
+    Serving {
+        holder: Option<String>,
+        expires_at_ms: Option<i64>,
+    },
+}
+
+impl std::fmt::Display for Exclusion {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Exclusion::Loading { since_ms } => {
+                write!(f, "a bulk load (socialite seed or import) ")?;
+                match since_ms {
+                    Some(at) => write!(
+                        f,
+                        "that began at {} is running or was interrupted on this store, so its \
+                         derived data may be incomplete: let it end, or run it again to finish it",
+                        crate::domain::format_time_ms(*at)
+                    ),
+                    None => write!(f, "is running on this store: let it end"),
+                }
+            }
+            Exclusion::Serving {
+                holder,
+                expires_at_ms,
+            } => {
+                match (holder, expires_at_ms) {
+                    (Some(holder), Some(until)) => write!(
+                        f,
+                        "a server is running on this store ({holder}, registered until {} \
+                         unless renewed)",
+                        crate::domain::format_time_ms(*until)
+                    )?,
+                    _ => write!(f, "a server, or another bulk load, is running on this store")?,
+                }
+                write!(
+                    f,
+                    ": a bulk load needs the service stopped; stop every server on it and run \
+                     the load again"
+                )
+            }
+        }
+    }
+}
+
 /// Called with the name of each derivation step as it starts.
 pub type StepReport = Arc<dyn Fn(&'static str) + Send + Sync>;
 
 #[async_trait]
 pub trait BulkStore: Send + Sync + 'static {
-    /// Marks the store as being loaded, since `at_ms`, and tunes it for bulk writes. A
-    /// load already marked (an interrupted one) keeps its mark.
-    async fn begin_load(&self, at_ms: i64) -> StoreResult<()>;
+    /// Registers this store handle as serving requests, `holder` naming the process;
+    /// refused while a load runs or is marked. Counted: each registration is ended by
+    /// one [`BulkStore::leave_serving`], and the handle stays registered until the last.
+    /// (The registration also ends with the process; on MongoDB by expiring.)
+    async fn enter_serving(&self, holder: &str) -> StoreResult<Result<(), Exclusion>>;
+    async fn leave_serving(&self) -> StoreResult<()>;
+    /// Marks the store as being loaded, since `at_ms`, and tunes it for bulk writes;
+    /// refused while a server is registered (the embedded store: or another load runs).
+    /// A load already marked (an interrupted one) keeps its mark.
+    async fn begin_load(&self, at_ms: i64) -> StoreResult<Result<(), Exclusion>>;
     /// When the load in progress began, if one is.
     async fn load_in_progress(&self) -> StoreResult<Option<i64>>;
     /// Each insert writes its batch at once (embedded: one transaction, one prepared
