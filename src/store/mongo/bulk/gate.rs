@@ -207,7 +207,7 @@ pub(super) async fn begin_load(
     let now = now_ms();
     let marked = coll
         .update_one(
-            doc! { "_id": ID, "servers.expires_at": { "$not": { "$gt": now } } },
+            doc! { "_id": ID, "$nor": [{ "servers.expires_at": { "$gt": now } }] },
             doc! { "$min": { "started_at": at_ms } },
         )
         .upsert(true)
