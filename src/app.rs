@@ -64,14 +64,18 @@ pub async fn build_state_with_clock(
     store: Store,
     clock: Arc<dyn Clock>,
 ) -> anyhow::Result<AppState> {
-    if let Some(started) = store.bulk.load_in_progress().await? {
-        anyhow::bail!(
-            "a bulk load (socialite seed or import) that began at {} has not finished on this \
-             store, so its derived data is incomplete: run that load again to finish it",
-            crate::domain::format_time_ms(started)
-        );
+    // Registers this process as serving, refused while a load runs or is marked; `run`
+    // in `server.rs` ends the registration (see `BulkStore::enter_serving`).
+    if let Err(refused) = store.bulk.enter_serving(&workers::holder_id()).await? {
+        anyhow::bail!("{refused}");
     }
-    let auth = AuthSettings::from_config(&config.auth)?.with_clock(clock.clone());
+    let auth = match AuthSettings::from_config(&config.auth) {
+        Ok(auth) => auth.with_clock(clock.clone()),
+        Err(error) => {
+            store.bulk.leave_serving().await?;
+            return Err(error);
+        }
+    };
     let limits = activity_limits(config);
     let wakers = Arc::new(Wakers::default());
     let event_log = prepare_event_log(config, &store).await;

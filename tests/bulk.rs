@@ -3,14 +3,19 @@
 //! server's workers are idle: every profile, every home timeline walked to its end,
 //! every activity log, tag counts and trends. Re-runs, interrupted loads, malformed and
 //! truncated files, and a live server beside the import are in `bulk/failures.rs`; the
-//! seeder's data set in `bulk/seed.rs`.
+//! seeder's data set in `bulk/seed.rs`; serve and load excluding each other in
+//! `bulk/guard.rs`; the time range, post ids and repeated keys in `bulk/times.rs`.
 
 mod common;
 
 #[path = "bulk/failures.rs"]
 mod failures;
+#[path = "bulk/guard.rs"]
+mod guard;
 #[path = "bulk/seed.rs"]
 mod seed;
+#[path = "bulk/times.rs"]
+mod times;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;

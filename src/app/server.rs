@@ -61,9 +61,14 @@ pub async fn spawn_with_clock(
     clock: Arc<dyn Clock>,
 ) -> anyhow::Result<RunningServer> {
     let state = build_state_with_clock(config, store.clone(), clock).await?;
-    let listener = TcpListener::bind(config.server.listen)
-        .await
-        .with_context(|| format!("binding {}", config.server.listen))?;
+    let listener = match TcpListener::bind(config.server.listen).await {
+        Ok(listener) => listener,
+        Err(error) => {
+            state.workers.stop().await;
+            store.bulk.leave_serving().await?;
+            return Err(error).with_context(|| format!("binding {}", config.server.listen));
+        }
+    };
     let addr = listener.local_addr()?;
     let (tx, rx) = oneshot::channel::<()>();
     let handle = tokio::spawn(run(listener, state.clone(), store, config.clone(), async {
@@ -159,6 +164,10 @@ async fn run(
     upkeep.abort();
     // In-flight requests are done: let each worker finish its step and hand its lease on.
     workers.stop().await;
+    // Nothing of this server writes any more: a bulk load may begin.
+    if let Err(error) = store.bulk.leave_serving().await {
+        tracing::warn!(error = %error, "ending this server's registration failed");
+    }
     served.context("serving HTTP")
 }
 

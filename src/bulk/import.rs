@@ -8,8 +8,15 @@
 //! no line failed is anything written, in a second read. So a malformed or truncated
 //! file is reported (file, line and why; up to [`MAX_ERRORS`] lines) and leaves the
 //! store untouched. Standard input is copied to a temporary file for the two reads.
+//!
+//! **Repeated keys:** a line whose key (user id, post id, follower and followee, user
+//! and post) an earlier line of its file had is written once when its values are the
+//! same, and refuses the import when they differ (`duplicates.rs`). A row whose key is
+//! already in the store is kept as stored. The report counts the rows written, so
+//! repeats and rows already there are not counted.
+//!
 //! Memory: the ids of the users file, and of the posts file when there is a likes file,
-//! are kept for the reference checks.
+//! are kept for the reference checks, and a hash of every key for the repeats.
 
 use std::collections::{HashMap, HashSet};
 use std::io::{BufRead, BufReader};
@@ -17,6 +24,7 @@ use std::path::PathBuf;
 
 use anyhow::Context;
 
+use super::duplicates::{Repeat, Seen};
 use super::lines::{self, LineError};
 use super::{BATCH, LoadReport, Loader, Source};
 use crate::domain::{PostId, now_ms};
@@ -161,32 +169,63 @@ fn check_all(inputs: &[Option<Input>; 4], progress: &super::Progress, now: i64) 
         );
         let (mut users, mut follows) = (Rows::default(), Rows::default());
         let (mut posts, mut likes) = (Rows::default(), Rows::default());
+        let mut seen = Seen::default();
         let outcome = for_each_line(
             input,
             |line, text| {
                 let parsed = match slot {
                     0 => lines::user(text, &mut users, now),
                     1 => lines::follow(text, &mut follows, now),
-                    2 => lines::post(text, &mut posts),
+                    2 => lines::post(text, &mut posts, now),
                     _ => lines::like(text, &mut likes, now),
                 };
                 if let Err(why) = parsed {
                     return check.refuse(input, line, why);
                 }
                 check.rows[slot] += 1;
+                // Set when the line repeats a key with other values: what differs.
+                let mut conflict = None;
+                let mut note = |repeat: Repeat, what: &dyn Fn() -> String| {
+                    if let Repeat::Conflict(first) = repeat {
+                        conflict = Some(format!(
+                            "{} than at line {first}: a conflicting duplicate",
+                            what()
+                        ));
+                    }
+                };
                 if let Some(row) = users.rows().first() {
-                    check.users.insert(users.str(row.id).to_owned());
+                    let id = users.str(row.id);
+                    check.users.insert(id.to_owned());
+                    let values = (users.str(row.display_name), row.created_at_ms);
+                    note(seen.note(&id, &values, line), &|| {
+                        format!("user {id:?} again, with another display_name or created_at")
+                    });
                 } else if let Some(row) = follows.rows().first() {
-                    check.user_ref(follows.str(row.follower), input, line);
-                    check.user_ref(follows.str(row.followee), input, line);
+                    let (from, to) = (follows.str(row.follower), follows.str(row.followee));
+                    check.user_ref(from, input, line);
+                    check.user_ref(to, input, line);
+                    note(seen.note(&(from, to), &row.created_at_ms, line), &|| {
+                        format!("follow {from:?} -> {to:?} again, with another created_at")
+                    });
                 } else if let Some(row) = posts.rows().first() {
                     check.user_ref(posts.str(row.author), input, line);
                     if keep_posts {
                         check.posts.insert(row.id);
                     }
+                    let values = (posts.str(row.author), posts.str(row.text));
+                    note(seen.note(&row.id, &values, line), &|| {
+                        format!("post {} again, with another author or text", row.id)
+                    });
                 } else if let Some(row) = likes.rows().first() {
-                    check.user_ref(likes.str(row.user), input, line);
+                    let user = likes.str(row.user);
+                    check.user_ref(user, input, line);
                     check.post_ref(row.post, input, line);
+                    note(seen.note(&(user, row.post), &row.created_at_ms, line), &|| {
+                        format!("like of {} by {user:?} again, with another created_at", row.post)
+                    });
+                }
+                if let Some(why) = conflict {
+                    return check.refuse(input, line, why);
                 }
                 users.clear();
                 follows.clear();
@@ -338,7 +377,9 @@ pub async fn run(
             .await?;
     }
     if let Some(input) = posts {
-        let produce = move |send: &mut dyn FnMut(_) -> _| batches(&input, lines::post, send);
+        let produce = move |send: &mut dyn FnMut(_) -> _| {
+            batches(&input, |text, rows| lines::post(text, rows, now), send)
+        };
         loader
             .load(
                 Source::Posts,

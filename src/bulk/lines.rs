@@ -9,13 +9,22 @@
 //! | likes | `{"user": "u2", "post": "65a1...", "created_at": 1700000000000}` | |
 //!
 //! `created_at` (milliseconds since the epoch) is optional and defaults to the time the
-//! import started. A post's time is its id's, as for posts made through the API.
+//! import started. A post's time is its id's, as for posts made through the API: 4 bytes
+//! of Unix seconds, 2 bytes of milliseconds (below 1000), 6 bytes of anything.
+//!
+//! **Times** (a `created_at`, a post id's time) must lie in the range the service keeps
+//! (`domain::time`: from 1970-01-01T00:00:00.000Z up to, not including,
+//! 2100-01-01T00:00:00.000Z) and be no later than the import's start plus 5 minutes of
+//! clock skew: a time in the future would sort above everything written until then, and
+//! a post id in the future would date every post made afterwards.
 
 use std::borrow::Cow;
 
 use serde::Deserialize;
 
-use crate::domain::{PostId, validate_display_name, validate_post_text, validate_user_id};
+use crate::domain::{
+    PostId, check_time_at, validate_display_name, validate_post_text, validate_user_id,
+};
 use crate::store::bulk::{FollowRow, LikeRow, PostRow, Rows, UserRow};
 
 #[derive(Deserialize)]
@@ -77,17 +86,25 @@ fn parse<'a, T: Deserialize<'a>>(line: &'a str) -> Result<T, LineError> {
     })
 }
 
-fn time(created_at: Option<i64>, default: i64) -> Result<i64, LineError> {
+/// `created_at`, or `now` (the import's start) when it is missing.
+fn time(created_at: Option<i64>, now: i64) -> Result<i64, LineError> {
     match created_at {
-        Some(ms) if ms < 0 => Err(format!("created_at must not be negative; got {ms}")),
-        Some(ms) => Ok(ms),
-        None => Ok(default),
+        Some(ms) => check_time_at(ms, now).map_err(|e| format!("created_at: {e}")),
+        None => Ok(now),
     }
 }
 
 fn post_id(text: &str) -> Result<PostId, LineError> {
     text.parse()
         .map_err(|_| format!("post id {text:?} must be 24 hexadecimal digits"))
+}
+
+/// A post id the service could have made by `now`.
+fn new_post_id(text: &str, now: i64) -> Result<PostId, LineError> {
+    let id = post_id(text)?;
+    id.check_at(now)
+        .map_err(|e| format!("post id {text:?} is not a valid time-ordered id: {e}"))?;
+    Ok(id)
 }
 
 /// Parses and checks a users line into `rows`.
@@ -123,9 +140,9 @@ pub fn follow(line: &str, rows: &mut Rows<FollowRow>, now: i64) -> Result<(), Li
     Ok(())
 }
 
-pub fn post(line: &str, rows: &mut Rows<PostRow>) -> Result<(), LineError> {
+pub fn post(line: &str, rows: &mut Rows<PostRow>, now: i64) -> Result<(), LineError> {
     let parsed: PostLine<'_> = parse(line)?;
-    let id = post_id(&parsed.id)?;
+    let id = new_post_id(&parsed.id, now)?;
     validate_user_id(&parsed.author)?;
     validate_post_text(&parsed.text)?;
     let (author, text) = (rows.intern(&parsed.author), rows.intern(&parsed.text));
@@ -163,14 +180,48 @@ mod tests {
         assert!(follow(r#"{"follower":"a","followee":"a"}"#, &mut follows, 0).is_err());
         let mut posts = Rows::default();
         let ok = r#"{"id":"000000010000000000000000","author":"a","text":"hi"}"#;
-        post(ok, &mut posts).unwrap();
+        post(ok, &mut posts, 5000).unwrap();
         let blank = r#"{"id":"000000010000000000000000","author":"a","text":"  "}"#;
-        assert!(post(blank, &mut posts).is_err());
+        assert!(post(blank, &mut posts, 5000).is_err());
         let cut = r#"{"id":"000000010000000000000000","author":"a","te"#;
-        assert!(post(cut, &mut posts).unwrap_err().contains("cut short"));
+        assert!(post(cut, &mut posts, 5000).unwrap_err().contains("cut short"));
         let mut likes = Rows::default();
         let bad = like(r#"{"user":"a","post":"xyz"}"#, &mut likes, 0).unwrap_err();
         assert!(bad.contains("24 hexadecimal"), "{bad}");
         assert_eq!(users.len() + posts.len(), 2);
+    }
+
+    /// Times past year 9999 once passed here and made the API panic when it wrote them.
+    #[test]
+    fn times_outside_the_range_or_in_the_future_are_refused() {
+        let now = 1_700_000_000_000;
+        let mut users = Rows::default();
+        for created_at in ["253402300800000", "-1", "4102444800000", "1700000300001"] {
+            let line = format!(r#"{{"id":"ann","created_at":{created_at}}}"#);
+            let why = user(&line, &mut users, now).unwrap_err();
+            assert!(why.starts_with("created_at: time"), "{why}");
+        }
+        user(r#"{"id":"ann","created_at":1700000300000}"#, &mut users, now).unwrap();
+        let mut follows = Rows::default();
+        let far = r#"{"follower":"a","followee":"b","created_at":253402300800000}"#;
+        assert!(follow(far, &mut follows, now).is_err());
+        let mut likes = Rows::default();
+        let far = r#"{"user":"a","post":"000000010000000000000000","created_at":253402300800000}"#;
+        assert!(like(far, &mut likes, now).is_err());
+        assert!(users.len() == 1 && follows.is_empty() && likes.is_empty());
+    }
+
+    /// A post id from 2097 once passed here and dated every later post by it.
+    #[test]
+    fn post_ids_must_carry_a_kept_time_not_in_the_future() {
+        let now = 1_700_000_000_000;
+        let mut posts = Rows::default();
+        let line = |id: &str| format!(r#"{{"id":"{id}","author":"a","text":"hi"}}"#);
+        let future = post(&line("f00000000000000000000001"), &mut posts, now).unwrap_err();
+        assert!(future.contains("future"), "{future}");
+        let millis = post(&line("6553f10003e8000000000000"), &mut posts, now).unwrap_err();
+        assert!(millis.contains("below 1000"), "{millis}");
+        post(&line("6553f10003e7000000000000"), &mut posts, now).unwrap();
+        assert_eq!(posts.len(), 1);
     }
 }

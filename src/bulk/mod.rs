@@ -4,17 +4,20 @@
 //!
 //! - **The service must be stopped.** A load writes sources without change-feed entries
 //!   and rebuilds derived data from a moment's sources, so a server writing beside it
-//!   could have writes that neither the rebuild nor its workers ever see. [`Loader::begin`]
-//!   refuses to start while any worker lease is held and unexpired (a server with
-//!   workers is running on the store), and marks the store as being loaded; `serve`
-//!   refuses to start on a marked store. (A server running with `workers.enabled =
-//!   false` holds no lease and is not detected: stop it too.)
+//!   could have writes that neither the rebuild nor its workers ever see. Every serving
+//!   process registers with the store (`BulkStore::enter_serving`, in `app`), workers
+//!   or not, and [`Loader::begin`] marks the store as being loaded
+//!   (`BulkStore::begin_load`): each is refused while the other holds the store, in one
+//!   atomic step of the store, so a server and a load started at once never both run.
+//!   (A worker lease held and unexpired also refuses a load: a server of a version
+//!   before the registration.)
 //! - **Interrupted loads** leave the mark. Running the same load again finishes it in
 //!   the same state: inserts skip rows that exist, derived data is recomputed from all
 //!   the sources, and the mark goes only once positions are at the head.
 //! - **Pipelined:** a producer thread builds batches (generating or parsing) while the
 //!   store writes the previous one.
 
+mod duplicates;
 pub mod import;
 mod lines;
 mod progress;
@@ -30,7 +33,7 @@ pub use progress::Progress;
 use crate::config::Config;
 use crate::domain::{ActivityLimits, now_ms};
 use crate::store::Store;
-use crate::store::bulk::{DeriveSettings, Derived, Rows};
+use crate::store::bulk::{DeriveSettings, Derived, Rows, TimelineLayout};
 use crate::workers::{activity, aggregates, counters, events, timelines};
 
 /// Rows per batch: one transaction on the embedded store, one `insert_many` on MongoDB.
@@ -67,13 +70,16 @@ impl Source {
     }
 }
 
-/// Source rows a load wrote (or found already there), and how long it took.
+/// Source rows a load wrote, and how long it took.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct LoadReport {
     pub users: u64,
     pub follows: u64,
     pub posts: u64,
     pub likes: u64,
+    /// Rows handed to the store but not written: their key was already stored (a
+    /// re-run), or repeated an earlier row of the same values.
+    pub not_written: u64,
     pub derived: Derived,
     /// Seconds from the start to the end, derived data and positions included.
     pub seconds: f64,
@@ -93,13 +99,15 @@ impl std::fmt::Display for LoadReport {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "{} users, {} follows, {} posts, {} likes ({} source rows) in {:.1} s: {:.0} rows/s, \
+            "{} users, {} follows, {} posts, {} likes written ({} source rows; {} more already \
+             stored or repeated) in {:.1} s: {:.0} rows/s, \
              derived data included ({} activity entries, {} timeline entries, {} events)",
             self.users,
             self.follows,
             self.posts,
             self.likes,
             self.rows(),
+            self.not_written,
             self.seconds,
             self.rows_per_second(),
             self.derived.activity_entries,
@@ -111,8 +119,17 @@ impl std::fmt::Display for LoadReport {
 
 /// The derived data's settings from the configuration.
 pub fn derive_settings(config: &Config) -> DeriveSettings {
+    let feed = config.feed.settings();
     DeriveSettings {
-        feed: config.feed.settings(),
+        feed: TimelineLayout {
+            strategy: feed.strategy,
+            bucket_size: feed.bucket_size,
+            bucket_span_ms: feed.bucket_span_ms,
+            timed_bucket_max_entries: feed.timed_bucket_max_entries,
+            embed_content: feed.embed_content,
+            hybrid_threshold: feed.hybrid_threshold,
+            hybrid_leave_below: crate::feed::leave_below(feed.hybrid_threshold),
+        },
         activity: ActivityLimits {
             primary_limit: config.activity.primary_limit,
             page_size: config.activity.page_size,
@@ -155,16 +172,20 @@ pub struct Loader {
 }
 
 impl Loader {
-    /// Checks that no server runs on the store and marks it as being loaded.
+    /// Marks the store as being loaded, refused while a server is registered on it
+    /// (one atomic step: see the bulk port), and until the load ends.
     pub async fn begin(store: Store, settings: DeriveSettings) -> anyhow::Result<Loader> {
         ensure_stopped(&store).await?;
-        if let Some(at) = store.bulk.load_in_progress().await? {
+        let earlier = store.bulk.load_in_progress().await?;
+        if let Err(refused) = store.bulk.begin_load(now_ms()).await? {
+            anyhow::bail!("{refused}");
+        }
+        if let Some(at) = earlier {
             tracing::warn!(
                 started_ms = at,
                 "an earlier load did not finish; this one finishes it"
             );
         }
-        store.bulk.begin_load(now_ms()).await?;
         Ok(Loader {
             store,
             settings,
@@ -175,7 +196,8 @@ impl Loader {
     }
 
     /// Writes the batches `produce` makes (on a blocking thread, handing each to `send`)
-    /// with `insert`, while the next batch is being made. Returns the rows written.
+    /// with `insert`, while the next batch is being made. Returns the rows written (as
+    /// `insert` counts them: rows whose key exists are not).
     pub async fn load<R, P, I, Fut>(
         &mut self,
         source: Source,
@@ -201,19 +223,22 @@ impl Loader {
                     .map_err(|_| anyhow::anyhow!("the writer stopped"))
             })
         });
-        let mut rows = 0;
+        let (mut rows, mut handed) = (0, 0);
         while let Some(batch) = rx.recv().await {
             let n = batch.len() as u64;
-            insert(self.store.clone(), batch)
+            rows += insert(self.store.clone(), batch)
                 .await
                 .with_context(|| format!("writing {what}"))?;
-            rows += n;
+            handed += n;
             bar.inc(n);
         }
         producer.await.context("the batch producer panicked")??;
         bar.finish();
         let seconds = started.elapsed().as_secs_f64();
-        tracing::info!(rows, seconds, "loaded {what}");
+        tracing::info!(rows, not_written = handed.saturating_sub(rows), seconds, "loaded {what}");
+        if source != Source::Tokens {
+            self.report.not_written += handed.saturating_sub(rows);
+        }
         match source {
             Source::Users => self.report.users += rows,
             Source::Follows => self.report.follows += rows,

@@ -12,12 +12,29 @@ use std::sync::Mutex;
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
+use super::time::{TimeError, check_time_at};
+
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct PostId([u8; 12]);
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("a post id is 24 hexadecimal characters")]
 pub struct PostIdError;
+
+/// Why an id is not one the service could have made (see [`PostId::check_at`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PostIdTimeError {
+    #[error("its milliseconds field (bytes 5 and 6) is {0}; it must be below 1000")]
+    Millis(u16),
+    #[error("its time: {0}")]
+    Time(#[from] TimeError),
+}
+
+/// How far ahead of the clock a stored last id may lie and still be followed by
+/// [`PostId::next_after`]. Further ahead, it is not a clock that stepped back but a
+/// wrong id (written before imports were checked), and following it would date every
+/// new post by it.
+pub const MAX_LEAD_MS: i64 = 24 * 60 * 60 * 1000;
 
 impl PostId {
     pub const MIN: PostId = PostId([0; 12]);
@@ -59,12 +76,36 @@ impl PostId {
         secs * 1000 + millis
     }
 
+    /// The millisecond field (bytes 5 and 6): below 1000 in every id the service makes.
+    pub fn millis_field(&self) -> u16 {
+        u16::from_be_bytes([self.0[4], self.0[5]])
+    }
+
+    /// Whether this is an id the service could have made by `now_ms`: its millisecond
+    /// field below 1000, its time in the kept range and no later than `now_ms` plus the
+    /// clock skew (see `domain::time`). Every id that enters from outside (`import`,
+    /// `restore`) is held to this.
+    pub fn check_at(&self, now_ms: i64) -> Result<(), PostIdTimeError> {
+        let millis = self.millis_field();
+        if millis >= 1000 {
+            return Err(PostIdTimeError::Millis(millis));
+        }
+        check_time_at(self.timestamp_ms(), now_ms)?;
+        Ok(())
+    }
+
     /// The next id for a post created at `now_ms`: the time-based id with tail `start`,
     /// or one past `last` when the clock has not moved on, so ids strictly increase.
+    /// A `last` more than [`MAX_LEAD_MS`] ahead of `now_ms` is not followed.
     pub fn next_after(now_ms: i64, last: Option<PostId>, start: u64) -> PostId {
         let candidate = PostId::at(now_ms, start);
         match last {
-            Some(last) if candidate <= last => PostId::from_u128(last.as_u128() + 1),
+            Some(last)
+                if candidate <= last
+                    && last.timestamp_ms() <= now_ms.saturating_add(MAX_LEAD_MS) =>
+            {
+                PostId::from_u128(last.as_u128() + 1)
+            }
             _ => candidate,
         }
     }
@@ -205,6 +246,25 @@ mod tests {
         let d = generator.next(6_000);
         assert!(a < b && b < c && c < d, "{a} {b} {c} {d}");
         assert_eq!(d.timestamp_ms(), 6_000);
+    }
+
+    #[test]
+    fn ids_made_elsewhere_are_checked_and_a_far_future_last_id_is_not_followed() {
+        let now = 1_700_000_000_000;
+        assert_eq!(PostId::at(now, 5).check_at(now), Ok(()));
+        let future: PostId = "f00000000000000000000001".parse().unwrap();
+        assert!(matches!(
+            future.check_at(now),
+            Err(PostIdTimeError::Time(TimeError::Future { .. }))
+        ));
+        let bad_millis: PostId = "6553f10003e8000000000000".parse().unwrap();
+        assert_eq!(bad_millis.check_at(now), Err(PostIdTimeError::Millis(1000)));
+        // A stored last id from 2097 does not date the next post.
+        let next = PostId::next_after(now, Some(future), 0);
+        assert_eq!(next.timestamp_ms(), now);
+        // One a little ahead (a clock stepped back) still is followed.
+        let ahead = PostId::at(now + 60_000, 0);
+        assert!(PostId::next_after(now, Some(ahead), 0) > ahead);
     }
 
     #[test]

@@ -4,6 +4,7 @@ mod activity;
 mod events;
 mod hashtags;
 mod ids;
+mod time;
 mod validate;
 
 pub use activity::{
@@ -11,7 +12,11 @@ pub use activity::{
 };
 pub use events::{Event, EventId, EventType};
 pub use hashtags::{MAX_TAGS_PER_POST, hashtags, is_tag};
-pub use ids::{PostId, PostIdError, PostIdGenerator};
+pub use ids::{PostId, PostIdError, PostIdGenerator, PostIdTimeError};
+pub use time::{
+    CLOCK_SKEW_MS, MAX_TIME_MS, MIN_TIME_MS, Rfc3339Ms, TimeError, check_time_at, check_time_ms,
+    format_time_ms,
+};
 pub use validate::{validate_display_name, validate_post_text, validate_user_id};
 
 use serde::{Deserialize, Serialize};
@@ -259,29 +264,6 @@ impl std::str::FromStr for FeedStrategy {
                     "unknown feed strategy {s:?}; expected one of fanout_on_read, timed_buckets, sized_buckets, cache"
                 )
             })
-    }
-}
-
-/// Formats milliseconds since the Unix epoch as RFC 3339 with millisecond precision.
-pub fn format_time_ms(ms: i64) -> String {
-    Rfc3339Ms(ms).to_string()
-}
-
-/// A time in milliseconds since the epoch, shown (and serialized, without an
-/// intermediate `String`) as RFC 3339 with milliseconds, in UTC.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Rfc3339Ms(pub i64);
-
-impl std::fmt::Display for Rfc3339Ms {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let time = std::time::UNIX_EPOCH + std::time::Duration::from_millis(self.0.max(0) as u64);
-        humantime::format_rfc3339_millis(time).fmt(f)
-    }
-}
-
-impl serde::Serialize for Rfc3339Ms {
-    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.collect_str(self)
     }
 }
 

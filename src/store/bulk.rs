@@ -3,9 +3,18 @@
 //! the sources at once (`socialite seed`, `socialite import`).
 //!
 //! A load is bracketed by [`BulkStore::begin_load`] and [`BulkStore::finish_load`]. In
-//! between, the store is marked as being loaded (`serve` refuses to start on it), since
-//! the sources and the derived data disagree until [`BulkStore::derive_all`] and
-//! [`BulkStore::set_positions_to_head`] have run. Every step is idempotent: inserts skip
+//! between, the store is marked as being loaded, since the sources and the derived data
+//! disagree until [`BulkStore::derive_all`] and [`BulkStore::set_positions_to_head`]
+//! have run.
+//!
+//! **Serving and loading exclude each other**, each in one atomic step of the store:
+//! [`BulkStore::enter_serving`] registers a server and is refused while a load runs or
+//! its mark is set; [`BulkStore::begin_load`] sets the mark and is refused while a server
+//! is registered. (Embedded: a lock file a server holds shared and a load exclusively,
+//! taken before the mark is checked or set, dropped by the kernel when the process
+//! dies. MongoDB: one document whose conditional upsert registers a server with an
+//! expiry the adapter renews, and whose conditional update sets the mark only while no
+//! registration is unexpired.) Every step is idempotent: inserts skip
 //! rows whose key exists, derived data is recomputed from all the sources, so a load
 //! interrupted anywhere ends in the same state when it is run again.
 //!
@@ -17,8 +26,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 
 use super::{LogBounds, StoreResult, TokenHash};
-use crate::domain::{ActivityLimits, PostId};
-use crate::feed::FeedSettings;
+use crate::domain::{ActivityLimits, FeedStrategy, PostId};
 
 /// A string inside a [`Rows`] buffer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -136,10 +144,26 @@ pub struct TokenRow {
     pub created_at_ms: i64,
 }
 
+/// How a load lays out the derived timelines: the feed settings it needs, as values
+/// (the port takes no type of the feed layer's).
+#[derive(Debug, Clone)]
+pub struct TimelineLayout {
+    pub strategy: FeedStrategy,
+    pub bucket_size: u32,
+    pub bucket_span_ms: i64,
+    /// A timed bucket's period is split into parts of at most this many entries.
+    pub timed_bucket_max_entries: u32,
+    pub embed_content: bool,
+    /// `hybrid`: authors with more followers than this are celebrities...
+    pub hybrid_threshold: u64,
+    /// ...and those already marked stay celebrities down to this many followers.
+    pub hybrid_leave_below: u64,
+}
+
 /// What the derived data is built for.
 #[derive(Debug, Clone)]
 pub struct DeriveSettings {
-    pub feed: FeedSettings,
+    pub feed: TimelineLayout,
     pub activity: ActivityLimits,
     pub events: LogBounds,
     /// The clock: which hours of tag counts are kept.
@@ -157,14 +181,71 @@ pub struct Derived {
     pub events: u64,
 }
 
+/// Why serving or loading was refused: the other holds the store.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Exclusion {
+    /// A load runs, or an interrupted one left its mark (since `since_ms`, when known).
+    Loading { since_ms: Option<i64> },
+    /// A server is registered (`holder` until `expires_at_ms`, when known).
+    Serving {
+        holder: Option<String>,
+        expires_at_ms: Option<i64>,
+    },
+}
+
+impl std::fmt::Display for Exclusion {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Exclusion::Loading { since_ms } => {
+                write!(f, "a bulk load (socialite seed or import) ")?;
+                match since_ms {
+                    Some(at) => write!(
+                        f,
+                        "that began at {} is running or was interrupted on this store, so its \
+                         derived data may be incomplete: let it end, or run it again to finish it",
+                        crate::domain::format_time_ms(*at)
+                    ),
+                    None => write!(f, "is running on this store: let it end"),
+                }
+            }
+            Exclusion::Serving {
+                holder,
+                expires_at_ms,
+            } => {
+                match (holder, expires_at_ms) {
+                    (Some(holder), Some(until)) => write!(
+                        f,
+                        "a server is running on this store ({holder}, registered until {} \
+                         unless renewed)",
+                        crate::domain::format_time_ms(*until)
+                    )?,
+                    _ => write!(f, "a server, or another bulk load, is running on this store")?,
+                }
+                write!(
+                    f,
+                    ": a bulk load needs the service stopped; stop every server on it and run \
+                     the load again"
+                )
+            }
+        }
+    }
+}
+
 /// Called with the name of each derivation step as it starts.
 pub type StepReport = Arc<dyn Fn(&'static str) + Send + Sync>;
 
 #[async_trait]
 pub trait BulkStore: Send + Sync + 'static {
-    /// Marks the store as being loaded, since `at_ms`, and tunes it for bulk writes. A
-    /// load already marked (an interrupted one) keeps its mark.
-    async fn begin_load(&self, at_ms: i64) -> StoreResult<()>;
+    /// Registers this store handle as serving requests, `holder` naming the process;
+    /// refused while a load runs or is marked. Counted: each registration is ended by
+    /// one [`BulkStore::leave_serving`], and the handle stays registered until the last.
+    /// (The registration also ends with the process; on MongoDB by expiring.)
+    async fn enter_serving(&self, holder: &str) -> StoreResult<Result<(), Exclusion>>;
+    async fn leave_serving(&self) -> StoreResult<()>;
+    /// Marks the store as being loaded, since `at_ms`, and tunes it for bulk writes;
+    /// refused while a server is registered (the embedded store: or another load runs).
+    /// A load already marked (an interrupted one) keeps its mark.
+    async fn begin_load(&self, at_ms: i64) -> StoreResult<Result<(), Exclusion>>;
     /// When the load in progress began, if one is.
     async fn load_in_progress(&self) -> StoreResult<Option<i64>>;
     /// Each insert writes its batch at once (embedded: one transaction, one prepared

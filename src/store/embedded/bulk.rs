@@ -20,16 +20,29 @@ use rusqlite::{Connection, OptionalExtension, params};
 
 pub(super) use activity::build_logs;
 
+use super::lock::{LockError, StoreLock};
 use super::{EmbeddedStore, Synchronous, run_blocking};
 use crate::domain::ChangePosition;
-use crate::store::StoreResult;
 use crate::store::bulk::{
-    BulkStore, DeriveSettings, Derived, FollowRow, LikeRow, PostRow, Rows, StepReport, TokenRow,
-    UserRow,
+    BulkStore, DeriveSettings, Derived, Exclusion, FollowRow, LikeRow, PostRow, Rows, StepReport,
+    TokenRow, UserRow,
 };
+use crate::store::{StoreError, StoreResult};
 use crate::store::leases::initial_version;
 
 const MARK: &str = "bulk_load_started";
+
+/// The serve lock this handle holds (see `lock.rs`): shared while serving, with how many
+/// registrations hold it, or exclusive while loading.
+#[derive(Default)]
+pub(super) struct Gate {
+    serving: std::sync::Mutex<(usize, Option<StoreLock>)>,
+    loading: std::sync::Mutex<Option<StoreLock>>,
+}
+
+fn held<T>(mutex: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|poison| poison.into_inner())
+}
 /// The writer's page cache while loading (the normal one is 64 MiB).
 const LOAD_CACHE_KIB: i64 = 1 << 20;
 
@@ -95,7 +108,67 @@ impl EmbeddedStore {
 
 #[async_trait]
 impl BulkStore for EmbeddedStore {
-    async fn begin_load(&self, at_ms: i64) -> StoreResult<()> {
+    /// Takes the serve lock shared, then checks the mark: a load holds the lock for its
+    /// whole run, and one that ended early left its mark.
+    async fn enter_serving(&self, _holder: &str) -> StoreResult<Result<(), Exclusion>> {
+        let busy = {
+            let mut serving = held(&self.inner.gate.serving);
+            let taken = match serving.1 {
+                Some(_) => Ok(()),
+                None => StoreLock::serving(&self.inner.path).map(|lock| serving.1 = Some(lock)),
+            };
+            match taken {
+                Ok(()) => {
+                    serving.0 += 1;
+                    false
+                }
+                Err(LockError::Busy(_)) => true,
+                Err(LockError::Io(error)) => return Err(StoreError::Backend(error)),
+            }
+        };
+        if busy {
+            let since_ms = self.load_in_progress().await?;
+            return Ok(Err(Exclusion::Loading { since_ms }));
+        }
+        match self.load_in_progress().await {
+            Ok(None) => Ok(Ok(())),
+            Ok(Some(at)) => {
+                self.leave_serving().await?;
+                Ok(Err(Exclusion::Loading { since_ms: Some(at) }))
+            }
+            Err(error) => {
+                self.leave_serving().await?;
+                Err(error)
+            }
+        }
+    }
+
+    async fn leave_serving(&self) -> StoreResult<()> {
+        let mut serving = held(&self.inner.gate.serving);
+        serving.0 = serving.0.saturating_sub(1);
+        if serving.0 == 0 {
+            serving.1 = None;
+        }
+        Ok(())
+    }
+
+    /// Takes the serve lock exclusively (kept until `finish_load`), then sets the mark.
+    async fn begin_load(&self, at_ms: i64) -> StoreResult<Result<(), Exclusion>> {
+        {
+            let mut loading = held(&self.inner.gate.loading);
+            if loading.is_none() {
+                match StoreLock::loading(&self.inner.path) {
+                    Ok(lock) => *loading = Some(lock),
+                    Err(LockError::Busy(_)) => {
+                        return Ok(Err(Exclusion::Serving {
+                            holder: None,
+                            expires_at_ms: None,
+                        }));
+                    }
+                    Err(LockError::Io(error)) => return Err(StoreError::Backend(error)),
+                }
+            }
+        }
         self.write(move |tx| {
             tx.prepare_cached("INSERT OR IGNORE INTO meta (key, value) VALUES (?1, ?2)")?
                 .execute(params![MARK, at_ms])?;
@@ -108,7 +181,8 @@ impl BulkStore for EmbeddedStore {
             ))?;
             Ok(())
         })
-        .await
+        .await?;
+        Ok(Ok(()))
     }
 
     async fn load_in_progress(&self) -> StoreResult<Option<i64>> {
@@ -284,6 +358,8 @@ impl BulkStore for EmbeddedStore {
                 .execute([MARK])?;
             Ok(())
         })
-        .await
+        .await?;
+        *held(&self.inner.gate.loading) = None;
+        Ok(())
     }
 }

@@ -7,6 +7,12 @@
 //! however it ends: a server killed with `kill -9` leaves nothing behind that could
 //! block a restore. The lock file itself is never removed (removing it would let two
 //! processes lock two different files of the same name).
+//!
+//! A second lock file, `<store>-serve-lock`, keeps serving and bulk loading apart: a
+//! process serving requests holds it shared ([`StoreLock::serving`]), a `seed` or
+//! `import` exclusively for its whole run ([`StoreLock::loading`]), each taken before
+//! it checks or sets the load's mark, so the kernel decides which of two racing
+//! processes goes first.
 
 use std::fs::{File, OpenOptions, TryLockError};
 use std::path::{Path, PathBuf};
@@ -31,8 +37,17 @@ pub enum LockError {
 
 /// The lock file of the store at `store`.
 pub fn lock_path(store: &Path) -> PathBuf {
+    beside(store, "-lock")
+}
+
+/// The lock file that keeps serving and bulk loads apart.
+pub fn serve_lock_path(store: &Path) -> PathBuf {
+    beside(store, "-serve-lock")
+}
+
+fn beside(store: &Path, suffix: &str) -> PathBuf {
     let mut name = store.as_os_str().to_owned();
-    name.push("-lock");
+    name.push(suffix);
     PathBuf::from(name)
 }
 
@@ -40,19 +55,29 @@ impl StoreLock {
     /// The lock of a process using the store: shared with every other user, refused
     /// while a restore replaces the file.
     pub fn shared(store: &Path) -> Result<StoreLock, LockError> {
-        StoreLock::take(store, File::try_lock_shared)
+        StoreLock::take(lock_path(store), File::try_lock_shared)
     }
 
     /// The lock of a restore: refused while any process has the store open.
     pub fn exclusive(store: &Path) -> Result<StoreLock, LockError> {
-        StoreLock::take(store, File::try_lock)
+        StoreLock::take(lock_path(store), File::try_lock)
+    }
+
+    /// The lock of a process serving requests: shared with other servers, refused while
+    /// a bulk load runs.
+    pub fn serving(store: &Path) -> Result<StoreLock, LockError> {
+        StoreLock::take(serve_lock_path(store), File::try_lock_shared)
+    }
+
+    /// The lock of a bulk load: refused while any process serves, or another load runs.
+    pub fn loading(store: &Path) -> Result<StoreLock, LockError> {
+        StoreLock::take(serve_lock_path(store), File::try_lock)
     }
 
     fn take(
-        store: &Path,
+        path: PathBuf,
         lock: fn(&File) -> Result<(), TryLockError>,
     ) -> Result<StoreLock, LockError> {
-        let path = lock_path(store);
         let file = OpenOptions::new()
             .read(true)
             .write(true)

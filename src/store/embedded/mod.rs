@@ -79,6 +79,8 @@ struct Inner {
     path: PathBuf,
     /// Held while the store is open, so that `restore` never replaces it under us.
     _lock: lock::StoreLock,
+    /// The serve lock, held while serving or loading (`bulk.rs`).
+    gate: bulk::Gate,
     /// The one write connection, handed out first come, first served: a request's write
     /// waits for the transactions queued before it, never for a stream of later ones.
     writer: Arc<tokio::sync::Mutex<Connection>>,
@@ -139,6 +141,7 @@ impl EmbeddedStore {
             inner: Arc::new(Inner {
                 path: path.to_path_buf(),
                 _lock: lock,
+                gate: bulk::Gate::default(),
                 writer: Arc::new(tokio::sync::Mutex::new(writer)),
                 readers: Mutex::new(Vec::new()),
                 read_slots: Arc::new(tokio::sync::Semaphore::new(reader_count())),

@@ -2,13 +2,17 @@
 //! keys (rows a re-run finds) are skipped; derived data is written with unordered
 //! `insert_many` and with batched unordered `update` commands (the wire protocol's bulk
 //! write: many statements in one round trip; the driver's `Client::bulk_write` needs a
-//! MongoDB 8.0 server). The load's mark is the `bulk_load` collection's one document.
+//! MongoDB 8.0 server). The load's mark, and the servers registered, are the `bulk_load` collection's one
+//! document (`bulk/gate.rs`).
 //!
 //! Sources written in bulk still reach the oplog, and so the change streams; moving
 //! every worker's position to the head afterwards is what keeps the workers from
 //! applying them again.
 
 mod derive;
+mod gate;
+
+pub(super) use gate::Registration;
 
 use async_trait::async_trait;
 use mongodb::Collection;
@@ -19,8 +23,8 @@ use super::leases::LEASES;
 use super::{MongoStore, db_error, oid};
 use crate::domain::now_ms;
 use crate::store::bulk::{
-    BulkStore, DeriveSettings, Derived, FollowRow, LikeRow, PostRow, Rows, StepReport, TokenRow,
-    UserRow,
+    BulkStore, DeriveSettings, Derived, Exclusion, FollowRow, LikeRow, PostRow, Rows, StepReport,
+    TokenRow, UserRow,
 };
 use crate::store::leases::initial_version;
 use crate::store::{ChangeFeed, StoreError, StoreResult};
@@ -126,25 +130,20 @@ impl MongoStore {
 
 #[async_trait]
 impl BulkStore for MongoStore {
-    async fn begin_load(&self, at_ms: i64) -> StoreResult<()> {
-        self.collection(MARK)
-            .update_one(
-                doc! { "_id": "load" },
-                doc! { "$setOnInsert": { "started_at": at_ms } },
-            )
-            .upsert(true)
-            .await
-            .map_err(db_error)?;
-        Ok(())
+    async fn enter_serving(&self, holder: &str) -> StoreResult<Result<(), Exclusion>> {
+        gate::enter_serving(self, holder).await
+    }
+
+    async fn leave_serving(&self) -> StoreResult<()> {
+        gate::leave_serving(self).await
+    }
+
+    async fn begin_load(&self, at_ms: i64) -> StoreResult<Result<(), Exclusion>> {
+        gate::begin_load(self, at_ms).await
     }
 
     async fn load_in_progress(&self) -> StoreResult<Option<i64>> {
-        let found = self
-            .collection(MARK)
-            .find_one(doc! { "_id": "load" })
-            .await
-            .map_err(db_error)?;
-        Ok(found.map(|d| super::int(&d, "started_at")))
+        gate::load_started(&self.collection(MARK)).await
     }
 
     async fn insert_users(&self, rows: Rows<UserRow>) -> StoreResult<u64> {
@@ -248,10 +247,6 @@ impl BulkStore for MongoStore {
     }
 
     async fn finish_load(&self) -> StoreResult<()> {
-        self.collection(MARK)
-            .delete_one(doc! { "_id": "load" })
-            .await
-            .map_err(db_error)?;
-        Ok(())
+        gate::finish_load(self).await
     }
 }

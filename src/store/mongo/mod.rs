@@ -43,6 +43,8 @@ pub struct MongoStore {
     streams: changes::Streams,
     /// Whether `prepare_log` found capped collections and created the event log.
     event_log: std::sync::atomic::AtomicBool,
+    /// This handle's registration as a server (`bulk/gate.rs`).
+    serving: bulk::Registration,
 }
 
 /// The field of a user document that every write to its counters increments, so that a
@@ -265,6 +267,7 @@ impl MongoStore {
             ids: PostIdGenerator::random(last),
             streams: changes::Streams::default(),
             event_log: std::sync::atomic::AtomicBool::new(false),
+            serving: bulk::Registration::default(),
         })
     }
 

@@ -90,7 +90,7 @@ pub(super) async fn derive_all(
     if settings.feed.strategy == FeedStrategy::Hybrid {
         step("celebrities");
         let threshold = settings.feed.hybrid_threshold as i64;
-        let leave = crate::feed::leave_below(settings.feed.hybrid_threshold) as i64;
+        let leave = settings.feed.hybrid_leave_below as i64;
         store
             .write(move |tx| {
                 // As `GraphStore::reclassify` would for each author, in the same order:

@@ -8,7 +8,7 @@
 use rusqlite::{Connection, params};
 
 use crate::domain::{BucketKind, PostId};
-use crate::feed::FeedSettings;
+use crate::store::bulk::TimelineLayout;
 use crate::store::StoreResult;
 use crate::store::embedded::timelines::PART_BITS;
 use crate::store::embedded::{post_id_at, text_at};
@@ -63,7 +63,7 @@ pub(super) fn build_buckets(
     kind: BucketKind,
     after: &str,
     through: Option<&str>,
-    feed: &FeedSettings,
+    feed: &TimelineLayout,
 ) -> StoreResult<u64> {
     let code = kind_code(kind);
     let users = super::chunk_users(tx, after, through)?;

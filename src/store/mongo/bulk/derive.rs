@@ -19,7 +19,7 @@ use mongodb::bson::{Bson, Document, doc, oid::ObjectId};
 
 use super::{WRITE_BATCH, insert_unordered};
 use crate::domain::{BucketKind, FeedStrategy, PostId};
-use crate::feed::FeedSettings;
+use crate::store::bulk::TimelineLayout;
 use crate::store::bulk::{DeriveSettings, Derived, StepReport};
 use crate::store::mongo::trends::Tally;
 use crate::store::mongo::{MongoStore, all, db_error, int, oid, post_id};
@@ -71,7 +71,7 @@ pub(super) async fn derive_all(
     }
     if settings.feed.strategy == FeedStrategy::Hybrid {
         step("celebrities");
-        celebrities(store, settings.feed.hybrid_threshold).await?;
+        celebrities(store, settings.feed.hybrid_threshold, settings.feed.hybrid_leave_below).await?;
     }
     step("delivery markers");
     derived.delivered = deliveries(store, settings.feed.strategy).await?;
@@ -81,7 +81,7 @@ pub(super) async fn derive_all(
 /// `hybrid`: authors above the threshold become celebrities through the same steps as
 /// the timelines worker's (`GraphStore::reclassify`), and the loaded edges to authors
 /// marked earlier take the mark they would have copied.
-async fn celebrities(store: &MongoStore, threshold: u64) -> StoreResult<()> {
+async fn celebrities(store: &MongoStore, threshold: u64, leave: u64) -> StoreResult<()> {
     use crate::store::GraphStore;
     let filter = doc! { "$or": [
         { "followers_count": { "$gt": threshold as i64 } },
@@ -92,7 +92,6 @@ async fn celebrities(store: &MongoStore, threshold: u64) -> StoreResult<()> {
         .find(filter)
         .projection(doc! { "_id": 1 }))
     .await?;
-    let leave = crate::feed::leave_below(threshold);
     for author in &authors {
         let Ok(id) = author.get_str("_id") else {
             continue;
@@ -188,7 +187,7 @@ struct Open {
 }
 
 /// Materialises every user's buckets of `kind`; returns the entries written.
-async fn buckets(store: &MongoStore, kind: BucketKind, feed: &FeedSettings) -> StoreResult<u64> {
+async fn buckets(store: &MongoStore, kind: BucketKind, feed: &TimelineLayout) -> StoreResult<u64> {
     let coll = store.bucket_coll(kind);
     coll.delete_many(doc! {}).await.map_err(db_error)?;
     let users = all(store.users_coll().find(doc! {}).sort(doc! { "_id": 1 })).await?;
