@@ -9,6 +9,7 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use crate::config::{Backend, Config};
 use crate::store::embedded::backup::Progress;
+use crate::store::embedded::restore::{RestoreOptions, Verdict};
 
 /// Where to read about backing up MongoDB.
 const MONGO_ADVICE: &str = "the MongoDB backend is backed up with MongoDB's own tools: \
@@ -26,17 +27,27 @@ pub fn backup(config: &Config, to: &Path) -> anyhow::Result<String> {
 }
 
 /// Replaces the configured embedded store with the backup `from`, once nothing uses it.
-pub fn restore(config: &Config, from: &Path) -> anyhow::Result<String> {
+/// `allow_no_manifest` lets a copy without a manifest through, with a warning on stderr.
+pub fn restore(config: &Config, from: &Path, allow_no_manifest: bool) -> anyhow::Result<String> {
     let store = embedded_store(config, "restore")?;
     let (bar, mut progress) = progress_bar("copying", "{bytes}/{total_bytes}");
     let report = crate::store::embedded::restore::restore(
         from,
         store,
         crate::domain::now_ms(),
+        RestoreOptions { allow_no_manifest },
         &mut progress,
     );
     bar.finish_and_clear();
-    Ok(report?.to_string())
+    let report = report?;
+    if report.manifest == Verdict::Missing {
+        eprintln!(
+            "warning: {} has no manifest: its content was not verified (only its length and \
+             SQLite's integrity check); take a new backup with this socialite",
+            from.display()
+        );
+    }
+    Ok(report.to_string())
 }
 
 fn embedded_store<'a>(config: &'a Config, command: &str) -> anyhow::Result<&'a Path> {

@@ -93,6 +93,10 @@ pub enum Command {
         /// A file written by `socialite backup`.
         #[arg(long, value_name = "FILE")]
         from: PathBuf,
+        /// Restore a copy that has no manifest (a backup by an older socialite): its
+        /// content is then checked only by its length and SQLite's integrity check.
+        #[arg(long)]
+        allow_no_manifest: bool,
     },
 }
 
@@ -202,8 +206,15 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             println!("{}", crate::backup::backup(&load_config(&cli)?, to)?);
             Ok(())
         }
-        Some(Command::Restore { ref from }) => {
-            println!("{}", crate::backup::restore(&load_config(&cli)?, from)?);
+        Some(Command::Restore {
+            ref from,
+            allow_no_manifest,
+        }) => {
+            let config = load_config(&cli)?;
+            println!(
+                "{}",
+                crate::backup::restore(&config, from, allow_no_manifest)?
+            );
             Ok(())
         }
         Some(Command::Audit { repair, wait }) => {

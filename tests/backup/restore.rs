@@ -16,7 +16,7 @@ use super::{
 };
 
 /// Every file of `dir` with its bytes.
-fn files(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
+pub fn files(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
     std::fs::read_dir(dir)
         .unwrap()
         .map(|e| e.unwrap().path())
@@ -37,7 +37,7 @@ pub fn assert_only(dir: &Path, names: &[&str]) {
     assert_eq!(found, expected, "the files in {}", dir.display());
 }
 
-fn restore(db: &Path, from: &Path) -> super::Run {
+pub fn restore(db: &Path, from: &Path) -> super::Run {
     cli(db, &["restore", "--from", from.to_str().unwrap()])
 }
 

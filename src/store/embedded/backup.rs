@@ -8,7 +8,9 @@
 //! write acknowledged before the backup began is in it; none that began after it ended
 //! is. The copy is written to a temporary file beside the target, switched to a
 //! rollback journal so that it is one self-contained file, flushed to disk, and only
-//! then renamed over the target: a failed backup leaves no half file there.
+//! then renamed over the target: a failed backup leaves no half file there. Before the
+//! rename, the copy gets its manifest (`manifest.rs`): every table's row count and
+//! digest, which `restore` checks the copy against.
 
 use std::fs::File;
 use std::path::{Path, PathBuf};
@@ -19,6 +21,8 @@ use rusqlite::backup::{Backup, StepResult};
 use rusqlite::{Connection, OpenFlags};
 
 use super::lock::{LockError, StoreLock};
+
+pub(super) mod manifest;
 
 /// Pages copied per backup step, between two progress reports (16 MiB of 4 KiB pages).
 const PAGES_PER_STEP: i32 = 4096;
@@ -41,6 +45,8 @@ pub struct BackupReport {
     pub bytes: u64,
     pub pages: u64,
     pub seconds: f64,
+    /// Tables in the copy's manifest (besides the schema's own entry).
+    pub manifest_tables: usize,
     /// The newest change-feed position in the copy: the copy holds every write up to it.
     pub change_feed_head: Option<i64>,
 }
@@ -49,11 +55,13 @@ impl std::fmt::Display for BackupReport {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "backed up to {}: {} bytes, {} pages in {:.2} s; change feed at {}",
+            "backed up to {}: {} bytes, {} pages in {:.2} s; manifest of {} tables and the schema; \
+             change feed at {}",
             self.file.display(),
             self.bytes,
             self.pages,
             self.seconds,
+            self.manifest_tables,
             self.change_feed_head
                 .map_or_else(|| "the start".to_owned(), |p| p.to_string()),
         )
@@ -101,14 +109,16 @@ pub fn backup_in_steps(
     let temp = TempFile::beside(to, "partial")?;
     let head = copy_snapshot(&source, temp.path(), pages_per_step, progress)?;
     drop(source);
+    progress(Progress::Phase("digesting"));
+    let (pages, manifest_tables) = make_standalone(temp.path())?;
     progress(Progress::Phase("flushing"));
-    let pages = make_standalone(temp.path())?;
     let bytes = temp.commit(to)?;
     Ok(BackupReport {
         file: to.to_path_buf(),
         bytes,
         pages,
         seconds: started.elapsed().as_secs_f64(),
+        manifest_tables,
         change_feed_head: head,
     })
 }
@@ -160,17 +170,20 @@ fn copy_snapshot(
 }
 
 /// Switches the copy (whose header says WAL, as its source's did) to a rollback journal,
-/// so it is one file that can be moved and opened alone; returns its page count.
-fn make_standalone(file: &Path) -> anyhow::Result<u64> {
-    let conn = Connection::open(file)?;
+/// so it is one file that can be moved and opened alone, and writes its manifest;
+/// returns its page count and the tables in the manifest.
+fn make_standalone(file: &Path) -> anyhow::Result<(u64, usize)> {
+    let mut conn = Connection::open(file)?;
     let mode: String = conn.query_row("PRAGMA journal_mode=DELETE", [], |row| row.get(0))?;
     anyhow::ensure!(
         mode.eq_ignore_ascii_case("delete"),
         "SQLite left the copy in journal mode {mode}"
     );
+    let entries = manifest::write(&mut conn).context("writing the copy's manifest")?;
+    let tables = entries.saturating_sub(1);
     let pages: i64 = conn.query_row("PRAGMA page_count", [], |row| row.get(0))?;
     conn.close().map_err(|(_, error)| error)?;
-    Ok(pages as u64)
+    Ok((pages as u64, tables))
 }
 
 /// Refuses a target that is the store itself or one of the files SQLite keeps beside it.

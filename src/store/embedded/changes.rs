@@ -8,6 +8,20 @@ use super::EmbeddedStore;
 use crate::domain::{Change, ChangeOp, ChangePosition};
 use crate::store::{ChangeFeed, StoreError, StoreResult};
 
+/// Moves the feed's sequence to `to`, so the next change is `to + 1` (a restore, on the
+/// copy it installs, see `restore/ids.rs`). Never moves it back. Positions in between
+/// are no change: readers go from the last change before them to the first after.
+pub(super) fn advance_sequence(conn: &rusqlite::Connection, to: i64) -> rusqlite::Result<()> {
+    let moved = conn
+        .prepare_cached("UPDATE sqlite_sequence SET seq = max(seq, ?1) WHERE name = 'changes'")?
+        .execute([to])?;
+    if moved == 0 {
+        conn.prepare_cached("INSERT INTO sqlite_sequence (name, seq) VALUES ('changes', ?1)")?
+            .execute([to])?;
+    }
+    Ok(())
+}
+
 #[async_trait]
 impl ChangeFeed for EmbeddedStore {
     async fn changes(

@@ -2,6 +2,9 @@
 //! `events.max_count` in the append's own transaction. `meta.events_trimmed_through`
 //! records the newest id ever trimmed, so a reader below it gets `PositionLost`
 //! exactly; `meta.events_count` keeps the row count, so a trim never counts the table.
+//! `event_gaps` holds the ids a restore retired (see `restore/ids.rs`): ids the replaced
+//! store may have issued past the copy's newest, which no event of this log will ever
+//! carry, so a reader positioned at one gets `PositionLost` too.
 
 use std::time::Duration;
 
@@ -24,6 +27,11 @@ CREATE TABLE IF NOT EXISTS events (
     payload TEXT NOT NULL
 );
 CREATE INDEX IF NOT EXISTS events_by_post ON events (post) WHERE post IS NOT NULL;
+-- Ids after `after` up to `through` were retired by a restore: never ids of this log.
+CREATE TABLE IF NOT EXISTS event_gaps (
+    after   INTEGER PRIMARY KEY,
+    through INTEGER NOT NULL
+);
 ";
 
 /// Events read per query while tailing.
@@ -70,6 +78,14 @@ fn post_of(event: &Event) -> Option<Vec<u8>> {
     Some(id.bytes().to_vec())
 }
 
+/// Records that ids after `after` through `through` are retired (a restore, on the copy
+/// it installs): no event will carry one, and a reader positioned at one is lost.
+pub(super) fn retire_ids(conn: &Connection, after: i64, through: i64) -> rusqlite::Result<()> {
+    conn.prepare_cached("INSERT INTO event_gaps (after, through) VALUES (?1, ?2)")?
+        .execute(params![after, through])?;
+    Ok(())
+}
+
 /// The read behind `events_after`, in one read transaction.
 fn read_after(conn: &Connection, after: Option<EventId>, limit: usize) -> StoreResult<Vec<Event>> {
     let trimmed = meta(conn, "events_trimmed_through")?;
@@ -81,6 +97,20 @@ fn read_after(conn: &Connection, after: Option<EventId>, limit: usize) -> StoreR
         return Err(StoreError::PositionLost(format!(
             "events after {from} were trimmed (through {trimmed})"
         )));
+    }
+    if after.is_some() {
+        let retired: Option<(i64, i64)> = conn
+            .prepare_cached(
+                "SELECT after, through FROM event_gaps WHERE after < ?1 AND through >= ?1 LIMIT 1",
+            )?
+            .query_row([from], |row| Ok((row.get(0)?, row.get(1)?)))
+            .optional()?;
+        if let Some((gap_after, through)) = retired {
+            return Err(StoreError::PositionLost(format!(
+                "event {from} was issued before a restore: ids after {gap_after} through \
+                 {through} were retired"
+            )));
+        }
     }
     let mut stmt = conn.prepare_cached(
         "SELECT id, type, at, payload FROM events WHERE id > ?1 ORDER BY id LIMIT ?2",

@@ -8,15 +8,18 @@
 //!    one on another host over a shared file system), no worker lease of the store may
 //!    be held and unexpired: a holder that died stops counting once its lease expires
 //!    (`workers.lease_ttl`), so a dead server delays a restore by one lease at most.
-//! 2. **The copy is sound.** It is copied beside the store, and that copy must pass
-//!    `PRAGMA integrity_check`, have the tables of a socialite store, and a format
-//!    version this binary reads.
+//! 2. **The copy is sound.** It is copied beside the store, and that copy must be as
+//!    long as its header says, pass `PRAGMA integrity_check`, have the tables of a
+//!    socialite store and a format version this binary reads, and hold exactly what its
+//!    manifest records (`verify.rs`); the manifest is then dropped, and the copy brought
+//!    to this binary's format.
 //! 3. **The workers start cleanly.** The copy's lease holders belong to the processes
 //!    that ran when it was taken: they are cleared, while each lease keeps the copy's
 //!    version and position. The copy carries its own change feed, event log and
 //!    derived data as of one instant, so the positions are exactly those of the copy
 //!    (never the replaced store's): the next server's workers resume from them, as
-//!    after a crash at the instant of the backup.
+//!    after a crash at the instant of the backup. The event ids the replaced store may
+//!    have issued after the backup are retired (`ids.rs`), so no id names two events.
 //! 4. **The swap.** The copy is flushed; the old store is checkpointed, and its WAL
 //!    and shared-memory files are removed (a WAL left beside the new file would be
 //!    replayed into it); the copy is renamed over the store and the directory flushed.
@@ -28,14 +31,28 @@ use std::time::Instant;
 use anyhow::{Context, bail};
 use rusqlite::{Connection, OpenFlags, params};
 
+use super::backup::manifest;
 use super::backup::{Progress, TempFile, sqlite_files};
 use super::lock::{LockError, StoreLock, lock_path};
-use super::schema::{CORE_TABLES, check_version};
+use super::schema::SCHEMA_VERSION;
+
+mod ids;
+mod verify;
+
+pub use super::backup::manifest::Verdict;
+pub use ids::Retired;
+use verify::has_table;
 
 /// Bytes copied between two progress reports.
 const CHUNK: usize = 1 << 20;
-/// Integrity problems quoted in a refusal.
-const PROBLEMS_SHOWN: usize = 5;
+
+/// What a restore may let through.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RestoreOptions {
+    /// Restore a copy without a manifest (an older socialite's backup), whose content
+    /// cannot be checked beyond its length and SQLite's integrity check.
+    pub allow_no_manifest: bool,
+}
 
 /// Each worker lease's name and position.
 pub type Positions = Vec<(String, Option<String>)>;
@@ -47,8 +64,12 @@ pub struct RestoreReport {
     pub bytes: u64,
     pub pages: u64,
     pub seconds: f64,
-    /// The format version of the copy (the next open brings it up to date).
+    /// The format version of the copy (brought to this binary's by the restore).
     pub version: i64,
+    /// Whether the content was checked against the copy's manifest.
+    pub manifest: Verdict,
+    /// The event ids retired: those the replaced store may have issued past the copy.
+    pub retired: Option<Retired>,
     /// Lease holders of the copy's processes that were cleared.
     pub holders_cleared: usize,
     /// Each worker's position in the copy, where it resumes.
@@ -59,14 +80,37 @@ impl std::fmt::Display for RestoreReport {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "restored {}: {} bytes, {} pages in {:.2} s (format {}); {} stale lease holders cleared",
+            "restored {}: {} bytes, {} pages in {:.2} s (format {}",
             self.store.display(),
             self.bytes,
             self.pages,
             self.seconds,
             self.version,
-            self.holders_cleared,
         )?;
+        if self.version < SCHEMA_VERSION {
+            write!(f, ", brought to {SCHEMA_VERSION}")?;
+        }
+        write!(f, "); {} stale lease holders cleared", self.holders_cleared)?;
+        match self.manifest {
+            Verdict::Verified(entries) => write!(
+                f,
+                "\n  content verified against the backup's manifest ({} tables and the schema)",
+                entries.saturating_sub(1)
+            )?,
+            Verdict::Missing => write!(
+                f,
+                "\n  content NOT verified: the copy has no manifest (--allow-no-manifest)"
+            )?,
+        }
+        if let Some(Retired { after, through }) = self.retired {
+            write!(
+                f,
+                "\n  event ids {} to {through} retired: a client positioned there gets 410 or \
+                 a reset; new ids start at {}",
+                after + 1,
+                through.saturating_add(2)
+            )?;
+        }
         for (name, position) in &self.positions {
             let at = position.as_deref().unwrap_or("none");
             write!(f, "\n  worker {name} resumes after position {at}")?;
@@ -75,11 +119,13 @@ impl std::fmt::Display for RestoreReport {
     }
 }
 
-/// Replaces the store at `store` with the backup `from`; `now_ms` judges lease expiry.
+/// Replaces the store at `store` with the backup `from`; `now_ms` judges lease expiry
+/// and sets the floor of the event ids retired.
 pub fn restore(
     from: &Path,
     store: &Path,
     now_ms: i64,
+    options: RestoreOptions,
     progress: &mut dyn FnMut(Progress),
 ) -> anyhow::Result<RestoreReport> {
     let started = Instant::now();
@@ -97,9 +143,10 @@ pub fn restore(
         ),
         LockError::Io(error) => error,
     })?;
-    if store.exists() {
-        refuse_live_leases(store, now_ms)?;
-    }
+    let replaced_newest = match store.exists() {
+        true => inspect_replaced(store, now_ms)?,
+        false => None,
+    };
     let temp = TempFile::beside(store, "restore")?;
     copy_file(from, temp.path(), progress)?;
     progress(Progress::Phase("verifying"));
@@ -107,8 +154,18 @@ pub fn restore(
         temp.path(),
         OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
     )?;
-    let version = verify(&conn).with_context(|| format!("refusing {}", from.display()))?;
+    let refusing = || format!("refusing {}", from.display());
+    let verified =
+        verify::verify(temp.path(), &conn, options.allow_no_manifest).with_context(refusing)?;
+    progress(Progress::Phase("preparing"));
+    conn.execute_batch("BEGIN IMMEDIATE")?;
+    manifest::remove(&conn)?;
+    super::set_up(&conn)
+        .context("it cannot be brought to this socialite's format")
+        .with_context(refusing)?;
     let (holders_cleared, positions) = clear_holders(&conn)?;
+    let retired = ids::retire(&conn, replaced_newest, now_ms)?;
+    conn.execute_batch("COMMIT")?;
     let mode: String = conn.query_row("PRAGMA journal_mode=DELETE", [], |row| row.get(0))?;
     anyhow::ensure!(mode.eq_ignore_ascii_case("delete"), "journal mode {mode}");
     let pages: i64 = conn.query_row("PRAGMA page_count", [], |row| row.get(0))?;
@@ -121,7 +178,9 @@ pub fn restore(
         bytes,
         pages: pages as u64,
         seconds: started.elapsed().as_secs_f64(),
-        version,
+        version: verified.version,
+        manifest: verified.manifest,
+        retired,
         holders_cleared,
         positions,
     })
@@ -158,15 +217,16 @@ fn check_source(from: &Path, store: &Path) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Refuses while a worker lease of the store is held and unexpired. A store whose
-/// leases cannot be read (a damaged file being replaced) is let through: the lock
-/// file already showed that no process of this socialite has it open.
-fn refuse_live_leases(store: &Path, now_ms: i64) -> anyhow::Result<()> {
-    let live = match live_leases(store, now_ms) {
-        Ok(live) => live,
+/// Refuses while a worker lease of the store is held and unexpired; returns the newest
+/// change-feed id the store issued. A store that cannot be read (a damaged file being
+/// replaced) is let through, its newest id unknown: the lock file already showed that no
+/// process of this socialite has it open.
+fn inspect_replaced(store: &Path, now_ms: i64) -> anyhow::Result<Option<i64>> {
+    let (live, newest) = match read_replaced(store, now_ms) {
+        Ok(found) => found,
         Err(error) => {
-            tracing::warn!(error = %format!("{error:#}"), "the store's leases cannot be read; replacing it anyway");
-            return Ok(());
+            tracing::warn!(error = %format!("{error:#}"), "the store's leases and change feed cannot be read; replacing it anyway");
+            return Ok(None);
         }
     };
     if let Some((name, holder, expires_at)) = live.first() {
@@ -181,10 +241,13 @@ fn refuse_live_leases(store: &Path, now_ms: i64) -> anyhow::Result<()> {
             lock_path(store).display()
         );
     }
-    Ok(())
+    Ok(Some(newest))
 }
 
-fn live_leases(store: &Path, now_ms: i64) -> anyhow::Result<Vec<(String, String, i64)>> {
+/// The store's live leases (name, holder, expiry) and its newest change-feed id.
+type LiveLeases = Vec<(String, String, i64)>;
+
+fn read_replaced(store: &Path, now_ms: i64) -> anyhow::Result<(LiveLeases, i64)> {
     // Read so that a refused restore changes no file: read-only never checkpoints, and
     // without a WAL (no connection has the file open, none crashed with one) the file
     // alone is the store, read as immutable so that no WAL or shared memory is created.
@@ -196,8 +259,9 @@ fn live_leases(store: &Path, now_ms: i64) -> anyhow::Result<Vec<(String, String,
         let uri = format!("file:{}?immutable=1", uri_path(store)?);
         Connection::open_with_flags(uri, flags | OpenFlags::SQLITE_OPEN_URI)?
     };
+    let newest = ids::newest_issued(&conn)?;
     if !has_table(&conn, "leases")? {
-        return Ok(Vec::new());
+        return Ok((Vec::new(), newest));
     }
     let mut stmt = conn.prepare(
         "SELECT name, holder, expires_at FROM leases
@@ -206,7 +270,7 @@ fn live_leases(store: &Path, now_ms: i64) -> anyhow::Result<Vec<(String, String,
     let rows = stmt.query_map(params![now_ms], |row| {
         Ok((row.get(0)?, row.get(1)?, row.get(2)?))
     })?;
-    Ok(rows.collect::<rusqlite::Result<_>>()?)
+    Ok((rows.collect::<rusqlite::Result<_>>()?, newest))
 }
 
 /// `path` as the path of a `file:` URI: absolute, with every byte other than unreserved
@@ -245,39 +309,6 @@ fn copy_file(from: &Path, to: &Path, progress: &mut dyn FnMut(Progress)) -> anyh
     Ok(())
 }
 
-/// The copy is a sound socialite store this binary reads; returns its format version.
-fn verify(conn: &Connection) -> anyhow::Result<i64> {
-    let problems = integrity_problems(conn)
-        .context("it is not a readable SQLite database (damaged or another kind of file)")?;
-    if !problems.is_empty() {
-        bail!(
-            "it is damaged: SQLite's integrity check reports {}",
-            problems.join("; ")
-        );
-    }
-    let mut missing = Vec::new();
-    for table in CORE_TABLES {
-        if !has_table(conn, table)? {
-            missing.push(table);
-        }
-    }
-    if !missing.is_empty() {
-        bail!(
-            "it is not a socialite store: it has no {} table",
-            missing.join(", ")
-        );
-    }
-    check_version(conn).context("it cannot be read by this socialite")
-}
-
-/// The first problems `PRAGMA integrity_check` finds, none when the file is sound.
-fn integrity_problems(conn: &Connection) -> rusqlite::Result<Vec<String>> {
-    let mut stmt = conn.prepare(&format!("PRAGMA integrity_check({PROBLEMS_SHOWN})"))?;
-    let rows = stmt.query_map([], |row| row.get::<_, String>(0))?;
-    let rows: Vec<String> = rows.collect::<rusqlite::Result<_>>()?;
-    Ok(if rows == ["ok"] { Vec::new() } else { rows })
-}
-
 /// Clears the copy's lease holders, keeping versions and positions; returns how many
 /// were held and every lease's position.
 fn clear_holders(conn: &Connection) -> anyhow::Result<(usize, Positions)> {
@@ -293,11 +324,6 @@ fn clear_holders(conn: &Connection) -> anyhow::Result<(usize, Positions)> {
         .query_map([], |row| Ok((row.get(0)?, row.get(1)?)))?
         .collect::<rusqlite::Result<_>>()?;
     Ok((cleared, positions))
-}
-
-fn has_table(conn: &Connection, name: &str) -> rusqlite::Result<bool> {
-    conn.prepare_cached("SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = ?1")?
-        .exists([name])
 }
 
 /// Leaves nothing of the old store that SQLite would apply to the new file: a clean

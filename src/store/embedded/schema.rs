@@ -15,8 +15,9 @@ use super::timelines::{PART_BITS, names, retractions, versions};
 /// `timelines::bump_version`), which a version-2 writer would not do. Version 4: graph
 /// changes of flagged edges move their reader's cache version, and the posts and
 /// renames of merged authors their merge version (`timelines::versions`), which a
-/// version-3 writer would not do.
-pub const SCHEMA_VERSION: i64 = 4;
+/// version-3 writer would not do. Version 5: readers of the event log refuse the ids a
+/// restore retired (`event_gaps`), which a version-4 reader would serve as a silent skip.
+pub const SCHEMA_VERSION: i64 = 5;
 
 /// The tables every socialite store has had since its first format: what tells a
 /// socialite store from another SQLite file.
