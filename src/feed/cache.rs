@@ -34,7 +34,7 @@ use async_trait::async_trait;
 use super::fanout_on_read::read_through;
 use super::{FeedService, FeedSettings, normalise, retract_deleted};
 use crate::domain::{FeedStrategy, NameStamp, Post, PostId, TimelineEntry, TimelineKind, now_ms};
-use crate::store::timelines::{CacheVersion, with_retries};
+use crate::store::timelines::{CacheRows, CacheVersion, with_retries};
 use crate::store::{Store, StoreResult};
 
 /// A cache still being built after this long was abandoned by a crashed reader.
@@ -253,9 +253,14 @@ impl FeedService for CacheFeed {
         let (oldest, version) = (cache.oldest, cache.version);
         let mut entries = cache.entries;
         normalise(&mut entries, before, want);
-        if entries.len() >= want {
+        if let Some(last) = entries.last().filter(|_| entries.len() >= want) {
+            let rows = CacheRows {
+                from: last.id,
+                below: before,
+            };
             let version = version.map(|cache| CacheVersion {
                 cache,
+                rows,
                 merged: None,
             });
             return Ok((entries, version));

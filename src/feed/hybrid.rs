@@ -133,7 +133,7 @@ impl FeedService for HybridFeed {
             Some(cache) => self
                 .store
                 .timelines
-                .cache_version(user, true)
+                .cache_version(user, cache.rows, true)
                 .await?
                 .filter(|v| v.cache == cache.cache),
             None => None,

@@ -1,10 +1,12 @@
 //! Rendered timeline pages, kept in each process and served again while the store says
 //! they stand. A page is kept only with a version (see `Timelines::versioned_page`: a
 //! page read whole from one cache, as its rows stood), and served again only after one
-//! light read finds that version still, with no removal or rename pending. Every write
-//! of a cache's rows, by any process that shares the store, moves its version to a
-//! value it never had, so a kept page is never served past a change: what a kept page
-//! saves is the page's rows, their decoding and the rendering, not the read.
+//! light read finds that version still, with no removal pending and no rename of an
+//! author the page shows (the version names the span of the cache's rows it shows, see
+//! `CacheRows`; a rename of anyone else leaves it kept). Every write of a cache's rows,
+//! by any process that shares the store, moves its version to a value it never had, so
+//! a kept page is never served past a change: what a kept page saves is the page's
+//! rows, their decoding and the rendering, not the read.
 
 use std::hash::{Hash, Hasher};
 
@@ -98,17 +100,22 @@ impl PageMemo {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::store::timelines::CacheRows;
 
     /// A borrowed key must hash and compare as the owned key it stands for, or every
     /// kept page is missed.
     #[test]
     fn a_borrowed_key_finds_the_page_kept_under_it() {
         let memo = PageMemo::new(1);
+        let before: PostId = "6740a1b2000c000000000001".parse().unwrap();
         let version = CacheVersion {
             cache: 7,
+            rows: CacheRows {
+                from: before,
+                below: None,
+            },
             merged: None,
         };
-        let before: PostId = "6740a1b2000c000000000001".parse().unwrap();
         for (user, before, limit) in [("ann", None, 20), ("bob", Some(before), 5)] {
             let body = Bytes::from(format!("{user}'s page"));
             memo.put(PageKey(user, before, limit), Some(version.clone()), &body);

@@ -9,7 +9,7 @@ use async_trait::async_trait;
 
 mod version;
 
-pub use version::{CacheVersion, MergedVersion};
+pub use version::{CacheRows, CacheVersion, MergedVersion};
 
 use super::graph::FANOUT_BATCH;
 use super::{GraphStore, StoreResult};
@@ -33,8 +33,9 @@ pub struct CacheView {
     /// cache is read, and a store may give the last of `entries` instead.
     pub oldest: Option<PostId>,
     /// The cache's version (see [`TimelineStore::cache_version`]) when `entries` are its
-    /// rows as they stand, read with no removal or rename pending, so that they are a
-    /// function of those rows alone; `None` otherwise, and from a store that keeps none.
+    /// rows as they stand, read with no removal pending and no rename of their authors
+    /// pending, so that they are a function of those rows alone; `None` otherwise, and
+    /// from a store that keeps none.
     pub version: Option<u64>,
 }
 
@@ -145,19 +146,25 @@ pub trait TimelineStore: Send + Sync + 'static {
     /// Creates an empty, not yet ready, complete cache. Returns false when one already
     /// exists.
     async fn cache_start(&self, user: &str, now_ms: i64) -> StoreResult<bool>;
-    /// The version a [`TimelineStore::cache_current`] of `user`'s ready cache would carry
-    /// now, in one light read: every write of the cache's entries, and every change of
-    /// which of `user`'s edges are flagged merged, moves it to a value it never had, so
-    /// while it is unchanged, a page read under it stands. With `merged`, also what a
-    /// `hybrid` page merges beside it (see [`MergedVersion`]). `None` without a ready
-    /// cache, while a removal or a rename is pending, and from a store that keeps no
-    /// versions (the default).
-    async fn cache_version(&self, _user: &str, _merged: bool) -> StoreResult<Option<CacheVersion>> {
+    /// The version a [`TimelineStore::cache_current`] of `rows` of `user`'s ready cache
+    /// would carry now, in one light read: every write of the cache's entries, and every
+    /// change of which of `user`'s edges are flagged merged, moves it to a value it never
+    /// had, so while it is unchanged, a page read under it stands. With `merged`, also
+    /// what a `hybrid` page merges beside it (see [`MergedVersion`]). `None` without a
+    /// ready cache, while a removal or a rename of an author of `rows` is pending, and
+    /// from a store that keeps no versions (the default).
+    async fn cache_version(
+        &self,
+        _user: &str,
+        _rows: CacheRows,
+        _merged: bool,
+    ) -> StoreResult<Option<CacheVersion>> {
         Ok(None)
     }
     /// Whether a page read under `kept` (from [`TimelineStore::cache_version`]) stands
-    /// now: the version to keep it under from now on (`kept`, or `kept` with a newer
-    /// merge clock when the followees it merges changed nothing since), or `None`. One
+    /// now (as [`TimelineStore::cache_version`] of `kept.rows` would find it): the
+    /// version to keep it under from now on (`kept`, or `kept` with a newer merge clock
+    /// when the followees it merges changed nothing since), or `None`. One
     /// light read while nothing merged anywhere moved; then one more, of the merge
     /// versions of `kept`'s followees alone. `None` from a store that keeps no versions
     /// (the default).

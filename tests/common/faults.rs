@@ -8,7 +8,7 @@ use async_trait::async_trait;
 use socialite::domain::{
     Bucket, BucketKind, CacheState, NameStamp, Post, PostId, TimelineEntry, TimelineKind,
 };
-use socialite::store::timelines::{CacheVersion, CacheView};
+use socialite::store::timelines::{CacheRows, CacheVersion, CacheView};
 use socialite::store::{ContentStore, Inserted, StoreError, StoreResult, TimelineStore};
 use socialite::workers::{Hooks, Point};
 use tokio::sync::{Notify, oneshot};
@@ -378,8 +378,13 @@ impl TimelineStore for FaultyTimelines {
     ) -> StoreResult<Option<CacheView>> {
         self.inner.cache_current(user, before, limit).await
     }
-    async fn cache_version(&self, user: &str, merged: bool) -> StoreResult<Option<CacheVersion>> {
-        self.inner.cache_version(user, merged).await
+    async fn cache_version(
+        &self,
+        user: &str,
+        rows: CacheRows,
+        merged: bool,
+    ) -> StoreResult<Option<CacheVersion>> {
+        self.inner.cache_version(user, rows, merged).await
     }
     async fn cache_stands(
         &self,

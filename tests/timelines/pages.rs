@@ -8,7 +8,7 @@ use socialite::domain::{FeedStrategy, NameStamp, PostId, TimelineEntry, Timeline
 use socialite::feed::TimelinePage;
 use socialite::service::Social;
 use socialite::store::Store;
-use socialite::store::timelines::CacheVersion;
+use socialite::store::timelines::{CacheRows, CacheVersion};
 
 use crate::common::{Kind, fresh_store, kinds};
 use crate::{catch_up, settings, social, users_following};
@@ -114,10 +114,15 @@ fn entry(id: PostId, author: &str, version: u64) -> TimelineEntry {
     }
 }
 
+/// The version of the whole of the reader's cache.
 async fn version(store: &Store) -> Option<u64> {
+    let rows = CacheRows {
+        from: PostId::from_bytes([0; 12]),
+        below: None,
+    };
     let version = store
         .timelines
-        .cache_version("reader", false)
+        .cache_version("reader", rows, false)
         .await
         .unwrap();
     let version = version.map(|v| v.cache);
@@ -338,8 +343,12 @@ async fn what_a_kept_merged_page_stands_on() {
         .cache_fill("reader", &[entry(post, "ann", 0)], 3)
         .await
         .unwrap();
+    let rows = CacheRows {
+        from: post,
+        below: None,
+    };
     let kept = |step: &'static str| async move {
-        let version = s.timelines.cache_version("reader", true).await.unwrap();
+        let version = s.timelines.cache_version("reader", rows, true).await.unwrap();
         let version = version.unwrap_or_else(|| panic!("{step}: a version"));
         let stands = s.timelines.cache_stands("reader", &version).await.unwrap();
         assert_eq!(stands.as_ref(), Some(&version), "{step}: stands as read");
@@ -376,16 +385,23 @@ async fn what_a_kept_merged_page_stands_on() {
     let v = kept("before a post").await;
     let star_post = s.content.insert_post("star", "s", 0).await.unwrap().post.id;
     assert_eq!(stands(v).await, None, "a followed celebrity's post");
-    // A delete and a rename hold every version back while pending; once settled, the
-    // merge version alone tells.
+    // A delete holds every version back while pending; once settled, the merge version
+    // alone tells. A rename of a merged author moves it at once: no rename of an author
+    // of the cache's rows is pending.
     let v = kept("before a delete").await;
     s.content.delete_post(star_post).await.unwrap();
     timelines.settle_retractions().await.unwrap();
     assert_eq!(stands(v).await, None, "a followed celebrity's delete");
     let v = kept("before a rename").await;
     s.users.rename_user("star", "Star").await.unwrap();
+    assert_eq!(stands(v).await, None, "a followed celebrity's rename, pending");
+    let v = kept("star renamed, pending").await;
     timelines.mark_renamed("star", 1).await.unwrap();
-    assert_eq!(stands(v).await, None, "a followed celebrity's rename");
+    assert_eq!(stands(v.clone()).await, Some(v), "the propagation's end");
+    let v = kept("before ann's rename").await;
+    s.users.rename_user("ann", "Ann").await.unwrap();
+    assert_eq!(stands(v).await, None, "a pending rename of an author of the rows");
+    timelines.mark_renamed("ann", 1).await.unwrap();
     let v = kept("before a follow").await;
     s.graph.follow("reader", "other", 0).await.unwrap();
     assert_eq!(stands(v).await, None, "a celebrity followed");

@@ -82,6 +82,26 @@ fn every_paged_read_seeks_its_index() {
 
 /// A hybrid page finds the reader's celebrities through the partial index of flagged
 /// edges, never by walking all of the reader's edges.
+/// A kept page's check walks the pending renames first, and the page's span of rows
+/// only for each of them: with none pending, it reads no row of the cache.
+#[test]
+fn a_kept_page_check_reads_its_rows_only_for_a_pending_rename() {
+    let conn = Connection::open_in_memory().unwrap();
+    super::set_up(&conn).unwrap();
+    for sql in [
+        timelines::versions::CACHE_VERSION,
+        timelines::versions::CACHE_AND_CLOCK,
+    ] {
+        let lines = plan(&conn, sql);
+        let at = |prefix: &str| lines.iter().position(|l| l.starts_with(prefix));
+        let (renames, rows) = (at("SCAN r"), at("SEARCH e USING PRIMARY KEY"));
+        assert!(
+            matches!((renames, rows), (Some(r), Some(e)) if r < e),
+            "{lines:?}: {sql}"
+        );
+    }
+}
+
 #[test]
 fn a_hybrid_page_reads_only_the_flagged_edges() {
     let conn = Connection::open_in_memory().unwrap();

@@ -205,13 +205,13 @@ pub fn migrate(conn: &Connection) -> anyhow::Result<()> {
     )?;
     // What a kept hybrid page merges is versioned per merged author.
     conn.execute_batch(versions::SCHEMA)?;
-    versions::migrate(conn)?;
+    once(conn, "merge_versions", versions::MIGRATE)?;
     // How many caches exist, so a fan-out can walk the caches instead of the followers
     // when there are fewer of them.
     conn.execute_batch(
         "INSERT OR IGNORE INTO meta (key, value) SELECT 'cache_count', count(*) FROM caches;",
     )?;
-    retractions::migrate(conn)?;
+    once(conn, "retraction_marks", retractions::MIGRATE)?;
     // Renames whose propagation was not recorded when the file was older are pending.
     conn.execute_batch(names::PENDING_RENAMES)?;
     once(
@@ -228,7 +228,7 @@ pub fn migrate(conn: &Connection) -> anyhow::Result<()> {
 /// marker `key`; then records the marker, in the same savepoint. The marker is looked
 /// up before the step: a marker test inside the step's statements does not stop SQLite
 /// from scanning their tables at every start.
-pub(super) fn once(conn: &Connection, key: &str, batch: &str) -> rusqlite::Result<()> {
+fn once(conn: &Connection, key: &str, batch: &str) -> rusqlite::Result<()> {
     let done: bool = conn.query_row(
         "SELECT EXISTS (SELECT 1 FROM meta WHERE key = ?1)",
         [key],

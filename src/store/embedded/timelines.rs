@@ -17,7 +17,7 @@ use super::{EmbeddedStore, post_before, post_id_at};
 use crate::domain::{
     Bucket, BucketKind, CacheState, NameStamp, PostId, TimelineEntry, TimelineKind,
 };
-use crate::store::timelines::{CacheMerge, CacheVersion, CacheView};
+use crate::store::timelines::{CacheMerge, CacheRows, CacheVersion, CacheView};
 use crate::store::{StoreResult, TimelineStore};
 pub(super) use buckets::PART_BITS;
 use buckets::{group_keys, kind_code, public_key, push_group};
@@ -386,8 +386,13 @@ impl TimelineStore for EmbeddedStore {
             .await
     }
 
-    async fn cache_version(&self, user: &str, merged: bool) -> StoreResult<Option<CacheVersion>> {
-        self.read_cache_version(user, merged).await
+    async fn cache_version(
+        &self,
+        user: &str,
+        rows: CacheRows,
+        merged: bool,
+    ) -> StoreResult<Option<CacheVersion>> {
+        self.read_cache_version(user, rows, merged).await
     }
 
     async fn cache_stands(

@@ -3,6 +3,8 @@
 
 use std::sync::Arc;
 
+use crate::domain::PostId;
+
 /// A page's version, as [`super::TimelineStore::cache_version`] reads it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CacheVersion {
@@ -10,8 +12,19 @@ pub struct CacheVersion {
     /// of either moves it to a value it never had ([`super::CacheView::version`] when
     /// the rows are read).
     pub cache: u64,
+    /// The cache's rows the page shows: a rename of one of their authors holds the page
+    /// back while pending, a rename of anyone else does not.
+    pub rows: CacheRows,
     /// What a `hybrid` page merges beside the cache; `None` when not asked.
     pub merged: Option<MergedVersion>,
+}
+
+/// A page's span of a cache's rows: those at or above `from` and below `below` (every
+/// row above `from` without it), which a page reads newest first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CacheRows {
+    pub from: PostId,
+    pub below: Option<PostId>,
 }
 
 /// What a `hybrid` page merges: the posts and names of the followees whose edge is

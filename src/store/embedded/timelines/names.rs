@@ -50,7 +50,10 @@ pub(in crate::store::embedded) static CACHE_PAGE: LazyLock<[String; 4]> = LazyLo
 /// entry); otherwise every entry the cache holds is one the owner may be served.
 /// Likewise, only while a rename is pending (see [`record_rename`]) is each entry's
 /// name checked against its author's profile (one seek per entry, 15-20% of a warm
-/// read's CPU); otherwise every stamp is the profile's.
+/// read's CPU); otherwise every stamp is the profile's. The entries carry the cache's
+/// version unless a retraction is pending or a rename of one of their authors: a
+/// stamp of an author with no rename pending is the profile's, so with renames of
+/// others pending the entries are still a function of the cache's rows.
 ///
 /// [`retractions`]: super::retractions
 pub(super) fn cache_current(
@@ -83,9 +86,6 @@ pub(super) fn cache_current(
         return Ok(None);
     };
     let variant = usize::from(retracting) | usize::from(renaming) << 1;
-    // The plain page is a function of the cache's rows, and every write of those moves
-    // the version.
-    let version = (variant == 0 && ready).then_some(version as u64);
     let entries: Vec<TimelineEntry> = conn
         .prepare_cached(&CACHE_PAGE[variant])?
         .query_map(
@@ -93,6 +93,10 @@ pub(super) fn cache_current(
             entry_from_row,
         )?
         .collect::<rusqlite::Result<_>>()?;
+    // The page is then a function of the cache's rows, and every write of those moves
+    // the version.
+    let version = (ready && !retracting && !(renaming && any_pending(conn, &entries)?))
+        .then_some(version as u64);
     // A full page needs no read past the cache: its last entry stands in for the
     // oldest, and the seek is saved.
     if entries.len() >= limit && limit > 0 {
@@ -119,6 +123,18 @@ pub(super) fn cache_current(
         oldest,
         version,
     }))
+}
+
+/// Whether a rename of an author of `entries` is pending: one seek per entry.
+fn any_pending(conn: &Connection, entries: &[TimelineEntry]) -> StoreResult<bool> {
+    let mut pending =
+        conn.prepare_cached("SELECT EXISTS (SELECT 1 FROM pending_renames WHERE user = ?1)")?;
+    for entry in entries {
+        if pending.query_row([&entry.author], |row| row.get(0))? {
+            return Ok(true);
+        }
+    }
+    Ok(false)
 }
 
 /// Stamps `author`'s embedded entries in `users`' timelines where their stamp is older
@@ -188,7 +204,8 @@ pub(super) fn mark_renamed(tx: &Transaction<'_>, author: &str, version: u64) -> 
 }
 
 /// Pending renames: while a row names an author, cache pages read that author's name
-/// from the profile (see [`cache_current`]). The rename writes its row in its own
+/// from the profile (see [`cache_current`]), and no page of the cache rows showing
+/// them is kept (`versions`). The rename writes its row in its own
 /// transaction, and only `mark_renamed` takes it away, once the timelines worker has
 /// stamped every timeline; entries that land later are stamped at landing
 /// ([`current_stamps`]). So no stamp older than its author's profile is ever served.

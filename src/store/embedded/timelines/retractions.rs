@@ -25,7 +25,7 @@
 //! follows the author again or a rebuild settles it; a late push of a deleted post is
 //! retracted again by the pusher's own re-check, which takes its mark).
 
-use rusqlite::{Connection, Transaction, params};
+use rusqlite::{Transaction, params};
 
 use crate::domain::PostId;
 use crate::store::StoreResult;
@@ -41,20 +41,16 @@ CREATE TABLE IF NOT EXISTS pending_unfollows (
 ) WITHOUT ROWID;
 ";
 
-/// Deletes, once, the cache entries of databases written before the marks existed that
-/// the invariant does not cover: until then reads hid them by checking every entry.
-pub(in crate::store::embedded) fn migrate(conn: &Connection) -> rusqlite::Result<()> {
-    super::super::schema::once(
-        conn,
-        "retraction_marks",
-        "UPDATE caches SET version = random();
-         DELETE FROM cache_entries
-          WHERE NOT EXISTS (SELECT 1 FROM posts WHERE id = cache_entries.post_id)
-             OR (author != user AND NOT EXISTS (
-                 SELECT 1 FROM follows
-                  WHERE follower = cache_entries.user AND followee = cache_entries.author));",
-    )
-}
+/// Deletes the cache entries of databases written before the marks existed that the
+/// invariant does not cover (until then reads hid them by checking every entry): a
+/// migration step to run once.
+pub(in crate::store::embedded) const MIGRATE: &str = "
+UPDATE caches SET version = random();
+DELETE FROM cache_entries
+ WHERE NOT EXISTS (SELECT 1 FROM posts WHERE id = cache_entries.post_id)
+    OR (author != user AND NOT EXISTS (
+        SELECT 1 FROM follows
+         WHERE follower = cache_entries.user AND followee = cache_entries.author));";
 
 /// Marks `post`, just deleted, if a cache holds it.
 pub(in crate::store::embedded) fn mark_delete(

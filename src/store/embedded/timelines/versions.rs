@@ -11,6 +11,13 @@
 //! clock, moved with every one of them. So a kept merged page is checked with one
 //! statement while no merged author changed anything, and otherwise by reading the
 //! merge versions of its own followees alone.
+//!
+//! A version also names the span of the cache's rows its page shows ([`CacheRows`]),
+//! and stands only while no rename of an author of those rows is pending: their stamps
+//! are then their profiles' names (see `names::PENDING_RENAMES`), so the page is a
+//! function of the rows alone. A rename of anyone else leaves it standing. The span's
+//! rows are looked at only while some rename is pending: the statement walks the
+//! pending renames first, and each one's seek is the span's range of the owner's rows.
 
 use std::sync::Arc;
 
@@ -18,16 +25,18 @@ use rusqlite::{Connection, OptionalExtension, Transaction};
 
 use super::super::EmbeddedStore;
 use crate::store::StoreResult;
-use crate::store::timelines::{CacheVersion, MergedVersion};
+use crate::store::embedded::post_before;
+use crate::store::timelines::{CacheRows, CacheVersion, MergedVersion};
 
 impl EmbeddedStore {
     /// `TimelineStore::cache_version`.
     pub(super) async fn read_cache_version(
         &self,
         user: &str,
+        rows: CacheRows,
         merged: bool,
     ) -> StoreResult<Option<CacheVersion>> {
-        let read = |conn: &Connection| cache_version(conn, user, merged);
+        let read = |conn: &Connection| cache_version(conn, user, rows, merged);
         // Without `merged`, one statement: run as its own read transaction, 6-8% of a
         // kept page's CPU saved (`loadtest/read_cost.sh`, 2026-11-25). With it, two, in
         // one transaction.
@@ -56,6 +65,7 @@ impl EmbeddedStore {
             .await?;
         Ok(stand.then(|| CacheVersion {
             cache: kept.cache,
+            rows: kept.rows,
             merged: Some(MergedVersion {
                 clock,
                 followees: merged.followees.clone(),
@@ -71,16 +81,11 @@ CREATE TABLE IF NOT EXISTS merge_versions (
 ) WITHOUT ROWID;";
 
 /// Gives every author marked merged before the table existed a row, and starts the
-/// clock, once.
-pub(in crate::store::embedded) fn migrate(conn: &Connection) -> rusqlite::Result<()> {
-    super::super::schema::once(
-        conn,
-        "merge_versions",
-        "INSERT OR IGNORE INTO merge_versions (author, version)
-         SELECT id, random() FROM users WHERE merged;
-         INSERT OR IGNORE INTO merge_versions (author, version) VALUES ('', random());",
-    )
-}
+/// clock: a migration step to run once.
+pub(in crate::store::embedded) const MIGRATE: &str = "
+INSERT OR IGNORE INTO merge_versions (author, version)
+SELECT id, random() FROM users WHERE merged;
+INSERT OR IGNORE INTO merge_versions (author, version) VALUES ('', random());";
 
 /// Moves `user`'s cache to a new version (see `TimelineStore::cache_version`). Every
 /// write of a cache's entries calls it (or [`bump_versions_of`]) in its own
@@ -167,21 +172,27 @@ pub(in crate::store::embedded) fn bump_merge_version(
     Ok(())
 }
 
-/// `user`'s cache version, and with `merged` what a `hybrid` page merges beside the
-/// cache. Without `merged`, one statement, which may run as a read transaction of its
-/// own; with it, call it inside one.
-fn cache_version(conn: &Connection, user: &str, merged: bool) -> StoreResult<Option<CacheVersion>> {
+/// `user`'s cache version for a page of `rows`, and with `merged` what a `hybrid` page
+/// merges beside the cache. Without `merged`, one statement, which may run as a read
+/// transaction of its own; with it, call it inside one.
+fn cache_version(
+    conn: &Connection,
+    user: &str,
+    rows: CacheRows,
+    merged: bool,
+) -> StoreResult<Option<CacheVersion>> {
     if !merged {
         let cache: Option<i64> = conn
             .prepare_cached(CACHE_VERSION)?
-            .query_row([user], |row| row.get(0))
+            .query_row(params(user, &rows), |row| row.get(0))
             .optional()?;
         return Ok(cache.map(|cache| CacheVersion {
             cache: cache as u64,
+            rows,
             merged: None,
         }));
     }
-    let Some((cache, clock)) = cache_and_clock(conn, user)? else {
+    let Some((cache, clock)) = cache_and_clock(conn, user, &rows)? else {
         return Ok(None);
     };
     let mut followees = conn.prepare_cached(MERGED_FOLLOWEES)?;
@@ -192,6 +203,7 @@ fn cache_version(conn: &Connection, user: &str, merged: bool) -> StoreResult<Opt
         .collect::<rusqlite::Result<Arc<[_]>>>()?;
     Ok(Some(CacheVersion {
         cache,
+        rows,
         merged: Some(MergedVersion { clock, followees }),
     }))
 }
@@ -201,13 +213,13 @@ fn cache_version(conn: &Connection, user: &str, merged: bool) -> StoreResult<Opt
 /// as a read transaction of its own.
 fn cache_stands(conn: &Connection, user: &str, kept: &CacheVersion) -> StoreResult<Stands> {
     let Some(merged) = &kept.merged else {
-        let cache = cache_version(conn, user, false)?.map(|v| v.cache);
+        let cache = cache_version(conn, user, kept.rows, false)?.map(|v| v.cache);
         return Ok(match cache == Some(kept.cache) {
             true => Stands::Yes,
             false => Stands::No,
         });
     };
-    Ok(match cache_and_clock(conn, user)? {
+    Ok(match cache_and_clock(conn, user, &kept.rows)? {
         Some((cache, clock)) if cache == kept.cache && clock == merged.clock => Stands::Yes,
         Some((cache, clock)) if cache == kept.cache => Stands::IfFolloweesStand { clock },
         _ => Stands::No,
@@ -238,31 +250,47 @@ fn followees_stand(conn: &Connection, merged: &MergedVersion) -> StoreResult<boo
     Ok(true)
 }
 
-fn cache_and_clock(conn: &Connection, user: &str) -> StoreResult<Option<(u64, u64)>> {
+fn cache_and_clock(
+    conn: &Connection,
+    user: &str,
+    rows: &CacheRows,
+) -> StoreResult<Option<(u64, u64)>> {
     Ok(conn
         .prepare_cached(CACHE_AND_CLOCK)?
-        .query_row([user], |row| {
+        .query_row(params(user, rows), |row| {
             Ok((row.get::<_, i64>(0)? as u64, row.get::<_, i64>(1)? as u64))
         })
         .optional()?)
 }
 
-/// The owner's cache, ready, while no removal or rename is pending: what a version is
-/// read from.
+/// The statements' parameters: the owner, and the span of rows as keys, `?2 <= post_id
+/// < ?3`.
+fn params<'a>(user: &'a str, rows: &CacheRows) -> (&'a str, [u8; 12], Vec<u8>) {
+    (user, rows.from.bytes(), post_before(rows.below))
+}
+
+/// The owner's cache, ready, while no removal is pending and no rename of an author of
+/// the rows `?2 <= post_id < ?3`: what a version is read from. `CROSS JOIN` keeps the
+/// pending renames the outer loop, so that with none pending no row of the cache is
+/// read.
 macro_rules! standing_cache {
     () => {
         "FROM caches WHERE user = ?1 AND ready
            AND NOT EXISTS (SELECT 1 FROM pending_deletes)
            AND NOT EXISTS (SELECT 1 FROM pending_unfollows WHERE user = ?1)
-           AND NOT EXISTS (SELECT 1 FROM pending_renames)"
+           AND NOT EXISTS (
+               SELECT 1 FROM pending_renames AS r CROSS JOIN cache_entries AS e
+                WHERE e.user = ?1 AND e.post_id >= ?2 AND e.post_id < ?3
+                  AND e.author = r.user)"
     };
 }
 
-/// A ready cache's version, while no removal or rename is pending.
-const CACHE_VERSION: &str = concat!("SELECT version ", standing_cache!());
+/// A ready cache's version, while no removal is pending nor a rename of the span's
+/// authors.
+pub(in crate::store::embedded) const CACHE_VERSION: &str = concat!("SELECT version ", standing_cache!());
 
 /// [`CACHE_VERSION`], with the merge clock.
-const CACHE_AND_CLOCK: &str = concat!(
+pub(in crate::store::embedded) const CACHE_AND_CLOCK: &str = concat!(
     "SELECT version, IFNULL((SELECT version FROM merge_versions WHERE author = ''), 0) ",
     standing_cache!()
 );
