@@ -220,9 +220,15 @@ fn check_all(inputs: &[Option<Input>; 4], progress: &super::Progress, now: i64) 
                     let user = likes.str(row.user);
                     check.user_ref(user, input, line);
                     check.post_ref(row.post, input, line);
-                    note(seen.note(&(user, row.post), &row.created_at_ms, line), &|| {
-                        format!("like of {} by {user:?} again, with another created_at", row.post)
-                    });
+                    note(
+                        seen.note(&(user, row.post), &row.created_at_ms, line),
+                        &|| {
+                            format!(
+                                "like of {} by {user:?} again, with another created_at",
+                                row.post
+                            )
+                        },
+                    );
                 }
                 if let Some(why) = conflict {
                     return check.refuse(input, line, why);

@@ -184,7 +184,11 @@ mod tests {
         let blank = r#"{"id":"000000010000000000000000","author":"a","text":"  "}"#;
         assert!(post(blank, &mut posts, 5000).is_err());
         let cut = r#"{"id":"000000010000000000000000","author":"a","te"#;
-        assert!(post(cut, &mut posts, 5000).unwrap_err().contains("cut short"));
+        assert!(
+            post(cut, &mut posts, 5000)
+                .unwrap_err()
+                .contains("cut short")
+        );
         let mut likes = Rows::default();
         let bad = like(r#"{"user":"a","post":"xyz"}"#, &mut likes, 0).unwrap_err();
         assert!(bad.contains("24 hexadecimal"), "{bad}");
@@ -201,7 +205,12 @@ mod tests {
             let why = user(&line, &mut users, now).unwrap_err();
             assert!(why.starts_with("created_at: time"), "{why}");
         }
-        user(r#"{"id":"ann","created_at":1700000300000}"#, &mut users, now).unwrap();
+        user(
+            r#"{"id":"ann","created_at":1700000300000}"#,
+            &mut users,
+            now,
+        )
+        .unwrap();
         let mut follows = Rows::default();
         let far = r#"{"follower":"a","followee":"b","created_at":253402300800000}"#;
         assert!(follow(far, &mut follows, now).is_err());

@@ -235,7 +235,12 @@ impl Loader {
         producer.await.context("the batch producer panicked")??;
         bar.finish();
         let seconds = started.elapsed().as_secs_f64();
-        tracing::info!(rows, not_written = handed.saturating_sub(rows), seconds, "loaded {what}");
+        tracing::info!(
+            rows,
+            not_written = handed.saturating_sub(rows),
+            seconds,
+            "loaded {what}"
+        );
         if source != Source::Tokens {
             self.report.not_written += handed.saturating_sub(rows);
         }

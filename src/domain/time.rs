@@ -132,7 +132,16 @@ mod tests {
     #[test]
     fn formats_as_rfc3339_like_humantime_over_four_digit_years() {
         let last = 253_402_300_799_999; // 9999-12-31T23:59:59.999Z
-        let mut samples = vec![0, 1, 999, 1000, 86_399_999, 951_782_400_000, MAX_TIME_MS, last];
+        let mut samples = vec![
+            0,
+            1,
+            999,
+            1000,
+            86_399_999,
+            951_782_400_000,
+            MAX_TIME_MS,
+            last,
+        ];
         let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
         for _ in 0..20_000 {
             x ^= x << 13;
@@ -173,7 +182,10 @@ mod tests {
         assert!(check_time_ms(MAX_TIME_MS).is_err());
         assert!(check_time_ms(253_402_300_800_000).is_err());
         let now = 1_700_000_000_000;
-        assert_eq!(check_time_at(now + CLOCK_SKEW_MS, now), Ok(now + CLOCK_SKEW_MS));
+        assert_eq!(
+            check_time_at(now + CLOCK_SKEW_MS, now),
+            Ok(now + CLOCK_SKEW_MS)
+        );
         let late = check_time_at(now + CLOCK_SKEW_MS + 1, now).unwrap_err();
         assert!(late.to_string().contains("future"), "{late}");
         assert!(check_time_at(i64::MAX, i64::MAX).is_err());

@@ -219,7 +219,10 @@ impl std::fmt::Display for Exclusion {
                          unless renewed)",
                         crate::domain::format_time_ms(*until)
                     )?,
-                    _ => write!(f, "a server, or another bulk load, is running on this store")?,
+                    _ => write!(
+                        f,
+                        "a server, or another bulk load, is running on this store"
+                    )?,
                 }
                 write!(
                     f,

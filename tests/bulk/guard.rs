@@ -27,9 +27,19 @@ async fn the_bulk_port_lets_serving_or_loading_in_never_both() {
         );
         loader.bulk.finish_load().await.unwrap();
 
-        server.bulk.enter_serving("server-1").await.unwrap().unwrap();
+        server
+            .bulk
+            .enter_serving("server-1")
+            .await
+            .unwrap()
+            .unwrap();
         // A second registration of the same handle is counted.
-        server.bulk.enter_serving("server-1").await.unwrap().unwrap();
+        server
+            .bulk
+            .enter_serving("server-1")
+            .await
+            .unwrap()
+            .unwrap();
         let refused = loader.bulk.begin_load(now_ms()).await.unwrap();
         assert!(
             matches!(refused, Err(Exclusion::Serving { .. })),
@@ -44,7 +54,12 @@ async fn the_bulk_port_lets_serving_or_loading_in_never_both() {
         loader.bulk.begin_load(now_ms()).await.unwrap().unwrap();
         assert!(loader.bulk.load_in_progress().await.unwrap().is_some());
         loader.bulk.finish_load().await.unwrap();
-        server.bulk.enter_serving("server-1").await.unwrap().unwrap();
+        server
+            .bulk
+            .enter_serving("server-1")
+            .await
+            .unwrap()
+            .unwrap();
         server.bulk.leave_serving().await.unwrap();
     }
 }

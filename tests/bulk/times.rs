@@ -74,21 +74,38 @@ async fn times_outside_the_range_or_in_the_future_are_refused() {
         let error = socialite::bulk::import::run(
             store.clone(),
             settings,
-            &files(Some(users.clone()), Some(follows.clone()), Some(posts.clone()), Some(likes.clone())),
+            &files(
+                Some(users.clone()),
+                Some(follows.clone()),
+                Some(posts.clone()),
+                Some(likes.clone()),
+            ),
         )
         .await
         .expect_err("refused");
         let error = format!("{error:#}");
         for at in [
-            format!("{}:2: created_at: time 253402300800000 ms is outside", users.display()),
+            format!(
+                "{}:2: created_at: time 253402300800000 ms is outside",
+                users.display()
+            ),
             format!("{}:1: created_at: time", follows.display()),
-            format!("{}:2: post id \"f00000000000000000000001\"", posts.display()),
-            format!("{}:3: post id \"0000000103e8000000000001\"", posts.display()),
+            format!(
+                "{}:2: post id \"f00000000000000000000001\"",
+                posts.display()
+            ),
+            format!(
+                "{}:3: post id \"0000000103e8000000000001\"",
+                posts.display()
+            ),
             format!("{}:1: created_at: time", likes.display()),
         ] {
             assert!(error.contains(&at), "{kind:?}: {at} in {error}");
         }
-        assert!(error.contains("future") && error.contains("below 1000"), "{error}");
+        assert!(
+            error.contains("future") && error.contains("below 1000"),
+            "{error}"
+        );
         assert_eq!(store.users.user("ann").await.unwrap(), None, "{kind:?}");
     }
 }
@@ -105,14 +122,23 @@ async fn conflicting_duplicates_are_refused_and_identical_ones_written_once() {
         let dir = tempfile::tempdir().unwrap();
         let post = "000000010000000000000001";
         let user = |name: &str| format!(r#"{{"id":"ann","display_name":"{name}"}}"#);
-        let follow = |at: i64| format!(r#"{{"follower":"bob","followee":"ann","created_at":{at}}}"#);
+        let follow =
+            |at: i64| format!(r#"{{"follower":"bob","followee":"ann","created_at":{at}}}"#);
         let text = |text: &str| format!(r#"{{"id":"{post}","author":"ann","text":"{text}"}}"#);
         let like = |at: i64| format!(r#"{{"user":"bob","post":"{post}","created_at":{at}}}"#);
         let bob = r#"{"id":"bob"}"#.to_owned();
         let conflicting = files(
-            Some(file(dir.path(), "users.jsonl", &[user("Ann"), bob.clone(), user("Anne")])),
+            Some(file(
+                dir.path(),
+                "users.jsonl",
+                &[user("Ann"), bob.clone(), user("Anne")],
+            )),
             Some(file(dir.path(), "follows.jsonl", &[follow(5), follow(6)])),
-            Some(file(dir.path(), "posts.jsonl", &[text("hi"), text("hello")])),
+            Some(file(
+                dir.path(),
+                "posts.jsonl",
+                &[text("hi"), text("hello")],
+            )),
             Some(file(dir.path(), "likes.jsonl", &[like(7), like(8)])),
         );
         let error = socialite::bulk::import::run(store.clone(), settings.clone(), &conflicting)
@@ -130,7 +156,11 @@ async fn conflicting_duplicates_are_refused_and_identical_ones_written_once() {
         assert_eq!(store.users.user("ann").await.unwrap(), None, "{kind:?}");
 
         let repeated = files(
-            Some(file(dir.path(), "users.jsonl", &[user("Ann"), bob.clone(), user("Ann")])),
+            Some(file(
+                dir.path(),
+                "users.jsonl",
+                &[user("Ann"), bob.clone(), user("Ann")],
+            )),
             Some(file(dir.path(), "follows.jsonl", &[follow(5), follow(5)])),
             Some(file(dir.path(), "posts.jsonl", &[text("hi"), text("hi")])),
             Some(file(dir.path(), "likes.jsonl", &[like(7), like(7)])),
@@ -139,16 +169,29 @@ async fn conflicting_duplicates_are_refused_and_identical_ones_written_once() {
             .await
             .unwrap();
         assert_eq!(
-            (report.users, report.follows, report.posts, report.likes, report.not_written),
+            (
+                report.users,
+                report.follows,
+                report.posts,
+                report.likes,
+                report.not_written
+            ),
             (2, 1, 1, 1, 4),
             "{kind:?}: {report}"
         );
-        assert_eq!(store.users.user("ann").await.unwrap().unwrap().display_name, "Ann");
+        assert_eq!(
+            store.users.user("ann").await.unwrap().unwrap().display_name,
+            "Ann"
+        );
         // Run again: every row is there already, and none is counted as written.
         let again = socialite::bulk::import::run(store.clone(), settings, &repeated)
             .await
             .unwrap();
-        assert_eq!((again.rows(), again.not_written), (0, 9), "{kind:?}: {again}");
+        assert_eq!(
+            (again.rows(), again.not_written),
+            (0, 9),
+            "{kind:?}: {again}"
+        );
     }
 }
 

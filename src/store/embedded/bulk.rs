@@ -27,8 +27,8 @@ use crate::store::bulk::{
     BulkStore, DeriveSettings, Derived, Exclusion, FollowRow, LikeRow, PostRow, Rows, StepReport,
     TokenRow, UserRow,
 };
-use crate::store::{StoreError, StoreResult};
 use crate::store::leases::initial_version;
+use crate::store::{StoreError, StoreResult};
 
 const MARK: &str = "bulk_load_started";
 

@@ -8,8 +8,8 @@
 use rusqlite::{Connection, params};
 
 use crate::domain::{BucketKind, PostId};
-use crate::store::bulk::TimelineLayout;
 use crate::store::StoreResult;
+use crate::store::bulk::TimelineLayout;
 use crate::store::embedded::timelines::PART_BITS;
 use crate::store::embedded::{post_id_at, text_at};
 

@@ -71,7 +71,12 @@ pub(super) async fn derive_all(
     }
     if settings.feed.strategy == FeedStrategy::Hybrid {
         step("celebrities");
-        celebrities(store, settings.feed.hybrid_threshold, settings.feed.hybrid_leave_below).await?;
+        celebrities(
+            store,
+            settings.feed.hybrid_threshold,
+            settings.feed.hybrid_leave_below,
+        )
+        .await?;
     }
     step("delivery markers");
     derived.delivered = deliveries(store, settings.feed.strategy).await?;

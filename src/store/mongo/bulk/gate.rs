@@ -21,18 +21,21 @@ use tokio::task::JoinHandle;
 
 use super::MARK;
 use crate::domain::now_ms;
+use crate::store::StoreResult;
 use crate::store::bulk::Exclusion;
 use crate::store::mongo::{MongoStore, db_error, int};
-use crate::store::StoreResult;
 
 /// How long a server's registration lasts unless renewed.
 pub const TTL_MS: i64 = 30_000;
 const ID: &str = "load";
 
+/// A registration's id and the task renewing it.
+type Held = Option<(String, JoinHandle<()>)>;
+
 /// This handle's registration: how many hold it, its id, and the task renewing it.
 #[derive(Default)]
 pub(crate) struct Registration {
-    state: Mutex<(usize, Option<(String, JoinHandle<()>)>)>,
+    state: Mutex<(usize, Held)>,
 }
 
 impl Drop for Registration {
@@ -44,7 +47,7 @@ impl Drop for Registration {
 }
 
 impl Registration {
-    fn held(&self) -> std::sync::MutexGuard<'_, (usize, Option<(String, JoinHandle<()>)>)> {
+    fn held(&self) -> std::sync::MutexGuard<'_, (usize, Held)> {
         self.state
             .lock()
             .unwrap_or_else(|poison| poison.into_inner())
@@ -111,10 +114,7 @@ async fn renew(
 
 /// When the marked load began, if one is marked.
 pub(super) async fn load_started(coll: &Collection<Document>) -> StoreResult<Option<i64>> {
-    let found = coll
-        .find_one(doc! { "_id": ID })
-        .await
-        .map_err(db_error)?;
+    let found = coll.find_one(doc! { "_id": ID }).await.map_err(db_error)?;
     Ok(found
         .filter(|d| d.contains_key("started_at"))
         .map(|d| int(&d, "started_at")))
@@ -139,9 +139,8 @@ pub(super) async fn enter_serving(
     let renewer = {
         let (coll, id, holder) = (coll.clone(), id.clone(), holder.to_owned());
         tokio::spawn(async move {
-            let mut tick = tokio::time::interval(std::time::Duration::from_millis(
-                (TTL_MS / 3) as u64,
-            ));
+            let mut tick =
+                tokio::time::interval(std::time::Duration::from_millis((TTL_MS / 3) as u64));
             tick.tick().await;
             loop {
                 tick.tick().await;
@@ -150,7 +149,9 @@ pub(super) async fn enter_serving(
                     Ok(Err(refused)) => tracing::error!(
                         "this server's registration expired and a bulk load has begun since: {refused}"
                     ),
-                    Err(error) => tracing::warn!(error = %error, "renewing the server's registration failed"),
+                    Err(error) => {
+                        tracing::warn!(error = %error, "renewing the server's registration failed")
+                    }
                 }
             }
         })
