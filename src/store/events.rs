@@ -5,7 +5,9 @@
 //!   idempotent: appending an id already stored changes nothing.
 //! - The log is bounded (embedded: `events.max_count` rows, trimmed in the append's own
 //!   transaction; MongoDB: a capped collection of `events.max_bytes`), oldest first out.
-//! - A reader whose position was trimmed away gets `PositionLost`, never a silent skip.
+//! - A reader whose position was trimmed away gets `PositionLost`, never a silent skip;
+//!   so does one on an id a restore retired (embedded: `event_gaps`, see
+//!   `embedded/restore/ids.rs`), issued by events the restore undid.
 //!   So does a client whose position is past the newest event, an id this log never
 //!   issued ([`EventStore::events_after_issued`]); the workers' own positions (a rebuild's
 //!   watermark is a change `seq`, which may be ahead of the log) read with

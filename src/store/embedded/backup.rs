@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
 use rusqlite::backup::{Backup, StepResult};
-use rusqlite::{Connection, OpenFlags};
+use rusqlite::{Connection, OpenFlags, OptionalExtension};
 
 use super::lock::{LockError, StoreLock};
 
@@ -47,7 +47,8 @@ pub struct BackupReport {
     pub seconds: f64,
     /// Tables in the copy's manifest (besides the schema's own entry).
     pub manifest_tables: usize,
-    /// The newest change-feed position in the copy: the copy holds every write up to it.
+    /// The newest change-feed position the copy's store handed out (its newest change,
+    /// or past it after a bulk load or a restore): the copy holds every write up to it.
     pub change_feed_head: Option<i64>,
 }
 
@@ -134,9 +135,19 @@ fn copy_snapshot(
     // The snapshot starts at the first read of this transaction, and the backup steps
     // run inside it: SQLite begins no transaction of its own on a source that has one.
     source.execute_batch("BEGIN DEFERRED")?;
-    let head: Option<i64> = source
+    let newest: Option<i64> = source
         .query_row("SELECT max(pos) FROM changes", [], |row| row.get(0))
         .context("reading the change feed: is this a socialite store?")?;
+    // A bulk load or a restore moves the sequence past the newest row: positions up to
+    // it are spent, and the workers may stand there.
+    let sequence: Option<i64> = source
+        .query_row(
+            "SELECT seq FROM sqlite_sequence WHERE name = 'changes'",
+            [],
+            |row| row.get(0),
+        )
+        .optional()?;
+    let head = newest.max(sequence).filter(|head| *head > 0);
     let mut copy =
         Connection::open(dest).with_context(|| format!("creating {}", dest.display()))?;
     {
