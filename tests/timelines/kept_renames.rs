@@ -90,12 +90,18 @@ async fn a_rename_holds_back_only_the_kept_pages_that_show_its_author() {
     there.rename("xav", "Xav").await.unwrap();
     assert_eq!(pending().await, 1, "the rename is pending");
     let (first, rendered) = read(&here, None, "xav renamed").await;
-    assert!(!rendered, "a rename of an author in no timeline must not hold the page back");
+    assert!(
+        !rendered,
+        "a rename of an author in no timeline must not hold the page back"
+    );
 
     there.rename("zed", "Zed").await.unwrap();
     assert_eq!(pending().await, 2, "both renames are pending");
     let (page, rendered) = read(&here, None, "zed renamed").await;
-    assert!(!rendered, "a rename of an author the page does not show must not hold it back");
+    assert!(
+        !rendered,
+        "a rename of an author the page does not show must not hold it back"
+    );
     assert_eq!(page, first);
     let (page, rendered) = read(&here, below, "zed renamed, below").await;
     assert!(rendered, "the page showing zed is read again");

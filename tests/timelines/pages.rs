@@ -348,7 +348,11 @@ async fn what_a_kept_merged_page_stands_on() {
         below: None,
     };
     let kept = |step: &'static str| async move {
-        let version = s.timelines.cache_version("reader", rows, true).await.unwrap();
+        let version = s
+            .timelines
+            .cache_version("reader", rows, true)
+            .await
+            .unwrap();
         let version = version.unwrap_or_else(|| panic!("{step}: a version"));
         let stands = s.timelines.cache_stands("reader", &version).await.unwrap();
         assert_eq!(stands.as_ref(), Some(&version), "{step}: stands as read");
@@ -394,13 +398,21 @@ async fn what_a_kept_merged_page_stands_on() {
     assert_eq!(stands(v).await, None, "a followed celebrity's delete");
     let v = kept("before a rename").await;
     s.users.rename_user("star", "Star").await.unwrap();
-    assert_eq!(stands(v).await, None, "a followed celebrity's rename, pending");
+    assert_eq!(
+        stands(v).await,
+        None,
+        "a followed celebrity's rename, pending"
+    );
     let v = kept("star renamed, pending").await;
     timelines.mark_renamed("star", 1).await.unwrap();
     assert_eq!(stands(v.clone()).await, Some(v), "the propagation's end");
     let v = kept("before ann's rename").await;
     s.users.rename_user("ann", "Ann").await.unwrap();
-    assert_eq!(stands(v).await, None, "a pending rename of an author of the rows");
+    assert_eq!(
+        stands(v).await,
+        None,
+        "a pending rename of an author of the rows"
+    );
     timelines.mark_renamed("ann", 1).await.unwrap();
     let v = kept("before a follow").await;
     s.graph.follow("reader", "other", 0).await.unwrap();

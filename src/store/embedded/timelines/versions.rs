@@ -287,7 +287,8 @@ macro_rules! standing_cache {
 
 /// A ready cache's version, while no removal is pending nor a rename of the span's
 /// authors.
-pub(in crate::store::embedded) const CACHE_VERSION: &str = concat!("SELECT version ", standing_cache!());
+pub(in crate::store::embedded) const CACHE_VERSION: &str =
+    concat!("SELECT version ", standing_cache!());
 
 /// [`CACHE_VERSION`], with the merge clock.
 pub(in crate::store::embedded) const CACHE_AND_CLOCK: &str = concat!(
