@@ -59,11 +59,16 @@ impl MongoStore {
             Some(doc) => Some(post_id(doc.get("_id"))?),
             None => None,
         };
+        // The event log is read where a server prepared it (a capped collection), never
+        // created here.
+        let event_log = super::events::is_capped(&db)
+            .await
+            .context("reading whether the event log exists")?;
         Ok(MongoStore {
             db,
             ids: PostIdGenerator::random(last),
             streams: super::changes::Streams::default(),
-            event_log: std::sync::atomic::AtomicBool::new(false),
+            event_log: std::sync::atomic::AtomicBool::new(event_log),
         })
     }
 }
