@@ -52,6 +52,30 @@ pub async fn open_store(config: &Config) -> anyhow::Result<Store> {
     })
 }
 
+/// Opens the configured storage backend for reading only, as `socialite audit` does:
+/// refused, with nothing created or written, unless it holds a socialite store of this
+/// binary's format.
+pub async fn open_store_read_only(config: &Config) -> anyhow::Result<Store> {
+    let storage = &config.storage;
+    Ok(match storage.backend {
+        Backend::Embedded => {
+            let (path, mmap_mib) = (storage.path.clone(), storage.mmap_mib);
+            let store =
+                tokio::task::spawn_blocking(move || EmbeddedStore::open_read_only(&path, mmap_mib))
+                    .await
+                    .context("opening the embedded store")??;
+            Store::new(Arc::new(store))
+        }
+        Backend::Mongodb => {
+            let uri = storage
+                .mongodb_uri
+                .as_deref()
+                .context("storage.mongodb_uri is required")?;
+            crate::store::mongo::connect_read_only(uri).await?
+        }
+    })
+}
+
 /// The handlers' state over an open store, with this process's workers started.
 pub async fn build_state(config: &Config, store: Store) -> anyhow::Result<AppState> {
     build_state_with_clock(config, store, Arc::new(SystemClock)).await

@@ -14,6 +14,10 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use crate::domain::{ActivityType, FeedStrategy, PostId, hashtags};
 
+mod entries;
+
+pub use entries::EntryFault;
+
 /// An instant known only to lie in `[from, to]`; `to = i64::MAX` when it is not bounded
 /// (a write whose outcome was learnt only later).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -61,6 +65,9 @@ pub struct FollowSource {
 pub struct Sources {
     /// Display name per user id.
     pub users: BTreeMap<String, String>,
+    /// The user version each of `users`' names was read at, where known: what a name
+    /// stamp of it may carry at most (see [`Sources::entry_faults`]).
+    pub versions: BTreeMap<String, u64>,
     /// (follower, followee) of every current edge.
     pub follows: BTreeMap<(String, String), FollowSource>,
     pub posts: BTreeMap<PostId, PostSource>,

@@ -3,11 +3,17 @@
 //! `--repair` mends it; beside a live server under writes nothing is reported wrong.
 //!
 //! This file holds the world the audits run on and the in-process corruptions; the
-//! command line (exit statuses, repair) and the live server are in `audit/cli.rs`.
+//! command line (exit statuses, repair) and the live server are in `audit/cli.rs`, the
+//! fields of timeline entries in `audit/entries.rs`, what the audit refuses and that it
+//! only reads in `audit/readonly.rs`.
 
 #[path = "audit/cli.rs"]
 mod cli;
 mod common;
+#[path = "audit/entries.rs"]
+mod entries;
+#[path = "audit/readonly.rs"]
+mod readonly;
 #[path = "audit/window.rs"]
 mod window;
 

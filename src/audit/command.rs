@@ -1,6 +1,9 @@
-//! `socialite audit [--repair]`: the configured store audited, the report printed, a
-//! progress bar on stderr when it is a terminal, and the exit status: 0 clean (pending
-//! discrepancies allowed), 1 discrepancies, 2 the audit itself failed.
+//! `socialite audit [--repair]`: the configured store opened read-only and audited, the
+//! report printed, a progress bar on stderr when it is a terminal, and the exit status:
+//! 0 clean (pending discrepancies allowed), 1 discrepancies, 2 the audit itself failed
+//! or was refused (no store at the configured place, or one of another format, which
+//! the audit never upgrades). Only `--repair` opens the store for writing, once the
+//! read-only open has accepted it.
 
 use std::io::IsTerminal;
 use std::time::Duration;
@@ -55,7 +58,9 @@ fn run_inner(config: &Config, repair: bool, wait: Duration) -> anyhow::Result<u8
     let mut settings = Settings::new(feed.strategy, feed.backfill_on_follow);
     settings.wait = wait;
     tokio::runtime::Runtime::new()?.block_on(async move {
-        let store = crate::app::open_store(config).await?;
+        // Read-only: a missing store, another database, or a store of another format
+        // is refused here, with nothing created or written, `--repair` included.
+        let store = crate::app::open_store_read_only(config).await?;
         let progress = bar();
         let report = audit(&store, &settings, &progress).await?;
         progress.0.finish_and_clear();
@@ -64,9 +69,13 @@ fn run_inner(config: &Config, repair: bool, wait: Duration) -> anyhow::Result<u8
             return Ok(report.exit_code());
         }
         println!("\nrepairing:");
-        for line in super::repair::repair(config, &store, &report).await? {
+        // The repair's writes (the workers' rebuilds) on the store opened for writing,
+        // its format checked by the read-only open above, so opening it migrates nothing.
+        let writable = crate::app::open_store(config).await?;
+        for line in super::repair::repair(config, &writable, &report).await? {
             println!("  {line}");
         }
+        drop(writable);
         println!("\naudit after the repair:");
         let progress = bar();
         let again = audit(&store, &settings, &progress).await?;

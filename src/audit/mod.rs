@@ -2,7 +2,8 @@
 //! one definition in [`crate::derived`] that the history checker also uses.
 //!
 //! - **Per user**, in id order, a page at a time (`users.rs`): the counters, the activity
-//!   log, and the materialised timeline under the strategy's rules. Each user's slice of
+//!   log, and the materialised timeline under the strategy's rules, every field of each
+//!   entry held to its post and its author's profile (`entries.rs`). Each user's slice of
 //!   the sources (their edges, posts, likes, and the posts their timeline names or must
 //!   name) is read with bounded queries into a [`crate::derived::Sources`]; followers are
 //!   counted a page at a time. Memory is bounded by one page of users and the largest
@@ -19,6 +20,7 @@
 //! - **Repair** (`repair.rs`): the workers' own rebuilds, under their leases.
 
 pub mod command;
+mod entries;
 mod events;
 pub mod repair;
 mod report;
@@ -104,6 +106,9 @@ pub enum Fix {
     SyncEdge(String, String),
     /// Fan the post out again (idempotent).
     FanOut(PostId),
+    /// Take the post out of every timeline and fan it out again: its entries made anew
+    /// from the post and its author's profile.
+    Redeliver(PostId),
     /// Nothing derives this again (the event log is history).
     None,
 }

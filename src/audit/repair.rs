@@ -4,7 +4,8 @@
 //! holder named `audit/…` (`rebuild/audit-…` for the aggregates, a rebuild-type lock).
 //! A timeline wrong beyond what the rebuild restores is mended first, under the same
 //! lease: a cache is dropped (its owner's next read builds it from the sources), a
-//! deleted post retracted, an edge's upkeep run again, a post fanned out again.
+//! deleted post retracted, an edge's upkeep run again, a post fanned out again, a post
+//! whose entries carry a wrong field taken out of every timeline and fanned out anew.
 //! A lease another process holds (a running server's workers) stops the repair of that
 //! kind: stop the workers, or wait for the lease to expire, and run it again.
 
@@ -16,7 +17,7 @@ use anyhow::{Context, bail};
 use super::{Fix, Kind, Report};
 use crate::app::{aggregates_runner, holder_id, runner_settings};
 use crate::config::Config;
-use crate::domain::{ActivityLimits, now_ms};
+use crate::domain::{ActivityLimits, PostId, now_ms};
 use crate::feed::Timelines;
 use crate::store::Store;
 use crate::workers::activity::ActivityWorker;
@@ -136,12 +137,13 @@ async fn mend_timelines(
                 timelines.sync_edge(user, author).await?;
             }
             Fix::FanOut(post) => {
-                let Some(post) = store.content.post(*post).await? else {
+                if !fan_out(store, &timelines, *post).await? {
                     continue;
-                };
-                if let Some(author) = store.users.user(&post.author).await? {
-                    timelines.post_created(&post, &author.name_stamp()).await?;
                 }
+            }
+            Fix::Redeliver(post) => {
+                timelines.retract(*post).await?;
+                fan_out(store, &timelines, *post).await?;
             }
             Fix::Rebuild | Fix::None => continue,
         }
@@ -156,4 +158,17 @@ async fn mend_timelines(
     }
     store.leases.release(name, holder, lease.version).await?;
     Ok(mended)
+}
+
+/// Fans `post` out again to its author and every follower, stamped with the author's
+/// name as it stands; false when the post or its author is gone.
+async fn fan_out(store: &Store, timelines: &Timelines, post: PostId) -> anyhow::Result<bool> {
+    let Some(post) = store.content.post(post).await? else {
+        return Ok(false);
+    };
+    let Some(author) = store.users.user(&post.author).await? else {
+        return Ok(false);
+    };
+    timelines.post_created(&post, &author.name_stamp()).await?;
+    Ok(true)
 }

@@ -9,7 +9,7 @@ use futures::StreamExt;
 use super::slice::{PAGE, add_posts, existing, follows, home, slice};
 use super::{Finding, Fix, Kind, Progress, Settings, Tally, Unit};
 use crate::derived::{self, FollowSource, Shape, Sources, TimelineBounds, TimelineRules, Window};
-use crate::domain::{BucketKind, FeedStrategy, PostId, User, now_ms};
+use crate::domain::{BucketKind, FeedStrategy, PostId, TimelineEntry, User, now_ms};
 use crate::store::{Store, StoreResult};
 
 /// Users read per page of the pass.
@@ -208,8 +208,8 @@ async fn timeline(
         FeedStrategy::TimedBuckets => Some(BucketKind::Timed),
         FeedStrategy::SizedBuckets => Some(BucketKind::Sized),
     };
-    // Entry ids and their authors as the timeline holds them.
-    let mut entries: BTreeMap<PostId, String> = BTreeMap::new();
+    // The entries as the timeline holds them, by post id.
+    let mut entries: BTreeMap<PostId, TimelineEntry> = BTreeMap::new();
     let mut ready = true;
     match kind {
         None => {
@@ -217,7 +217,7 @@ async fn timeline(
                 return Ok(());
             };
             ready = cache.ready;
-            entries.extend(cache.entries.into_iter().map(|e| (e.id, e.author)));
+            entries.extend(cache.entries.into_iter().map(|e| (e.id, e)));
         }
         Some(kind) => {
             let mut skip = 0;
@@ -229,7 +229,7 @@ async fn timeline(
                 skip += buckets.len();
                 let last = buckets.len() < BUCKETS_PER_READ;
                 for bucket in buckets {
-                    entries.extend(bucket.entries.into_iter().map(|e| (e.id, e.author)));
+                    entries.extend(bucket.entries.into_iter().map(|e| (e.id, e)));
                 }
                 if last {
                     break;
@@ -273,31 +273,36 @@ async fn timeline(
         faults.missing.clear();
     }
     report_faults(id, kind, &entries, &sources, rules, faults, settings, tally);
-    Ok(())
+    super::entries::check(store, settings, id, kind, &entries, &mut sources, tally).await
+}
+
+/// What a finding calls a timeline of `kind` (`None`: a cache).
+pub(super) fn what(kind: Option<BucketKind>) -> &'static str {
+    match kind {
+        None => "cache",
+        Some(BucketKind::Timed) => "timed buckets",
+        Some(BucketKind::Sized) => "sized buckets",
+    }
 }
 
 #[allow(clippy::too_many_arguments)]
 fn report_faults(
     id: &str,
     kind: Option<BucketKind>,
-    entries: &BTreeMap<PostId, String>,
+    entries: &BTreeMap<PostId, TimelineEntry>,
     sources: &Sources,
     rules: TimelineRules,
     faults: derived::TimelineFaults,
     settings: &Settings,
     tally: &mut Tally,
 ) {
-    let what = match kind {
-        None => "cache",
-        Some(BucketKind::Timed) => "timed buckets",
-        Some(BucketKind::Sized) => "sized buckets",
-    };
+    let what = what(kind);
     let shape = match derived::shape(rules.strategy) {
         Shape::Exact => "exact",
         Shape::Sandwich => "lower bound",
     };
     for post in faults.extra {
-        let author = entries.get(&post).map_or("?", String::as_str);
+        let author = entries.get(&post).map_or("?", |e| e.author.as_str());
         let (why, fix) = if !sources.posts.contains_key(&post) {
             ("a deleted post", Fix::Retract(post))
         } else {

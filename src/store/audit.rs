@@ -1,12 +1,21 @@
 //! The audit port: the reads `socialite audit` needs beyond the product's own ports, each
 //! bounded by a page (users, edges, likes and posts in key order; tag totals), and the
 //! one write of its repair that no worker has: dropping a user's cache, which the
-//! user's next read builds again from the sources.
+//! user's next read builds again from the sources. Each adapter also opens its store
+//! for reading only (`open_read_only`, `connect_read_only`), which is how the audit
+//! opens it.
 
 use async_trait::async_trait;
 
 use super::StoreResult;
 use crate::domain::{Post, PostId, User};
+
+/// What the audit's read-only open (`open_read_only`, `connect_read_only`) says to do
+/// with a store of an earlier format, which it refuses rather than migrate.
+pub const UPGRADE_HINT: &str = "upgrade it first: start this socialite's server on it once \
+     (`socialite serve`; stop it once it listens), which brings the store to this format in \
+     place, after a backup, since older binaries refuse it afterwards (see \
+     docs/operations.md#upgrading-an-existing-store), then audit again";
 
 /// A follow edge as stored, seen from its follower.
 #[derive(Debug, Clone, PartialEq, Eq)]

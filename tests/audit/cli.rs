@@ -14,7 +14,7 @@ use super::common::{Api, kinds, start_binary};
 use super::{Raw, config, skip_the_workers_past_it, world};
 
 /// The environment that points the binary at `config`'s store and strategy.
-fn env_of(config: &Config) -> Vec<(&'static str, OsString)> {
+pub(super) fn env_of(config: &Config) -> Vec<(&'static str, OsString)> {
     let mut env = vec![
         (
             "SOCIALITE_FEED__STRATEGY",
@@ -34,7 +34,7 @@ fn env_of(config: &Config) -> Vec<(&'static str, OsString)> {
 }
 
 /// Runs `socialite audit ARGS`; returns the exit status and stdout.
-fn audit(env: &[(&str, OsString)], args: &[&str]) -> (i32, String) {
+pub(super) fn audit(env: &[(&str, OsString)], args: &[&str]) -> (i32, String) {
     let output = Command::new(env!("CARGO_BIN_EXE_socialite"))
         .arg("audit")
         .args(args)

@@ -24,6 +24,7 @@ pub mod lock;
 mod plans;
 #[cfg(test)]
 mod pragmas;
+mod readonly;
 pub mod restore;
 mod schema;
 mod timelines;
@@ -37,7 +38,7 @@ use std::sync::{Arc, Mutex};
 use anyhow::Context;
 use async_trait::async_trait;
 use rusqlite::config::DbConfig;
-use rusqlite::{Connection, Transaction, TransactionBehavior, params};
+use rusqlite::{Connection, OpenFlags, Transaction, TransactionBehavior, params};
 use serde::Serialize;
 
 use super::{Health, StoreError, StoreResult};
@@ -77,6 +78,8 @@ pub struct EmbeddedStore {
 
 struct Inner {
     path: PathBuf,
+    /// How every connection opens the file: read-write, or read-only (`readonly.rs`).
+    flags: OpenFlags,
     /// Held while the store is open, so that `restore` never replaces it under us.
     _lock: lock::StoreLock,
     /// The serve lock, held while serving or loading (`bulk.rs`).
@@ -121,8 +124,9 @@ impl EmbeddedStore {
             ),
             lock::LockError::Io(error) => error,
         })?;
-        let writer =
-            connect(path, mmap_bytes).with_context(|| format!("opening {}", path.display()))?;
+        let flags = OpenFlags::default();
+        let writer = connect(path, flags, mmap_bytes)
+            .with_context(|| format!("opening {}", path.display()))?;
         let mode: String = writer.query_row("PRAGMA journal_mode=WAL", [], |row| row.get(0))?;
         anyhow::ensure!(
             mode.eq_ignore_ascii_case("wal"),
@@ -140,6 +144,7 @@ impl EmbeddedStore {
         Ok(EmbeddedStore {
             inner: Arc::new(Inner {
                 path: path.to_path_buf(),
+                flags,
                 _lock: lock,
                 gate: bulk::Gate::default(),
                 writer: Arc::new(tokio::sync::Mutex::new(writer)),
@@ -252,7 +257,7 @@ impl Inner {
         if let Some(conn) = pooled {
             return Ok(conn);
         }
-        let conn = connect(&self.path, self.mmap_bytes)?;
+        let conn = connect(&self.path, self.flags, self.mmap_bytes)?;
         conn.execute_batch("PRAGMA cache_size=-16384;")?;
         Ok(conn)
     }
@@ -284,8 +289,8 @@ fn set_up(conn: &Connection) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn connect(path: &Path, mmap_bytes: u64) -> rusqlite::Result<Connection> {
-    let conn = Connection::open(path)?;
+fn connect(path: &Path, flags: OpenFlags, mmap_bytes: u64) -> rusqlite::Result<Connection> {
+    let conn = Connection::open_with_flags(path, flags)?;
     conn.busy_timeout(std::time::Duration::from_secs(5))?;
     // `IN (...)` lists of every length up to a page are distinct statements; the
     // default cache of 16 would re-prepare them on every read.

@@ -100,7 +100,7 @@ async fn check_kept(events: &Collection<Document>, after: Option<EventId>) -> St
     }
 }
 
-async fn is_capped(db: &Database) -> StoreResult<bool> {
+pub(super) async fn is_capped(db: &Database) -> StoreResult<bool> {
     let mut names = db
         .list_collections()
         .filter(doc! { "name": EVENTS })

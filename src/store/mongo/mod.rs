@@ -16,6 +16,7 @@ mod deliveries;
 mod events;
 mod graph;
 mod leases;
+mod readonly;
 mod timelines;
 mod tokens;
 mod trends;
@@ -66,6 +67,14 @@ pub(super) enum Side {
 /// Connects to the database named in the URI, or `socialite`, and creates indexes.
 pub async fn connect(uri: &str) -> anyhow::Result<Store> {
     Ok(Store::new(Arc::new(MongoStore::connect(uri).await?)))
+}
+
+/// Connects to the database named in the URI, or `socialite`, for reading only
+/// (`readonly.rs`): nothing created, refused unless it holds a socialite store.
+pub async fn connect_read_only(uri: &str) -> anyhow::Result<Store> {
+    Ok(Store::new(Arc::new(
+        MongoStore::connect_read_only(uri).await?,
+    )))
 }
 
 /// A driver error as a storage failure.
