@@ -61,6 +61,7 @@ impl EmbeddedStore {
                 events_appended: tokio::sync::Notify::new(),
                 synchronous: Synchronous::Normal,
                 mmap_bytes,
+                gate: super::bulk::Gate::default(),
             }),
         })
     }

@@ -69,6 +69,7 @@ impl MongoStore {
             ids: PostIdGenerator::random(last),
             streams: super::changes::Streams::default(),
             event_log: std::sync::atomic::AtomicBool::new(event_log),
+            serving: super::bulk::Registration::default(),
         })
     }
 }
