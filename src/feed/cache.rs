@@ -28,12 +28,14 @@
 //! fill (see `retract_deleted`). Every push is idempotent, so overlaps cost nothing.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use async_trait::async_trait;
 
 use super::fanout_on_read::read_through;
-use super::{FeedService, FeedSettings, normalise, retract_deleted};
-use crate::domain::{FeedStrategy, NameStamp, Post, PostId, TimelineEntry, TimelineKind, now_ms};
+use super::{FeedService, FeedSettings, normalise, note_read, retract_deleted};
+use crate::domain::clock::Clock;
+use crate::domain::{FeedStrategy, NameStamp, Post, PostId, TimelineEntry, TimelineKind};
 use crate::store::timelines::{CacheVersion, with_retries};
 use crate::store::{Store, StoreResult};
 
@@ -43,11 +45,17 @@ const STALE_BUILD_MS: i64 = 30_000;
 pub struct CacheFeed {
     store: Store,
     settings: FeedSettings,
+    /// Dates builds and read stamps.
+    clock: Arc<dyn Clock>,
 }
 
 impl CacheFeed {
-    pub fn new(store: Store, settings: FeedSettings) -> Self {
-        CacheFeed { store, settings }
+    pub fn new(store: Store, settings: FeedSettings, clock: Arc<dyn Clock>) -> Self {
+        CacheFeed {
+            store,
+            settings,
+            clock,
+        }
     }
 
     async fn name_stamps(
@@ -220,6 +228,7 @@ impl FeedService for CacheFeed {
         want: usize,
     ) -> StoreResult<(Vec<TimelineEntry>, Option<CacheVersion>)> {
         let store = &self.store;
+        let now_ms = || self.clock.now_ms();
         let cache = match store.timelines.cache_current(user, before, want).await? {
             // Ready and covering something, or complete (so taking every push).
             Some(cache) if cache.ready && (cache.complete || cache.oldest.is_some()) => cache,
@@ -250,6 +259,8 @@ impl FeedService for CacheFeed {
                 return Ok((read_through(store, user, before, want).await?, None));
             }
         };
+        // The owner read it: recorded coarsely, so that warm reads write nothing.
+        note_read(store, &self.settings, user, cache.read_ms, now_ms()).await;
         let (oldest, version) = (cache.oldest, cache.version);
         let mut entries = cache.entries;
         normalise(&mut entries, before, want);
