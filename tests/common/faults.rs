@@ -360,6 +360,7 @@ impl TimelineStore for FaultyTimelines {
     }
     async fn cache_fill(&self, user: &str, e: &[TimelineEntry], size: u32) -> StoreResult<()> {
         self.check("cache_fill", &[user.to_owned()])?;
+        self.held_for("cache_fill", Some(user)).await;
         self.inner.cache_fill(user, e, size).await
     }
     async fn remove_author_entries(
