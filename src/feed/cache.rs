@@ -21,6 +21,11 @@
 //! like fanout on read; a follow brings in every post of the followee the cache's
 //! interval covers (at most `cache_size`), whatever `feed.backfill_on_follow` says.
 //!
+//! A cache unread for `feed.cache_idle` is dropped by the timelines worker (see
+//! `workers::timelines::idle`) and built again by the next read, which is the path of a
+//! first read; reads record themselves on the cache only when its stamp is older than
+//! `FeedSettings::read_stamp_ms` (`note_read`), so warm reads write nothing.
+//!
 //! Races with a build (the window between `cache_start` and `cache_fill`): posts fanned
 //! out meanwhile land in the empty cache; a follow backfills into it as well, since the
 //! fill may have read the timeline before the new edge existed; a delete may retract

@@ -309,3 +309,52 @@ async fn kept_pages_count_as_reads_and_are_not_served_past_a_drop() {
         assert_eq!(ids.first(), Some(&fresh.to_string()), "{kind:?}");
     }
 }
+
+/// A file from before caches recorded their last read (format 4) is upgraded in place:
+/// each existing cache counts as read at the upgrade, so none is dropped as idle for a
+/// whole `cache_idle` after it, and the format says 5.
+#[tokio::test]
+async fn an_upgraded_file_counts_its_caches_as_read_at_the_upgrade() {
+    let t = fresh_store(Kind::Embedded).await;
+    let file = t.embedded_file().unwrap();
+    let settings = idle_settings(FeedStrategy::Cache, HOUR);
+    let w = World::new(t.store.clone(), &settings);
+    following_ann(&w.social, &["reader"]).await;
+    w.page("reader").await;
+    let conn = rusqlite::Connection::open(&file).unwrap();
+    conn.execute_batch(
+        "DROP INDEX caches_by_last_read;
+         ALTER TABLE caches DROP COLUMN last_read;
+         DELETE FROM meta WHERE key = 'cache_last_read';
+         PRAGMA user_version = 4;",
+    )
+    .unwrap();
+    let upgraded_at = socialite::domain::now_ms();
+    let reopened = socialite::store::embedded::EmbeddedStore::open(
+        &file,
+        socialite::store::embedded::Synchronous::Normal,
+    )
+    .unwrap();
+    let version: i64 = conn
+        .query_row("PRAGMA user_version", [], |row| row.get(0))
+        .unwrap();
+    assert_eq!(version, 5);
+    let store = Store::new(Arc::new(reopened));
+    let view = store
+        .timelines
+        .cache_current("reader", None, 1)
+        .await
+        .unwrap();
+    let read_ms = view.expect("the cache survived the upgrade").read_ms;
+    // SQLite's clock, read through a Julian day: within a second of ours.
+    assert!(
+        read_ms >= upgraded_at - 1_000,
+        "stamped {read_ms}, upgraded at {upgraded_at}"
+    );
+    let dropped = store
+        .timelines
+        .drop_idle_caches(upgraded_at + HOUR - 2_000, HOUR, 10)
+        .await
+        .unwrap();
+    assert_eq!(dropped, 0);
+}
