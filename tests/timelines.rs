@@ -2,7 +2,7 @@
 //! (issue 13): build races, replays and size bounds here, injected failures in
 //! `timelines/failures.rs`, fanout on read and real-MongoDB plans in `timelines/reads.rs`,
 //! pushes racing with retractions in `timelines/retractions.rs`, kept pages in
-//! `timelines/pages.rs`.
+//! `timelines/pages.rs`, idle caches dropped in `timelines/idle.rs`.
 //! Faults and pauses come from port decorators (`timelines/faults.rs`).
 
 mod common;
@@ -12,6 +12,8 @@ mod failures;
 mod hybrid;
 #[path = "timelines/kept_renames.rs"]
 mod kept_renames;
+#[path = "timelines/idle.rs"]
+mod idle;
 #[path = "timelines/pages.rs"]
 mod pages;
 #[path = "timelines/races.rs"]

@@ -31,6 +31,10 @@ pub struct FeedConfig {
     /// MiB of rendered timeline pages each process keeps, to serve again while the cache
     /// they were read from is unchanged; 0 keeps none.
     pub page_memo_mib: u32,
+    /// `cache` and `hybrid`: a cache whose owner has not read it for this long is
+    /// dropped by the timelines worker, and built again by their next read; `0s` keeps
+    /// caches for ever.
+    pub cache_idle: HumanDuration,
 }
 
 impl Default for FeedConfig {
@@ -47,6 +51,7 @@ impl Default for FeedConfig {
             inline_fanout_max: defaults.inline_fanout_max,
             hybrid_threshold: defaults.hybrid_threshold,
             page_memo_mib: defaults.page_memo_mib,
+            cache_idle: HumanDuration(Duration::from_millis(defaults.cache_idle_ms as u64)),
         }
     }
 }
@@ -64,9 +69,17 @@ impl FeedConfig {
             inline_fanout_max: self.inline_fanout_max,
             hybrid_threshold: self.hybrid_threshold,
             page_memo_mib: self.page_memo_mib,
+            cache_idle_ms: i64::try_from(self.cache_idle.0.as_millis()).unwrap_or(i64::MAX),
         }
     }
 }
+
+/// The shortest `feed.cache_idle` other than 0. A read stamps its cache at most every
+/// eighth of it, so a short one costs a write per reader that often: seconds are for
+/// tests (the history checker drops caches under its readers with them).
+const MIN_CACHE_IDLE: Duration = Duration::from_secs(1);
+/// The longest: ten years, far past any use, and within an `i64` of milliseconds.
+const MAX_CACHE_IDLE: Duration = Duration::from_secs(3650 * 86_400);
 
 impl FeedConfig {
     pub(super) fn validate(&self) -> anyhow::Result<()> {
@@ -89,6 +102,13 @@ impl FeedConfig {
             bail!(
                 "feed.page_memo_mib must be at most 4096, got {}",
                 self.page_memo_mib
+            );
+        }
+        let idle = self.cache_idle.0;
+        if !idle.is_zero() && !(MIN_CACHE_IDLE..=MAX_CACHE_IDLE).contains(&idle) {
+            bail!(
+                "feed.cache_idle must be 0s (keep caches for ever) or between 1s and 3650d, got {}s",
+                idle.as_secs()
             );
         }
         if self.timed_bucket_max_entries == 0 {

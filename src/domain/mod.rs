@@ -1,6 +1,7 @@
 //! Types of the product, free of any transport or storage library.
 
 mod activity;
+pub mod clock;
 mod events;
 mod hashtags;
 mod ids;

@@ -21,6 +21,11 @@
 //! like fanout on read; a follow brings in every post of the followee the cache's
 //! interval covers (at most `cache_size`), whatever `feed.backfill_on_follow` says.
 //!
+//! A cache unread for `feed.cache_idle` is dropped by the timelines worker (see
+//! `workers::timelines::idle`) and built again by the next read, which is the path of a
+//! first read; reads record themselves on the cache only when its stamp is older than
+//! `FeedSettings::read_stamp_ms` (`note_read`), so warm reads write nothing.
+//!
 //! Races with a build (the window between `cache_start` and `cache_fill`): posts fanned
 //! out meanwhile land in the empty cache; a follow backfills into it as well, since the
 //! fill may have read the timeline before the new edge existed; a delete may retract
@@ -28,12 +33,14 @@
 //! fill (see `retract_deleted`). Every push is idempotent, so overlaps cost nothing.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use async_trait::async_trait;
 
 use super::fanout_on_read::read_through;
-use super::{FeedService, FeedSettings, normalise, retract_deleted};
-use crate::domain::{FeedStrategy, NameStamp, Post, PostId, TimelineEntry, TimelineKind, now_ms};
+use super::{FeedService, FeedSettings, normalise, note_read, retract_deleted};
+use crate::domain::clock::Clock;
+use crate::domain::{FeedStrategy, NameStamp, Post, PostId, TimelineEntry, TimelineKind};
 use crate::store::timelines::{CacheRows, CacheVersion, with_retries};
 use crate::store::{Store, StoreResult};
 
@@ -43,11 +50,17 @@ const STALE_BUILD_MS: i64 = 30_000;
 pub struct CacheFeed {
     store: Store,
     settings: FeedSettings,
+    /// Dates builds and read stamps.
+    clock: Arc<dyn Clock>,
 }
 
 impl CacheFeed {
-    pub fn new(store: Store, settings: FeedSettings) -> Self {
-        CacheFeed { store, settings }
+    pub fn new(store: Store, settings: FeedSettings, clock: Arc<dyn Clock>) -> Self {
+        CacheFeed {
+            store,
+            settings,
+            clock,
+        }
     }
 
     async fn name_stamps(
@@ -220,6 +233,7 @@ impl FeedService for CacheFeed {
         want: usize,
     ) -> StoreResult<(Vec<TimelineEntry>, Option<CacheVersion>)> {
         let store = &self.store;
+        let now_ms = || self.clock.now_ms();
         let cache = match store.timelines.cache_current(user, before, want).await? {
             // Ready and covering something, or complete (so taking every push).
             Some(cache) if cache.ready && (cache.complete || cache.oldest.is_some()) => cache,
@@ -250,6 +264,8 @@ impl FeedService for CacheFeed {
                 return Ok((read_through(store, user, before, want).await?, None));
             }
         };
+        // The owner read it: recorded coarsely, so that warm reads write nothing.
+        note_read(store, &self.settings, user, cache.read_ms, now_ms()).await;
         let (oldest, version) = (cache.oldest, cache.version);
         let mut entries = cache.entries;
         normalise(&mut entries, before, want);

@@ -16,10 +16,13 @@
 //! A reader finds the celebrities they follow through the flagged edges (an index of
 //! those edges alone, by follower), never by walking their whole follow list.
 
+use std::sync::Arc;
+
 use async_trait::async_trait;
 
 use super::cache::CacheFeed;
 use super::{FeedService, FeedSettings, normalise};
+use crate::domain::clock::Clock;
 use crate::domain::{FeedStrategy, NameStamp, Post, PostId, TimelineEntry, TimelineKind};
 use crate::store::timelines::CacheVersion;
 use crate::store::{Store, StoreResult};
@@ -30,9 +33,9 @@ pub struct HybridFeed {
 }
 
 impl HybridFeed {
-    pub fn new(store: Store, settings: FeedSettings) -> Self {
+    pub fn new(store: Store, settings: FeedSettings, clock: Arc<dyn Clock>) -> Self {
         HybridFeed {
-            cache: CacheFeed::new(store.clone(), settings),
+            cache: CacheFeed::new(store.clone(), settings, clock),
             store,
         }
     }

@@ -13,6 +13,7 @@ mod sized_buckets;
 mod timed_buckets;
 
 use std::collections::HashSet;
+use std::ops::Not;
 use std::sync::Arc;
 
 use async_trait::async_trait;
@@ -24,6 +25,7 @@ pub use page::{TimelineItem, TimelinePage};
 pub use sized_buckets::SizedBuckets;
 pub use timed_buckets::TimedBuckets;
 
+use crate::domain::clock::{Clock, SystemClock};
 use crate::domain::{FeedStrategy, NameStamp, Post, PostId, TimelineEntry, TimelineKind};
 use crate::store::timelines::CacheVersion;
 use crate::store::{EdgeState, Store, StoreError, StoreResult};
@@ -47,6 +49,33 @@ pub struct FeedSettings {
     /// How many MiB of rendered pages each process keeps to serve again while their
     /// cache is unchanged (see `service::pages`); 0 keeps none.
     pub page_memo_mib: u32,
+    /// `cache` and `hybrid`: a cache unread for this long is dropped by the timelines
+    /// worker (see `workers::timelines`); 0 keeps caches for ever.
+    pub cache_idle_ms: i64,
+}
+
+/// A read records itself on its cache at most this often (see
+/// [`FeedSettings::read_stamp_ms`]).
+const READ_STAMP_MAX_MS: i64 = 3_600_000;
+
+impl FeedSettings {
+    /// How stale a cache's stored last read may be before a read stamps it again: an
+    /// eighth of `cache_idle`, at most an hour (an hour too when caches are kept for
+    /// ever, so that turning `cache_idle` on later finds true last reads). So a read
+    /// writes at most once an hour per reader, and a cache is dropped between
+    /// `cache_idle` and `cache_idle` plus twice this after its owner's last read.
+    pub fn read_stamp_ms(&self) -> i64 {
+        match self.cache_idle_ms {
+            0 => READ_STAMP_MAX_MS,
+            idle => (idle / 8).clamp(1, READ_STAMP_MAX_MS),
+        }
+    }
+
+    /// How often the timelines worker looks for idle caches: as often as reads stamp
+    /// them; never when `cache_idle` is 0.
+    pub fn idle_sweep_ms(&self) -> Option<i64> {
+        (self.cache_idle_ms > 0).then(|| self.read_stamp_ms())
+    }
 }
 
 impl Default for FeedSettings {
@@ -62,6 +91,7 @@ impl Default for FeedSettings {
             inline_fanout_max: 1000,
             hybrid_threshold: 10_000,
             page_memo_mib: 128,
+            cache_idle_ms: 7 * 86_400_000,
         }
     }
 }
@@ -141,14 +171,15 @@ pub trait FeedService: Send + Sync {
     }
 }
 
-/// Builds the service the settings select.
-pub fn build(store: Store, settings: &FeedSettings) -> Arc<dyn FeedService> {
+/// Builds the service the settings select; `clock` dates the caches' read stamps.
+pub fn build(store: Store, settings: &FeedSettings, clock: Arc<dyn Clock>) -> Arc<dyn FeedService> {
+    let settings = settings.clone();
     match settings.strategy {
         FeedStrategy::FanoutOnRead => Arc::new(FanoutOnRead::new(store)),
-        FeedStrategy::TimedBuckets => Arc::new(TimedBuckets::new(store, settings.clone())),
-        FeedStrategy::SizedBuckets => Arc::new(SizedBuckets::new(store, settings.clone())),
-        FeedStrategy::Cache => Arc::new(CacheFeed::new(store, settings.clone())),
-        FeedStrategy::Hybrid => Arc::new(HybridFeed::new(store, settings.clone())),
+        FeedStrategy::TimedBuckets => Arc::new(TimedBuckets::new(store, settings)),
+        FeedStrategy::SizedBuckets => Arc::new(SizedBuckets::new(store, settings)),
+        FeedStrategy::Cache => Arc::new(CacheFeed::new(store, settings, clock)),
+        FeedStrategy::Hybrid => Arc::new(HybridFeed::new(store, settings, clock)),
     }
 }
 
@@ -157,16 +188,41 @@ pub struct Timelines {
     store: Store,
     feed: Arc<dyn FeedService>,
     settings: FeedSettings,
+    clock: Arc<dyn Clock>,
 }
 
 impl Timelines {
     pub fn new(store: Store, settings: &FeedSettings) -> Self {
-        let feed = build(store.clone(), settings);
+        Timelines::with_clock(store, settings, Arc::new(SystemClock))
+    }
+
+    /// As [`Timelines::new`], with the clock that dates reads (tests move it by hand).
+    pub fn with_clock(store: Store, settings: &FeedSettings, clock: Arc<dyn Clock>) -> Self {
+        let feed = build(store.clone(), settings, clock.clone());
         Timelines {
             store,
             feed,
             settings: settings.clone(),
+            clock,
         }
+    }
+
+    pub fn settings(&self) -> &FeedSettings {
+        &self.settings
+    }
+
+    /// The time reads are dated by.
+    pub fn now_ms(&self) -> i64 {
+        self.clock.now_ms()
+    }
+
+    /// Records a read of `user`'s cache at `now_ms` if `read_ms`, when a read was last
+    /// known to be recorded, is older than `feed.cache_idle` allows (see
+    /// [`FeedSettings::read_stamp_ms`]); whether it did. For a kept page, which is
+    /// served without reading the cache's row. A failure is logged, not answered: the
+    /// page stands, and the next read stamps again.
+    pub async fn note_read(&self, user: &str, read_ms: i64, now_ms: i64) -> bool {
+        note_read(&self.store, &self.settings, user, read_ms, now_ms).await
     }
 
     pub fn strategy(&self) -> FeedStrategy {
@@ -333,6 +389,31 @@ pub(crate) async fn backfill_posts(
 /// Upkeep rounds of one edge before [`Timelines::sync_edge`] reports a failure; each
 /// extra round needs another follow or unfollow of the same pair meanwhile.
 const MAX_SYNC_ROUNDS: usize = 16;
+
+/// [`Timelines::note_read`], shared with the cache strategies' reads.
+pub(crate) async fn note_read(
+    store: &Store,
+    settings: &FeedSettings,
+    user: &str,
+    read_ms: i64,
+    now_ms: i64,
+) -> bool {
+    if matches!(
+        settings.strategy,
+        FeedStrategy::Cache | FeedStrategy::Hybrid
+    )
+    .not()
+        || now_ms.saturating_sub(read_ms) < settings.read_stamp_ms()
+    {
+        return false;
+    }
+    if let Err(error) = store.timelines.cache_touch(user, now_ms).await {
+        tracing::warn!(error = %error, user, "recording a cache read failed");
+        return false;
+    }
+    metrics::counter!("socialite_cache_read_stamps_total").increment(1);
+    true
+}
 
 /// Retracts, among `ids` just written to timelines of `kind` from an earlier read, the
 /// posts deleted since that read. A delete removes the post before it retracts it: if

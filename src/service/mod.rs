@@ -14,6 +14,7 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 
+use crate::domain::clock::Clock;
 use crate::domain::{ActivityLimits, FeedStrategy, NewUser, Post, PostId, User, now_ms};
 use crate::feed::{FeedSettings, TimelinePage, Timelines};
 use crate::store::{Inserted, Store, StoreError, StoreResult};
@@ -76,6 +77,14 @@ impl Social {
             store,
             wakers,
         }
+    }
+
+    /// Dates cache reads (and so which caches are idle, see `feed.cache_idle`) by
+    /// `clock` instead of the system's.
+    pub fn with_clock(mut self, clock: Arc<dyn Clock>) -> Self {
+        let settings = self.timelines.settings().clone();
+        self.timelines = Timelines::with_clock(self.store.clone(), &settings, clock);
+        self
     }
 
     /// Checks credentials as `settings` say (the default: this service's tokens).
@@ -345,14 +354,22 @@ impl Social {
             && let Some(version) = self.timelines.page_stands(user, &kept.version).await?
         {
             metrics::counter!("socialite_page_memo_hits_total").increment(1);
-            if version != kept.version {
-                self.pages.put(key, Some(version), &kept.body);
+            // A hit is a read of the cache too: recorded as coarsely as any other.
+            let now = self.timelines.now_ms();
+            let read_ms = match self.timelines.note_read(user, kept.read_ms, now).await {
+                true => now,
+                false => kept.read_ms,
+            };
+            if version != kept.version || read_ms != kept.read_ms {
+                self.pages.put(key, Some(version), &kept.body, read_ms);
             }
             return Ok(kept.body);
         }
+        // The read below records itself on the cache when its stamp was stale.
+        let read_ms = self.timelines.now_ms();
         let (page, version) = self.timelines.versioned_page(user, before, limit).await?;
         let body = render(page).map_err(StoreError::Backend)?;
-        self.pages.put(key, version, &body);
+        self.pages.put(key, version, &body, read_ms);
         Ok(body)
     }
 }

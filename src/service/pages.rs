@@ -41,6 +41,10 @@ impl Equivalent<Key> for PageKey<'_> {
 pub(super) struct Rendered {
     pub version: CacheVersion,
     pub body: Bytes,
+    /// When the cache was last known to have its owner's read recorded: a hit long
+    /// after it records one (`Timelines::note_read`), so that a reader served only
+    /// kept pages still counts as active and their cache is not dropped as idle.
+    pub read_ms: i64,
 }
 
 /// A page's bytes, with a rough allowance for its key and the cache's own overhead.
@@ -79,8 +83,9 @@ impl PageMemo {
         self.pages.as_ref()?.get(key)
     }
 
-    /// Keeps `body` under `version`, or forgets the key's page when the read had none.
-    pub fn put(&self, key: PageKey<'_>, version: Option<CacheVersion>, body: &Bytes) {
+    /// Keeps `body` under `version`, with the cache's read recorded as of `read_ms`, or
+    /// forgets the key's page when the read had none.
+    pub fn put(&self, key: PageKey<'_>, version: Option<CacheVersion>, body: &Bytes, read_ms: i64) {
         let Some(pages) = &self.pages else { return };
         match version {
             Some(version) => pages.insert(
@@ -88,6 +93,7 @@ impl PageMemo {
                 Rendered {
                     version,
                     body: body.clone(),
+                    read_ms,
                 },
             ),
             None => {
@@ -118,11 +124,16 @@ mod tests {
         };
         for (user, before, limit) in [("ann", None, 20), ("bob", Some(before), 5)] {
             let body = Bytes::from(format!("{user}'s page"));
-            memo.put(PageKey(user, before, limit), Some(version.clone()), &body);
+            memo.put(
+                PageKey(user, before, limit),
+                Some(version.clone()),
+                &body,
+                0,
+            );
             let kept = memo.get(&PageKey(user, before, limit)).expect("kept");
             assert_eq!(kept.body, body);
             assert!(memo.get(&PageKey(user, before, limit + 1)).is_none());
-            memo.put(PageKey(user, before, limit), None, &body);
+            memo.put(PageKey(user, before, limit), None, &body, 0);
             assert!(memo.get(&PageKey(user, before, limit)).is_none());
         }
     }

@@ -37,6 +37,9 @@ pub struct CacheView {
     /// pending, so that they are a function of those rows alone; `None` otherwise, and
     /// from a store that keeps none.
     pub version: Option<u64>,
+    /// When its owner's reads were last recorded on it (see
+    /// [`TimelineStore::cache_touch`]); 0 when never.
+    pub read_ms: i64,
 }
 
 /// What a write into a cache says about the cache beyond its entries (see `feed::cache`):
@@ -143,9 +146,21 @@ pub trait TimelineStore: Send + Sync + 'static {
         before: Option<PostId>,
         limit: usize,
     ) -> StoreResult<Option<CacheView>>;
-    /// Creates an empty, not yet ready, complete cache. Returns false when one already
-    /// exists.
+    /// Creates an empty, not yet ready, complete cache, started and last read at
+    /// `now_ms`. Returns false when one already exists.
     async fn cache_start(&self, user: &str, now_ms: i64) -> StoreResult<bool>;
+    /// Records a read of `user`'s cache at `now_ms`, if the cache exists and its recorded
+    /// last read is older: never moves it back. Readers call it coarsely (see
+    /// `FeedSettings::read_stamp_ms`), not at every read.
+    async fn cache_touch(&self, user: &str, now_ms: i64) -> StoreResult<()>;
+    /// Drops at most `limit` ready caches whose owner's last recorded read is older
+    /// than `now_ms - idle_ms`, with their entries; returns how many went. The age is checked
+    /// in the write that drops each cache (one transaction on the embedded store, the
+    /// delete's filter on MongoDB), so a read recorded or a build started before it
+    /// keeps the cache; a cache being built is never dropped. Idempotent. A dropped
+    /// cache takes no fan-out (pushes go only into caches that exist) and its owner's
+    /// next read builds it again, with a version it never had.
+    async fn drop_idle_caches(&self, now_ms: i64, idle_ms: i64, limit: usize) -> StoreResult<u64>;
     /// The version a [`TimelineStore::cache_current`] of `rows` of `user`'s ready cache
     /// would carry now, in one light read: every write of the cache's entries, and every
     /// change of which of `user`'s edges are flagged merged, moves it to a value it never

@@ -1,44 +1,10 @@
 //! What tests inject into a worker's step: the clock it reads, and hooks at named points
 //! that can pause or fail the step.
 
-use std::sync::atomic::{AtomicI64, Ordering};
-
 use async_trait::async_trait;
 
+pub use crate::domain::clock::{Clock, ManualClock, SystemClock};
 use crate::store::StoreResult;
-
-/// Milliseconds since the Unix epoch, injectable so tests can move time by hand.
-pub trait Clock: Send + Sync + 'static {
-    fn now_ms(&self) -> i64;
-}
-
-pub struct SystemClock;
-
-impl Clock for SystemClock {
-    fn now_ms(&self) -> i64 {
-        crate::domain::now_ms()
-    }
-}
-
-/// A clock that moves only when told.
-#[derive(Default)]
-pub struct ManualClock(AtomicI64);
-
-impl ManualClock {
-    pub fn at(ms: i64) -> Self {
-        ManualClock(AtomicI64::new(ms))
-    }
-
-    pub fn advance(&self, ms: i64) {
-        self.0.fetch_add(ms, Ordering::SeqCst);
-    }
-}
-
-impl Clock for ManualClock {
-    fn now_ms(&self) -> i64 {
-        self.0.load(Ordering::SeqCst)
-    }
-}
 
 /// Named points in a step where a test can pause or fail it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

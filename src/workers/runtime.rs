@@ -37,6 +37,14 @@ pub trait Worker: Send + Sync + 'static {
     /// Applies `changes` in order. Every effect is idempotent (a replay changes nothing)
     /// and fenced: an effect refused by the fence returns `StoreError::Fenced`.
     async fn apply(&self, changes: &[Change], fence: &Fence) -> StoreResult<()>;
+    /// Periodic work of the lease holder beside the change feed, run after every step
+    /// that held the lease (a batch applied, or none waiting) while the lease is kept,
+    /// with the runner's clock: by default none. Like every effect, idempotent and
+    /// conditional on the state it writes, never on the lease alone; a failure is
+    /// logged and counted and leaves the position alone.
+    async fn upkeep(&self, _now_ms: i64) -> StoreResult<()> {
+        Ok(())
+    }
     /// Recomputes all derived data from the sources, for when history was lost.
     async fn rebuild(&self, fence: &Fence) -> StoreResult<()>;
     /// Rebuilds and returns the position to continue from: by default `head`, the

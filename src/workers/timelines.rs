@@ -20,6 +20,8 @@
 //! - a rename stamps the author's entries only where their stamp is older (see
 //!   `feed::names`): an old holder replaying an old rename changes nothing newer.
 //!
+//! Its upkeep drops the caches of readers idle for `feed.cache_idle` (`idle.rs`).
+//!
 //! The delivery marker is written after the fan-out, so a crash in between fans out again
 //! (harmless, by idempotence).
 
@@ -33,6 +35,10 @@ use crate::domain::{Change, ChangeOp, FeedStrategy, Fence, NameStamp, PostId, Us
 use crate::feed::{FeedSettings, Timelines, leave_below};
 use crate::store::{Store, StoreError, StoreResult};
 
+mod idle;
+
+pub use idle::CHUNK as IDLE_CHUNK;
+
 pub const NAME: &str = "timelines";
 /// Posts per page of a rebuild's walks.
 const REBUILD_PAGE: usize = 500;
@@ -41,6 +47,7 @@ pub struct TimelinesWorker {
     store: Store,
     timelines: Timelines,
     settings: FeedSettings,
+    idle: idle::IdleSweep,
 }
 
 impl TimelinesWorker {
@@ -48,6 +55,7 @@ impl TimelinesWorker {
         TimelinesWorker {
             timelines: Timelines::new(store.clone(), settings),
             settings: settings.clone(),
+            idle: idle::IdleSweep::new(),
             store,
         }
     }
@@ -116,6 +124,12 @@ impl TimelinesWorker {
 impl Worker for TimelinesWorker {
     fn name(&self) -> &'static str {
         NAME
+    }
+
+    /// Drops the caches of readers idle for `feed.cache_idle` (see `idle`).
+    async fn upkeep(&self, now_ms: i64) -> StoreResult<()> {
+        self.idle.run(&self.store, &self.settings, now_ms).await?;
+        Ok(())
     }
 
     async fn apply(&self, changes: &[Change], _fence: &Fence) -> StoreResult<()> {

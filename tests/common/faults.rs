@@ -339,6 +339,12 @@ impl TimelineStore for FaultyTimelines {
     async fn cache_reset(&self, user: &str) -> StoreResult<bool> {
         self.inner.cache_reset(user).await
     }
+    async fn cache_touch(&self, user: &str, now_ms: i64) -> StoreResult<()> {
+        self.inner.cache_touch(user, now_ms).await
+    }
+    async fn drop_idle_caches(&self, now_ms: i64, idle_ms: i64, limit: usize) -> StoreResult<u64> {
+        self.inner.drop_idle_caches(now_ms, idle_ms, limit).await
+    }
     async fn settle_retractions(&self) -> StoreResult<u64> {
         self.inner.settle_retractions().await
     }
@@ -354,6 +360,7 @@ impl TimelineStore for FaultyTimelines {
     }
     async fn cache_fill(&self, user: &str, e: &[TimelineEntry], size: u32) -> StoreResult<()> {
         self.check("cache_fill", &[user.to_owned()])?;
+        self.held_for("cache_fill", Some(user)).await;
         self.inner.cache_fill(user, e, size).await
     }
     async fn remove_author_entries(

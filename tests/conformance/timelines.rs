@@ -232,3 +232,93 @@ async fn the_cache_exists_only_for_users_who_read() {
         }
     }
 }
+
+/// The idle-cache port calls answer the same on both stores: a read stamp never moves
+/// back, a drop takes only ready caches read before the cutoff, at most `limit` per
+/// call, oldest first, and says how many went; a dropped cache takes no push.
+#[tokio::test]
+async fn idle_caches_are_stamped_and_dropped_alike() {
+    use socialite::domain::TimelineEntry;
+    for kind in kinds("idle_caches_are_stamped_and_dropped_alike") {
+        let t = fresh_store(kind).await;
+        let timelines = &t.store.timelines;
+        let (t0, idle) = (1_000_000_i64, 100_i64);
+        for (i, user) in ["a", "b", "c", "building"].iter().enumerate() {
+            crate::common::create_user(&t.store, user).await;
+            assert!(timelines.cache_start(user, t0 + i as i64).await.unwrap());
+            if *user != "building" {
+                timelines.cache_fill(user, &[], 4).await.unwrap();
+            }
+        }
+        // A stamp moves forward only.
+        timelines.cache_touch("c", t0 + 50).await.unwrap();
+        timelines.cache_touch("c", t0 + 10).await.unwrap();
+        timelines.cache_touch("nobody", t0 + 50).await.unwrap();
+        let read_ms = |view: Option<socialite::store::timelines::CacheView>| view.unwrap().read_ms;
+        assert_eq!(
+            read_ms(timelines.cache_current("c", None, 1).await.unwrap()),
+            t0 + 50,
+            "{kind:?}"
+        );
+        assert_eq!(
+            read_ms(timelines.cache_current("a", None, 1).await.unwrap()),
+            t0,
+            "{kind:?}"
+        );
+
+        // Nothing before the cutoff: nothing goes.
+        assert_eq!(
+            timelines
+                .drop_idle_caches(t0 + idle, idle, 10)
+                .await
+                .unwrap(),
+            0,
+            "{kind:?}"
+        );
+        // `a` and `b` (read at t0, t0 + 1) are idle at t0 + 102; `c` was read later,
+        // `building` is not ready. One per call, the oldest first.
+        let now = t0 + idle + 2;
+        assert_eq!(
+            timelines.drop_idle_caches(now, idle, 1).await.unwrap(),
+            1,
+            "{kind:?}"
+        );
+        assert!(
+            timelines.cache("a").await.unwrap().is_none(),
+            "{kind:?}: oldest first"
+        );
+        assert!(timelines.cache("b").await.unwrap().is_some(), "{kind:?}");
+        assert_eq!(
+            timelines.drop_idle_caches(now, idle, 10).await.unwrap(),
+            1,
+            "{kind:?}"
+        );
+        assert_eq!(
+            timelines.drop_idle_caches(now, idle, 10).await.unwrap(),
+            0,
+            "{kind:?}"
+        );
+        assert!(timelines.cache("c").await.unwrap().is_some(), "{kind:?}");
+        assert!(
+            timelines.cache("building").await.unwrap().is_some(),
+            "{kind:?}"
+        );
+
+        let entry = TimelineEntry {
+            id: PostId::at(t0, 1),
+            author: "c".to_owned(),
+            text: None,
+            name: None,
+        };
+        let users = ["a".to_owned(), "b".to_owned(), "c".to_owned()];
+        assert_eq!(
+            timelines.cache_push(&users, &[entry], 4).await.unwrap(),
+            1,
+            "{kind:?}"
+        );
+        assert!(
+            timelines.cache("a").await.unwrap().is_none(),
+            "{kind:?}: a push made a cache"
+        );
+    }
+}

@@ -43,6 +43,10 @@ pub struct Topology {
     /// `faults.jitter` in milliseconds (0: none).
     pub jitter_ms: u64,
     pub hybrid_threshold: u64,
+    /// `feed.cache_idle`: often short enough that readers' caches are dropped between
+    /// their reads (and built again by the next), so the histories check pages across
+    /// drops and rebuilds.
+    pub cache_idle: &'static str,
     pub focus: Focus,
 }
 
@@ -87,8 +91,12 @@ impl Topology {
             },
             stall_ms: None,
             hybrid_threshold: 100,
+            cache_idle: "7d",
             focus: Focus::of(seed),
         };
+        // Drawn apart, so that every other draw of a seed stays what it was.
+        let mut idle = Xoshiro256PlusPlus::seed_from_u64(seed ^ 0x1d1e);
+        topology.cache_idle = ["1s", "2s", "0s", "7d"][idle.random_range(0..4)];
         if let Some(clients) = std::env::var("SOCIALITE_ORACLE_CLIENTS")
             .ok()
             .and_then(|c| c.trim().parse().ok())
@@ -130,6 +138,7 @@ impl Topology {
             self.inline_fanout_max.to_string(),
         );
         set("FEED__BACKFILL_ON_FOLLOW", self.backfill.to_string());
+        set("FEED__CACHE_IDLE", self.cache_idle.into());
         set("WORKERS__LEASE_TTL", format!("{}ms", self.lease_ttl_ms));
         set(
             "WORKERS__REFRESH_INTERVAL",

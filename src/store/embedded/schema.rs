@@ -4,7 +4,7 @@
 
 use rusqlite::Connection;
 
-use super::timelines::{PART_BITS, names, retractions, versions};
+use super::timelines::{PART_BITS, idle, names, retractions, versions};
 
 /// The file format this binary writes, kept in `PRAGMA user_version`. Every migration
 /// below is idempotent and brings any older file (0: before the format was numbered) up
@@ -16,7 +16,10 @@ use super::timelines::{PART_BITS, names, retractions, versions};
 /// changes of flagged edges move their reader's cache version, and the posts and
 /// renames of merged authors their merge version (`timelines::versions`), which a
 /// version-3 writer would not do. Version 5: readers of the event log refuse the ids a
-/// restore retired (`event_gaps`), which a version-4 reader would serve as a silent skip.
+/// restore retired (`event_gaps`), which a version-4 reader would serve as a silent skip,
+/// and caches record their owner's last read (`caches.last_read`, see
+/// `timelines::idle`), which a version-4 writer would leave at 0, so that the sweep
+/// would drop every cache it builds or reads.
 pub const SCHEMA_VERSION: i64 = 5;
 
 /// The tables every socialite store has had since its first format: what tells a
@@ -203,6 +206,16 @@ pub fn migrate(conn: &Connection) -> anyhow::Result<()> {
          CREATE INDEX IF NOT EXISTS follows_flagged ON follows (follower, followee, merged)
              WHERE merged;",
     )?;
+    // When each cache's owner last read it (see `timelines::idle`), and the index the
+    // sweep of idle caches seeks. Caches from before it count as read when the file
+    // was upgraded, once: they get a whole `feed.cache_idle` from then.
+    add_column(conn, "caches", "last_read", "INTEGER NOT NULL DEFAULT 0")?;
+    once(
+        conn,
+        "cache_last_read",
+        "UPDATE caches SET last_read = CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER);",
+    )?;
+    conn.execute_batch(idle::SCHEMA)?;
     // What a kept hybrid page merges is versioned per merged author.
     conn.execute_batch(versions::SCHEMA)?;
     once(conn, "merge_versions", versions::MIGRATE)?;

@@ -9,6 +9,7 @@ use rusqlite::{OptionalExtension, Transaction, params};
 
 mod audience;
 mod buckets;
+pub(super) mod idle;
 pub(super) mod names;
 pub(super) mod retractions;
 pub(super) mod versions;
@@ -250,8 +251,9 @@ impl TimelineStore for EmbeddedStore {
         self.write(move |tx| {
             let created = tx
                 .prepare_cached(
-                    "INSERT OR IGNORE INTO caches (user, ready, started_at, complete, version)
-                     VALUES (?1, 0, ?2, 1, random())",
+                    "INSERT OR IGNORE INTO caches
+                         (user, ready, started_at, complete, version, last_read)
+                     VALUES (?1, 0, ?2, 1, random(), ?2)",
                 )?
                 .execute(params![user, now_ms])?;
             if created > 0 {
@@ -261,6 +263,14 @@ impl TimelineStore for EmbeddedStore {
             Ok(created > 0)
         })
         .await
+    }
+
+    async fn cache_touch(&self, user: &str, now_ms: i64) -> StoreResult<()> {
+        self.touch_cache(user, now_ms).await
+    }
+
+    async fn drop_idle_caches(&self, now_ms: i64, idle_ms: i64, limit: usize) -> StoreResult<u64> {
+        self.drop_idle(now_ms.saturating_sub(idle_ms), limit).await
     }
 
     async fn cache_reset(&self, user: &str) -> StoreResult<bool> {

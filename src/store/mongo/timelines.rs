@@ -1,11 +1,12 @@
 //! Materialised timelines on MongoDB: `timed_buckets` `{_id: {u, t, p}, n, mn, mx, pmx,
 //! c}` (part `p` of period `t`), `sized_buckets` `{_id, u, s, n, mn, mx, pmx, c}` and
-//! `timeline_cache` `{_id: user, ready, started, complete, c}`, where each entry of `c` is `{_id,
+//! `timeline_cache` `{_id: user, ready, started, read, complete, c}`, where each entry of `c` is `{_id,
 //! a, m}` embedded or `{_id, a}` linked. `pmx` bounds the ids of the group's older
 //! documents (see `buckets.rs`).
 
 mod buckets;
 mod cache;
+mod idle;
 mod names;
 
 use async_trait::async_trait;
@@ -96,6 +97,7 @@ pub(super) fn indexes() -> Vec<IndexSpec> {
         ),
         ("sized_buckets", index(doc! { "c._id": 1 }, false)),
         ("timeline_cache", index(doc! { "c._id": 1 }, false)),
+        ("timeline_cache", idle::read_index()),
     ]
 }
 
@@ -242,12 +244,22 @@ impl TimelineStore for MongoStore {
             .cache_coll()
             .update_one(
                 doc! { "_id": user },
-                doc! { "$setOnInsert": { "ready": false, "started": now_ms, "complete": true, "c": [] } },
+                doc! { "$setOnInsert": {
+                    "ready": false, "started": now_ms, "read": now_ms, "complete": true, "c": [],
+                } },
             )
             .upsert(true)
             .await
             .map_err(db_error)?;
         Ok(result.upserted_id.is_some())
+    }
+
+    async fn cache_touch(&self, user: &str, now_ms: i64) -> StoreResult<()> {
+        self.touch_cache(user, now_ms).await
+    }
+
+    async fn drop_idle_caches(&self, now_ms: i64, idle_ms: i64, limit: usize) -> StoreResult<u64> {
+        self.drop_idle(now_ms, idle_ms, limit).await
     }
 
     async fn cache_reset(&self, user: &str) -> StoreResult<bool> {

@@ -12,7 +12,23 @@ impl Runner {
     /// At most one batch: acquire, read, apply, commit. An error leaves the position
     /// where it was.
     pub async fn step(&mut self) -> StoreResult<Step> {
-        let result = self.step_inner().await;
+        let mut result = self.step_inner().await;
+        if let (Ok(Step::Idle | Step::Applied(_)), Some((version, _))) = (&result, &self.held) {
+            let fence = self.fence(*version);
+            let now_ms = self.clock.now_ms();
+            match self.holding(&fence, self.worker.upkeep(now_ms)).await {
+                Ok(()) => {}
+                Err(StoreError::Fenced(_)) => result = Ok(self.lost()),
+                Err(error) => {
+                    let name = self.name();
+                    tracing::warn!(worker = name, error = %error, "the worker's upkeep failed");
+                    metrics::counter!("socialite_worker_upkeep_failures_total", "worker" => name)
+                        .increment(1);
+                    let text = format!("upkeep: {error}");
+                    self.update(|s| s.last_error = Some(text));
+                }
+            }
+        }
         if let Err(error) = &result {
             let text = error.to_string();
             self.update(|s| s.last_error = Some(text));
@@ -163,6 +179,15 @@ impl Runner {
     /// cannot make) ends the batch at once as `Fenced`, before the lease could expire
     /// under it. (A batch that outlives its lease anyway still cannot commit.)
     async fn apply_holding(&self, batch: &[Change], fence: &Fence) -> StoreResult<()> {
+        self.holding(fence, self.worker.apply(batch, fence)).await
+    }
+
+    /// Runs `work` while a timer keeps the lease (see [`Runner::apply_holding`]).
+    async fn holding(
+        &self,
+        fence: &Fence,
+        work: impl std::future::Future<Output = StoreResult<()>>,
+    ) -> StoreResult<()> {
         let keep = async {
             let every = std::time::Duration::from_millis(self.settings.refresh_ms.max(1));
             loop {
@@ -184,7 +209,7 @@ impl Runner {
             }
         };
         tokio::select! {
-            applied = self.worker.apply(batch, fence) => applied,
+            done = work => done,
             lost = keep => Err(lost),
         }
     }

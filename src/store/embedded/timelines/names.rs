@@ -62,13 +62,13 @@ pub(super) fn cache_current(
     before: Option<PostId>,
     limit: usize,
 ) -> StoreResult<Option<CacheView>> {
-    let head: Option<(bool, i64, bool, bool, bool, i64)> = conn
+    let head: Option<(bool, i64, bool, bool, bool, i64, i64)> = conn
         .prepare_cached(
             "SELECT ready, started_at, complete,
                     EXISTS (SELECT 1 FROM pending_deletes)
                     OR EXISTS (SELECT 1 FROM pending_unfollows WHERE user = ?1),
                     EXISTS (SELECT 1 FROM pending_renames),
-                    version
+                    version, last_read
              FROM caches WHERE user = ?1",
         )?
         .query_row([user], |row| {
@@ -79,10 +79,12 @@ pub(super) fn cache_current(
                 row.get(3)?,
                 row.get(4)?,
                 row.get(5)?,
+                row.get(6)?,
             ))
         })
         .optional()?;
-    let Some((ready, started_at_ms, complete, retracting, renaming, version)) = head else {
+    let Some((ready, started_at_ms, complete, retracting, renaming, version, read_ms)) = head
+    else {
         return Ok(None);
     };
     let variant = usize::from(retracting) | usize::from(renaming) << 1;
@@ -107,6 +109,7 @@ pub(super) fn cache_current(
             oldest: entries.last().map(|e| e.id),
             entries,
             version,
+            read_ms,
         }));
     }
     let oldest = conn
@@ -122,6 +125,7 @@ pub(super) fn cache_current(
         entries,
         oldest,
         version,
+        read_ms,
     }))
 }
 

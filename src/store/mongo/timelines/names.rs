@@ -77,6 +77,7 @@ impl MongoStore {
             entries,
             oldest,
             version: None,
+            read_ms: int(&doc, "read"),
         }))
     }
 
