@@ -10,10 +10,10 @@ mod common;
 mod failures;
 #[path = "timelines/hybrid.rs"]
 mod hybrid;
-#[path = "timelines/kept_renames.rs"]
-mod kept_renames;
 #[path = "timelines/idle.rs"]
 mod idle;
+#[path = "timelines/kept_renames.rs"]
+mod kept_renames;
 #[path = "timelines/pages.rs"]
 mod pages;
 #[path = "timelines/races.rs"]
