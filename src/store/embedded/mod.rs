@@ -26,6 +26,7 @@ mod plans;
 mod pragmas;
 mod readonly;
 pub mod restore;
+mod rows;
 mod schema;
 mod timelines;
 mod tokens;
@@ -38,11 +39,13 @@ use std::sync::{Arc, Mutex};
 use anyhow::Context;
 use async_trait::async_trait;
 use rusqlite::config::DbConfig;
-use rusqlite::{Connection, OpenFlags, Transaction, TransactionBehavior, params};
-use serde::Serialize;
+use rusqlite::{Connection, OpenFlags, Transaction, TransactionBehavior};
 
 use super::{Health, StoreError, StoreResult};
-use crate::domain::{ChangeOp, Post, PostId};
+use rows::{
+    add_to_counter, placeholders, post_after, post_before, post_from_row, post_id_at,
+    record_change, text_after, text_at, user_exists,
+};
 
 /// How hard SQLite works to make a commit durable.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -274,8 +277,6 @@ impl Inner {
     }
 }
 
-/// A connection set up as every one of this store's: busy waits, a statement cache, a
-/// stable query plan per statement, and the file mapped into memory.
 /// Every table and index, made or migrated to this version.
 fn set_up(conn: &Connection) -> anyhow::Result<()> {
     schema::migrate(conn)?;
@@ -289,6 +290,8 @@ fn set_up(conn: &Connection) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// A connection set up as every one of this store's: busy waits, a statement cache, a
+/// stable query plan per statement, and the file mapped into memory.
 fn connect(path: &Path, flags: OpenFlags, mmap_bytes: u64) -> rusqlite::Result<Connection> {
     let conn = Connection::open_with_flags(path, flags)?;
     conn.busy_timeout(std::time::Duration::from_secs(5))?;
@@ -316,101 +319,6 @@ where
     tokio::task::spawn_blocking(f)
         .await
         .map_err(|e| StoreError::Backend(anyhow::anyhow!("storage task failed: {e}")))?
-}
-
-fn post_id_at(row: &rusqlite::Row<'_>, idx: usize) -> rusqlite::Result<PostId> {
-    // Copied straight from the row's blob: no `Vec` per id.
-    let array: [u8; 12] = row.get_ref(idx)?.as_blob()?.try_into().map_err(|_| {
-        rusqlite::Error::FromSqlConversionFailure(
-            idx,
-            rusqlite::types::Type::Blob,
-            "post id is not 12 bytes".into(),
-        )
-    })?;
-    Ok(PostId::from_bytes(array))
-}
-
-// Key bounds. SQLite's planner cannot seek an index on `(?1 IS NULL OR id > ?1)`: a
-// page read that way scans from the start of the table, so walking a table by pages is
-// quadratic. Every paged read binds a real bound instead, made by these.
-
-/// Below every post id: an empty blob sorts before any 12-byte one.
-fn post_after(after: Option<PostId>) -> Vec<u8> {
-    after.map_or_else(Vec::new, |id| id.bytes().to_vec())
-}
-
-/// Above every post id: 13 bytes of 0xFF sort after any 12.
-fn post_before(before: Option<PostId>) -> Vec<u8> {
-    before.map_or_else(|| vec![0xFF; 13], |id| id.bytes().to_vec())
-}
-
-/// Below every user id and tag: both are never empty.
-fn text_after(after: Option<&str>) -> &str {
-    after.unwrap_or("")
-}
-
-/// Column `idx` as borrowed text, without copying it into a `String`.
-fn text_at<'r>(row: &'r rusqlite::Row<'_>, idx: usize) -> rusqlite::Result<&'r str> {
-    row.get_ref(idx)?.as_str().map_err(|e| {
-        rusqlite::Error::FromSqlConversionFailure(idx, rusqlite::types::Type::Text, Box::new(e))
-    })
-}
-
-fn post_from_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<Post> {
-    Ok(Post {
-        id: post_id_at(row, 0)?,
-        author: row.get(1)?,
-        text: row.get(2)?,
-    })
-}
-
-fn placeholders(n: usize) -> String {
-    let mut text = String::with_capacity(n * 2);
-    for i in 0..n {
-        if i > 0 {
-            text.push(',');
-        }
-        text.push('?');
-    }
-    text
-}
-
-fn user_exists(conn: &Connection, id: &str) -> rusqlite::Result<bool> {
-    conn.prepare_cached("SELECT 1 FROM users WHERE id = ?1")?
-        .exists([id])
-}
-
-/// Appends to the change feed inside the caller's transaction.
-fn record_change<D: Serialize>(
-    tx: &Transaction<'_>,
-    collection: &str,
-    op: ChangeOp,
-    key: &str,
-    document: Option<&D>,
-) -> StoreResult<()> {
-    let doc = document
-        .map(serde_json::to_string)
-        .transpose()
-        .map_err(|e| StoreError::Backend(e.into()))?;
-    tx.prepare_cached("INSERT INTO changes (ts, coll, op, key, doc) VALUES (?1, ?2, ?3, ?4, ?5)")?
-        .execute(params![
-            crate::domain::now_ms(),
-            collection,
-            op.as_str(),
-            key,
-            doc
-        ])?;
-    Ok(())
-}
-
-/// Moves one of `user`'s counters, and their version (see `UserStore::write_counts`).
-fn add_to_counter(tx: &Transaction<'_>, column: &str, user: &str, delta: i64) -> StoreResult<()> {
-    tx.prepare_cached(&format!(
-        "UPDATE users SET {column} = {column} + ?1, counter_version = counter_version + 1
-         WHERE id = ?2"
-    ))?
-    .execute(params![delta, user])?;
-    Ok(())
 }
 
 #[async_trait]
