@@ -71,6 +71,7 @@ pub async fn build_state_with_clock(
             crate::domain::format_time_ms(started)
         );
     }
+    prepare_timelines(config, &store).await?;
     let auth = AuthSettings::from_config(&config.auth)?.with_clock(clock.clone());
     let limits = activity_limits(config);
     let wakers = Arc::new(Wakers::default());
@@ -100,6 +101,19 @@ pub async fn build_state_with_clock(
             clock,
         )),
     })
+}
+
+/// Brings the store's timelines in line with `feed`'s settings before anything is
+/// served, or refuses (see `feed::switch`).
+async fn prepare_timelines(config: &Config, store: &Store) -> anyhow::Result<()> {
+    let holder = holder_id();
+    let starter = crate::feed::switch::Starter {
+        holder: &holder,
+        lease_ttl_ms: config.workers.lease_ttl.0.as_millis() as i64,
+        now_ms: Arc::new(crate::domain::now_ms),
+    };
+    crate::feed::switch::prepare(store, &config.feed.settings(), &starter).await?;
+    Ok(())
 }
 
 /// Creates the event log when needed. A store that cannot keep one (a MongoDB without

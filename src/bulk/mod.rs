@@ -246,6 +246,8 @@ impl Loader {
             .derive_all(&self.settings, step.clone())
             .await
             .context("building the derived data")?;
+        // The timelines are now built for these settings (see `feed::switch`).
+        crate::feed::switch::record_built(&self.store, &self.settings.feed, now_ms()).await?;
         step("worker positions");
         self.store
             .bulk

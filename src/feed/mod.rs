@@ -10,6 +10,7 @@ mod hybrid;
 mod names;
 mod page;
 mod sized_buckets;
+pub mod switch;
 mod timed_buckets;
 
 use std::collections::HashSet;

@@ -9,6 +9,7 @@
 //! applying them again.
 
 mod derive;
+mod feed;
 
 use async_trait::async_trait;
 use mongodb::Collection;
@@ -224,6 +225,22 @@ impl BulkStore for MongoStore {
         step: StepReport,
     ) -> StoreResult<Derived> {
         derive::derive_all(self, settings, step).await
+    }
+
+    async fn derive_timelines(
+        &self,
+        feed: &crate::feed::FeedSettings,
+        step: StepReport,
+    ) -> StoreResult<Derived> {
+        derive::derive_timelines(self, feed, step).await
+    }
+
+    async fn feed_record(&self) -> StoreResult<Option<String>> {
+        feed::record(self).await
+    }
+
+    async fn record_feed(&self, record: &str) -> StoreResult<()> {
+        feed::set_record(self, record).await
     }
 
     /// Change workers at the feed's head; the event log's reader at the newest oplog
