@@ -99,7 +99,9 @@ impl World {
             self.sources.posts.get_mut(&id).unwrap().deleted = deleted;
             let (status, _) = self.api.delete("/v1/users/ann/following/bob").await;
             assert_eq!(status, StatusCode::NO_CONTENT);
-            self.sources.follows.remove(&("ann".to_owned(), "bob".to_owned()));
+            self.sources
+                .follows
+                .remove(&("ann".to_owned(), "bob".to_owned()));
         }
         settle(server).await;
         for user in USERS {
@@ -181,7 +183,9 @@ async fn switch_through(kind: Kind, strategies: &[FeedStrategy]) {
         world.api = api;
         world.phase(&server).await;
         // What the strategy served before the switch is right too.
-        world.check(strategy, &format!("{kind:?} before the switch")).await;
+        world
+            .check(strategy, &format!("{kind:?} before the switch"))
+            .await;
         server.stop().await.expect("stops");
     }
     let mut world = world.unwrap();
@@ -191,7 +195,9 @@ async fn switch_through(kind: Kind, strategies: &[FeedStrategy]) {
     world.check(*last, &format!("{label}, at start")).await;
     // And it stays right as the new strategy keeps it.
     world.phase(&server).await;
-    world.check(*last, &format!("{label}, after more writes")).await;
+    world
+        .check(*last, &format!("{label}, after more writes"))
+        .await;
     server.stop().await.expect("stops");
 }
 
@@ -258,7 +264,11 @@ impl BulkStore for CrashingRebuild {
     async fn insert_tokens(&self, rows: Rows<TokenRow>) -> StoreResult<u64> {
         self.0.insert_tokens(rows).await
     }
-    async fn derive_all(&self, settings: &DeriveSettings, step: StepReport) -> StoreResult<Derived> {
+    async fn derive_all(
+        &self,
+        settings: &DeriveSettings,
+        step: StepReport,
+    ) -> StoreResult<Derived> {
         self.0.derive_all(settings, step).await
     }
     async fn derive_timelines(&self, _: &FeedSettings, _: StepReport) -> StoreResult<Derived> {
@@ -309,7 +319,9 @@ async fn a_rebuild_cut_short_is_done_again_at_the_next_start() {
 
         let server = spawn_with_store(&config, store).await.expect("starts");
         world.api = world.api.at(format!("http://{}", server.addr));
-        world.check(SizedBuckets, &format!("{kind:?} after a cut rebuild")).await;
+        world
+            .check(SizedBuckets, &format!("{kind:?} after a cut rebuild"))
+            .await;
         server.stop().await.expect("stops");
     }
 }
@@ -336,7 +348,9 @@ async fn a_second_process_with_another_strategy_refuses() {
             "{kind:?}: {error}"
         );
         // The first is unaffected.
-        world.check(Cache, &format!("{kind:?}, beside a refused start")).await;
+        world
+            .check(Cache, &format!("{kind:?}, beside a refused start"))
+            .await;
         // The same settings start beside it.
         let second = spawn(&configured(&test, Cache)).await.expect("starts");
         second.stop().await.expect("stops");
@@ -356,7 +370,9 @@ async fn a_second_process_with_another_strategy_refuses() {
         store.leases.release(lease, "other", version).await.unwrap();
         let server = spawn_with_store(&config, store).await.expect("starts");
         world.api = world.api.at(format!("http://{}", server.addr));
-        world.check(SizedBuckets, &format!("{kind:?} once released")).await;
+        world
+            .check(SizedBuckets, &format!("{kind:?} once released"))
+            .await;
         server.stop().await.expect("stops");
     }
 }

@@ -120,7 +120,11 @@ pub struct Starter<'a> {
 
 /// Records that the timelines were just built for `settings` (a bulk load's
 /// `derive_all` builds them for the configured strategy).
-pub async fn record_built(store: &Store, settings: &FeedSettings, at_ms: i64) -> anyhow::Result<()> {
+pub async fn record_built(
+    store: &Store,
+    settings: &FeedSettings,
+    at_ms: i64,
+) -> anyhow::Result<()> {
     write(store, &Shape::of(settings), false, at_ms).await
 }
 
@@ -162,7 +166,9 @@ pub async fn prepare(
         }
         _ => {}
     }
-    let from = record.as_ref().and_then(|r| r.as_ref().map(|r| r.shape.clone()));
+    let from = record
+        .as_ref()
+        .and_then(|r| r.as_ref().map(|r| r.shape.clone()));
     let was = match &record {
         Some(Some(r)) if r.switching => format!("a switch to {} that did not finish", r.shape),
         Some(Some(r)) => r.shape.to_string(),
@@ -213,9 +219,9 @@ pub async fn prepare(
         timeline_entries = derived.timeline_entries,
         delivered = derived.delivered,
         took_ms = took.as_millis() as u64,
-        "timelines rebuilt for the new feed settings: every cache dropped (each is built again \
-         on its owner's first read), the buckets of the new strategy materialised, delivery \
-         markers set"
+        "timelines rebuilt for the new feed settings: every cache and bucket dropped (a cache \
+         is built again on its owner's first read), a bucket strategy's buckets laid out from \
+         the sources, hybrid's celebrities classified, every post marked delivered"
     );
     metrics::counter!("socialite_feed_switches_total").increment(1);
     Ok(Prepared::Rebuilt {
@@ -243,7 +249,10 @@ async fn rebuild(
         tokio::spawn(async move {
             loop {
                 tokio::time::sleep(Duration::from_millis((ttl / 3).max(1) as u64)).await;
-                let held = store.leases.refresh(LEASE, &holder, version, now(), ttl).await;
+                let held = store
+                    .leases
+                    .refresh(LEASE, &holder, version, now(), ttl)
+                    .await;
                 if !matches!(held, Ok(true)) {
                     lost.store(true, Ordering::SeqCst);
                     return;
@@ -292,7 +301,11 @@ mod tests {
         settings.strategy = FeedStrategy::FanoutOnRead;
         let read = Shape::of(&settings);
         settings.embed_content = !settings.embed_content;
-        assert_eq!(Shape::of(&settings), read, "fanout on read stores no entries");
+        assert_eq!(
+            Shape::of(&settings),
+            read,
+            "fanout on read stores no entries"
+        );
         settings.strategy = FeedStrategy::Hybrid;
         let hybrid = Shape::of(&settings);
         settings.hybrid_threshold += 1;
