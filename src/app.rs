@@ -90,8 +90,15 @@ pub async fn build_state_with_clock(
 ) -> anyhow::Result<AppState> {
     // Registers this process as serving, refused while a load runs or is marked; `run`
     // in `server.rs` ends the registration (see `BulkStore::enter_serving`).
+    let layout = config.feed.settings().layout();
+    let now: crate::feed::switch::Now = Arc::new(crate::domain::now_ms);
+    crate::feed::switch::prepare(&store, &layout, &now).await?;
     if let Err(refused) = store.bulk.enter_serving(&workers::holder_id()).await? {
         anyhow::bail!("{refused}");
+    }
+    if let Err(error) = crate::feed::switch::check_settled(&store, &layout).await {
+        store.bulk.leave_serving().await?;
+        return Err(error);
     }
     let auth = match AuthSettings::from_config(&config.auth) {
         Ok(auth) => auth.with_clock(clock.clone()),

@@ -33,7 +33,7 @@ pub use progress::Progress;
 use crate::config::Config;
 use crate::domain::{ActivityLimits, now_ms};
 use crate::store::Store;
-use crate::store::bulk::{DeriveSettings, Derived, Rows, TimelineLayout};
+use crate::store::bulk::{DeriveSettings, Derived, Rows};
 use crate::workers::{activity, aggregates, counters, events, timelines};
 
 /// Rows per batch: one transaction on the embedded store, one `insert_many` on MongoDB.
@@ -119,17 +119,8 @@ impl std::fmt::Display for LoadReport {
 
 /// The derived data's settings from the configuration.
 pub fn derive_settings(config: &Config) -> DeriveSettings {
-    let feed = config.feed.settings();
     DeriveSettings {
-        feed: TimelineLayout {
-            strategy: feed.strategy,
-            bucket_size: feed.bucket_size,
-            bucket_span_ms: feed.bucket_span_ms,
-            timed_bucket_max_entries: feed.timed_bucket_max_entries,
-            embed_content: feed.embed_content,
-            hybrid_threshold: feed.hybrid_threshold,
-            hybrid_leave_below: crate::feed::leave_below(feed.hybrid_threshold),
-        },
+        feed: config.feed.settings().layout(),
         activity: ActivityLimits {
             primary_limit: config.activity.primary_limit,
             page_size: config.activity.page_size,
@@ -276,6 +267,8 @@ impl Loader {
             .derive_all(&self.settings, step.clone())
             .await
             .context("building the derived data")?;
+        // The timelines are now built for these settings (see `feed::switch`).
+        crate::feed::switch::record_built(&self.store, &self.settings.feed, now_ms()).await?;
         step("worker positions");
         self.store
             .bulk

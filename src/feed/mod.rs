@@ -11,6 +11,7 @@ mod names;
 mod page;
 mod shared;
 mod sized_buckets;
+pub mod switch;
 mod timed_buckets;
 
 use std::sync::Arc;
@@ -75,6 +76,19 @@ impl FeedSettings {
     /// them; never when `cache_idle` is 0.
     pub fn idle_sweep_ms(&self) -> Option<i64> {
         (self.cache_idle_ms > 0).then(|| self.read_stamp_ms())
+    }
+
+    /// What the bulk port needs of these settings to lay out timelines, as values.
+    pub fn layout(&self) -> crate::store::bulk::TimelineLayout {
+        crate::store::bulk::TimelineLayout {
+            strategy: self.strategy,
+            bucket_size: self.bucket_size,
+            bucket_span_ms: self.bucket_span_ms,
+            timed_bucket_max_entries: self.timed_bucket_max_entries,
+            embed_content: self.embed_content,
+            hybrid_threshold: self.hybrid_threshold,
+            hybrid_leave_below: leave_below(self.hybrid_threshold),
+        }
     }
 }
 

@@ -265,6 +265,24 @@ pub trait BulkStore: Send + Sync + 'static {
     /// markers, tag counts and a bounded event log.
     async fn derive_all(&self, settings: &DeriveSettings, step: StepReport)
     -> StoreResult<Derived>;
+    /// The timeline steps of [`BulkStore::derive_all`] alone, for a store whose
+    /// `feed.strategy` (or a setting that shapes its timelines) changed while it was
+    /// stopped: every cache dropped (to be built on first read), the buckets of every
+    /// kind dropped and those of `feed`'s kind materialised from the sources, `hybrid`'s
+    /// celebrities classified, and the delivery markers set for every post (none added
+    /// under `fanout_on_read`; orphans removed). Runs on a store no other process
+    /// writes; a re-run after an interruption ends in the same state. Fills
+    /// `timeline_entries` and `delivered`.
+    async fn derive_timelines(
+        &self,
+        feed: &TimelineLayout,
+        step: StepReport,
+    ) -> StoreResult<Derived>;
+    /// The record of what the store's timelines were last built for (see
+    /// `feed::switch`), as [`BulkStore::record_feed`] last wrote it.
+    async fn feed_record(&self) -> StoreResult<Option<String>>;
+    /// Replaces that record, in one atomic write.
+    async fn record_feed(&self, record: &str) -> StoreResult<()>;
     /// Sets the committed position of every worker in `change_workers` to the change
     /// feed's head, and of those in `event_workers` to the event log's head, releasing
     /// their leases with a new fencing version: the workers start with nothing to replay.

@@ -13,6 +13,7 @@
 pub(super) mod activity;
 mod derive;
 mod events;
+mod feed;
 mod timelines;
 
 use async_trait::async_trait;
@@ -306,6 +307,22 @@ impl BulkStore for EmbeddedStore {
         step: StepReport,
     ) -> StoreResult<Derived> {
         derive::derive_all(self, settings, step).await
+    }
+
+    async fn derive_timelines(
+        &self,
+        feed: &crate::store::bulk::TimelineLayout,
+        step: StepReport,
+    ) -> StoreResult<Derived> {
+        derive::derive_timelines(self, feed, step).await
+    }
+
+    async fn feed_record(&self) -> StoreResult<Option<String>> {
+        feed::record(self).await
+    }
+
+    async fn record_feed(&self, record: &str) -> StoreResult<()> {
+        feed::set_record(self, record.to_owned()).await
     }
 
     /// One transaction: every named lease released at a new version, at the head.

@@ -10,6 +10,7 @@
 //! applying them again.
 
 mod derive;
+mod feed;
 mod gate;
 
 pub(super) use gate::Registration;
@@ -223,6 +224,22 @@ impl BulkStore for MongoStore {
         step: StepReport,
     ) -> StoreResult<Derived> {
         derive::derive_all(self, settings, step).await
+    }
+
+    async fn derive_timelines(
+        &self,
+        feed: &crate::store::bulk::TimelineLayout,
+        step: StepReport,
+    ) -> StoreResult<Derived> {
+        derive::derive_timelines(self, feed, step).await
+    }
+
+    async fn feed_record(&self) -> StoreResult<Option<String>> {
+        feed::record(self).await
+    }
+
+    async fn record_feed(&self, record: &str) -> StoreResult<()> {
+        feed::set_record(self, record).await
     }
 
     /// Change workers at the feed's head; the event log's reader at the newest oplog

@@ -10,6 +10,7 @@ use rusqlite::{Connection, OptionalExtension, params};
 use super::{activity, events, timelines};
 use crate::domain::{BucketKind, FeedStrategy};
 use crate::store::StoreResult;
+use crate::store::bulk::TimelineLayout;
 use crate::store::bulk::{DeriveSettings, Derived, StepReport};
 use crate::store::embedded::timelines::versions;
 use crate::store::embedded::{EmbeddedStore, trends, users};
@@ -66,7 +67,20 @@ pub(super) async fn derive_all(
         .write(move |tx| trends::recount_tags(tx, head, from_hour))
         .await?;
 
-    let feed = settings.feed.clone();
+    let timelines = derive_timelines(store, &settings.feed, step).await?;
+    derived.timeline_entries = timelines.timeline_entries;
+    derived.delivered = timelines.delivered;
+    Ok(derived)
+}
+
+/// The timeline steps: every cache and every bucket dropped, the buckets of `feed`'s
+/// kind materialised, `hybrid`'s celebrities classified, the delivery markers set.
+pub(super) async fn derive_timelines(
+    store: &EmbeddedStore,
+    feed: &TimelineLayout,
+    step: StepReport,
+) -> StoreResult<Derived> {
+    let mut derived = Derived::default();
     step("timelines");
     store.write(|tx| Ok(timelines::drop_caches(tx)?)).await?;
     let kind = match feed.strategy {
@@ -74,23 +88,28 @@ pub(super) async fn derive_all(
         FeedStrategy::SizedBuckets => Some(BucketKind::Sized),
         FeedStrategy::Cache | FeedStrategy::Hybrid | FeedStrategy::FanoutOnRead => None,
     };
-    if let Some(kind) = kind {
+    // The other kind's buckets too: left behind, they would be served, stale, by a later
+    // switch back that found them.
+    for other in [BucketKind::Timed, BucketKind::Sized] {
         store
-            .write(move |tx| Ok(timelines::drop_buckets(tx, kind)?))
+            .write(move |tx| Ok(timelines::drop_buckets(tx, other)?))
             .await?;
+    }
+    if let Some(kind) = kind {
+        let feed = feed.clone();
         derived.timeline_entries = over_users(store, BUCKET_USERS, move |tx, after, through| {
             timelines::build_buckets(tx, kind, after, through, &feed)
         })
         .await?;
-        store
-            .write(|tx| Ok(tx.execute_batch(timelines::CREATE_POST_INDEX)?))
-            .await?;
     }
+    store
+        .write(|tx| Ok(tx.execute_batch(timelines::CREATE_POST_INDEX)?))
+        .await?;
 
-    if settings.feed.strategy == FeedStrategy::Hybrid {
+    if feed.strategy == FeedStrategy::Hybrid {
         step("celebrities");
-        let threshold = settings.feed.hybrid_threshold as i64;
-        let leave = settings.feed.hybrid_leave_below as i64;
+        let threshold = feed.hybrid_threshold as i64;
+        let leave = feed.hybrid_leave_below as i64;
         store
             .write(move |tx| {
                 // As `GraphStore::reclassify` would for each author, in the same order:
@@ -116,7 +135,7 @@ pub(super) async fn derive_all(
     }
 
     step("delivery markers");
-    let mark = settings.feed.strategy != FeedStrategy::FanoutOnRead;
+    let mark = feed.strategy != FeedStrategy::FanoutOnRead;
     derived.delivered = store
         .write(move |tx| {
             // As the API does: every post fanned out under a materialising strategy is

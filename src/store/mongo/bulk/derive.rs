@@ -55,31 +55,49 @@ pub(super) async fn derive_all(
         let from_hour = settings.now_ms.div_euclid(HOUR_MS) - (HOURS_KEPT - 1);
         derived.tags = store.write_tally(tally, head, from_hour).await?;
     }
+    let timelines = derive_timelines(store, &settings.feed, step).await?;
+    derived.timeline_entries = timelines.timeline_entries;
+    derived.delivered = timelines.delivered;
+    Ok(derived)
+}
+
+/// The timeline steps: every cache and every bucket dropped, the buckets of `feed`'s
+/// kind materialised, `hybrid`'s celebrities classified, the delivery markers set.
+pub(super) async fn derive_timelines(
+    store: &MongoStore,
+    feed: &TimelineLayout,
+    step: StepReport,
+) -> StoreResult<Derived> {
+    let mut derived = Derived::default();
     step("timelines");
     store
         .cache_coll()
         .delete_many(doc! {})
         .await
         .map_err(db_error)?;
-    let kind = match settings.feed.strategy {
+    let kind = match feed.strategy {
         FeedStrategy::TimedBuckets => Some(BucketKind::Timed),
         FeedStrategy::SizedBuckets => Some(BucketKind::Sized),
         FeedStrategy::Cache | FeedStrategy::Hybrid | FeedStrategy::FanoutOnRead => None,
     };
-    if let Some(kind) = kind {
-        derived.timeline_entries = buckets(store, kind, &settings.feed).await?;
+    // The other kind's buckets too: left behind, they would be served, stale, by a later
+    // switch back that found them.
+    for other in [BucketKind::Timed, BucketKind::Sized] {
+        store
+            .bucket_coll(other)
+            .delete_many(doc! {})
+            .await
+            .map_err(db_error)?;
     }
-    if settings.feed.strategy == FeedStrategy::Hybrid {
+    if let Some(kind) = kind {
+        derived.timeline_entries = buckets(store, kind, feed).await?;
+    }
+    if feed.strategy == FeedStrategy::Hybrid {
         step("celebrities");
-        celebrities(
-            store,
-            settings.feed.hybrid_threshold,
-            settings.feed.hybrid_leave_below,
-        )
-        .await?;
+        celebrities(store, feed.hybrid_threshold, feed.hybrid_leave_below).await?;
     }
     step("delivery markers");
-    derived.delivered = deliveries(store, settings.feed.strategy).await?;
+    derived.delivered = deliveries(store, feed.strategy).await?;
     Ok(derived)
 }
 
