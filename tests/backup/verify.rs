@@ -159,3 +159,44 @@ async fn restore_refuses_a_copy_cut_short_or_changed_and_one_without_manifest_un
     assert_eq!(api.get("/v1/events").await.0, StatusCode::OK);
     stop_server(&mut server);
 }
+
+/// A store that holds a time from before the time range was enforced (a far-future
+/// user written by an earlier import) backs up, manifest and all, but does not restore:
+/// restore holds every time to the range, as import and the API do.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn restore_refuses_a_copy_holding_a_time_the_service_does_not_keep() {
+    let dir = tempfile::tempdir().unwrap();
+    let store_dir = dir.path().join("store");
+    std::fs::create_dir(&store_dir).unwrap();
+    let db = store_dir.join("socialite.db");
+    let (mut server, base) = serve(&db);
+    let api = Api::new(reqwest::Client::new(), &base);
+    api.user("ann").await;
+    stop_server(&mut server);
+    for (what, sql) in [
+        (
+            "users",
+            "UPDATE users SET created_at = 253402300800000 WHERE id = 'ann'",
+        ),
+        (
+            "posts",
+            "INSERT INTO posts (id, author, text) VALUES (x'f00000000000000000000001', 'ann', 'x')",
+        ),
+    ] {
+        let copy = dir.path().join(format!("{what}.db"));
+        let store = dir.path().join(format!("{what}-store.db"));
+        std::fs::copy(&db, &store).unwrap();
+        rusqlite::Connection::open(&store)
+            .unwrap()
+            .execute_batch(sql)
+            .unwrap();
+        backup(&store, &copy);
+        let run = restore(&db, &copy);
+        assert!(!run.ok, "{what}: restored: {}", run.stdout);
+        assert!(
+            run.stderr.contains(&format!("its {what} hold")),
+            "{what}: {}",
+            run.stderr
+        );
+    }
+}

@@ -19,10 +19,11 @@ use std::io::Read;
 use std::path::Path;
 
 use anyhow::{Context, bail};
-use rusqlite::Connection;
+use rusqlite::{Connection, OptionalExtension};
 
 use super::super::backup::manifest::{self, Verdict};
 use super::super::schema::{CORE_TABLES, check_version};
+use crate::domain::{PostId, check_time_at};
 
 /// Integrity problems quoted in a refusal.
 const PROBLEMS_SHOWN: usize = 5;
@@ -73,6 +74,42 @@ pub fn verify(file: &Path, conn: &Connection, allow_no_manifest: bool) -> anyhow
         );
     }
     Ok(Verified { version, manifest })
+}
+
+/// Every time the copy holds lies in the range the service keeps and is no later than
+/// `now_ms` plus the clock skew (`domain::time`), as for data any other way in: the
+/// oldest and newest of each table's `created_at`, and of the post ids' times.
+pub fn check_times(conn: &Connection, now_ms: i64) -> anyhow::Result<()> {
+    for table in ["users", "follows", "likes"] {
+        let (oldest, newest): (Option<i64>, Option<i64>) = conn.query_row(
+            &format!("SELECT min(created_at), max(created_at) FROM {table}"),
+            [],
+            |row| Ok((row.get(0)?, row.get(1)?)),
+        )?;
+        for ms in oldest.into_iter().chain(newest) {
+            check_time_at(ms, now_ms)
+                .with_context(|| format!("its {table} hold a time the service does not keep"))?;
+        }
+    }
+    for order in ["ASC", "DESC"] {
+        let id: Option<Vec<u8>> = conn
+            .query_row(
+                &format!("SELECT id FROM posts ORDER BY id {order} LIMIT 1"),
+                [],
+                |row| row.get(0),
+            )
+            .optional()?;
+        let Some(bytes) = id else { continue };
+        let id = PostId::from_bytes(
+            bytes
+                .try_into()
+                .map_err(|_| anyhow::anyhow!("its posts hold an id that is not 12 bytes"))?,
+        );
+        id.check_at(now_ms).with_context(|| {
+            format!("its posts hold id {id}, whose time the service does not keep")
+        })?;
+    }
+    Ok(())
 }
 
 /// The file is exactly as long as its header says.
