@@ -13,6 +13,7 @@ set -euo pipefail
 users=${1:-100000} caches=${2:-20000} idle=${3:-18000}
 lag_posts=${LAG_POSTS:-5}
 cd "$(dirname "$0")/.."
+source scripts/lib/listening.sh
 bin=target/release/socialite
 out=target/idle-caches
 rm -rf "$out" && mkdir -p "$out"
@@ -25,11 +26,10 @@ nice "$bin" seed --users "$users" --max-follows 200 --posts-per-user 20 --seed 4
 echo "seeded $users users in $(( $(date +%s) - start )) s"
 python3 loadtest/scale_probe.py graph "$db" "$tokens" "$out" 1 > /dev/null
 
-serve() { # cache_idle
-  SOCIALITE_FEED__CACHE_IDLE="$1" "$bin" serve --listen 127.0.0.1:18931 > "$out/serve-$1.log" 2>&1 &
+serve() { # cache_idle: a release server on port 0; sets pid and base
+  SOCIALITE_FEED__CACHE_IDLE="$1" "$bin" serve --listen 127.0.0.1:0 > "$out/serve-$1.log" 2>&1 &
   pid=$!
-  for _ in $(seq 200); do curl -sf http://127.0.0.1:18931/healthz > /dev/null && return; sleep 0.1; done
-  echo "server did not start"; exit 1
+  base="$(await_listening "$out/serve-$1.log" "$pid")" || exit 1
 }
 stop() { kill "$pid"; wait "$pid" || true; }
 size() { # label
@@ -47,7 +47,7 @@ print(f"{label}: caches {caches}, cache entries {entries}, file {os.path.getsize
 PY
 }
 lag() { # label
-  python3 loadtest/scale_probe.py lag http://127.0.0.1:18931 "$tokens" "$out/graph.json" largest \
+  python3 loadtest/scale_probe.py lag "$base" "$tokens" "$out/graph.json" largest \
     "$lag_posts" 60 > "$out/lag-$1.json"
   python3 - "$out/lag-$1.json" "$1" <<'PY'
 import json, statistics, sys
@@ -59,16 +59,17 @@ PY
 
 serve 0s
 # The readers: every USERS/CACHES-th user, plus the followers the lag probe polls.
-python3 - "$tokens" "$users" "$caches" "$out/graph.json" "$out/readers.txt" <<'PY'
-import concurrent.futures, http.client, json, sys
+python3 - "$tokens" "$users" "$caches" "$out/graph.json" "$out/readers.txt" "$base" <<'PY'
+import concurrent.futures, http.client, json, sys, urllib.parse
 tokens, users, caches = json.load(open(sys.argv[1])), int(sys.argv[2]), int(sys.argv[3])
+port = urllib.parse.urlsplit(sys.argv[6]).port
 poll = json.load(open(sys.argv[4]))["largest"]["poll"]
 step = users // caches
 readers = [f"u{i}" for i in range(0, users, step)][: caches - len(poll)]
 readers = list(dict.fromkeys(poll + readers))
 open(sys.argv[5], "w").write("\n".join(readers))
 def read(chunk):
-    c = http.client.HTTPConnection("127.0.0.1", 18931, timeout=60)
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
     for u in chunk:
         c.request("GET", f"/v1/users/{u}/timeline?limit=20",
                   headers={"Authorization": f"Bearer {tokens[int(u[1:])]}"})

@@ -13,6 +13,7 @@
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
+source scripts/lib/listening.sh
 rounds=2
 if [[ "${1:-}" =~ ^[0-9]+$ ]]; then rounds="$1"; shift; fi
 if (( $# == 0 )); then
@@ -44,12 +45,7 @@ start() { # LOG [VAR=VALUE ...]: starts a server on run.db, prints its base URL;
   env SOCIALITE_STORAGE__PATH="$dir/run.db" RUST_LOG=warn,socialite=info NO_COLOR=1 "$@" \
     "$bin" serve --listen 127.0.0.1:0 > "$log" 2>&1 &
   echo $! > "$log.pid"
-  for _ in $(seq 1 100); do
-    base="$(grep -o 'listening on http://[0-9.:]*' "$log" | sed 's/listening on //' || true)"
-    [[ -n "$base" ]] && { echo "$base"; return; }
-    sleep 0.1
-  done
-  echo "no server in $log" >&2; exit 1
+  await_listening "$log" "$!" || exit 1
 }
 hits() { curl -fsS "$1/metrics" | awk '/^socialite_page_memo_hits_total / {print $2}'; }
 for round in $(seq 1 "$rounds"); do
