@@ -260,17 +260,7 @@ impl MongoStore {
         changes::record_birth(&db)
             .await
             .context("recording the database's birth")?;
-        let newest = db
-            .collection::<Document>("content")
-            .find_one(doc! {})
-            .sort(doc! { "_id": -1 })
-            .projection(doc! { "_id": 1 })
-            .await
-            .context("reading the newest post id")?;
-        let last = match newest {
-            Some(doc) => Some(post_id(doc.get("_id"))?),
-            None => None,
-        };
+        let last = newest_post_id(&db).await?;
         Ok(MongoStore {
             db,
             ids: PostIdGenerator::random(last),
@@ -363,4 +353,19 @@ impl MongoStore {
             .filter_map(|d| d.get_str(theirs).ok().map(str::to_owned))
             .collect())
     }
+}
+
+/// The newest stored post id, which a handle's id generator continues from.
+async fn newest_post_id(db: &Database) -> anyhow::Result<Option<PostId>> {
+    let newest = db
+        .collection::<Document>("content")
+        .find_one(doc! {})
+        .sort(doc! { "_id": -1 })
+        .projection(doc! { "_id": 1 })
+        .await
+        .context("reading the newest post id")?;
+    Ok(match newest {
+        Some(doc) => Some(post_id(doc.get("_id"))?),
+        None => None,
+    })
 }

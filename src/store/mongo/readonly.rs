@@ -7,7 +7,7 @@
 use anyhow::{Context, bail};
 use mongodb::bson::{Document, doc};
 
-use super::{MongoStore, open_database, post_id};
+use super::{MongoStore, open_database};
 use crate::domain::PostIdGenerator;
 use crate::store::audit::UPGRADE_HINT;
 
@@ -48,17 +48,7 @@ impl MongoStore {
                  `--repair` until the store is upgraded): {UPGRADE_HINT}"
             );
         }
-        let newest = db
-            .collection::<Document>("content")
-            .find_one(doc! {})
-            .sort(doc! { "_id": -1 })
-            .projection(doc! { "_id": 1 })
-            .await
-            .context("reading the newest post id")?;
-        let last = match newest {
-            Some(doc) => Some(post_id(doc.get("_id"))?),
-            None => None,
-        };
+        let last = super::newest_post_id(&db).await?;
         // The event log is read where a server prepared it (a capped collection), never
         // created here.
         let event_log = super::events::is_capped(&db)
