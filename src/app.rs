@@ -124,7 +124,8 @@ pub async fn build_state_with_clock(
     });
     let social = Social::new(store.clone(), &config.feed.settings(), limits, wakers)
         .with_auth(auth)
-        .with_clock(clock.clone());
+        .with_clock(clock.clone())
+        .with_streams(hub.clone());
     Ok(AppState {
         social: Arc::new(social),
         workers: Arc::new(workers),

@@ -90,3 +90,42 @@ pub async fn wake_delay() {
         tokio::time::sleep(faults.wake_delay).await;
     }
 }
+
+/// Gates that hold one call at a named place until a test releases it, for races proven
+/// deterministically in one process (`faults::gate`). Unset unless a test installs one.
+static GATES: OnceLock<Mutex<Vec<(&'static str, String, std::sync::Arc<Gate>)>>> = OnceLock::new();
+
+/// A held call: `reached` once it waits at the gate, `release` lets it go on.
+#[derive(Default)]
+pub struct Gate {
+    pub reached: tokio::sync::Notify,
+    pub release: tokio::sync::Notify,
+}
+
+/// Makes the next call that passes [`gate`] `name` with `key` wait there until the
+/// returned gate's `release` is notified. For tests.
+pub fn hold(name: &'static str, key: &str) -> std::sync::Arc<Gate> {
+    let gate = std::sync::Arc::new(Gate::default());
+    GATES
+        .get_or_init(Mutex::default)
+        .lock()
+        .unwrap()
+        .push((name, key.to_owned(), gate.clone()));
+    gate
+}
+
+/// A place where a test may hold one call (see [`hold`]), keyed by what the call acts
+/// on (a user id) so that parallel tests do not catch each other's calls. Without any
+/// gate installed, one load of an unset `OnceLock`.
+pub async fn gate(name: &'static str, key: &str) {
+    let Some(gates) = GATES.get() else { return };
+    let held = {
+        let mut gates = gates.lock().unwrap();
+        let found = gates.iter().position(|(n, k, _)| *n == name && k == key);
+        found.map(|i| gates.remove(i).2)
+    };
+    if let Some(gate) = held {
+        gate.reached.notify_one();
+        gate.release.notified().await;
+    }
+}

@@ -5,6 +5,7 @@ pub mod clock;
 mod events;
 mod hashtags;
 mod ids;
+pub mod relations;
 mod time;
 mod validate;
 

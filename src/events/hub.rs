@@ -59,6 +59,10 @@ pub struct Hub {
     pub(super) slow_disconnects: AtomicU64,
     /// Set on shutdown: every stream ends, so the server's drain can finish.
     pub(super) closing: tokio::sync::watch::Sender<bool>,
+    /// Moved by every block and mute change made in this process (see
+    /// [`Hub::relations_changed`]): a stream reads what its user hides again before
+    /// its next item once it sees it moved.
+    pub(super) relations_epoch: AtomicU64,
     task: std::sync::Mutex<Option<JoinHandle<()>>>,
 }
 
@@ -74,6 +78,7 @@ impl Hub {
             slots: Arc::new(Semaphore::new(settings.max_streams)),
             slow_disconnects: AtomicU64::new(0),
             closing: tokio::sync::watch::channel(false).0,
+            relations_epoch: AtomicU64::new(0),
             task: std::sync::Mutex::new(None),
         });
         let task = tokio::spawn(follow(Arc::downgrade(&hub)));
@@ -89,6 +94,15 @@ impl Hub {
     }
 
     /// Streams open now.
+    /// Called by every block, unblock, mute and unmute of this process before it
+    /// answers, with the users whose streams it concerns: every stream reads what its
+    /// user hides again before sending its next item. One counter for all users, as
+    /// such changes are rare beside posts: a stream of someone else pays one read.
+    pub fn relations_changed(&self, users: &[&str]) {
+        tracing::debug!(?users, "blocks or mutes changed");
+        self.relations_epoch.fetch_add(1, Ordering::SeqCst);
+    }
+
     pub fn open_streams(&self) -> usize {
         self.settings.max_streams - self.slots.available_permits()
     }

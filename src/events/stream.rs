@@ -11,10 +11,12 @@
 use std::collections::HashSet;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
 
 use tokio::sync::{OwnedSemaphorePermit, broadcast, mpsc, watch};
 
 use super::hub::{Delivery, Hub, Prepared};
+use crate::domain::relations::Hidden;
 use crate::domain::{EventId, EventType, PostId};
 use crate::feed::TimelineItem;
 use crate::store::{StoreError, StoreResult};
@@ -49,10 +51,46 @@ pub enum OpenError {
 
 pub type TimelineStream = mpsc::Receiver<StreamMessage>;
 
+/// In other processes than the one that made a block or mute, a stream reads what its
+/// user hides again at most this long after its last read, before its next item.
+pub const RELATIONS_RECHECK: Duration = Duration::from_secs(1);
+
 /// What a stream needs to route events to its user.
 struct Router {
     user: String,
     following: HashSet<String>,
+    /// What the user's blocks and mutes hide (see [`Router::admit`]).
+    hidden: Hidden,
+    /// The hub's relations epoch, and when, `hidden` was read.
+    hidden_epoch: u64,
+    hidden_at: Instant,
+}
+
+impl Router {
+    /// Whether `message` may go to the user: an item whose author is hidden from them
+    /// does not. What is hidden is read again first when this process changed a block
+    /// or mute since the last read (so from the change's 2xx on), when a timed mute in
+    /// it expired, or when the last read is older than [`RELATIONS_RECHECK`] (changes
+    /// made in other processes).
+    async fn admit(&mut self, hub: &Hub, message: &StreamMessage) -> StoreResult<bool> {
+        let StreamMessage::Item { item, .. } = message else {
+            return Ok(true);
+        };
+        if item.author == self.user {
+            return Ok(true);
+        }
+        let epoch = hub.relations_epoch.load(Ordering::SeqCst);
+        let now = crate::domain::now_ms();
+        let stale = epoch != self.hidden_epoch
+            || self.hidden.expires_ms().is_some_and(|e| now >= e)
+            || self.hidden_at.elapsed() >= RELATIONS_RECHECK;
+        if stale {
+            self.hidden = hub.store.relations.hidden(&self.user, now).await?;
+            self.hidden_epoch = epoch;
+            self.hidden_at = Instant::now();
+        }
+        Ok(!self.hidden.hides(&item.author))
+    }
 }
 
 impl Router {
@@ -131,9 +169,18 @@ impl Hub {
                 break;
             }
         }
+        let hidden_epoch = self.relations_epoch.load(Ordering::SeqCst);
+        let hidden = self
+            .store
+            .relations
+            .hidden(user, crate::domain::now_ms())
+            .await?;
         let router = Router {
             user: user.to_owned(),
             following,
+            hidden,
+            hidden_epoch,
+            hidden_at: Instant::now(),
         };
         let (sender, receiver) = mpsc::channel(self.settings.stream_buffer.max(1));
         metrics::gauge!("socialite_streams_open").increment(1.0);
@@ -216,7 +263,11 @@ async fn stream(
                 }
                 last = Some(prepared.event.id);
                 match router.route(&prepared) {
-                    Some(message) => send(sender, message),
+                    Some(message) => match router.admit(hub, &message).await {
+                        Ok(true) => send(sender, message),
+                        Ok(false) => Ok(()),
+                        Err(error) => Err(End::Failed(error)),
+                    },
                     None => Ok(()),
                 }
             }
@@ -262,6 +313,7 @@ async fn catch_up(
         // Catching up waits for the client (backpressure) rather than calling it slow.
         for prepared in hub.prepare(page).await? {
             if let Some(message) = router.route(&prepared)
+                && router.admit(hub, &message).await?
                 && sender.send(message).await.is_err()
             {
                 return Ok(Err(End::Gone));

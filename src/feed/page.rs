@@ -10,6 +10,7 @@
 use std::collections::{HashMap, HashSet};
 
 use super::{Timelines, distinct};
+use crate::domain::relations::Hidden;
 use crate::domain::{PostId, TimelineEntry};
 use crate::store::timelines::CacheVersion;
 use crate::store::{StoreError, StoreResult};
@@ -61,23 +62,38 @@ impl Timelines {
     /// function of the rows that version stands for (see
     /// [`super::FeedService::versioned_entries`]): one read filled it, and every entry came with
     /// its text and its author's name, so nothing else was looked up.
+    ///
+    /// Also when what the page hides stops holding (see [`Hidden::expires_ms`]): the
+    /// page must not be served again from then on.
     pub async fn versioned_page(
         &self,
         user: &str,
         before: Option<PostId>,
         limit: usize,
-    ) -> StoreResult<(TimelinePage, Option<CacheVersion>)> {
+    ) -> StoreResult<(TimelinePage, Option<CacheVersion>, Option<i64>)> {
         self.read_page(user, before, limit, true).await
     }
 
-    /// A page, and its version when `versioned` (which may cost the strategy a read).
+    /// A page, and its version when `versioned` (which may cost the strategy a read),
+    /// and when what it hides expires.
+    ///
+    /// Entries by authors hidden from the reader (blocks either way, standing mutes:
+    /// [`Hidden`]) are dropped here, for every strategy, from one read of the relations
+    /// per page: materialised timelines keep them, so an unmute or an expiry shows them
+    /// again at once. A versioned read reads them *after* its entries and version: a
+    /// block or mute that lands between the two reads moved the version (so the kept
+    /// page is not served again), and one that lands before the version read is seen by
+    /// the relations read. Read beside the entries, a mute landing between the two
+    /// would leave a page kept under the new version that still shows the muted author.
     async fn read_page(
         &self,
         user: &str,
         before: Option<PostId>,
         limit: usize,
         versioned: bool,
-    ) -> StoreResult<(TimelinePage, Option<CacheVersion>)> {
+    ) -> StoreResult<(TimelinePage, Option<CacheVersion>, Option<i64>)> {
+        let now_ms = self.clock.now_ms();
+        let mut hidden: Option<Hidden> = None;
         let want = limit + 1;
         let mut kept: Vec<TimelineEntry> = Vec::with_capacity(want);
         let mut names: HashMap<String, String> = HashMap::new();
@@ -86,9 +102,23 @@ impl Timelines {
         let mut version = None;
         for round in 0..MAX_READ_ROUNDS {
             let request = want - kept.len();
-            let (candidates, read) = match versioned {
-                true => self.feed.versioned_entries(user, cursor, request).await?,
-                false => (self.feed.entries(user, cursor, request).await?, None),
+            let (mut candidates, read) = match (versioned, &hidden) {
+                (true, _) => {
+                    let read = self.feed.versioned_entries(user, cursor, request).await?;
+                    if hidden.is_none() {
+                        hidden = Some(self.store.relations.hidden(user, now_ms).await?);
+                    }
+                    read
+                }
+                (false, Some(_)) => (self.feed.entries(user, cursor, request).await?, None),
+                (false, None) => {
+                    let (entries, found) = tokio::try_join!(
+                        self.feed.entries(user, cursor, request),
+                        self.store.relations.hidden(user, now_ms)
+                    )?;
+                    hidden = Some(found);
+                    (entries, None)
+                }
             };
             version = read.filter(|_| {
                 round == 0
@@ -100,6 +130,10 @@ impl Timelines {
             });
             exhausted = candidates.len() < request;
             cursor = candidates.last().map(|e| e.id).or(cursor);
+            if let Some(hidden) = hidden.as_ref().filter(|h| !h.is_empty()) {
+                // A repost's reposter is to be checked here too, once entries carry one.
+                candidates.retain(|e| !hidden.hides(&e.author));
+            }
             kept.extend(self.current(user, candidates, &mut names).await?);
             if kept.len() >= want || exhausted {
                 break;
@@ -133,7 +167,8 @@ impl Timelines {
                 text: e.text.unwrap_or_default(),
             })
             .collect();
-        Ok((TimelinePage { items, next_cursor }, version))
+        let expires_ms = hidden.and_then(|h| h.expires_ms());
+        Ok((TimelinePage { items, next_cursor }, version, expires_ms))
     }
 
     /// Drops entries whose author the reader no longer follows (an unfollow that raced

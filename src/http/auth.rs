@@ -42,6 +42,29 @@ impl FromRequestParts<AppState> for Caller {
     }
 }
 
+/// Whoever valid credentials name, or `None` without any: for public reads that
+/// answer differently to a user a block hides them from. Invalid credentials are still
+/// a 401.
+#[derive(Debug, Clone)]
+pub struct Viewer(pub Option<String>);
+
+impl FromRequestParts<AppState> for Viewer {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
+        let user = match state.social.auth().authenticate(bearer(parts)).await {
+            Ok(user) => user,
+            Err(AuthError::Missing) => None,
+            Err(AuthError::Invalid) => return Err(ApiError::unauthorized()),
+            Err(AuthError::Store(error)) => return Err(error.into()),
+        };
+        if let Some(user) = &user {
+            state.rate.check_user(user, Class::of(&parts.method))?;
+        }
+        Ok(Viewer(user))
+    }
+}
+
 /// The `{id}` of the path, once the credentials proved the caller is that user:
 /// otherwise 401 without valid credentials, 403 with someone else's.
 #[derive(Debug, Clone)]

@@ -9,6 +9,7 @@ mod openapi;
 mod ops;
 mod posts;
 pub mod rate;
+mod relations;
 pub mod server;
 mod timeline;
 mod tokens;
@@ -87,6 +88,16 @@ pub fn router(state: AppState, settings: &HttpSettings) -> Router {
             "/v1/posts/{post_id}",
             get(posts::get_post).delete(posts::delete_post),
         )
+        .route(
+            "/v1/users/{id}/blocks/{other}",
+            put(relations::block).delete(relations::unblock),
+        )
+        .route("/v1/users/{id}/blocks", get(relations::list_blocks))
+        .route(
+            "/v1/users/{id}/mutes/{other}",
+            put(relations::mute).delete(relations::unmute),
+        )
+        .route("/v1/users/{id}/mutes", get(relations::list_mutes))
         .route("/v1/users/{id}/timeline", get(timeline::timeline))
         .route(
             "/v1/users/{id}/timeline/stream",

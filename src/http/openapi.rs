@@ -5,7 +5,9 @@
 
 use utoipa::OpenApi;
 
-use super::{activity, error, events, follows, ops, posts, timeline, tokens, trends, users};
+use super::{
+    activity, error, events, follows, ops, posts, relations, timeline, tokens, trends, users,
+};
 
 #[derive(OpenApi)]
 #[openapi(
@@ -17,6 +19,8 @@ use super::{activity, error, events, follows, ops, posts, timeline, tokens, tren
         users::create_user, users::get_user, users::update_user,
         tokens::issue_token, tokens::revoke_token,
         follows::follow, follows::unfollow, follows::list_following, follows::list_followers,
+        relations::block, relations::unblock, relations::list_blocks,
+        relations::mute, relations::unmute, relations::list_mutes,
         posts::create_post, posts::get_post, posts::delete_post, posts::list_posts,
         timeline::timeline, events::timeline_stream, events::list_events,
         trends::tag, trends::trends,
@@ -28,6 +32,7 @@ use super::{activity, error, events, follows, ops, posts, timeline, tokens, tren
     tags(
         (name = "users", description = "Profiles"),
         (name = "graph", description = "The follow graph"),
+        (name = "relations", description = "Blocks and mutes, private to their owner"),
         (name = "posts", description = "Content"),
         (name = "timeline", description = "Home timelines"),
         (name = "events", description = "The event log"),

@@ -5,7 +5,7 @@ use axum::http::StatusCode;
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
-use super::auth::{Caller, Owner};
+use super::auth::{Caller, Owner, Viewer};
 use super::error::{ApiError, ApiResult, Json, Problem, Query};
 use super::{AppState, known_post_id, known_user_id, parse_before, parse_limit};
 use crate::domain::{Post, format_time_ms, validate_post_text};
@@ -96,15 +96,23 @@ pub async fn create_post(
     params(("post_id" = String, Path, description = "Post id")),
     responses(
         (status = 200, description = "The post", body = PostBody),
-        (status = 404, description = "Unknown or deleted post", body = Problem, content_type = "application/problem+json"),
+        (status = 401, description = "Invalid credentials (they are optional)", body = Problem, content_type = "application/problem+json"),
+        (status = 404, description = "Unknown or deleted post, or one whose author blocks the caller", body = Problem, content_type = "application/problem+json"),
     )
 )]
 pub async fn get_post(
     State(state): State<AppState>,
+    Viewer(viewer): Viewer,
     Path(post_id): Path<String>,
 ) -> ApiResult<Json<PostBody>> {
     let id = known_post_id(&post_id)?;
-    Ok(Json(state.social.get_post(id).await?.into()))
+    Ok(Json(
+        state
+            .social
+            .get_post_as(id, viewer.as_deref())
+            .await?
+            .into(),
+    ))
 }
 
 /// Delete a post everywhere; only its author may.
@@ -134,20 +142,25 @@ pub async fn delete_post(
     get, path = "/v1/users/{id}/posts", tag = "posts",
     params(("id" = String, Path, description = "Author"), PageQuery),
     responses(
-        (status = 200, description = "A page of posts", body = PostPage),
+        (status = 200, description = "A page of posts; empty when the author blocks the caller", body = PostPage),
+        (status = 401, description = "Invalid credentials (they are optional)", body = Problem, content_type = "application/problem+json"),
         (status = 404, description = "Unknown user", body = Problem, content_type = "application/problem+json"),
         (status = 422, description = "Bad limit or before", body = Problem, content_type = "application/problem+json"),
     )
 )]
 pub async fn list_posts(
     State(state): State<AppState>,
+    Viewer(viewer): Viewer,
     Path(id): Path<String>,
     Query(query): Query<PageQuery>,
 ) -> ApiResult<Json<PostPage>> {
     known_user_id(&id)?;
     let limit = parse_limit(query.limit.as_deref())?;
     let before = parse_before(query.before.as_deref())?;
-    let page = state.social.posts(&id, before, limit).await?;
+    let page = state
+        .social
+        .posts_as(&id, viewer.as_deref(), before, limit)
+        .await?;
     Ok(Json(PostPage {
         items: page.items.into_iter().map(PostBody::from).collect(),
         next_cursor: page.next.map(|id| id.to_string()),

@@ -9,6 +9,7 @@ mod activity;
 pub mod auth;
 pub mod events;
 mod pages;
+mod relations;
 
 use std::sync::Arc;
 
@@ -23,6 +24,7 @@ use crate::workers::Wakers;
 pub use activity::ActivityLog;
 pub use auth::{Auth, AuthError, AuthSettings, IssuedToken};
 pub use events::{EventPage, EventsService, Window};
+pub use relations::MuteRequest;
 
 /// A page of a keyset-paginated list: `next` is the cursor of the following page.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -55,6 +57,8 @@ pub struct Social {
     activity: ActivityLog,
     auth: Auth,
     wakers: Arc<Wakers>,
+    /// This process's live streams, told of block and mute changes.
+    streams: Option<Arc<crate::events::Hub>>,
 }
 
 fn user_not_found(id: &str) -> StoreError {
@@ -76,7 +80,14 @@ impl Social {
             auth: Auth::new(&store, AuthSettings::default()),
             store,
             wakers,
+            streams: None,
         }
+    }
+
+    /// Tells `hub`'s live streams of every block and mute change, at once.
+    pub fn with_streams(mut self, hub: Option<Arc<crate::events::Hub>>) -> Self {
+        self.streams = hub;
+        self
     }
 
     /// Dates cache reads (and so which caches are idle, see `feed.cache_idle`) by
@@ -351,6 +362,7 @@ impl Social {
         }
         let key = pages::PageKey(user, before, limit);
         if let Some(kept) = self.pages.get(&key)
+            && kept.unexpired(self.timelines.now_ms())
             && let Some(version) = self.timelines.page_stands(user, &kept.version).await?
         {
             metrics::counter!("socialite_page_memo_hits_total").increment(1);
@@ -361,15 +373,17 @@ impl Social {
                 false => kept.read_ms,
             };
             if version != kept.version || read_ms != kept.read_ms {
-                self.pages.put(key, Some(version), &kept.body, read_ms);
+                let kept_for = (read_ms, kept.expires_ms);
+                self.pages.put(key, Some(version), &kept.body, kept_for);
             }
             return Ok(kept.body);
         }
         // The read below records itself on the cache when its stamp was stale.
         let read_ms = self.timelines.now_ms();
-        let (page, version) = self.timelines.versioned_page(user, before, limit).await?;
+        let (page, version, expires_ms) =
+            self.timelines.versioned_page(user, before, limit).await?;
         let body = render(page).map_err(StoreError::Backend)?;
-        self.pages.put(key, version, &body, read_ms);
+        self.pages.put(key, version, &body, (read_ms, expires_ms));
         Ok(body)
     }
 }

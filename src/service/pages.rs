@@ -45,6 +45,17 @@ pub(super) struct Rendered {
     /// after it records one (`Timelines::note_read`), so that a reader served only
     /// kept pages still counts as active and their cache is not dropped as idle.
     pub read_ms: i64,
+    /// When the earliest timed mute the page's read hid expires: the page is gone
+    /// from then on (by the feed's clock), since it would hide what now shows.
+    pub expires_ms: Option<i64>,
+}
+
+impl Rendered {
+    /// Whether the page may still be served at `now_ms` as far as the mutes it hid
+    /// go (the version check comes on top).
+    pub fn unexpired(&self, now_ms: i64) -> bool {
+        self.expires_ms.is_none_or(|expires| now_ms < expires)
+    }
 }
 
 /// A page's bytes, with a rough allowance for its key and the cache's own overhead.
@@ -85,7 +96,13 @@ impl PageMemo {
 
     /// Keeps `body` under `version`, with the cache's read recorded as of `read_ms`, or
     /// forgets the key's page when the read had none.
-    pub fn put(&self, key: PageKey<'_>, version: Option<CacheVersion>, body: &Bytes, read_ms: i64) {
+    pub fn put(
+        &self,
+        key: PageKey<'_>,
+        version: Option<CacheVersion>,
+        body: &Bytes,
+        (read_ms, expires_ms): (i64, Option<i64>),
+    ) {
         let Some(pages) = &self.pages else { return };
         match version {
             Some(version) => pages.insert(
@@ -94,6 +111,7 @@ impl PageMemo {
                     version,
                     body: body.clone(),
                     read_ms,
+                    expires_ms,
                 },
             ),
             None => {
@@ -128,12 +146,12 @@ mod tests {
                 PageKey(user, before, limit),
                 Some(version.clone()),
                 &body,
-                0,
+                (0, None),
             );
             let kept = memo.get(&PageKey(user, before, limit)).expect("kept");
             assert_eq!(kept.body, body);
             assert!(memo.get(&PageKey(user, before, limit + 1)).is_none());
-            memo.put(PageKey(user, before, limit), None, &body, 0);
+            memo.put(PageKey(user, before, limit), None, &body, (0, None));
             assert!(memo.get(&PageKey(user, before, limit)).is_none());
         }
     }

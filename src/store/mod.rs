@@ -20,6 +20,7 @@ pub mod events;
 pub mod graph;
 pub mod leases;
 pub mod mongo;
+pub mod relations;
 pub mod timelines;
 pub mod tokens;
 pub mod trends;
@@ -38,6 +39,7 @@ pub use deliveries::DeliveryStore;
 pub use events::{EventStore, LogBounds};
 pub use graph::{EdgeState, GraphStore, in_follower_batches};
 pub use leases::{Lease, LeaseStore};
+pub use relations::{Blocked, RelationStore};
 pub use timelines::TimelineStore;
 pub use tokens::{TokenHash, TokenRecord, TokenStore};
 pub use trends::TrendStore;
@@ -107,6 +109,7 @@ pub trait Adapter:
     + TokenStore
     + BulkStore
     + AuditStore
+    + RelationStore
 {
 }
 
@@ -125,6 +128,7 @@ impl<T> Adapter for T where
         + TokenStore
         + BulkStore
         + AuditStore
+        + RelationStore
 {
 }
 
@@ -146,6 +150,8 @@ pub struct Store {
     pub bulk: Arc<dyn BulkStore>,
     /// The audit's own reads (`socialite audit`).
     pub audit: Arc<dyn AuditStore>,
+    /// Blocks and mutes.
+    pub relations: Arc<dyn RelationStore>,
 }
 
 impl Store {
@@ -164,6 +170,7 @@ impl Store {
             trends: adapter.clone(),
             tokens: adapter.clone(),
             bulk: adapter.clone(),
+            relations: adapter.clone(),
             audit: adapter,
         }
     }

@@ -5,6 +5,7 @@ use async_trait::async_trait;
 use rusqlite::{OptionalExtension, params};
 use serde::Serialize;
 
+use super::relations;
 use super::timelines::{retractions, versions};
 use super::{EmbeddedStore, add_to_counter, record_change, user_exists};
 use crate::domain::ChangeOp;
@@ -19,12 +20,19 @@ struct FollowDoc<'a> {
 #[async_trait]
 impl GraphStore for EmbeddedStore {
     async fn follow(&self, follower: &str, followee: &str, now_ms: i64) -> StoreResult<bool> {
+        // Where MongoDB's follow has looked for a block and not yet written: here the
+        // look is inside the transaction below, so a block that lands now still counts.
+        crate::faults::gate("follow.checked", follower).await;
         let (follower, followee) = (follower.to_owned(), followee.to_owned());
         self.write(move |tx| {
             for id in [&follower, &followee] {
                 if !user_exists(tx, id)? {
                     return Err(StoreError::NotFound(format!("user {id}")));
                 }
+            }
+            // Checked in the follow's own transaction: no block can land in between.
+            if relations::blocked_between(tx, &follower, &followee)? {
+                return Err(crate::store::relations::refused(&follower, &followee));
             }
             let added = tx
                 .prepare_cached(
@@ -57,27 +65,8 @@ impl GraphStore for EmbeddedStore {
 
     async fn unfollow(&self, follower: &str, followee: &str) -> StoreResult<bool> {
         let (follower, followee) = (follower.to_owned(), followee.to_owned());
-        self.write(move |tx| {
-            let removed = tx
-                .prepare_cached("DELETE FROM follows WHERE follower = ?1 AND followee = ?2")?
-                .execute(params![follower, followee])?;
-            if removed == 0 {
-                return Ok(false);
-            }
-            retractions::mark_unfollow(tx, &follower, &followee)?;
-            versions::bump_if_merged(tx, &follower, &followee)?;
-            add_to_counter(tx, "following_count", &follower, -1)?;
-            add_to_counter(tx, "followers_count", &followee, -1)?;
-            record_change::<()>(
-                tx,
-                "follows",
-                ChangeOp::Delete,
-                &format!("{follower}/{followee}"),
-                None,
-            )?;
-            Ok(true)
-        })
-        .await
+        self.write(move |tx| remove_edge(tx, &follower, &followee))
+            .await
     }
 
     async fn edge(&self, follower: &str, followee: &str) -> StoreResult<Option<EdgeState>> {
@@ -207,6 +196,34 @@ impl GraphStore for EmbeddedStore {
     ) -> StoreResult<Vec<String>> {
         self.neighbours(FOLLOWERS, user, after, limit).await
     }
+}
+
+/// Removes the edge `follower` → `followee` in `tx`, with what an unfollow does beside
+/// it: the retraction mark, the merged version, the counters and the change-feed entry
+/// (a block's removals are these unfollows too). Returns whether an edge was removed.
+pub(super) fn remove_edge(
+    tx: &rusqlite::Transaction<'_>,
+    follower: &str,
+    followee: &str,
+) -> StoreResult<bool> {
+    let removed = tx
+        .prepare_cached("DELETE FROM follows WHERE follower = ?1 AND followee = ?2")?
+        .execute(params![follower, followee])?;
+    if removed == 0 {
+        return Ok(false);
+    }
+    retractions::mark_unfollow(tx, follower, followee)?;
+    versions::bump_if_merged(tx, follower, followee)?;
+    add_to_counter(tx, "following_count", follower, -1)?;
+    add_to_counter(tx, "followers_count", followee, -1)?;
+    record_change::<()>(
+        tx,
+        "follows",
+        ChangeOp::Delete,
+        &format!("{follower}/{followee}"),
+        None,
+    )?;
+    Ok(true)
 }
 
 /// One direction of the graph: the query for the ids on the far side of `user`'s edges.

@@ -25,6 +25,7 @@ mod plans;
 #[cfg(test)]
 mod pragmas;
 mod readonly;
+mod relations;
 pub mod restore;
 mod rows;
 mod schema;

@@ -20,7 +20,9 @@ use super::timelines::{PART_BITS, idle, names, retractions, versions};
 /// and caches record their owner's last read (`caches.last_read`, see
 /// `timelines::idle`), which a version-4 writer would leave at 0, so that the sweep
 /// would drop every cache it builds or reads.
-pub const SCHEMA_VERSION: i64 = 5;
+/// Version 6: blocks and mutes (`relations_schema`), which a version-5 writer would
+/// let a follow ignore.
+pub const SCHEMA_VERSION: i64 = 6;
 
 /// The tables every socialite store has had since its first format: what tells a
 /// socialite store from another SQLite file.
@@ -227,6 +229,7 @@ pub fn migrate(conn: &Connection) -> anyhow::Result<()> {
     once(conn, "retraction_marks", retractions::MIGRATE)?;
     // Renames whose propagation was not recorded when the file was older are pending.
     conn.execute_batch(names::PENDING_RENAMES)?;
+    relations_schema(conn)?;
     once(
         conn,
         "pending_renames",
@@ -235,6 +238,11 @@ pub fn migrate(conn: &Connection) -> anyhow::Result<()> {
           WHERE u.version > IFNULL(r.version, 0);",
     )?;
     Ok(())
+}
+
+/// Format 6: the blocks and mutes tables (`embedded::relations`).
+fn relations_schema(conn: &Connection) -> rusqlite::Result<()> {
+    conn.execute_batch(super::relations::SCHEMA)
 }
 
 /// Runs `batch`, a migration step that must run once per file, unless `meta` holds its

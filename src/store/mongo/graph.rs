@@ -68,6 +68,12 @@ impl GraphStore for MongoStore {
         let Some(merged) = self.merged(followee).await? else {
             return Err(StoreError::NotFound(format!("user {followee}")));
         };
+        // A first look for a block, which refuses most follows under one before they
+        // write anything; the second look, after the edge stands, closes the race.
+        if self.blocked_between(follower, followee).await? {
+            return Err(crate::store::relations::refused(follower, followee));
+        }
+        crate::faults::gate("follow.checked", follower).await;
         // The insert decides whether this call added the follow, and so whether it moves
         // the counters; its mark tells other calls on the edge that they are in flight.
         let key = format!("{follower}/{followee}");
@@ -98,6 +104,12 @@ impl GraphStore for MongoStore {
         }
         self.move_counters(&counters, 1).await?;
         claims::settle(&follows, &filter, token).await?;
+        // A block stored after the first look may have deleted the edges before this
+        // one existed: look again now that it stands, and take it away as an unfollow.
+        if self.blocked_between(follower, followee).await? {
+            self.unfollow(follower, followee).await?;
+            return Err(crate::store::relations::refused(follower, followee));
+        }
         Ok(true)
     }
 

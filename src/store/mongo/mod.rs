@@ -17,6 +17,7 @@ mod events;
 mod graph;
 mod leases;
 mod readonly;
+mod relations;
 mod timelines;
 mod tokens;
 mod trends;
@@ -247,6 +248,7 @@ impl MongoStore {
             trends::indexes(),
             tokens::indexes(),
             audit::indexes(),
+            relations::indexes(),
         ];
         graph::migrate(&db)
             .await

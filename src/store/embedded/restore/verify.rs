@@ -80,9 +80,25 @@ pub fn verify(file: &Path, conn: &Connection, allow_no_manifest: bool) -> anyhow
 /// `now_ms` plus the clock skew (`domain::time`), as for data any other way in: the
 /// oldest and newest of each table's `created_at`, and of the post ids' times.
 pub fn check_times(conn: &Connection, now_ms: i64) -> anyhow::Result<()> {
-    for table in ["users", "follows", "likes"] {
+    let times = [
+        ("users", "created_at"),
+        ("follows", "created_at"),
+        ("likes", "created_at"),
+        ("blocks", "created_ms"),
+        ("mutes", "created_ms"),
+    ];
+    for (table, column) in times {
+        // A copy of an older format lacks the newer tables; its open will create them.
+        let exists: bool = conn.query_row(
+            "SELECT EXISTS (SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = ?1)",
+            [table],
+            |row| row.get(0),
+        )?;
+        if !exists {
+            continue;
+        }
         let (oldest, newest): (Option<i64>, Option<i64>) = conn.query_row(
-            &format!("SELECT min(created_at), max(created_at) FROM {table}"),
+            &format!("SELECT min({column}), max({column}) FROM {table}"),
             [],
             |row| Ok((row.get(0)?, row.get(1)?)),
         )?;
