@@ -126,6 +126,28 @@ mod tests {
     use super::*;
     use crate::store::timelines::CacheRows;
 
+    /// A page read while a timed mute stood is gone from the mute's expiry on.
+    #[test]
+    fn a_page_is_gone_from_the_expiry_of_the_mutes_it_hid() {
+        let version = CacheVersion {
+            cache: 1,
+            rows: CacheRows {
+                from: "6740a1b2000c000000000001".parse().unwrap(),
+                below: None,
+            },
+            merged: None,
+        };
+        let page = |expires_ms| Rendered {
+            version: version.clone(),
+            body: Bytes::new(),
+            read_ms: 0,
+            expires_ms,
+        };
+        assert!(page(None).unexpired(i64::MAX));
+        assert!(page(Some(100)).unexpired(99));
+        assert!(!page(Some(100)).unexpired(100));
+    }
+
     /// A borrowed key must hash and compare as the owned key it stands for, or every
     /// kept page is missed.
     #[test]
