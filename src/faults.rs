@@ -93,7 +93,10 @@ pub async fn wake_delay() {
 
 /// Gates that hold one call at a named place until a test releases it, for races proven
 /// deterministically in one process (`faults::gate`). Unset unless a test installs one.
-static GATES: OnceLock<Mutex<Vec<(&'static str, String, std::sync::Arc<Gate>)>>> = OnceLock::new();
+static GATES: OnceLock<Mutex<Vec<HeldAt>>> = OnceLock::new();
+
+/// A gate installed at a place, for a key.
+type HeldAt = (&'static str, String, std::sync::Arc<Gate>);
 
 /// A held call: `reached` once it waits at the gate, `release` lets it go on.
 #[derive(Default)]
