@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Usage: [STRATEGY=cache|hybrid] [THRESHOLD=N] loadtest/read_cost.sh [ROUNDS] [NAME=BINARY ...]
+# Usage: [STRATEGY=cache|hybrid] [THRESHOLD=N] [HIDDEN=N] loadtest/read_cost.sh [ROUNDS] [NAME=BINARY ...]
 # What a warm timeline read costs the server, for comparing builds on a noisy machine:
 # for each binary in turn (default: this tree's release build), ROUNDS times (2), a
 # server over a fresh copy of one seeded data set (10,000 users, max-follows 200, 20
@@ -11,7 +11,10 @@
 # timelines. Prints per arm the throughput and the server's CPU time (user + system,
 # from /proc) per request served (the CPU figure moves with the code, the throughput as
 # much with the machine), and the share of reads served as kept pages
-# (`socialite_page_memo_hits_total`).
+# (`socialite_page_memo_hits_total`). With HIDDEN=N, every reader hides N accounts
+# before the reads: N/2 blocks of accounts they do not follow and N/2 mutes, a tenth of
+# those of accounts they follow (so that pages lose entries to the filter), written
+# into the seeded file directly, as a load of blocks and mutes would.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
@@ -32,6 +35,10 @@ if [[ "$strategy" == hybrid ]]; then
   dir="$dir/$SOCIALITE_FEED__HYBRID_THRESHOLD"
   mkdir -p "$dir"
 fi
+if [[ -n "${HIDDEN:-}" ]]; then
+  dir="$dir/hidden-$HIDDEN"
+  mkdir -p "$dir"
+fi
 export SOCIALITE_RATE__IP_PER_MIN=100000000 SOCIALITE_RATE__READS_PER_MIN=100000000
 export SOCIALITE_RATE__WRITES_PER_MIN=100000000
 if [[ ! -f "$dir/seed.db" || ! -f "$dir/users" ]]; then
@@ -45,6 +52,31 @@ with open(sys.argv[2], "w") as out:
     for i in range(0, len(tokens), 5):
         out.write(f"u{i} {tokens[i]}\n")
 PY
+  if [[ -n "${HIDDEN:-}" ]]; then
+    python3 - "$dir/seed.db" "$dir/users" "$HIDDEN" <<'PY'
+import random, sqlite3, sys
+db, users, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
+con = sqlite3.connect(db)
+everyone = [r[0] for r in con.execute("SELECT id FROM users")]
+rng = random.Random(42)
+for line in open(users):
+    reader = line.split()[0]
+    follows = [r[0] for r in con.execute("SELECT followee FROM follows WHERE follower = ?", (reader,))]
+    muted = set(rng.sample(follows, min(len(follows), n // 2 // 10)))
+    blocked = set()
+    followed = set(follows)
+    while len(muted) < n // 2 or len(blocked) < n - n // 2:
+        other = rng.choice(everyone)
+        if other == reader or other in followed or other in muted or other in blocked:
+            continue
+        (muted if len(muted) < n // 2 else blocked).add(other)
+    con.executemany("INSERT INTO mutes (user, other, created_ms, notifications, until_ms) "
+                    "VALUES (?, ?, 0, 1, NULL)", [(reader, o) for o in muted])
+    con.executemany("INSERT INTO blocks (user, other, created_ms) VALUES (?, ?, 0)",
+                    [(reader, o) for o in blocked])
+con.commit()
+PY
+  fi
 fi
 pid=""
 trap '[[ -n "$pid" ]] && kill "$pid" 2>/dev/null || true' EXIT

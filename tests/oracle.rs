@@ -10,7 +10,7 @@
 //! `SOCIALITE_ORACLE_RUN` is each run's length of random operations (default `6s`);
 //! `SOCIALITE_ORACLE_FRESH=1` skips the fixed seeds and goes on past a divergence; `SOCIALITE_ORACLE_CLIENTS=N` sets
 //! the virtual clients per run; `SOCIALITE_ORACLE_KILLS=1` `kill -9`s in every run, more
-//! often (the last three are the soak's). Fixed seeds 1 to 5 each take one focus (see
+//! often (the last three are the soak's). Fixed seeds 1 to 6 each take one focus (see
 //! `oracle::focus`). Each run prints an `oracle summary:` line; `scripts/soak.sh` adds
 //! them up.
 
@@ -61,7 +61,7 @@ async fn budget(kind: Kind) {
                 .expect("SOCIALITE_ORACLE_SEED is a number"),
         ],
         Err(_) if std::env::var("SOCIALITE_ORACLE_FRESH").is_ok() => Vec::new(),
-        Err(_) => vec![1, 2, 3, 4, 5],
+        Err(_) => vec![1, 2, 3, 4, 5, 6],
     };
     let replay = seeds.len() == 1 && std::env::var("SOCIALITE_ORACLE_SEED").is_ok();
     // The soak (fresh seeds only) goes on past a divergence and fails at the end.

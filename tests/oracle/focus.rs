@@ -10,7 +10,7 @@ use rand::RngExt;
 use socialite::domain::FeedStrategy;
 
 use super::cluster::{Target, Topology};
-use super::ops::{any_user, toggle_at};
+use super::ops::{Relation, any_user, relation_at, toggle_at};
 use super::world::{Rng, World};
 use crate::common::Kind;
 
@@ -30,6 +30,9 @@ pub enum Focus {
     Counters,
     /// `hybrid` with a threshold of 2 to 4, authors crossing it both ways.
     Hybrid,
+    /// Blocks and mutes (some timed) of authors a reader's page just showed, around
+    /// kept pages and on every process, with the general mix beside them.
+    Hide,
 }
 
 impl Focus {
@@ -37,12 +40,13 @@ impl Focus {
     /// the time. `SOCIALITE_ORACLE_FOCUS` (a focus's name, as `Debug` prints it, in any
     /// case) gives every seed that one, to hunt one class of edge.
     pub fn of(seed: u64) -> Focus {
-        const FOCI: [Focus; 5] = [
+        const FOCI: [Focus; 6] = [
             Focus::LatePush,
             Focus::Flip,
             Focus::Token,
             Focus::Counters,
             Focus::Hybrid,
+            Focus::Hide,
         ];
         if let Ok(name) = std::env::var("SOCIALITE_ORACLE_FOCUS") {
             let all = [Focus::General].into_iter().chain(FOCI);
@@ -52,9 +56,9 @@ impl Focus {
                 .unwrap_or_else(|| panic!("SOCIALITE_ORACLE_FOCUS={name}: no such focus"));
         }
         match seed {
-            1..=5 => FOCI[seed as usize - 1],
+            1..=6 => FOCI[seed as usize - 1],
             _ if (seed >> 7).is_multiple_of(2) => Focus::General,
-            _ => FOCI[(seed % 5) as usize],
+            _ => FOCI[(seed % 6) as usize],
         }
     }
 
@@ -105,6 +109,13 @@ impl Focus {
             Focus::Hybrid => {
                 t.strategy = FeedStrategy::Hybrid;
                 t.users = rng.random_range(6..=8);
+            }
+            Focus::Hide => {
+                // Every strategy, several processes: a kept page on one, a block
+                // through it, a page on another.
+                t.strategy = FeedStrategy::ALL[rng.random_range(0..FeedStrategy::ALL.len())];
+                t.processes = rng.random_range(2..=3);
+                t.users = rng.random_range(6..=10);
             }
         }
         if t.strategy == FeedStrategy::Hybrid {
@@ -304,5 +315,54 @@ pub async fn follow_storm(world: &World, rng: &mut Rng) {
     for _ in 0..3 {
         super::reads::profile_of(world, rng, x.clone()).await;
         tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+/// A page read twice on one process (the second is served kept when nothing moved),
+/// then a block or mute of one of the page's authors (timed, sometimes), and the page
+/// again on the same process and on another: no page may show that author once the
+/// block or mute was answered. Half the time it is lifted again afterwards, and the
+/// reader follows the author back, so the run keeps edges to hide.
+pub async fn hide_race(world: &World, rng: &mut Rng) {
+    let reader = any_user(world, rng);
+    let target = world.pick(rng).await;
+    let limit = rng.random_range(2..=6);
+    first_page(world, &target, &reader, limit).await;
+    let served = first_page(world, &target, &reader, limit).await;
+    let authors: Vec<String> = {
+        let model = world.model();
+        served
+            .iter()
+            .filter_map(|id| model.by_id.get(id))
+            .map(|&i| model.posts[i].author.clone())
+            .filter(|a| *a != reader)
+            .collect()
+    };
+    let Some(author) =
+        (!authors.is_empty()).then(|| authors[rng.random_range(0..authors.len())].clone())
+    else {
+        return;
+    };
+    let kind = if rng.random_bool(0.5) {
+        Relation::Block
+    } else {
+        Relation::Mute
+    };
+    let lasts_s = (kind == Relation::Mute && rng.random_bool(0.3)).then_some(1);
+    relation_at(world, &target, &reader, &author, kind, true, lasts_s).await;
+    first_page(world, &target, &reader, limit).await;
+    let other = world.pick(rng).await;
+    first_page(world, &other, &reader, limit).await;
+    if lasts_s.is_some() {
+        // Past the expiry, the author's posts may show again; they must not before it.
+        tokio::time::sleep(Duration::from_millis(1_100)).await;
+        first_page(world, &target, &reader, limit).await;
+    }
+    if rng.random_bool(0.5) {
+        relation_at(world, &target, &reader, &author, kind, false, None).await;
+        if kind == Relation::Block {
+            toggle_at(world, &target, &reader, author.clone(), false, true).await;
+        }
+        first_page(world, &target, &reader, limit).await;
     }
 }

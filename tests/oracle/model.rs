@@ -33,6 +33,9 @@ pub struct Toggle {
     pub span: Span,
 }
 
+/// A mute or unmute, with how long a mute was asked to last (microseconds).
+pub type TimedToggle = (Toggle, Option<i64>);
+
 #[derive(Debug, Clone)]
 pub struct PostM {
     pub author: String,
@@ -56,6 +59,10 @@ pub struct Model {
     pub by_id: HashMap<String, usize>,
     pub pairs: BTreeMap<(String, String), Vec<Toggle>>,
     pub likes: BTreeMap<(String, String), Vec<Toggle>>,
+    /// Blocks by `(blocker, blocked)`.
+    pub blocks: BTreeMap<(String, String), Vec<Toggle>>,
+    /// Mutes by `(muter, muted)`, each `on` with how long it was asked to last.
+    pub mutes: BTreeMap<(String, String), Vec<TimedToggle>>,
     /// Every operation, as it completed: `invoke..complete op -> result`.
     pub log: Vec<(i64, String)>,
     pub violations: Vec<String>,
@@ -228,6 +235,57 @@ impl Model {
             .collect()
     }
 
+    /// Whether `author`'s posts were surely hidden from `reader` through `[t0, t1]`: a
+    /// block either way, or a mute by the reader, answered before `t0`, that no undo
+    /// sent before `t1` could have lifted, and (for a mute with a duration) whose expiry
+    /// cannot have come before `t1`: the server dates it from its own clock somewhere in
+    /// the request's flight, so no earlier than `invoke + duration`.
+    pub fn surely_hidden(&self, reader: &str, author: &str, t0: i64, t1: i64) -> Option<String> {
+        for (a, b) in [(reader, author), (author, reader)] {
+            if Model::surely_holds(self.blocks_of(a, b), t0, t1) {
+                return Some(format!("{a} blocks {b}"));
+            }
+        }
+        let mutes = self.mutes_of(reader, author);
+        let lasting: Vec<Toggle> = mutes
+            .iter()
+            .filter(|(t, lasts)| {
+                !t.on || lasts.is_none_or(|d| t.span.invoke.saturating_add(d) > t1)
+            })
+            .map(|(t, _)| *t)
+            .collect();
+        Model::surely_holds(&lasting, t0, t1).then(|| format!("{reader} mutes {author}"))
+    }
+
+    /// Whether a block or mute between the two may have stood at some moment of `[t0, t1]`
+    /// (a timed mute: until its latest possible expiry).
+    pub fn may_hide(&self, reader: &str, author: &str, t0: i64, t1: i64) -> bool {
+        let blocked = [(reader, author), (author, reader)]
+            .iter()
+            .any(|(a, b)| Model::may_hold(self.blocks_of(a, b), t0, t1));
+        let muted = self.mutes_of(reader, author).iter().any(|(t, lasts)| {
+            t.on && t.span.invoke < t1
+                && lasts.is_none_or(|d| t.span.complete.saturating_add(d) > t0)
+                && !self
+                    .mutes_of(reader, author)
+                    .iter()
+                    .any(|(u, _)| !u.on && u.span.invoke > t.span.complete && u.span.complete < t0)
+        });
+        blocked || muted
+    }
+
+    pub fn blocks_of(&self, a: &str, b: &str) -> &[Toggle] {
+        self.blocks
+            .get(&(a.to_owned(), b.to_owned()))
+            .map_or(&[], Vec::as_slice)
+    }
+
+    pub fn mutes_of(&self, a: &str, b: &str) -> &[TimedToggle] {
+        self.mutes
+            .get(&(a.to_owned(), b.to_owned()))
+            .map_or(&[], Vec::as_slice)
+    }
+
     pub fn pair(&self, a: &str, b: &str) -> &[Toggle] {
         self.pairs
             .get(&(a.to_owned(), b.to_owned()))
@@ -258,5 +316,34 @@ mod tests {
         assert_eq!((w.from, w.to), (0, 10));
         let w = Model::creation_window(&[t(false, 0, 10), t(true, 5, 30)]);
         assert_eq!((w.from, w.to), (5, 30));
+    }
+
+    #[test]
+    fn hiding() {
+        let mut m = Model::default();
+        let key = ("r".to_owned(), "a".to_owned());
+        m.blocks
+            .insert(key.clone(), vec![t(true, 0, 10), t(false, 50, 60)]);
+        assert!(m.surely_hidden("r", "a", 11, 49).is_some());
+        assert!(
+            m.surely_hidden("a", "r", 11, 49).is_some(),
+            "a block hides both ways"
+        );
+        assert!(m.surely_hidden("r", "a", 11, 51).is_none());
+        assert!(m.may_hide("r", "a", 55, 70));
+        assert!(!m.may_hide("r", "a", 61, 70));
+        m.blocks.clear();
+        m.mutes.insert(key, vec![(t(true, 0, 10), Some(100))]);
+        assert!(m.surely_hidden("r", "a", 11, 99).is_some());
+        assert!(
+            m.surely_hidden("r", "a", 11, 101).is_none(),
+            "it may have expired"
+        );
+        assert!(
+            m.surely_hidden("a", "r", 11, 99).is_none(),
+            "a mute is one way"
+        );
+        assert!(m.may_hide("r", "a", 105, 106));
+        assert!(!m.may_hide("r", "a", 111, 120));
     }
 }

@@ -45,6 +45,11 @@ pub fn item_fault(
             "{id} by {author} served to {reader}, who surely did not follow {author}"
         ));
     }
+    if author != reader
+        && let Some(why) = model.surely_hidden(reader, author, t0, t1)
+    {
+        return Some(format!("{id} by {author} served to {reader} while {why}"));
+    }
     let name = item["author_display_name"].as_str().unwrap_or_default();
     if !model.fresh_names_of(author, t0, t1).contains(&name) {
         return Some(format!(
@@ -107,7 +112,7 @@ pub async fn timeline(world: &World, rng: &mut Rng) {
 /// Checks one page of `reader`'s timeline read over `[t0, t1]`: newest first, below
 /// `last` (the walk's previous page), once each, and every item servable then. Returns
 /// the page's last id (or `last` for an empty page).
-fn check_page(
+pub fn check_page(
     world: &World,
     reader: &str,
     slot: &impl std::fmt::Display,

@@ -13,6 +13,7 @@ use super::cluster::{Cluster, Topology};
 use super::converge::{self, WorkerTotals};
 use super::focus::{self, Focus};
 use super::model::{Clock, Model, Span, UserM};
+use super::ops::Relation;
 use super::world::{Reply, Rng, Stats, World};
 use super::{logs, ops, reads, streams, tokens};
 use crate::common::Kind;
@@ -49,6 +50,11 @@ fn weights(focus: Focus) -> &'static [(Op, u32)] {
             (Op::Flip, 4),
             (Op::FollowBurst, 3),
             (Op::Stream, 4),
+            (Op::Block, 1),
+            (Op::Unblock, 1),
+            (Op::Mute, 1),
+            (Op::Unmute, 1),
+            (Op::HideRace, 1),
         ],
         Focus::LatePush => &[(Op::LatePush, 10)],
         Focus::Flip => &[
@@ -76,6 +82,17 @@ fn weights(focus: Focus) -> &'static [(Op, u32)] {
             (Op::Profile, 4),
             (Op::Stream, 4),
         ],
+        Focus::Hide => &[
+            (Op::HideRace, 10),
+            (Op::Post, 10),
+            (Op::Follow, 8),
+            (Op::Unblock, 2),
+            (Op::Unmute, 2),
+            (Op::Timeline, 6),
+            (Op::Delete, 2),
+            (Op::Stream, 3),
+            (Op::Profile, 2),
+        ],
     }
 }
 
@@ -100,6 +117,11 @@ enum Op {
     TokenStorm,
     FollowStorm,
     Stream,
+    Block,
+    Unblock,
+    Mute,
+    Unmute,
+    HideRace,
 }
 
 async fn one(world: &World, rng: &mut Rng) {
@@ -135,6 +157,11 @@ async fn one(world: &World, rng: &mut Rng) {
         Op::TokenStorm => tokens::token_race(world, rng, 10).await,
         Op::FollowStorm => focus::follow_storm(world, rng).await,
         Op::Stream => streams::stream(world, rng).await,
+        Op::Block => ops::relation(world, rng, Relation::Block, true).await,
+        Op::Unblock => ops::relation(world, rng, Relation::Block, false).await,
+        Op::Mute => ops::relation(world, rng, Relation::Mute, true).await,
+        Op::Unmute => ops::relation(world, rng, Relation::Mute, false).await,
+        Op::HideRace => focus::hide_race(world, rng).await,
     }
     Stats::bump(&world.stats.ops);
 }

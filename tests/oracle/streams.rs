@@ -181,6 +181,14 @@ fn safety(model: &Model, s: &Session) -> Vec<String> {
                         g.posts
                     ));
                 }
+                if *author != s.user
+                    && let Some(why) = model.surely_hidden(&s.user, author, s.open, s.close)
+                {
+                    faults.push(format!(
+                        "{who}: item {:?} by {author}, while {why} throughout",
+                        g.posts
+                    ));
+                }
             }
             ("delete", Some(author)) => {
                 if !model.pair(&s.user, author).iter().any(|t| !t.on) {
@@ -287,7 +295,8 @@ fn must_route(model: &Model, s: &Session, event: &Value) -> bool {
             };
             let ops = model.pair(&s.user, author);
             let sent = model.posts[i].create.invoke;
-            Model::surely_holds(ops, s.open, s.close)
+            !model.may_hide(&s.user, author, s.open, s.close)
+                && Model::surely_holds(ops, s.open, s.close)
                 && ops
                     .iter()
                     .all(|t| t.span.complete != NEVER && t.span.complete < sent)
