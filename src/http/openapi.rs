@@ -5,7 +5,9 @@
 
 use utoipa::OpenApi;
 
-use super::{activity, error, events, follows, ops, posts, timeline, tokens, trends, users};
+use super::{
+    activity, error, events, follows, notifications, ops, posts, timeline, tokens, trends, users,
+};
 
 #[derive(OpenApi)]
 #[openapi(
@@ -21,6 +23,7 @@ use super::{activity, error, events, follows, ops, posts, timeline, tokens, tren
         timeline::timeline, events::timeline_stream, events::list_events,
         trends::tag, trends::trends,
         activity::like, activity::unlike, activity::list_activity,
+        notifications::list_notifications,
         ops::healthz, ops::readyz, ops::metrics, ops::openapi, ops::meta, ops::workers,
     ),
     components(schemas(error::Problem)),
@@ -33,6 +36,7 @@ use super::{activity, error, events, follows, ops, posts, timeline, tokens, tren
         (name = "events", description = "The event log"),
         (name = "trends", description = "Hashtag counts"),
         (name = "activity", description = "Likes and the user activity log"),
+        (name = "notifications", description = "What others did to a user: follows, likes, reposts, replies, mentions"),
         (name = "operations", description = "Health, metrics and metadata"),
     )
 )]

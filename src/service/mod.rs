@@ -8,6 +8,7 @@
 mod activity;
 pub mod auth;
 pub mod events;
+pub mod notifications;
 mod pages;
 
 use std::sync::Arc;
@@ -21,6 +22,7 @@ use crate::store::{Inserted, Store, StoreError, StoreResult};
 use crate::workers::Wakers;
 
 pub use activity::ActivityLog;
+pub use notifications::Notifications;
 pub use auth::{Auth, AuthError, AuthSettings, IssuedToken};
 pub use events::{EventPage, EventsService, Window};
 
@@ -53,6 +55,7 @@ pub struct Social {
     timelines: Timelines,
     pages: pages::PageMemo,
     activity: ActivityLog,
+    notifications: Notifications,
     auth: Auth,
     wakers: Arc<Wakers>,
 }
@@ -73,6 +76,7 @@ impl Social {
             timelines: Timelines::new(store.clone(), feed),
             pages: pages::PageMemo::new(feed.page_memo_mib),
             activity: ActivityLog::new(store.clone(), limits, wakers.clone()),
+            notifications: Notifications::new(store.clone()),
             auth: Auth::new(&store, AuthSettings::default()),
             store,
             wakers,
@@ -99,6 +103,10 @@ impl Social {
 
     pub fn activity(&self) -> &ActivityLog {
         &self.activity
+    }
+
+    pub fn notifications(&self) -> &Notifications {
+        &self.notifications
     }
 
     pub fn backend(&self) -> &'static str {

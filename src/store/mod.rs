@@ -20,6 +20,7 @@ pub mod events;
 pub mod graph;
 pub mod leases;
 pub mod mongo;
+pub mod notifications;
 pub mod timelines;
 pub mod tokens;
 pub mod trends;
@@ -38,6 +39,7 @@ pub use deliveries::DeliveryStore;
 pub use events::{EventStore, LogBounds};
 pub use graph::{EdgeState, GraphStore, in_follower_batches};
 pub use leases::{Lease, LeaseStore};
+pub use notifications::{NotificationEffect, NotificationStore, Recipient};
 pub use timelines::TimelineStore;
 pub use tokens::{TokenHash, TokenRecord, TokenStore};
 pub use trends::TrendStore;
@@ -107,6 +109,7 @@ pub trait Adapter:
     + TokenStore
     + BulkStore
     + AuditStore
+    + NotificationStore
 {
 }
 
@@ -125,6 +128,7 @@ impl<T> Adapter for T where
         + TokenStore
         + BulkStore
         + AuditStore
+        + NotificationStore
 {
 }
 
@@ -146,6 +150,8 @@ pub struct Store {
     pub bulk: Arc<dyn BulkStore>,
     /// The audit's own reads (`socialite audit`).
     pub audit: Arc<dyn AuditStore>,
+    /// Notifications and their groups (`workers/notifications.rs`).
+    pub notifications: Arc<dyn NotificationStore>,
 }
 
 impl Store {
@@ -164,7 +170,8 @@ impl Store {
             trends: adapter.clone(),
             tokens: adapter.clone(),
             bulk: adapter.clone(),
-            audit: adapter,
+            audit: adapter.clone(),
+            notifications: adapter,
         }
     }
 

@@ -19,6 +19,7 @@ mod deliveries;
 mod events;
 mod graph;
 mod leases;
+mod notifications;
 pub mod lock;
 #[cfg(test)]
 mod plans;

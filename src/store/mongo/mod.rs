@@ -16,6 +16,7 @@ mod deliveries;
 mod events;
 mod graph;
 mod leases;
+mod notifications;
 mod readonly;
 mod timelines;
 mod tokens;
@@ -246,6 +247,7 @@ impl MongoStore {
             activity::indexes(),
             trends::indexes(),
             tokens::indexes(),
+            notifications::indexes(),
             audit::indexes(),
         ];
         graph::migrate(&db)
