@@ -7,6 +7,10 @@
 mod common;
 #[path = "notifications/http.rs"]
 mod http;
+#[path = "notifications/live.rs"]
+mod live;
+#[path = "stream/sse.rs"]
+mod sse;
 
 use std::collections::BTreeSet;
 use std::sync::Arc;

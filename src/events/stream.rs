@@ -15,7 +15,9 @@ use std::sync::atomic::Ordering;
 use tokio::sync::{OwnedSemaphorePermit, broadcast, mpsc, watch};
 
 use super::hub::{Delivery, Hub, Prepared};
-use crate::domain::{EventId, EventType, PostId};
+use crate::domain::{
+    EventId, EventType, NotificationType, PostId, ReplyTo, notification_id, notifies, post_notifies,
+};
 use crate::feed::TimelineItem;
 use crate::store::{StoreError, StoreResult};
 
@@ -33,6 +35,17 @@ pub enum StreamMessage {
         id: EventId,
         posts: Vec<PostId>,
         author: Option<String>,
+    },
+    /// A new notification of the stream's user (`domain::notifications`' rules, as the
+    /// notifications worker applies them): `notification` is the id the list will give
+    /// it (`notification_id` of the event's time and id).
+    Notification {
+        id: EventId,
+        notification: PostId,
+        kind: NotificationType,
+        actor: String,
+        post: Option<PostId>,
+        at_ms: i64,
     },
     /// The log does not hold the position asked for (trimmed, or never issued: past its
     /// newest event): reload the timeline, then continue from `id`, the head.
@@ -56,7 +69,54 @@ struct Router {
 }
 
 impl Router {
-    fn route(&mut self, prepared: &Prepared) -> Option<StreamMessage> {
+    /// Every message `prepared` makes for this stream, in order: at most a timeline
+    /// message and a notification.
+    fn route(&mut self, prepared: &Prepared) -> Vec<StreamMessage> {
+        let mut out: Vec<StreamMessage> = self.timeline(prepared).into_iter().collect();
+        out.extend(self.notification(prepared));
+        out
+    }
+
+    /// The notification `prepared` is for this stream's user, if any: the same rules as
+    /// the notifications worker (`domain::notifications`).
+    fn notification(&self, prepared: &Prepared) -> Option<StreamMessage> {
+        let event = &prepared.event;
+        let user = self.user.as_str();
+        let (kind, actor, post) = match event.kind {
+            EventType::UserFollowed if event.field("followee") == Some(user) => {
+                (NotificationType::Follow, event.field("follower")?, None)
+            }
+            EventType::PostLiked if prepared.author.as_deref() == Some(user) => {
+                let post = event.field("post")?.parse().ok()?;
+                (NotificationType::Like, event.field("user")?, Some(post))
+            }
+            EventType::PostCreated => {
+                let author = event.field("author")?;
+                let reply_to = event.payload.get("reply_to").and_then(|r| {
+                    Some(ReplyTo {
+                        post: r.get("post")?.as_str()?.parse().ok()?,
+                        author: r.get("author")?.as_str()?.to_owned(),
+                    })
+                });
+                let text = event.field("text").unwrap_or_default();
+                let (_, kind) = post_notifies(author, text, reply_to.as_ref())
+                    .into_iter()
+                    .find(|(to, _)| to == user)?;
+                (kind, author, Some(event.field("post")?.parse().ok()?))
+            }
+            _ => return None,
+        };
+        notifies(user, actor).then(|| StreamMessage::Notification {
+            id: event.id,
+            notification: notification_id(event.at_ms, event.id.0),
+            kind,
+            actor: actor.to_owned(),
+            post,
+            at_ms: event.at_ms,
+        })
+    }
+
+    fn timeline(&mut self, prepared: &Prepared) -> Option<StreamMessage> {
         let event = &prepared.event;
         let id = event.id;
         let mine = |r: &Router, author: &str| author == r.user || r.following.contains(author);
@@ -215,10 +275,10 @@ async fn stream(
                     continue;
                 }
                 last = Some(prepared.event.id);
-                match router.route(&prepared) {
-                    Some(message) => send(sender, message),
-                    None => Ok(()),
-                }
+                router
+                    .route(&prepared)
+                    .into_iter()
+                    .try_for_each(|message| send(sender, message))
             }
             Ok(Delivery::Reset(id)) => {
                 last = id;
@@ -261,10 +321,10 @@ async fn catch_up(
         };
         // Catching up waits for the client (backpressure) rather than calling it slow.
         for prepared in hub.prepare(page).await? {
-            if let Some(message) = router.route(&prepared)
-                && sender.send(message).await.is_err()
-            {
-                return Ok(Err(End::Gone));
+            for message in router.route(&prepared) {
+                if sender.send(message).await.is_err() {
+                    return Ok(Err(End::Gone));
+                }
             }
         }
         last = newest;
