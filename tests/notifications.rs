@@ -66,7 +66,12 @@ async fn post(store: &Store, author: &str, text: &str) -> PostId {
 }
 
 /// Every notification of `user`, newest first, walked in pages of `page`.
-async fn all_of(store: &Store, user: &str, filter: &NotificationFilter, page: usize) -> Vec<Notification> {
+async fn all_of(
+    store: &Store,
+    user: &str,
+    filter: &NotificationFilter,
+    page: usize,
+) -> Vec<Notification> {
     let mut out: Vec<Notification> = Vec::new();
     let mut before = None;
     loop {
@@ -101,7 +106,9 @@ async fn stored_and_expected(
 ) -> (BTreeSet<NotificationKey>, BTreeSet<NotificationKey>) {
     let mut stored = BTreeSet::new();
     for user in users {
-        stored.extend(keys(&all_of(store, user, &NotificationFilter::default(), 100).await));
+        stored.extend(keys(
+            &all_of(store, user, &NotificationFilter::default(), 100).await,
+        ));
     }
     let sources = store.notifications.notification_sources().await.unwrap();
     (stored, expected(&sources).into_keys().collect())
@@ -156,17 +163,33 @@ async fn each_type_notifies_its_target_never_the_actor_and_undoing_removes_it() 
         ];
         assert_eq!(keys_of(store, "al").await, expect, "{kind:?}");
         assert!(keys_of(store, "bo").await.is_empty(), "{kind:?}");
-        assert!(keys_of(store, "cy").await.is_empty(), "{kind:?}: no self-mention");
+        assert!(
+            keys_of(store, "cy").await.is_empty(),
+            "{kind:?}: no self-mention"
+        );
 
         // A reply, from a hand-made change document: the parent's author, never oneself.
         let f = fence(store, "W", now_ms()).await;
         let worker_alone = NotificationsWorker::new(store.notifications.clone());
         let r = PostId::at(now_ms(), 7);
         let own = PostId::at(now_ms(), 8);
-        let changes = [reply_change(1 << 40, r, "bo", p, "al"), reply_change((1 << 40) + 1, own, "al", p, "al")];
+        let changes = [
+            reply_change(1 << 40, r, "bo", p, "al"),
+            reply_change((1 << 40) + 1, own, "al", p, "al"),
+        ];
         worker_alone.apply(&changes, &f).await.unwrap();
-        assert!(keys_of(store, "al").await.contains(&(Reply, "bo".to_owned(), Some(r))), "{kind:?}");
-        assert!(!keys_of(store, "al").await.contains(&(Reply, "al".to_owned(), Some(own))), "{kind:?}");
+        assert!(
+            keys_of(store, "al")
+                .await
+                .contains(&(Reply, "bo".to_owned(), Some(r))),
+            "{kind:?}"
+        );
+        assert!(
+            !keys_of(store, "al")
+                .await
+                .contains(&(Reply, "al".to_owned(), Some(own))),
+            "{kind:?}"
+        );
         let deleted = Change {
             op: ChangeOp::Delete,
             document: None,
@@ -174,11 +197,19 @@ async fn each_type_notifies_its_target_never_the_actor_and_undoing_removes_it() 
             ..changes[0].clone()
         };
         worker_alone.apply(&[deleted], &f).await.unwrap();
-        assert_eq!(keys_of(store, "al").await, expect, "{kind:?}: the deleted reply's is gone");
+        assert_eq!(
+            keys_of(store, "al").await,
+            expect,
+            "{kind:?}: the deleted reply's is gone"
+        );
 
         // Undo each cause.
         let before_relike = all_of(store, "al", &NotificationFilter::default(), 100).await;
-        let liked = before_relike.iter().find(|n| n.kind == Like).unwrap().clone();
+        let liked = before_relike
+            .iter()
+            .find(|n| n.kind == Like)
+            .unwrap()
+            .clone();
         store.graph.unfollow("bo", "al").await.unwrap();
         store.activity.unlike("bo", p).await.unwrap();
         store.content.delete_post(m).await.unwrap();
@@ -228,16 +259,27 @@ async fn a_replayed_batch_changes_nothing() {
             (
                 all_of(&store, "al", &f, 100).await,
                 all_of(&store, "di", &f, 100).await,
-                store.notifications.notification_groups("al", &f, None, 100).await.unwrap(),
+                store
+                    .notifications
+                    .notification_groups("al", &f, None, 100)
+                    .await
+                    .unwrap(),
             )
         };
         let once = snapshot(store.clone()).await;
         // The whole batch, then its second half, again.
         worker.apply(&changes, &f).await.unwrap();
-        worker.apply(&changes[changes.len() / 2..], &f).await.unwrap();
+        worker
+            .apply(&changes[changes.len() / 2..], &f)
+            .await
+            .unwrap();
         assert_eq!(snapshot(store.clone()).await, once, "{kind:?}");
         let likes = once.2.iter().find(|g| g.kind == Like).unwrap();
-        assert_eq!((likes.count, likes.actors.clone()), (2, vec!["di".to_owned(), "bo".to_owned()]), "{kind:?}");
+        assert_eq!(
+            (likes.count, likes.actors.clone()),
+            (2, vec!["di".to_owned(), "bo".to_owned()]),
+            "{kind:?}"
+        );
         let (stored, expected) = stored_and_expected(store, &["al", "bo", "cy", "di"]).await;
         assert_eq!(stored, expected, "{kind:?}");
     }
@@ -257,10 +299,16 @@ async fn a_fenced_off_holder_is_refused() {
         let changes = store.change_feed.changes(None, 100).await.unwrap();
         let worker = NotificationsWorker::new(store.notifications.clone());
         let refused = worker.apply(&changes, &old).await;
-        assert!(matches!(refused, Err(StoreError::Fenced(_))), "{kind:?}: {refused:?}");
+        assert!(
+            matches!(refused, Err(StoreError::Fenced(_))),
+            "{kind:?}: {refused:?}"
+        );
         assert!(keys_of(store, "al").await.is_empty(), "{kind:?}");
         let rebuilt = worker.rebuild(&old).await;
-        assert!(matches!(rebuilt, Err(StoreError::Fenced(_))), "{kind:?}: {rebuilt:?}");
+        assert!(
+            matches!(rebuilt, Err(StoreError::Fenced(_))),
+            "{kind:?}: {rebuilt:?}"
+        );
         assert!(keys_of(store, "al").await.is_empty(), "{kind:?}");
     }
 }
@@ -284,7 +332,11 @@ async fn history_lost_rebuilds_the_derived_definition() {
     store.activity.like("cy", p, now_ms()).await.unwrap();
     post(store, "bo", "hi @cy @al").await;
     let far_future = now_ms() + 60_000;
-    store.change_feed.trim_changes(far_future, far_future).await.unwrap();
+    store
+        .change_feed
+        .trim_changes(far_future, far_future)
+        .await
+        .unwrap();
     assert_eq!(worker.step().await.unwrap(), Step::Rebuilt);
     let status = worker.status().lock().unwrap().clone();
     assert_eq!((status.rebuilds, status.history_lost), (1, 1));
@@ -296,7 +348,11 @@ async fn history_lost_rebuilds_the_derived_definition() {
     settle(&mut worker).await;
     let f = NotificationFilter::default();
     let mine = all_of(store, "al", &f, 100).await;
-    let g = store.notifications.notification_groups("al", &f, None, 100).await.unwrap();
+    let g = store
+        .notifications
+        .notification_groups("al", &f, None, 100)
+        .await
+        .unwrap();
     assert_eq!(g, groups(&mine));
     let (stored, expected) = stored_and_expected(store, &users).await;
     assert_eq!(stored, expected);
@@ -323,33 +379,80 @@ async fn many_likers_make_one_group_and_pages_have_no_gaps() {
         let mut worker = runner(store, &clock, "W");
         settle(&mut worker).await;
         let f = NotificationFilter::default();
-        let g = store.notifications.notification_groups("al", &f, None, 10).await.unwrap();
+        let g = store
+            .notifications
+            .notification_groups("al", &f, None, 10)
+            .await
+            .unwrap();
         assert_eq!(g.len(), 2, "{kind:?}: {g:?}");
         assert_eq!((g[0].kind, g[0].count), (Follow, 1), "{kind:?}");
-        assert_eq!((g[1].kind, g[1].count, g[1].post), (Like, n, Some(p)), "{kind:?}");
+        assert_eq!(
+            (g[1].kind, g[1].count, g[1].post),
+            (Like, n, Some(p)),
+            "{kind:?}"
+        );
         assert_eq!(g[1].actors, ["u299", "u298", "u297"], "{kind:?}");
         store.activity.unlike("u299", p).await.unwrap();
         settle(&mut worker).await;
-        let g = store.notifications.notification_groups("al", &f, None, 10).await.unwrap();
-        assert_eq!((g[1].count, g[1].actors.clone()), (n - 1, vec!["u298".into(), "u297".into(), "u296".into()]), "{kind:?}");
+        let g = store
+            .notifications
+            .notification_groups("al", &f, None, 10)
+            .await
+            .unwrap();
+        assert_eq!(
+            (g[1].count, g[1].actors.clone()),
+            (n - 1, vec!["u298".into(), "u297".into(), "u296".into()]),
+            "{kind:?}"
+        );
         // Paging the groups: one per page, in order, then none.
-        let first = store.notifications.notification_groups("al", &f, None, 1).await.unwrap();
-        let second = store.notifications.notification_groups("al", &f, Some(first[0].latest_id), 1).await.unwrap();
+        let first = store
+            .notifications
+            .notification_groups("al", &f, None, 1)
+            .await
+            .unwrap();
+        let second = store
+            .notifications
+            .notification_groups("al", &f, Some(first[0].latest_id), 1)
+            .await
+            .unwrap();
         assert_eq!((first[0].kind, second[0].kind), (Follow, Like), "{kind:?}");
 
         let walked = all_of(store, "al", &f, 7).await;
         assert_eq!(walked.len() as u64, n, "{kind:?}");
-        assert!(walked.windows(2).all(|w| w[0].id > w[1].id), "{kind:?}: newest first, no repeats");
-        let follows = NotificationFilter { types: vec![Follow], hidden: vec![] };
+        assert!(
+            walked.windows(2).all(|w| w[0].id > w[1].id),
+            "{kind:?}: newest first, no repeats"
+        );
+        let follows = NotificationFilter {
+            types: vec![Follow],
+            hidden: vec![],
+        };
         let only = all_of(store, "al", &follows, 7).await;
         assert_eq!(only.len(), 1, "{kind:?}");
         assert_eq!(only[0].actor, "u000");
-        let likes = NotificationFilter { types: vec![Like, Mention], hidden: vec![] };
-        assert_eq!(all_of(store, "al", &likes, 50).await.len() as u64, n - 1, "{kind:?}");
+        let likes = NotificationFilter {
+            types: vec![Like, Mention],
+            hidden: vec![],
+        };
+        assert_eq!(
+            all_of(store, "al", &likes, 50).await.len() as u64,
+            n - 1,
+            "{kind:?}"
+        );
         // Hidden actors are not served, and the page is refilled.
-        let hidden = NotificationFilter { types: vec![], hidden: vec!["u298".into(), "u000".into()] };
-        let page = store.notifications.notifications("al", &hidden, None, 5).await.unwrap();
+        let hidden = NotificationFilter {
+            types: vec![],
+            hidden: vec!["u298".into(), "u000".into()],
+        };
+        let page = store
+            .notifications
+            .notifications("al", &hidden, None, 5)
+            .await
+            .unwrap();
         assert_eq!(page.len(), 5);
-        assert!(page.iter().all(|n| n.actor != "u298" && n.actor != "u000"), "{kind:?}");
+        assert!(
+            page.iter().all(|n| n.actor != "u298" && n.actor != "u000"),
+            "{kind:?}"
+        );
     }
 }

@@ -10,11 +10,11 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-pub use crate::domain::{NotifyPost, NotifySources};
 use crate::domain::{
-    Notification, NotificationGroup, group_notifications, NotificationType, PostId, mention_counts,
+    Notification, NotificationGroup, NotificationType, PostId, group_notifications, mention_counts,
     notifies, post_notifies, rebuilt_notification_id,
 };
+pub use crate::domain::{NotifyPost, NotifySources};
 
 /// (user, type, actor, post): what identifies a notification.
 pub type NotificationKey = (String, NotificationType, String, Option<PostId>);
@@ -131,7 +131,8 @@ mod tests {
         s.follows.insert(("bo".into(), "al".into()), t);
         s.likes.insert(("bo".into(), p1), t + 1);
         s.likes.insert(("al".into(), p1), t + 2);
-        s.posts.insert(p1, post(p1, "al", "hi @al @cy @late @nobody", None));
+        s.posts
+            .insert(p1, post(p1, "al", "hi @al @cy @late @nobody", None));
         let reply = ReplyTo {
             post: p1,
             author: "al".into(),
@@ -151,7 +152,13 @@ mod tests {
         let rebuilt = rebuilt(&s);
         let al: Vec<_> = rebuilt.iter().filter(|n| n.user == "al").collect();
         assert!(al.windows(2).all(|w| w[0].id < w[1].id));
-        let g = groups(&rebuilt.iter().filter(|n| n.user == "al").cloned().collect::<Vec<_>>());
+        let g = groups(
+            &rebuilt
+                .iter()
+                .filter(|n| n.user == "al")
+                .cloned()
+                .collect::<Vec<_>>(),
+        );
         assert_eq!(g.len(), 3);
         assert_eq!(g[0].kind, Reply);
     }

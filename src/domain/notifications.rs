@@ -210,7 +210,7 @@ pub fn group_notifications(notifications: &[Notification]) -> Vec<NotificationGr
     let mut out: Vec<NotificationGroup> = by_group
         .into_iter()
         .map(|((kind, post), mut items)| {
-            items.sort_by(|a, b| b.id.cmp(&a.id));
+            items.sort_by_key(|n| std::cmp::Reverse(n.id));
             NotificationGroup {
                 kind,
                 post,
@@ -225,7 +225,7 @@ pub fn group_notifications(notifications: &[Notification]) -> Vec<NotificationGr
             }
         })
         .collect();
-    out.sort_by(|a, b| b.latest_id.cmp(&a.latest_id));
+    out.sort_by_key(|g| std::cmp::Reverse(g.latest_id));
     out
 }
 
@@ -257,10 +257,7 @@ mod tests {
     #[test]
     fn mentions_are_parsed_like_hashtags() {
         assert_eq!(mentions("hi @alice and @bob_2, @alice"), ["alice", "bob_2"]);
-        assert_eq!(
-            mentions("mail a@b @@c @ alone @!"),
-            Vec::<String>::new()
-        );
+        assert_eq!(mentions("mail a@b @@c @ alone @!"), Vec::<String>::new());
         assert_eq!(mentions("(@x) @y. é@z"), ["x", "y", "z"]);
         assert_eq!(mentions("@Ann @ann"), ["Ann", "ann"]);
         assert!(mentions(&format!("@{}", "a".repeat(33))).is_empty());

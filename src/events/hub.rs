@@ -140,8 +140,7 @@ impl Hub {
                 // A like notifies the liked post's author: looked up once, for every
                 // stream (`None` once the post is gone).
                 EventType::PostLiked => {
-                    if let Some(post) = event.field("post").and_then(|p| p.parse::<PostId>().ok())
-                    {
+                    if let Some(post) = event.field("post").and_then(|p| p.parse::<PostId>().ok()) {
                         author = self.store.content.post(post).await?.map(|p| p.author);
                     }
                 }

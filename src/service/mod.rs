@@ -22,9 +22,9 @@ use crate::store::{Inserted, Store, StoreError, StoreResult};
 use crate::workers::Wakers;
 
 pub use activity::ActivityLog;
-pub use notifications::Notifications;
 pub use auth::{Auth, AuthError, AuthSettings, IssuedToken};
 pub use events::{EventPage, EventsService, Window};
+pub use notifications::Notifications;
 
 /// A page of a keyset-paginated list: `next` is the cursor of the following page.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -131,7 +131,10 @@ impl Notifications {
         let names = self
             .names(
                 user,
-                groups.iter().flat_map(|g| g.actors.iter().cloned()).collect(),
+                groups
+                    .iter()
+                    .flat_map(|g| g.actors.iter().cloned())
+                    .collect(),
             )
             .await?;
         let next = more.then(|| groups.last().map(|g| g.latest_id)).flatten();

@@ -20,9 +20,7 @@ use serde::Deserialize;
 
 use super::runtime::Worker;
 use crate::derived::notifications::rebuilt;
-use crate::domain::{
-    Change, ChangeOp, Fence, NotificationType, PostId, ReplyTo, post_notifies,
-};
+use crate::domain::{Change, ChangeOp, Fence, NotificationType, PostId, ReplyTo, post_notifies};
 use crate::store::{NotificationEffect, NotificationStore, Recipient, StoreError, StoreResult};
 
 pub const NAME: &str = "notifications";
@@ -161,7 +159,10 @@ pub fn effects_of(change: &Change) -> StoreResult<Vec<NotificationEffect>> {
                 .collect()
         }
         ("posts", ChangeOp::Delete) => {
-            vec![NotificationEffect::RemovePost(post_id(change, &change.key)?)]
+            vec![NotificationEffect::RemovePost(post_id(
+                change,
+                &change.key,
+            )?)]
         }
         _ => Vec::new(),
     })

@@ -19,9 +19,18 @@ async fn the_live_stream_carries_new_notifications() {
         let token = api.credentials().token("al");
         let mut stream = Client::open(&server.client, &server.base, "al", token, None).await;
         // al's own like notifies nobody; bo's follow, like and mention notify al.
-        assert_eq!(api.put(&format!("/v1/users/al/likes/{p}")).await.0, StatusCode::NO_CONTENT);
-        assert_eq!(api.put("/v1/users/bo/following/al").await.0, StatusCode::NO_CONTENT);
-        assert_eq!(api.put(&format!("/v1/users/bo/likes/{p}")).await.0, StatusCode::NO_CONTENT);
+        assert_eq!(
+            api.put(&format!("/v1/users/al/likes/{p}")).await.0,
+            StatusCode::NO_CONTENT
+        );
+        assert_eq!(
+            api.put("/v1/users/bo/following/al").await.0,
+            StatusCode::NO_CONTENT
+        );
+        assert_eq!(
+            api.put(&format!("/v1/users/bo/likes/{p}")).await.0,
+            StatusCode::NO_CONTENT
+        );
         let m = api.say("bo", "hi @al").await;
         let mut got = Vec::new();
         while got.len() < 3 {
@@ -35,18 +44,37 @@ async fn the_live_stream_carries_new_notifications() {
         }
         let summary: Vec<(&str, &str, Option<&str>)> = got
             .iter()
-            .map(|n| (n["type"].as_str().unwrap(), n["actor"]["id"].as_str().unwrap(), n["post_id"].as_str()))
+            .map(|n| {
+                (
+                    n["type"].as_str().unwrap(),
+                    n["actor"]["id"].as_str().unwrap(),
+                    n["post_id"].as_str(),
+                )
+            })
             .collect();
         assert_eq!(
             summary,
-            [("follow", "bo", None), ("like", "bo", Some(p.as_str())), ("mention", "bo", Some(m.as_str()))],
+            [
+                ("follow", "bo", None),
+                ("like", "bo", Some(p.as_str())),
+                ("mention", "bo", Some(m.as_str()))
+            ],
             "{kind:?}"
         );
         // The same ids as the list.
         server.settle().await;
         let (_, page) = api.get("/v1/users/al/notifications").await;
-        let listed: Vec<&str> = page["items"].as_array().unwrap().iter().map(|n| n["id"].as_str().unwrap()).collect();
-        let live: Vec<&str> = got.iter().rev().map(|n| n["id"].as_str().unwrap()).collect();
+        let listed: Vec<&str> = page["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|n| n["id"].as_str().unwrap())
+            .collect();
+        let live: Vec<&str> = got
+            .iter()
+            .rev()
+            .map(|n| n["id"].as_str().unwrap())
+            .collect();
         assert_eq!(listed, live, "{kind:?}");
         server.stop().await;
     }

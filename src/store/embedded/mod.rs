@@ -19,8 +19,8 @@ mod deliveries;
 mod events;
 mod graph;
 mod leases;
-mod notifications;
 pub mod lock;
+mod notifications;
 #[cfg(test)]
 mod plans;
 #[cfg(test)]

@@ -102,8 +102,10 @@ fn move_group(tx: &Connection, user: &str, kind: &str, post: &[u8], delta: i64) 
         })?
         .collect::<rusqlite::Result<_>>()?;
     let Some((_, latest_id, latest_at)) = latest.first().cloned() else {
-        tx.prepare_cached("DELETE FROM notification_groups WHERE user = ?1 AND type = ?2 AND post = ?3")?
-            .execute(params![user, kind, post])?;
+        tx.prepare_cached(
+            "DELETE FROM notification_groups WHERE user = ?1 AND type = ?2 AND post = ?3",
+        )?
+        .execute(params![user, kind, post])?;
         return Ok(());
     };
     let actors: Vec<&String> = latest.iter().map(|(a, _, _)| a).collect();
@@ -114,11 +116,19 @@ fn move_group(tx: &Connection, user: &str, kind: &str, post: &[u8], delta: i64) 
          ON CONFLICT (user, type, post) DO UPDATE SET count = count + ?4, actors = ?5,
              latest_id = ?6, latest_at = ?7",
     )?
-    .execute(params![user, kind, post, delta, actors, latest_id, latest_at])?;
+    .execute(params![
+        user, kind, post, delta, actors, latest_id, latest_at
+    ])?;
     Ok(())
 }
 
-fn remove_one(tx: &Connection, user: &str, kind: &str, actor: &str, post: &[u8]) -> StoreResult<()> {
+fn remove_one(
+    tx: &Connection,
+    user: &str,
+    kind: &str,
+    actor: &str,
+    post: &[u8],
+) -> StoreResult<()> {
     let removed = tx
         .prepare_cached(
             "DELETE FROM notifications WHERE user = ?1 AND type = ?2 AND actor = ?3 AND post = ?4",
@@ -213,7 +223,8 @@ fn insert_all(tx: &Connection, notifications: &[Notification]) -> StoreResult<()
     )?;
     for (user, items) in by_user {
         for g in group_notifications(&items) {
-            let actors = serde_json::to_string(&g.actors).map_err(|e| StoreError::Backend(e.into()))?;
+            let actors =
+                serde_json::to_string(&g.actors).map_err(|e| StoreError::Backend(e.into()))?;
             group.execute(params![
                 user,
                 g.kind.as_str(),
@@ -280,11 +291,14 @@ fn page(
         };
         let rows = conn
             .prepare_cached(sql)?
-            .query_map(params![user, before, kind, hidden, limit as i64], notification_from)?
+            .query_map(
+                params![user, before, kind, hidden, limit as i64],
+                notification_from,
+            )?
             .collect::<rusqlite::Result<Vec<_>>>()?;
         out.extend(rows);
     }
-    out.sort_by(|a, b| b.id.cmp(&a.id));
+    out.sort_by_key(|n| std::cmp::Reverse(n.id));
     out.truncate(limit);
     Ok(out)
 }
@@ -297,13 +311,7 @@ fn groups_page(
     limit: usize,
 ) -> StoreResult<Vec<NotificationGroup>> {
     let mut out = Vec::new();
-    let types = json_list(
-        &filter
-            .types
-            .iter()
-            .map(|t| t.as_str())
-            .collect::<Vec<_>>(),
-    );
+    let types = json_list(&filter.types.iter().map(|t| t.as_str()).collect::<Vec<_>>());
     let any = filter.types.is_empty();
     // Refilled while hidden actors empty groups out, one page of rows per round.
     loop {
@@ -379,7 +387,9 @@ impl NotificationStore for EmbeddedStore {
             }
             for row in conn
                 .prepare("SELECT user, post, created_at FROM likes")?
-                .query_map([], |row| Ok((row.get(0)?, post_id_at(row, 1)?, row.get(2)?)))?
+                .query_map([], |row| {
+                    Ok((row.get(0)?, post_id_at(row, 1)?, row.get(2)?))
+                })?
             {
                 let (user, post, at): (String, PostId, i64) = row?;
                 s.likes.insert((user, post), at);
@@ -388,7 +398,9 @@ impl NotificationStore for EmbeddedStore {
             // adds it); until then a rebuild derives no reply notifications.
             for row in conn
                 .prepare("SELECT id, author, text FROM posts")?
-                .query_map([], |row| Ok((post_id_at(row, 0)?, row.get(1)?, row.get(2)?)))?
+                .query_map([], |row| {
+                    Ok((post_id_at(row, 0)?, row.get(1)?, row.get(2)?))
+                })?
             {
                 let (id, author, text) = row?;
                 s.posts.insert(

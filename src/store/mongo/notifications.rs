@@ -45,7 +45,10 @@ pub(super) fn indexes() -> Vec<IndexSpec> {
             NOTIFICATIONS,
             desc(doc! { "user": 1, "type": 1, "post": 1, "id": -1 }),
         ),
-        (NOTIFICATIONS, desc(doc! { "post": 1, "type": 1, "actor": 1 })),
+        (
+            NOTIFICATIONS,
+            desc(doc! { "post": 1, "type": 1, "actor": 1 }),
+        ),
         (GROUPS, desc(doc! { "user": 1, "latest_id": -1 })),
         (GROUPS, desc(doc! { "user": 1, "type": 1, "latest_id": -1 })),
         (GROUPS, desc(doc! { "post": 1 })),
@@ -82,7 +85,8 @@ fn backend(what: String) -> StoreError {
 fn notification_from(doc: &Document) -> StoreResult<Notification> {
     let kind = doc.get_str("type").unwrap_or_default();
     Ok(Notification {
-        id: opt_post(doc, "id").ok_or_else(|| backend(format!("notification without id: {doc}")))?,
+        id: opt_post(doc, "id")
+            .ok_or_else(|| backend(format!("notification without id: {doc}")))?,
         user: doc.get_str("user").unwrap_or_default().to_owned(),
         kind: NotificationType::parse(kind)
             .ok_or_else(|| backend(format!("unknown notification type {kind:?}")))?,
@@ -166,10 +170,15 @@ impl MongoStore {
             update.insert(
                 "$setOnInsert",
                 doc! { "type": kind.as_str(), "post": post_bson(post), "actors": [&n.actor],
-                       "latest_id": oid(n.id), "latest_at": n.at_ms },
+                "latest_id": oid(n.id), "latest_at": n.at_ms },
             );
         }
-        match self.groups_coll().update_one(filter, update).upsert(first.is_some()).await {
+        match self
+            .groups_coll()
+            .update_one(filter, update)
+            .upsert(first.is_some())
+            .await
+        {
             Ok(_) => Ok(()),
             // The group exists with a watermark at or past `seq`: already applied.
             Err(error) if is_duplicate_key(&error) => Ok(()),
@@ -271,12 +280,18 @@ impl MongoStore {
             Some(user) => doc! { "_id": key(user, kind, actor, post), "user": user },
             None => doc! { "post": post_bson(post), "type": kind.as_str(), "actor": actor },
         };
-        let found = all(self.notifications_coll().find(filter).projection(doc! { "user": 1 })).await?;
+        let found = all(self
+            .notifications_coll()
+            .find(filter)
+            .projection(doc! { "user": 1 }))
+        .await?;
         for doc in found {
             let user = doc.get_str("user").unwrap_or_default().to_owned();
             self.move_group(&user, kind, post, seq, -1, None).await?;
             self.notifications_coll()
-                .delete_one(doc! { "_id": doc.get("_id").cloned().unwrap_or(Bson::Null), "user": &user })
+                .delete_one(
+                    doc! { "_id": doc.get("_id").cloned().unwrap_or(Bson::Null), "user": &user },
+                )
                 .await
                 .map_err(db_error)?;
             self.refresh_group(&user, kind, post).await?;
@@ -306,7 +321,8 @@ impl MongoStore {
         while let Some(f) = follows.try_next().await.map_err(db_error)? {
             let (a, b) = (f.get_str("from"), f.get_str("to"));
             if let (Ok(a), Ok(b)) = (a, b) {
-                s.follows.insert((a.to_owned(), b.to_owned()), int(&f, "created_at"));
+                s.follows
+                    .insert((a.to_owned(), b.to_owned()), int(&f, "created_at"));
             }
         }
         let mut likes = self
@@ -316,9 +332,12 @@ impl MongoStore {
             .await
             .map_err(db_error)?;
         while let Some(l) = likes.try_next().await.map_err(db_error)? {
-            let Ok(id) = l.get_document("_id") else { continue };
+            let Ok(id) = l.get_document("_id") else {
+                continue;
+            };
             if let (Ok(user), Some(post)) = (id.get_str("u"), opt_post(id, "p")) {
-                s.likes.insert((user.to_owned(), post), int(&l, "createdAt"));
+                s.likes
+                    .insert((user.to_owned(), post), int(&l, "createdAt"));
             }
         }
         // Replies: posts do not carry `reply_to` yet (the replies branch adds it); until
@@ -330,7 +349,9 @@ impl MongoStore {
             .await
             .map_err(db_error)?;
         while let Some(p) = posts.try_next().await.map_err(db_error)? {
-            let Some(id) = opt_post(&p, "_id") else { continue };
+            let Some(id) = opt_post(&p, "_id") else {
+                continue;
+            };
             let post = NotifyPost {
                 id,
                 author: p.get_str("author").unwrap_or_default().to_owned(),
@@ -352,7 +373,11 @@ fn group_from(doc: &Document) -> StoreResult<NotificationGroup> {
         count: int(doc, "count").max(0) as u64,
         actors: doc
             .get_array("actors")
-            .map(|a| a.iter().filter_map(|v| v.as_str().map(str::to_owned)).collect())
+            .map(|a| {
+                a.iter()
+                    .filter_map(|v| v.as_str().map(str::to_owned))
+                    .collect()
+            })
             .unwrap_or_default(),
         latest_id: opt_post(doc, "latest_id")
             .ok_or_else(|| backend(format!("notification group without latest_id: {doc}")))?,
@@ -495,7 +520,10 @@ impl NotificationStore for MongoStore {
                 .limit(limit as i64))
             .await?;
             let full = docs.len() == limit;
-            let rows = docs.iter().map(group_from).collect::<StoreResult<Vec<_>>>()?;
+            let rows = docs
+                .iter()
+                .map(group_from)
+                .collect::<StoreResult<Vec<_>>>()?;
             before = rows.last().map(|g| g.latest_id);
             for mut g in rows {
                 g.actors.retain(|a| !filter.hidden.contains(a));
