@@ -43,7 +43,10 @@ async fn the_api_serves_notifications_plain_grouped_and_filtered() {
         );
         let mention = &items[0];
         assert_eq!(mention["actor"]["id"], "cy");
-        assert!(mention["actor"]["display_name"].as_str().is_some(), "{mention}");
+        assert!(
+            mention["actor"]["display_name"].as_str().is_some(),
+            "{mention}"
+        );
         assert_eq!(mention["post_id"], m.as_str());
         assert!(mention["id"].as_str().unwrap().len() == 24, "{mention}");
         assert!(
