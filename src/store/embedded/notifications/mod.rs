@@ -257,7 +257,7 @@ impl NotificationStore for EmbeddedStore {
     }
 
     async fn notification_sources(&self) -> StoreResult<NotifySources> {
-        self.read(|conn| read::sources(conn)).await
+        self.read(read::sources).await
     }
 
     async fn replace_notifications(
