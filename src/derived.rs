@@ -16,6 +16,7 @@ use crate::domain::{ActivityType, FeedStrategy, PostId, hashtags};
 
 mod entries;
 mod faults;
+pub mod notifications;
 
 pub use entries::EntryFault;
 pub use faults::{

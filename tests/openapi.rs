@@ -80,7 +80,7 @@ fn the_stream_documents_one_event() {
     let names = event["properties"]["event"]["$ref"].as_str().unwrap();
     assert_eq!(
         schemas[names.trim_start_matches("#/components/schemas/")]["enum"],
-        serde_json::json!(["item", "delete", "reset"])
+        serde_json::json!(["item", "delete", "notification", "reset"])
     );
 }
 

@@ -14,6 +14,7 @@ use crate::workers::aggregates::{
 };
 use crate::workers::counters::CountersWorker;
 use crate::workers::events::EventsWorker;
+use crate::workers::notifications::NotificationsWorker;
 use crate::workers::timelines::TimelinesWorker;
 use crate::workers::{Runner, RunnerSettings, Step, SystemClock, Wakers, Worker, Workers};
 
@@ -109,7 +110,13 @@ pub(super) fn start_workers(
         ));
         let timelines = Arc::new(TimelinesWorker::new(store.clone(), &config.feed.settings()));
         let counters = Arc::new(CountersWorker::new(store.users.clone()));
-        let mut workers = vec![activity as Arc<dyn Worker>, timelines, counters];
+        let notifications = Arc::new(NotificationsWorker::new(store.notifications.clone()));
+        let mut workers = vec![
+            activity as Arc<dyn Worker>,
+            timelines,
+            counters,
+            notifications,
+        ];
         if event_log {
             workers.push(Arc::new(EventsWorker::new(
                 store.events.clone(),

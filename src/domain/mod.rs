@@ -6,6 +6,7 @@ mod events;
 mod hashtags;
 mod ids;
 pub mod relations;
+mod notifications;
 mod time;
 mod validate;
 
@@ -15,6 +16,11 @@ pub use activity::{
 pub use events::{Event, EventId, EventType};
 pub use hashtags::{MAX_TAGS_PER_POST, hashtags, is_tag};
 pub use ids::{PostId, PostIdError, PostIdGenerator, PostIdTimeError};
+pub use notifications::{
+    GROUP_ACTORS, MAX_MENTIONS_PER_POST, Notification, NotificationFilter, NotificationGroup,
+    NotificationType, NotifyPost, NotifySources, ReplyTo, group_notifications, mention_counts,
+    mentions, notification_id, notifies, post_notifies, rebuilt_notification_id,
+};
 pub use time::{
     CLOCK_SKEW_MS, MAX_TIME_MS, MIN_TIME_MS, Rfc3339Ms, TimeError, check_time_at, check_time_ms,
     format_time_ms,

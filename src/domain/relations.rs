@@ -86,6 +86,15 @@ impl Hidden {
         self.users.is_empty()
     }
 
+    /// The users whose notifications are hidden from the reader, in no order.
+    pub fn notifications_hidden(&self) -> Vec<String> {
+        self.users
+            .iter()
+            .filter(|u| self.hides_notifications_of(u))
+            .cloned()
+            .collect()
+    }
+
     pub fn len(&self) -> usize {
         self.users.len()
     }

@@ -37,7 +37,8 @@ pub struct Prepared {
     pub event: Event,
     /// `post.created`: the item as the timeline shows it.
     pub item: Option<TimelineItem>,
-    /// `post.created`, `post.deleted` (when known): the post's author.
+    /// `post.created`, `post.deleted` (when known), `post.liked` (while the post
+    /// exists): the post's author.
     pub author: Option<String>,
     /// `user.unfollowed`: the unfollowed author's newest post ids.
     pub removed: Vec<PostId>,
@@ -132,7 +133,7 @@ impl Hub {
         };
         let mut prepared = Vec::with_capacity(events.len());
         for event in events {
-            let author = event.field("author").map(str::to_owned);
+            let mut author = event.field("author").map(str::to_owned);
             let mut item = None;
             let mut removed = Vec::new();
             match event.kind {
@@ -148,6 +149,13 @@ impl Hub {
                                 .unwrap_or_else(|| author.clone()),
                             text: event.field("text").unwrap_or_default().to_owned(),
                         });
+                    }
+                }
+                // A like notifies the liked post's author: looked up once, for every
+                // stream (`None` once the post is gone).
+                EventType::PostLiked => {
+                    if let Some(post) = event.field("post").and_then(|p| p.parse::<PostId>().ok()) {
+                        author = self.store.content.post(post).await?.map(|p| p.author);
                     }
                 }
                 EventType::UserUnfollowed => {

@@ -17,7 +17,9 @@ use tokio::sync::{OwnedSemaphorePermit, broadcast, mpsc, watch};
 
 use super::hub::{Delivery, Hub, Prepared};
 use crate::domain::relations::Hidden;
-use crate::domain::{EventId, EventType, PostId};
+use crate::domain::{
+    EventId, EventType, NotificationType, PostId, ReplyTo, notification_id, notifies, post_notifies,
+};
 use crate::feed::TimelineItem;
 use crate::store::{StoreError, StoreResult};
 
@@ -35,6 +37,17 @@ pub enum StreamMessage {
         id: EventId,
         posts: Vec<PostId>,
         author: Option<String>,
+    },
+    /// A new notification of the stream's user (`domain::notifications`' rules, as the
+    /// notifications worker applies them): `notification` is the id the list will give
+    /// it (`notification_id` of the event's time and id).
+    Notification {
+        id: EventId,
+        notification: PostId,
+        kind: NotificationType,
+        actor: String,
+        post: Option<PostId>,
+        at_ms: i64,
     },
     /// The log does not hold the position asked for (trimmed, or never issued: past its
     /// newest event): reload the timeline, then continue from `id`, the head.
@@ -73,10 +86,12 @@ impl Router {
     /// it expired, or when the last read is older than [`RELATIONS_RECHECK`] (changes
     /// made in other processes).
     async fn admit(&mut self, hub: &Hub, message: &StreamMessage) -> StoreResult<bool> {
-        let StreamMessage::Item { item, .. } = message else {
-            return Ok(true);
+        let (other, notification) = match message {
+            StreamMessage::Item { item, .. } => (&item.author, false),
+            StreamMessage::Notification { actor, .. } => (actor, true),
+            _ => return Ok(true),
         };
-        if item.author == self.user {
+        if *other == self.user {
             return Ok(true);
         }
         let epoch = hub.relations_epoch.load(Ordering::SeqCst);
@@ -89,12 +104,62 @@ impl Router {
             self.hidden_epoch = epoch;
             self.hidden_at = Instant::now();
         }
-        Ok(!self.hidden.hides(&item.author))
+        Ok(match notification {
+            true => !self.hidden.hides_notifications_of(other),
+            false => !self.hidden.hides(other),
+        })
     }
 }
 
 impl Router {
-    fn route(&mut self, prepared: &Prepared) -> Option<StreamMessage> {
+    /// Every message `prepared` makes for this stream, in order: at most a timeline
+    /// message and a notification.
+    fn route(&mut self, prepared: &Prepared) -> Vec<StreamMessage> {
+        let mut out: Vec<StreamMessage> = self.timeline(prepared).into_iter().collect();
+        out.extend(self.notification(prepared));
+        out
+    }
+
+    /// The notification `prepared` is for this stream's user, if any: the same rules as
+    /// the notifications worker (`domain::notifications`).
+    fn notification(&self, prepared: &Prepared) -> Option<StreamMessage> {
+        let event = &prepared.event;
+        let user = self.user.as_str();
+        let (kind, actor, post) = match event.kind {
+            EventType::UserFollowed if event.field("followee") == Some(user) => {
+                (NotificationType::Follow, event.field("follower")?, None)
+            }
+            EventType::PostLiked if prepared.author.as_deref() == Some(user) => {
+                let post = event.field("post")?.parse().ok()?;
+                (NotificationType::Like, event.field("user")?, Some(post))
+            }
+            EventType::PostCreated => {
+                let author = event.field("author")?;
+                let reply_to = event.payload.get("reply_to").and_then(|r| {
+                    Some(ReplyTo {
+                        post: r.get("post")?.as_str()?.parse().ok()?,
+                        author: r.get("author")?.as_str()?.to_owned(),
+                    })
+                });
+                let text = event.field("text").unwrap_or_default();
+                let (_, kind) = post_notifies(author, text, reply_to.as_ref())
+                    .into_iter()
+                    .find(|(to, _)| to == user)?;
+                (kind, author, Some(event.field("post")?.parse().ok()?))
+            }
+            _ => return None,
+        };
+        notifies(user, actor).then(|| StreamMessage::Notification {
+            id: event.id,
+            notification: notification_id(event.at_ms, event.id.0),
+            kind,
+            actor: actor.to_owned(),
+            post,
+            at_ms: event.at_ms,
+        })
+    }
+
+    fn timeline(&mut self, prepared: &Prepared) -> Option<StreamMessage> {
         let event = &prepared.event;
         let id = event.id;
         let mine = |r: &Router, author: &str| author == r.user || r.following.contains(author);
@@ -262,14 +327,18 @@ async fn stream(
                     continue;
                 }
                 last = Some(prepared.event.id);
-                match router.route(&prepared) {
-                    Some(message) => match router.admit(hub, &message).await {
+                let mut sent = Ok(());
+                for message in router.route(&prepared) {
+                    sent = match router.admit(hub, &message).await {
                         Ok(true) => send(sender, message),
                         Ok(false) => Ok(()),
                         Err(error) => Err(End::Failed(error)),
-                    },
-                    None => Ok(()),
+                    };
+                    if sent.is_err() {
+                        break;
+                    }
                 }
+                sent
             }
             Ok(Delivery::Reset(id)) => {
                 last = id;
@@ -312,11 +381,10 @@ async fn catch_up(
         };
         // Catching up waits for the client (backpressure) rather than calling it slow.
         for prepared in hub.prepare(page).await? {
-            if let Some(message) = router.route(&prepared)
-                && router.admit(hub, &message).await?
-                && sender.send(message).await.is_err()
-            {
-                return Ok(Err(End::Gone));
+            for message in router.route(&prepared) {
+                if router.admit(hub, &message).await? && sender.send(message).await.is_err() {
+                    return Ok(Err(End::Gone));
+                }
             }
         }
         last = newest;

@@ -133,6 +133,7 @@ pub struct DeleteBody {
 pub enum StreamEventName {
     Item,
     Delete,
+    Notification,
     Reset,
 }
 
@@ -144,7 +145,9 @@ pub enum StreamEventName {
 pub struct StreamEvent {
     pub event: StreamEventName,
     /// JSON: for `item` a timeline item (as `GET /v1/users/{id}/timeline` lists it),
-    /// for `delete` `{ids, author}`, for `reset` `{reason}`.
+    /// for `delete` `{ids, author}`, for `notification` a notification of the user
+    /// (`{id, type, actor: {id}, post_id?, created_at}`, as
+    /// `GET /v1/users/{id}/notifications` will list it), for `reset` `{reason}`.
     #[schema(example = r#"{"ids":["6560a1b2c3d4e5f6a7b8c9d0"],"author":null}"#)]
     pub data: String,
     /// The event-log id, a decimal string, to resume with `Last-Event-ID`; only a
@@ -168,6 +171,23 @@ fn sse(message: StreamMessage) -> SseEvent {
                 author,
             }),
         ),
+        StreamMessage::Notification {
+            id,
+            notification,
+            kind,
+            actor,
+            post,
+            at_ms,
+        } => {
+            let mut body = serde_json::json!({
+                "id": notification.to_string(), "type": kind.as_str(),
+                "actor": { "id": actor }, "created_at": format_time_ms(at_ms),
+            });
+            if let Some(post) = post {
+                body["post_id"] = post.to_string().into();
+            }
+            ("notification", Some(id), serde_json::to_string(&body))
+        }
         StreamMessage::Reset { id } => (
             "reset",
             id,
@@ -192,7 +212,9 @@ fn events(stream: TimelineStream) -> impl Stream<Item = Result<SseEvent, Infalli
 
 /// The user's home timeline, live: an `item` event per new timeline item (the
 /// timeline's item JSON), a `delete` event (`{ids, author}`) for items removed by a
-/// deletion or an unfollow, each with its event-log `id`. Reconnecting with
+/// deletion or an unfollow, and a `notification` event per new notification of the user
+/// (follows, likes of their posts, replies, mentions; after the `item` of the same
+/// event, if any), each with its event-log `id`. Reconnecting with
 /// `Last-Event-ID` sends everything after it, or a `reset` event (reload the timeline)
 /// when the log does not hold it: trimmed, or never issued (past the newest event). A comment is sent at least every 15 s. A client that
 /// falls `events.stream_buffer` messages behind is disconnected.

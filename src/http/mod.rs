@@ -5,6 +5,7 @@ pub mod auth;
 pub mod error;
 mod events;
 mod follows;
+mod notifications;
 mod openapi;
 mod ops;
 mod posts;
@@ -111,6 +112,10 @@ pub fn router(state: AppState, settings: &HttpSettings) -> Router {
             put(activity::like).delete(activity::unlike),
         )
         .route("/v1/users/{id}/activity", get(activity::list_activity))
+        .route(
+            "/v1/users/{id}/notifications",
+            get(notifications::list_notifications),
+        )
         .route(
             "/v1/users/{id}/tokens",
             axum::routing::post(tokens::issue_token),

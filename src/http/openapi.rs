@@ -6,7 +6,8 @@
 use utoipa::OpenApi;
 
 use super::{
-    activity, error, events, follows, ops, posts, relations, timeline, tokens, trends, users,
+    activity, error, events, follows, notifications, ops, posts, relations, timeline, tokens,
+    trends, users,
 };
 
 #[derive(OpenApi)]
@@ -25,6 +26,7 @@ use super::{
         timeline::timeline, events::timeline_stream, events::list_events,
         trends::tag, trends::trends,
         activity::like, activity::unlike, activity::list_activity,
+        notifications::list_notifications,
         ops::healthz, ops::readyz, ops::metrics, ops::openapi, ops::meta, ops::workers,
     ),
     components(schemas(error::Problem)),
@@ -38,6 +40,7 @@ use super::{
         (name = "events", description = "The event log"),
         (name = "trends", description = "Hashtag counts"),
         (name = "activity", description = "Likes and the user activity log"),
+        (name = "notifications", description = "What others did to a user: follows, likes, reposts, replies, mentions"),
         (name = "operations", description = "Health, metrics and metadata"),
     )
 )]

@@ -8,6 +8,7 @@
 mod activity;
 pub mod auth;
 pub mod events;
+pub mod notifications;
 mod pages;
 mod relations;
 
@@ -25,6 +26,7 @@ pub use activity::ActivityLog;
 pub use auth::{Auth, AuthError, AuthSettings, IssuedToken};
 pub use events::{EventPage, EventsService, Window};
 pub use relations::MuteRequest;
+pub use notifications::Notifications;
 
 /// A page of a keyset-paginated list: `next` is the cursor of the following page.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -55,6 +57,7 @@ pub struct Social {
     timelines: Timelines,
     pages: pages::PageMemo,
     activity: ActivityLog,
+    notifications: Notifications,
     auth: Auth,
     wakers: Arc<Wakers>,
     /// This process's live streams, told of block and mute changes.
@@ -77,6 +80,7 @@ impl Social {
             timelines: Timelines::new(store.clone(), feed),
             pages: pages::PageMemo::new(feed.page_memo_mib),
             activity: ActivityLog::new(store.clone(), limits, wakers.clone()),
+            notifications: Notifications::new(store.clone()),
             auth: Auth::new(&store, AuthSettings::default()),
             store,
             wakers,
@@ -94,7 +98,8 @@ impl Social {
     /// `clock` instead of the system's.
     pub fn with_clock(mut self, clock: Arc<dyn Clock>) -> Self {
         let settings = self.timelines.settings().clone();
-        self.timelines = Timelines::with_clock(self.store.clone(), &settings, clock);
+        self.timelines = Timelines::with_clock(self.store.clone(), &settings, clock.clone());
+        self.notifications = Notifications::with_clock(self.store.clone(), clock);
         self
     }
 
@@ -110,6 +115,10 @@ impl Social {
 
     pub fn activity(&self) -> &ActivityLog {
         &self.activity
+    }
+
+    pub fn notifications(&self) -> &Notifications {
+        &self.notifications
     }
 
     pub fn backend(&self) -> &'static str {

@@ -21,6 +21,7 @@ pub mod graph;
 pub mod leases;
 pub mod mongo;
 pub mod relations;
+pub mod notifications;
 pub mod timelines;
 pub mod tokens;
 pub mod trends;
@@ -40,6 +41,7 @@ pub use events::{EventStore, LogBounds};
 pub use graph::{EdgeState, GraphStore, in_follower_batches};
 pub use leases::{Lease, LeaseStore};
 pub use relations::{Blocked, RelationStore};
+pub use notifications::{NotificationEffect, NotificationStore, Recipient};
 pub use timelines::TimelineStore;
 pub use tokens::{TokenHash, TokenRecord, TokenStore};
 pub use trends::TrendStore;
@@ -110,6 +112,7 @@ pub trait Adapter:
     + BulkStore
     + AuditStore
     + RelationStore
+    + NotificationStore
 {
 }
 
@@ -129,6 +132,7 @@ impl<T> Adapter for T where
         + BulkStore
         + AuditStore
         + RelationStore
+        + NotificationStore
 {
 }
 
@@ -152,6 +156,8 @@ pub struct Store {
     pub audit: Arc<dyn AuditStore>,
     /// Blocks and mutes.
     pub relations: Arc<dyn RelationStore>,
+    /// Notifications and their groups (`workers/notifications.rs`).
+    pub notifications: Arc<dyn NotificationStore>,
 }
 
 impl Store {
@@ -171,7 +177,8 @@ impl Store {
             tokens: adapter.clone(),
             bulk: adapter.clone(),
             relations: adapter.clone(),
-            audit: adapter,
+            audit: adapter.clone(),
+            notifications: adapter,
         }
     }
 

@@ -6,6 +6,7 @@ pub mod aggregates;
 mod control;
 pub mod counters;
 pub mod events;
+pub mod notifications;
 mod pool;
 pub mod runtime;
 pub mod timelines;

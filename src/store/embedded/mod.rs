@@ -20,6 +20,7 @@ mod events;
 mod graph;
 mod leases;
 pub mod lock;
+mod notifications;
 #[cfg(test)]
 mod plans;
 #[cfg(test)]

@@ -19,9 +19,10 @@ use super::timelines::{PART_BITS, idle, names, retractions, versions};
 /// restore retired (`event_gaps`), which a version-4 reader would serve as a silent skip,
 /// and caches record their owner's last read (`caches.last_read`, see
 /// `timelines::idle`), which a version-4 writer would leave at 0, so that the sweep
-/// would drop every cache it builds or reads.
-/// Version 6: blocks and mutes (`relations_schema`), which a version-5 writer would
-/// let a follow ignore.
+/// would drop every cache it builds or reads. Version 6: blocks and mutes
+/// (`relations_schema`), which a version-5 writer would let a follow ignore, and
+/// notifications and their groups (`notifications_schema`), which a version-5 writer
+/// would leave stale.
 pub const SCHEMA_VERSION: i64 = 6;
 
 /// The tables every socialite store has had since its first format: what tells a
@@ -230,6 +231,7 @@ pub fn migrate(conn: &Connection) -> anyhow::Result<()> {
     // Renames whose propagation was not recorded when the file was older are pending.
     conn.execute_batch(names::PENDING_RENAMES)?;
     relations_schema(conn)?;
+    notifications_schema(conn)?;
     once(
         conn,
         "pending_renames",
@@ -243,6 +245,14 @@ pub fn migrate(conn: &Connection) -> anyhow::Result<()> {
 /// Format 6: the blocks and mutes tables (`embedded::relations`).
 fn relations_schema(conn: &Connection) -> rusqlite::Result<()> {
     conn.execute_batch(super::relations::SCHEMA)
+}
+
+/// Format 6: the notifications worker's tables (`embedded/notifications.rs`). A store
+/// upgraded from format 5 gets them empty; the worker, whose lease has no position yet,
+/// starts at the oldest change the feed holds, or rebuilds from the sources when that is
+/// not the store's first write (history lost, logged and counted).
+fn notifications_schema(conn: &Connection) -> rusqlite::Result<()> {
+    conn.execute_batch(super::notifications::SCHEMA)
 }
 
 /// Runs `batch`, a migration step that must run once per file, unless `meta` holds its

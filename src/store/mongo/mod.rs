@@ -16,6 +16,7 @@ mod deliveries;
 mod events;
 mod graph;
 mod leases;
+mod notifications;
 mod readonly;
 mod relations;
 mod timelines;
@@ -247,6 +248,7 @@ impl MongoStore {
             activity::indexes(),
             trends::indexes(),
             tokens::indexes(),
+            notifications::indexes(),
             audit::indexes(),
             relations::indexes(),
         ];

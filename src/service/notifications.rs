@@ -1,0 +1,188 @@
+//! Reading a user's notifications, plain or grouped, with their actors' display names.
+//! Notifications are written by the notifications worker from the change feed
+//! (`workers/notifications.rs`), so they trail their causes by the worker's lag.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use crate::domain::clock::{Clock, SystemClock};
+
+use crate::domain::{
+    Notification, NotificationFilter, NotificationGroup, NotificationType, PostId,
+};
+use crate::store::{Store, StoreError, StoreResult};
+
+/// An actor as a notification names them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Actor {
+    pub id: String,
+    /// `None` when the user is unknown (never, while users are never deleted).
+    pub display_name: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NotificationView {
+    pub id: PostId,
+    pub kind: NotificationType,
+    pub actor: Actor,
+    pub post: Option<PostId>,
+    pub at_ms: i64,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GroupView {
+    pub kind: NotificationType,
+    pub post: Option<PostId>,
+    pub count: u64,
+    pub actors: Vec<Actor>,
+    pub latest_id: PostId,
+    pub latest_at_ms: i64,
+}
+
+/// A page and the cursor of the next one (`None` at the end).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Page<T> {
+    pub items: Vec<T>,
+    pub next: Option<PostId>,
+}
+
+pub struct Notifications {
+    store: Store,
+    /// Dates the reader's mutes: one that has expired hides nothing.
+    clock: Arc<dyn Clock>,
+}
+
+impl Notifications {
+    pub fn new(store: Store) -> Self {
+        Notifications {
+            store,
+            clock: Arc::new(SystemClock),
+        }
+    }
+
+    pub fn with_clock(store: Store, clock: Arc<dyn Clock>) -> Self {
+        Notifications { store, clock }
+    }
+
+    /// `filter` with the actors hidden from `user` now (blocks either way, mutes that
+    /// hide notifications), from one read of their relations.
+    async fn visible(&self, user: &str, filter: &NotificationFilter) -> StoreResult<NotificationFilter> {
+        let hidden = self
+            .store
+            .relations
+            .hidden(user, self.clock.now_ms())
+            .await?;
+        let mut filter = filter.clone();
+        filter.hidden.extend(hidden.notifications_hidden());
+        Ok(filter)
+    }
+
+    async fn names(&self, user: &str, ids: Vec<String>) -> StoreResult<HashMap<String, String>> {
+        let mut ids = ids;
+        ids.sort();
+        ids.dedup();
+        Ok(self
+            .store
+            .users
+            .authors(user, &ids)
+            .await?
+            .into_iter()
+            .map(|a| (a.id, a.display_name))
+            .collect())
+    }
+
+    async fn known(&self, user: &str) -> StoreResult<()> {
+        match self.store.users.user(user).await? {
+            Some(_) => Ok(()),
+            None => Err(StoreError::NotFound(format!("user {user}"))),
+        }
+    }
+
+    /// `user`'s notifications that `filter` admits, newest first, below `before`.
+    /// `NotFound` when the user is unknown.
+    pub async fn page(
+        &self,
+        user: &str,
+        filter: &NotificationFilter,
+        before: Option<PostId>,
+        limit: usize,
+    ) -> StoreResult<Page<NotificationView>> {
+        self.known(user).await?;
+        let filter = &self.visible(user, filter).await?;
+        let mut items: Vec<Notification> = self
+            .store
+            .notifications
+            .notifications(user, filter, before, limit + 1)
+            .await?;
+        let more = items.len() > limit;
+        items.truncate(limit);
+        let names = self
+            .names(user, items.iter().map(|n| n.actor.clone()).collect())
+            .await?;
+        let next = more.then(|| items.last().map(|n| n.id)).flatten();
+        let items = items
+            .into_iter()
+            .map(|n| NotificationView {
+                id: n.id,
+                kind: n.kind,
+                actor: Actor {
+                    display_name: names.get(&n.actor).cloned(),
+                    id: n.actor,
+                },
+                post: n.post,
+                at_ms: n.at_ms,
+            })
+            .collect();
+        Ok(Page { items, next })
+    }
+
+    /// `user`'s groups (one per type and post, follows per type), newest first by their
+    /// latest notification, below `before` (a group's `latest_id`). One stored row per
+    /// group: the cost does not grow with a group's size.
+    pub async fn groups(
+        &self,
+        user: &str,
+        filter: &NotificationFilter,
+        before: Option<PostId>,
+        limit: usize,
+    ) -> StoreResult<Page<GroupView>> {
+        self.known(user).await?;
+        let filter = &self.visible(user, filter).await?;
+        let mut groups: Vec<NotificationGroup> = self
+            .store
+            .notifications
+            .notification_groups(user, filter, before, limit + 1)
+            .await?;
+        let more = groups.len() > limit;
+        groups.truncate(limit);
+        let names = self
+            .names(
+                user,
+                groups
+                    .iter()
+                    .flat_map(|g| g.actors.iter().cloned())
+                    .collect(),
+            )
+            .await?;
+        let next = more.then(|| groups.last().map(|g| g.latest_id)).flatten();
+        let items = groups
+            .into_iter()
+            .map(|g| GroupView {
+                kind: g.kind,
+                post: g.post,
+                count: g.count,
+                actors: g
+                    .actors
+                    .into_iter()
+                    .map(|id| Actor {
+                        display_name: names.get(&id).cloned(),
+                        id,
+                    })
+                    .collect(),
+                latest_id: g.latest_id,
+                latest_at_ms: g.latest_at_ms,
+            })
+            .collect();
+        Ok(Page { items, next })
+    }
+}

@@ -1,0 +1,173 @@
+//! Reads of the embedded notifications: a page (per type through
+//! `notifications_by_type`, then merged), a page of groups (refilled while hidden actors
+//! empty groups out), and the sources a rebuild derives from.
+
+use rusqlite::{Connection, params};
+
+use super::{kind_of, post_of};
+use crate::domain::{
+    Notification, NotificationFilter, NotificationGroup, NotifyPost, NotifySources, PostId,
+};
+use crate::store::StoreResult;
+use crate::store::embedded::rows::{post_before, post_id_at};
+
+fn notification_from(row: &rusqlite::Row<'_>) -> rusqlite::Result<Notification> {
+    let kind: String = row.get(1)?;
+    Ok(Notification {
+        user: row.get(0)?,
+        kind: kind_of(&kind)?,
+        actor: row.get(2)?,
+        post: post_of(row, 3)?,
+        id: post_id_at(row, 4)?,
+        at_ms: row.get(5)?,
+    })
+}
+
+/// The JSON list of `items`, bound as one parameter and read with `json_each`.
+fn json_list<T: AsRef<str>>(items: &[T]) -> String {
+    let items: Vec<&str> = items.iter().map(AsRef::as_ref).collect();
+    serde_json::to_string(&items).unwrap_or_else(|_| "[]".into())
+}
+
+pub(super) fn page(
+    conn: &Connection,
+    user: &str,
+    filter: &NotificationFilter,
+    before: Option<PostId>,
+    limit: usize,
+) -> StoreResult<Vec<Notification>> {
+    let hidden = json_list(&filter.hidden);
+    let before = post_before(before);
+    let mut out = Vec::new();
+    // Per type through `notifications_by_type` (at most `limit` rows each), then merged:
+    // a filter never makes a read walk the other types' rows.
+    let kinds: Vec<Option<&str>> = if filter.types.is_empty() {
+        vec![None]
+    } else {
+        filter.types.iter().map(|t| Some(t.as_str())).collect()
+    };
+    for kind in kinds {
+        let sql = match kind {
+            None => {
+                "SELECT user, type, actor, post, id, at FROM notifications
+                 WHERE user = ?1 AND id < ?2 AND ?3 IS NULL
+                   AND actor NOT IN (SELECT value FROM json_each(?4))
+                 ORDER BY id DESC LIMIT ?5"
+            }
+            Some(_) => {
+                "SELECT user, type, actor, post, id, at FROM notifications
+                 WHERE user = ?1 AND type = ?3 AND id < ?2
+                   AND actor NOT IN (SELECT value FROM json_each(?4))
+                 ORDER BY id DESC LIMIT ?5"
+            }
+        };
+        let rows = conn
+            .prepare_cached(sql)?
+            .query_map(
+                params![user, before, kind, hidden, limit as i64],
+                notification_from,
+            )?
+            .collect::<rusqlite::Result<Vec<_>>>()?;
+        out.extend(rows);
+    }
+    out.sort_by_key(|n| std::cmp::Reverse(n.id));
+    out.truncate(limit);
+    Ok(out)
+}
+
+pub(super) fn groups_page(
+    conn: &Connection,
+    user: &str,
+    filter: &NotificationFilter,
+    mut before: Option<PostId>,
+    limit: usize,
+) -> StoreResult<Vec<NotificationGroup>> {
+    let mut out = Vec::new();
+    let types = json_list(&filter.types.iter().map(|t| t.as_str()).collect::<Vec<_>>());
+    let any = filter.types.is_empty();
+    // Refilled while hidden actors empty groups out, one page of rows per round.
+    loop {
+        let rows: Vec<NotificationGroup> = conn
+            .prepare_cached(
+                "SELECT type, post, count, actors, latest_id, latest_at FROM notification_groups
+                 WHERE user = ?1 AND latest_id < ?2
+                   AND (?3 OR type IN (SELECT value FROM json_each(?4)))
+                 ORDER BY latest_id DESC LIMIT ?5",
+            )?
+            .query_map(
+                params![user, post_before(before), any, types, limit as i64],
+                |row| {
+                    let kind: String = row.get(0)?;
+                    let actors: String = row.get(3)?;
+                    Ok(NotificationGroup {
+                        kind: kind_of(&kind)?,
+                        post: post_of(row, 1)?,
+                        count: row.get::<_, i64>(2)?.max(0) as u64,
+                        actors: serde_json::from_str(&actors).unwrap_or_default(),
+                        latest_id: post_id_at(row, 4)?,
+                        latest_at_ms: row.get(5)?,
+                    })
+                },
+            )?
+            .collect::<rusqlite::Result<_>>()?;
+        let full = rows.len() == limit;
+        before = rows.last().map(|g| g.latest_id);
+        for mut g in rows {
+            g.actors.retain(|a| !filter.hidden.contains(a));
+            if !g.actors.is_empty() && out.len() < limit {
+                out.push(g);
+            }
+        }
+        if !full || out.len() >= limit {
+            return Ok(out);
+        }
+    }
+}
+
+/// Everything notifications derive from, in one read transaction.
+pub(super) fn sources(conn: &Connection) -> StoreResult<NotifySources> {
+    let mut s = NotifySources::default();
+    for row in conn
+        .prepare("SELECT id, created_at FROM users")?
+        .query_map([], |row| Ok((row.get(0)?, row.get(1)?)))?
+    {
+        let (id, at): (String, i64) = row?;
+        s.users.insert(id, at);
+    }
+    for row in conn
+        .prepare("SELECT follower, followee, created_at FROM follows")?
+        .query_map([], |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)))?
+    {
+        let (a, b, at): (String, String, i64) = row?;
+        s.follows.insert((a, b), at);
+    }
+    for row in conn
+        .prepare("SELECT user, post, created_at FROM likes")?
+        .query_map([], |row| {
+            Ok((row.get(0)?, post_id_at(row, 1)?, row.get(2)?))
+        })?
+    {
+        let (user, post, at): (String, PostId, i64) = row?;
+        s.likes.insert((user, post), at);
+    }
+    // Replies: the posts table does not carry `reply_to` yet (the replies branch
+    // adds it); until then a rebuild derives no reply notifications.
+    for row in conn
+        .prepare("SELECT id, author, text FROM posts")?
+        .query_map([], |row| {
+            Ok((post_id_at(row, 0)?, row.get(1)?, row.get(2)?))
+        })?
+    {
+        let (id, author, text) = row?;
+        s.posts.insert(
+            id,
+            NotifyPost {
+                id,
+                author,
+                text,
+                reply_to: None,
+            },
+        );
+    }
+    Ok(s)
+}

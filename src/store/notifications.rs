@@ -1,0 +1,93 @@
+//! The notifications port: each user's notifications and their groups, written by the
+//! notifications worker (`workers/notifications.rs`) and read by the API.
+//!
+//! Every write is one effect of one change at feed order `seq`, fenced (embedded: the
+//! lease, in the effect's own transaction; MongoDB: the lease checked just before, and
+//! each group's `seq` watermark) and idempotent by the notification's key (user, type,
+//! actor, post): a replay changes nothing. A group row per (user, type, post) holds the
+//! count, the latest few actors and the latest notification's id and time, moved in the
+//! same effect, so the grouped page reads one row per group whatever its size.
+
+use async_trait::async_trait;
+
+use super::StoreResult;
+use crate::domain::{
+    Fence, Notification, NotificationFilter, NotificationGroup, NotificationType, NotifySources,
+    PostId,
+};
+
+/// Who a new notification goes to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Recipient {
+    /// This user, if they exist (a follow's followee, a reply's parent author).
+    User(String),
+    /// This user, if they exist and were created at or before `post_ms` (a mention).
+    Mentioned { user: String, post_ms: i64 },
+    /// The author of this post, if it still exists (a like). Read in the effect itself.
+    AuthorOf(PostId),
+}
+
+/// One effect of one change.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum NotificationEffect {
+    /// Adds the notification unless its key exists; none when the recipient is the actor
+    /// or does not exist.
+    Add {
+        to: Recipient,
+        kind: NotificationType,
+        actor: String,
+        post: Option<PostId>,
+        at_ms: i64,
+    },
+    /// Removes the notification of this key, if any; `user: None` when only the post
+    /// names it (an unlike: the liked post's author).
+    Remove {
+        user: Option<String>,
+        kind: NotificationType,
+        actor: String,
+        post: Option<PostId>,
+    },
+    /// Removes every notification about this post (it was deleted) and its groups.
+    RemovePost(PostId),
+}
+
+#[async_trait]
+pub trait NotificationStore: Send + Sync + 'static {
+    /// Applies the effect of the change at feed order `seq`, fenced by `fence`; a replay
+    /// changes nothing. The notification's id is `notification_id(at_ms, seq)`.
+    async fn apply_notification(
+        &self,
+        fence: &Fence,
+        seq: u64,
+        effect: &NotificationEffect,
+    ) -> StoreResult<()>;
+    /// Everything notifications derive from, as the store holds it now.
+    async fn notification_sources(&self) -> StoreResult<NotifySources>;
+    /// Replaces every notification and group with `notifications` (the derived
+    /// definition's), fenced by `fence`: the worker's rebuild after history lost.
+    async fn replace_notifications(
+        &self,
+        fence: &Fence,
+        notifications: Vec<Notification>,
+    ) -> StoreResult<()>;
+    /// `user`'s notifications that `filter` admits, newest first, with ids below
+    /// `before`, at most `limit`.
+    async fn notifications(
+        &self,
+        user: &str,
+        filter: &NotificationFilter,
+        before: Option<PostId>,
+        limit: usize,
+    ) -> StoreResult<Vec<Notification>>;
+    /// `user`'s groups of the types `filter` admits, newest first by their latest
+    /// notification, with latest ids below `before`, at most `limit`. Hidden actors are
+    /// left out of each group's actors (the count is the stored one); a group whose
+    /// stored actors are all hidden is left out.
+    async fn notification_groups(
+        &self,
+        user: &str,
+        filter: &NotificationFilter,
+        before: Option<PostId>,
+        limit: usize,
+    ) -> StoreResult<Vec<NotificationGroup>>;
+}

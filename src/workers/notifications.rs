@@ -1,0 +1,201 @@
+//! The notifications worker: turns follows, likes, replies and mentions into their
+//! users' notifications, and takes a notification away when its cause is undone (an
+//! unfollow, an unlike, a deleted post or reply), from the change feed in feed order.
+//!
+//! Which change notifies whom is `domain::notifications` (`post_notifies`, `notifies`),
+//! the same rules the derived definition (`derived/notifications.rs`) and the rebuild
+//! use. Each change is one or a few effects (`NotificationStore::apply_notification`),
+//! each fenced and idempotent by the notification's key, so a replayed batch changes
+//! nothing. After history lost the rebuild recomputes every notification from the
+//! sources (`derived::notifications::rebuilt`) and replaces them, under the fence.
+//!
+//! A post's change document may carry `"reply_to": {"post": "<hex>", "author": "<id>"}`;
+//! it is read from the raw document, so this worker does not depend on how `Post` spells
+//! it.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use serde::Deserialize;
+
+use super::runtime::Worker;
+use crate::derived::notifications::rebuilt;
+use crate::domain::{Change, ChangeOp, Fence, NotificationType, PostId, ReplyTo, post_notifies};
+use crate::store::{NotificationEffect, NotificationStore, Recipient, StoreError, StoreResult};
+
+pub const NAME: &str = "notifications";
+
+pub struct NotificationsWorker {
+    store: Arc<dyn NotificationStore>,
+}
+
+impl NotificationsWorker {
+    pub fn new(store: Arc<dyn NotificationStore>) -> Self {
+        NotificationsWorker { store }
+    }
+}
+
+#[derive(Deserialize)]
+struct FollowDoc {
+    follower: String,
+    followee: String,
+}
+
+#[derive(Deserialize)]
+struct LikeDoc {
+    user: String,
+    post: String,
+}
+
+#[derive(Deserialize)]
+struct ReplyDoc {
+    post: String,
+    author: String,
+}
+
+#[derive(Deserialize)]
+struct PostDoc {
+    id: String,
+    author: String,
+    text: String,
+    #[serde(default)]
+    reply_to: Option<ReplyDoc>,
+}
+
+fn poison(change: &Change, why: impl std::fmt::Display) -> StoreError {
+    StoreError::Poison(format!(
+        "change {} on {}: {why}",
+        change.position.0, change.collection
+    ))
+}
+
+fn document<T: serde::de::DeserializeOwned>(change: &Change) -> StoreResult<T> {
+    let doc = change
+        .document
+        .clone()
+        .ok_or_else(|| poison(change, "no document"))?;
+    serde_json::from_value(doc).map_err(|e| poison(change, e))
+}
+
+fn post_id(change: &Change, hex: &str) -> StoreResult<PostId> {
+    hex.parse().map_err(|_| poison(change, "bad post id"))
+}
+
+/// The effects of one change on notifications, in order; none for changes that cause or
+/// undo none.
+pub fn effects_of(change: &Change) -> StoreResult<Vec<NotificationEffect>> {
+    let at_ms = change.at_ms;
+    Ok(match (change.collection.as_str(), change.op) {
+        ("follows", ChangeOp::Insert) => {
+            let edge: FollowDoc = document(change)?;
+            vec![NotificationEffect::Add {
+                to: Recipient::User(edge.followee),
+                kind: NotificationType::Follow,
+                actor: edge.follower,
+                post: None,
+                at_ms,
+            }]
+        }
+        ("follows", ChangeOp::Delete) => {
+            let (follower, followee) = change
+                .key
+                .split_once('/')
+                .ok_or_else(|| poison(change, "bad follow key"))?;
+            vec![NotificationEffect::Remove {
+                user: Some(followee.to_owned()),
+                kind: NotificationType::Follow,
+                actor: follower.to_owned(),
+                post: None,
+            }]
+        }
+        ("likes", ChangeOp::Insert) => {
+            let like: LikeDoc = document(change)?;
+            let post = post_id(change, &like.post)?;
+            vec![NotificationEffect::Add {
+                to: Recipient::AuthorOf(post),
+                kind: NotificationType::Like,
+                actor: like.user,
+                post: Some(post),
+                at_ms,
+            }]
+        }
+        ("likes", ChangeOp::Delete) => {
+            let (user, post) = change
+                .key
+                .split_once('/')
+                .ok_or_else(|| poison(change, "bad like key"))?;
+            vec![NotificationEffect::Remove {
+                user: None,
+                kind: NotificationType::Like,
+                actor: user.to_owned(),
+                post: Some(post_id(change, post)?),
+            }]
+        }
+        ("posts", ChangeOp::Insert) => {
+            let post: PostDoc = document(change)?;
+            let id = post_id(change, &post.id)?;
+            let reply_to = match post.reply_to {
+                Some(r) => Some(ReplyTo {
+                    post: post_id(change, &r.post)?,
+                    author: r.author,
+                }),
+                None => None,
+            };
+            post_notifies(&post.author, &post.text, reply_to.as_ref())
+                .into_iter()
+                .map(|(user, kind)| NotificationEffect::Add {
+                    to: match kind {
+                        NotificationType::Mention => Recipient::Mentioned {
+                            user,
+                            post_ms: id.timestamp_ms(),
+                        },
+                        _ => Recipient::User(user),
+                    },
+                    kind,
+                    actor: post.author.clone(),
+                    post: Some(id),
+                    at_ms,
+                })
+                .collect()
+        }
+        ("posts", ChangeOp::Delete) => {
+            vec![NotificationEffect::RemovePost(post_id(
+                change,
+                &change.key,
+            )?)]
+        }
+        _ => Vec::new(),
+    })
+}
+
+#[async_trait]
+impl Worker for NotificationsWorker {
+    fn name(&self) -> &'static str {
+        NAME
+    }
+
+    async fn apply(&self, changes: &[Change], fence: &Fence) -> StoreResult<()> {
+        for change in changes {
+            for effect in effects_of(change)? {
+                self.store
+                    .apply_notification(fence, change.seq, &effect)
+                    .await?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Every notification recomputed from the sources as they stand and written in place
+    /// of the old ones. Changes after the head the runner noted are applied afterwards;
+    /// each is idempotent against the rebuilt state (an add finds its key, a removal
+    /// removes what the sources no longer hold).
+    async fn rebuild(&self, fence: &Fence) -> StoreResult<()> {
+        let sources = self.store.notification_sources().await?;
+        let notifications = rebuilt(&sources);
+        tracing::info!(
+            notifications = notifications.len(),
+            "notifications rebuilt from the sources"
+        );
+        self.store.replace_notifications(fence, notifications).await
+    }
+}
