@@ -5,6 +5,7 @@ pub mod clock;
 mod events;
 mod hashtags;
 mod ids;
+mod threads;
 mod time;
 mod validate;
 
@@ -14,6 +15,7 @@ pub use activity::{
 pub use events::{Event, EventId, EventType};
 pub use hashtags::{MAX_TAGS_PER_POST, hashtags, is_tag};
 pub use ids::{PostId, PostIdError, PostIdGenerator, PostIdTimeError};
+pub use threads::{MAX_ANCESTORS, MAX_DESCENDANTS, ReplyTo, reply_visible};
 pub use time::{
     CLOCK_SKEW_MS, MAX_TIME_MS, MIN_TIME_MS, Rfc3339Ms, TimeError, check_time_at, check_time_ms,
     format_time_ms,
@@ -43,11 +45,19 @@ pub struct NewUser {
 }
 
 /// A post. Its creation time is the time encoded in its id.
+///
+/// As a change-feed document it carries its sources only: `id`, `author`, `text`, and
+/// `reply_to` when it answers a post. `replies_count` is derived (the number of existing
+/// posts whose `reply_to.post` is this post), read with the post and never serialised.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Post {
     pub id: PostId,
     pub author: String,
     pub text: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reply_to: Option<ReplyTo>,
+    #[serde(skip)]
+    pub replies_count: u64,
 }
 
 impl Post {
@@ -63,6 +73,7 @@ impl Post {
             author: self.author.clone(),
             text: embed_content.then(|| self.text.clone()),
             name: name.filter(|_| embed_content).cloned(),
+            reply_to_author: self.reply_to.as_ref().map(|r| r.author.clone()),
         }
     }
 }
@@ -108,13 +119,16 @@ impl AuthorView {
 /// One entry of a materialised timeline: the post id and its author, plus, when content
 /// is embedded rather than linked, the text and a copy of the author's display name (kept
 /// current by the timelines worker, see `NameStamp`). Entries written before names were
-/// embedded carry none; reads look those names up.
+/// embedded carry none; reads look those names up. A reply's entry carries the author
+/// of the post it answers, which the home rule (`reply_visible`) needs at every read;
+/// entries written before replies existed carry none and are no reply.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TimelineEntry {
     pub id: PostId,
     pub author: String,
     pub text: Option<String>,
     pub name: Option<NameStamp>,
+    pub reply_to_author: Option<String>,
 }
 
 /// A bucket document of a materialised timeline.

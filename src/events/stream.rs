@@ -15,7 +15,7 @@ use std::sync::atomic::Ordering;
 use tokio::sync::{OwnedSemaphorePermit, broadcast, mpsc, watch};
 
 use super::hub::{Delivery, Hub, Prepared};
-use crate::domain::{EventId, EventType, PostId};
+use crate::domain::{EventId, EventType, PostId, reply_visible};
 use crate::feed::TimelineItem;
 use crate::store::{StoreError, StoreResult};
 
@@ -63,7 +63,12 @@ impl Router {
         match event.kind {
             EventType::PostCreated => {
                 let item = prepared.item.as_ref()?;
-                mine(self, &item.author).then(|| StreamMessage::Item {
+                // The home rule for replies, against the stream's following set.
+                let parent = item.reply_to_author.as_deref();
+                let follows_parent = parent.is_some_and(|p| self.following.contains(p));
+                let shown = mine(self, &item.author)
+                    && reply_visible(&self.user, &item.author, parent, follows_parent);
+                shown.then(|| StreamMessage::Item {
                     id,
                     item: item.clone(),
                 })

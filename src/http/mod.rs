@@ -8,6 +8,7 @@ mod follows;
 mod openapi;
 mod ops;
 mod posts;
+mod threads;
 pub mod rate;
 pub mod server;
 mod timeline;
@@ -87,6 +88,7 @@ pub fn router(state: AppState, settings: &HttpSettings) -> Router {
             "/v1/posts/{post_id}",
             get(posts::get_post).delete(posts::delete_post),
         )
+        .route("/v1/posts/{post_id}/context", get(threads::context))
         .route("/v1/users/{id}/timeline", get(timeline::timeline))
         .route(
             "/v1/users/{id}/timeline/stream",

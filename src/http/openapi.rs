@@ -5,7 +5,9 @@
 
 use utoipa::OpenApi;
 
-use super::{activity, error, events, follows, ops, posts, timeline, tokens, trends, users};
+use super::{
+    activity, error, events, follows, ops, posts, threads, timeline, tokens, trends, users,
+};
 
 #[derive(OpenApi)]
 #[openapi(
@@ -18,6 +20,7 @@ use super::{activity, error, events, follows, ops, posts, timeline, tokens, tren
         tokens::issue_token, tokens::revoke_token,
         follows::follow, follows::unfollow, follows::list_following, follows::list_followers,
         posts::create_post, posts::get_post, posts::delete_post, posts::list_posts,
+        threads::context,
         timeline::timeline, events::timeline_stream, events::list_events,
         trends::tag, trends::trends,
         activity::like, activity::unlike, activity::list_activity,

@@ -9,6 +9,7 @@ mod activity;
 pub mod auth;
 pub mod events;
 mod pages;
+mod threads;
 
 use std::sync::Arc;
 
@@ -23,6 +24,7 @@ use crate::workers::Wakers;
 pub use activity::ActivityLog;
 pub use auth::{Auth, AuthError, AuthSettings, IssuedToken};
 pub use events::{EventPage, EventsService, Window};
+pub use threads::Context;
 
 /// A page of a keyset-paginated list: `next` is the cursor of the following page.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -250,6 +252,17 @@ impl Social {
     /// followers to the timelines worker. The worker also finishes any fan-out a crash
     /// interrupted, and the activity worker records the post.
     pub async fn post(&self, author: &str, text: &str) -> StoreResult<Post> {
+        self.post_reply(author, text, None).await
+    }
+
+    /// [`Social::post`], answering the post `in_reply_to` when set: `NotFound` when that
+    /// post does not exist (checked by the store as part of the insert).
+    pub async fn post_reply(
+        &self,
+        author: &str,
+        text: &str,
+        in_reply_to: Option<PostId>,
+    ) -> StoreResult<Post> {
         let Inserted {
             post,
             author_followers,
@@ -257,7 +270,7 @@ impl Social {
         } = self
             .store
             .content
-            .insert_post(author, text, now_ms())
+            .insert_post(author, text, in_reply_to, now_ms())
             .await?;
         self.wakers.wake_all();
         crate::faults::point("post.inserted").await;

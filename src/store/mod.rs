@@ -20,6 +20,7 @@ pub mod events;
 pub mod graph;
 pub mod leases;
 pub mod mongo;
+pub mod threads;
 pub mod timelines;
 pub mod tokens;
 pub mod trends;
@@ -38,6 +39,7 @@ pub use deliveries::DeliveryStore;
 pub use events::{EventStore, LogBounds};
 pub use graph::{EdgeState, GraphStore, in_follower_batches};
 pub use leases::{Lease, LeaseStore};
+pub use threads::ThreadStore;
 pub use timelines::TimelineStore;
 pub use tokens::{TokenHash, TokenRecord, TokenStore};
 pub use trends::TrendStore;
@@ -98,6 +100,7 @@ pub trait Adapter:
     + GraphStore
     + ContentStore
     + TimelineStore
+    + ThreadStore
     + ChangeFeed
     + ActivityStore
     + LeaseStore
@@ -116,6 +119,7 @@ impl<T> Adapter for T where
         + GraphStore
         + ContentStore
         + TimelineStore
+        + ThreadStore
         + ChangeFeed
         + ActivityStore
         + LeaseStore
@@ -136,6 +140,7 @@ pub struct Store {
     pub graph: Arc<dyn GraphStore>,
     pub content: Arc<dyn ContentStore>,
     pub timelines: Arc<dyn TimelineStore>,
+    pub threads: Arc<dyn ThreadStore>,
     pub change_feed: Arc<dyn ChangeFeed>,
     pub activity: Arc<dyn ActivityStore>,
     pub leases: Arc<dyn LeaseStore>,
@@ -156,6 +161,7 @@ impl Store {
             graph: adapter.clone(),
             content: adapter.clone(),
             timelines: adapter.clone(),
+            threads: adapter.clone(),
             change_feed: adapter.clone(),
             activity: adapter.clone(),
             leases: adapter.clone(),

@@ -93,7 +93,7 @@ async fn users_follows_and_posts_keep_their_counters() {
 
         let first = store
             .content
-            .insert_post("bob", "one", now_ms())
+            .insert_post("bob", "one", None, now_ms())
             .await
             .unwrap()
             .post;
@@ -108,7 +108,7 @@ async fn users_follows_and_posts_keep_their_counters() {
             "ids increase even when the clock steps back"
         );
         assert!(matches!(
-            store.content.insert_post("nobody", "x", now_ms()).await,
+            store.content.insert_post("nobody", "x", None, now_ms()).await,
             Err(StoreError::NotFound(_))
         ));
 
@@ -254,7 +254,7 @@ async fn a_recount_refuses_to_write_over_counters_that_moved_since_its_read() {
         let read = users.count_sources(&[ann(5, true)]).await.unwrap();
         t.store
             .content
-            .insert_post("ann", "p", now_ms())
+            .insert_post("ann", "p", None, now_ms())
             .await
             .unwrap();
         assert_eq!(

@@ -19,8 +19,11 @@ use super::timelines::{PART_BITS, idle, names, retractions, versions};
 /// restore retired (`event_gaps`), which a version-4 reader would serve as a silent skip,
 /// and caches record their owner's last read (`caches.last_read`, see
 /// `timelines::idle`), which a version-4 writer would leave at 0, so that the sweep
-/// would drop every cache it builds or reads.
-pub const SCHEMA_VERSION: i64 = 5;
+/// would drop every cache it builds or reads. Version 6: posts name the post they answer
+/// and count their replies, and timeline entries carry the parent's author
+/// (`threads::replies_schema`), which a version-5 writer would leave out, so its
+/// replies would escape the home rule and the counts.
+pub const SCHEMA_VERSION: i64 = 6;
 
 /// The tables every socialite store has had since its first format: what tells a
 /// socialite store from another SQLite file.
@@ -227,6 +230,7 @@ pub fn migrate(conn: &Connection) -> anyhow::Result<()> {
     once(conn, "retraction_marks", retractions::MIGRATE)?;
     // Renames whose propagation was not recorded when the file was older are pending.
     conn.execute_batch(names::PENDING_RENAMES)?;
+    super::threads::replies_schema(conn)?;
     once(
         conn,
         "pending_renames",
@@ -265,7 +269,7 @@ pub fn stamp_version(conn: &Connection) -> rusqlite::Result<()> {
 }
 
 /// Adds a column unless the table has it already.
-fn add_column(conn: &Connection, table: &str, column: &str, decl: &str) -> rusqlite::Result<()> {
+pub(super) fn add_column(conn: &Connection, table: &str, column: &str, decl: &str) -> rusqlite::Result<()> {
     let exists: bool = conn.query_row(
         "SELECT count(*) > 0 FROM pragma_table_info(?1) WHERE name = ?2",
         [table, column],

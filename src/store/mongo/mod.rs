@@ -17,6 +17,7 @@ mod events;
 mod graph;
 mod leases;
 mod readonly;
+mod threads;
 mod timelines;
 mod tokens;
 mod trends;
@@ -199,6 +200,8 @@ pub(super) fn post_from(doc: &Document) -> StoreResult<Post> {
         id: post_id(doc.get("_id"))?,
         author: doc.get_str("author").unwrap_or_default().to_owned(),
         text: doc.get_str("text").unwrap_or_default().to_owned(),
+        reply_to: threads::reply_from(doc)?,
+        replies_count: int(doc, threads::REPLIES_COUNT).max(0) as u64,
     })
 }
 
@@ -242,6 +245,7 @@ impl MongoStore {
         let indexes = [
             graph::indexes(),
             content::indexes(),
+            threads::indexes(),
             timelines::indexes(),
             activity::indexes(),
             trends::indexes(),
