@@ -107,6 +107,8 @@ impl Raw {
                     id,
                     author: author.to_owned(),
                     text: text.to_owned(),
+                    reply_to: None,
+                    replies_count: 0,
                 };
                 conn.execute(
                     "INSERT INTO changes (ts, coll, op, key, doc) VALUES (?1, 'posts', 'insert', ?2, ?3)",

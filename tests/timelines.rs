@@ -175,6 +175,7 @@ fn entries(base: i64, n: i64) -> Vec<TimelineEntry> {
         author: "a".into(),
         text: Some(format!("text {i}")),
         name: None,
+        reply_to_author: None,
     };
     (0..n).map(entry).collect()
 }

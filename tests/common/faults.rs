@@ -133,8 +133,16 @@ impl PausingContent {
 
 #[async_trait]
 impl ContentStore for PausingContent {
-    async fn insert_post(&self, author: &str, text: &str, now_ms: i64) -> StoreResult<Inserted> {
-        self.inner.insert_post(author, text, None, now_ms).await
+    async fn insert_post(
+        &self,
+        author: &str,
+        text: &str,
+        in_reply_to: Option<PostId>,
+        now_ms: i64,
+    ) -> StoreResult<Inserted> {
+        self.inner
+            .insert_post(author, text, in_reply_to, now_ms)
+            .await
     }
     async fn post(&self, id: PostId) -> StoreResult<Option<Post>> {
         self.inner.post(id).await

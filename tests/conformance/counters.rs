@@ -99,7 +99,7 @@ async fn users_follows_and_posts_keep_their_counters() {
             .post;
         let second = store
             .content
-            .insert_post("bob", "two", now_ms() - 60_000)
+            .insert_post("bob", "two", None, now_ms() - 60_000)
             .await
             .unwrap()
             .post;

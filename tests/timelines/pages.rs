@@ -111,6 +111,7 @@ fn entry(id: PostId, author: &str, version: u64) -> TimelineEntry {
             display_name: author.into(),
             version,
         }),
+        reply_to_author: None,
     }
 }
 

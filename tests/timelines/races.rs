@@ -71,6 +71,7 @@ async fn a_late_push_below_a_cache_never_hides_the_posts_between() {
             author: "alice".into(),
             text: Some("p".into()),
             name: None,
+            reply_to_author: None,
         };
         s.timelines
             .cache_push(&["reader".to_owned()], &[entry], 5)
@@ -136,6 +137,7 @@ async fn a_backfill_cut_at_the_cache_size_ends_a_caches_completeness() {
             author: "bob".into(),
             text: Some("p".into()),
             name: None,
+            reply_to_author: None,
         };
         s.timelines
             .cache_push(&["reader".to_owned()], &[entry], 5)

@@ -51,7 +51,14 @@ pub fn largest_entry_bytes() -> usize {
     let author = max_valid_bytes(validate_user_id);
     let text = max_valid_bytes(validate_post_text);
     let name = max_valid_bytes(validate_display_name);
-    4 + (1 + 4 + 12) + string("a", author) + string("m", text) + string("n", name) + (1 + 2 + 8) + 1
+    // `r`: a reply's parent author, a user id too.
+    4 + (1 + 4 + 12)
+        + string("a", author)
+        + string("m", text)
+        + string("n", name)
+        + (1 + 2 + 8)
+        + string("r", author)
+        + 1
 }
 
 /// The BSON size of a timeline document holding `entries` of the largest size: the
