@@ -245,6 +245,10 @@ async fn a_reply_reaches_home_timelines_by_mastodons_rule() {
             ];
             let answer = reply(&api, "ann", "an answer", &parent).await;
             let more = reply(&api, "ann", "and more", &answer).await;
+            // The question goes: the answer still names pat, and no follow or unfollow
+            // of pat below writes any timeline entry of pat's.
+            let (status, _) = api.delete(&format!("/v1/posts/{parent}")).await;
+            assert_eq!(status, StatusCode::NO_CONTENT);
             server.settle().await;
 
             // The reader follows ann only: the answer to pat is hidden, ann's
