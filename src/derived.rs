@@ -176,8 +176,8 @@ impl Sources {
             return true;
         };
         let parent = post.reply_to.as_ref().map(|r| r.author.as_str());
-        let follows_parent = parent
-            .is_some_and(|p| self.follows.contains_key(&(user.to_owned(), p.to_owned())));
+        let follows_parent =
+            parent.is_some_and(|p| self.follows.contains_key(&(user.to_owned(), p.to_owned())));
         reply_visible(user, &post.author, parent, follows_parent)
     }
 

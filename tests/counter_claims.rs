@@ -197,7 +197,10 @@ async fn a_delete_takes_over_from_one_that_died_after_its_decrement() {
         .await
         .unwrap()
         .post;
-    content.insert_post("a", "two", None, now_ms()).await.unwrap();
+    content
+        .insert_post("a", "two", None, now_ms())
+        .await
+        .unwrap();
     let id = ObjectId::from_bytes(PostId::bytes(&first.id));
     f.coll("content")
         .update_one(

@@ -187,7 +187,11 @@ async fn a_context_says_when_it_was_cut() {
         let (_, context) = api.get(&format!("/v1/posts/{last}/context")).await;
         let ancestors = ids(&context["ancestors"]);
         assert_eq!(ancestors.len(), MAX_ANCESTORS, "{kind:?}");
-        assert_eq!(ancestors, chain[1..=MAX_ANCESTORS].to_vec(), "the nearest kept");
+        assert_eq!(
+            ancestors,
+            chain[1..=MAX_ANCESTORS].to_vec(),
+            "the nearest kept"
+        );
         assert_eq!(context["ancestors_truncated"], true);
         let (_, context) = api.get(&format!("/v1/posts/{}/context", chain[1])).await;
         assert_eq!(context["ancestors_truncated"], false);
@@ -213,7 +217,10 @@ async fn a_context_says_when_it_was_cut() {
         );
         let (_, context) = api.get(&format!("/v1/posts/{root}/context")).await;
         assert_eq!(ids(&context["descendants"]).len(), MAX_DESCENDANTS);
-        assert_eq!(context["descendants_truncated"], false, "{kind:?}: exactly the bound");
+        assert_eq!(
+            context["descendants_truncated"], false,
+            "{kind:?}: exactly the bound"
+        );
         server.stop().await;
     }
 }
@@ -259,7 +266,10 @@ async fn a_reply_reaches_home_timelines_by_mastodons_rule() {
             assert!(read.contains(&fillers[2]), "{what}");
             // pat, whose post it answers, sees it.
             let read = timeline(&api, "pat", 20).await;
-            assert!(read.contains(&answer), "{what}: the parent's author: {read:?}");
+            assert!(
+                read.contains(&answer),
+                "{what}: the parent's author: {read:?}"
+            );
 
             // Once the reader follows pat, it shows at once (a first page read just
             // before included).

@@ -36,7 +36,11 @@ impl From<Context> for ContextBody {
                 post: r.post.to_string(),
                 author: r.author,
             }),
-            descendants: context.descendants.into_iter().map(PostBody::from).collect(),
+            descendants: context
+                .descendants
+                .into_iter()
+                .map(PostBody::from)
+                .collect(),
             descendants_truncated: context.descendants_truncated,
         }
     }

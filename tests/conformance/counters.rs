@@ -108,7 +108,10 @@ async fn users_follows_and_posts_keep_their_counters() {
             "ids increase even when the clock steps back"
         );
         assert!(matches!(
-            store.content.insert_post("nobody", "x", None, now_ms()).await,
+            store
+                .content
+                .insert_post("nobody", "x", None, now_ms())
+                .await,
             Err(StoreError::NotFound(_))
         ));
 

@@ -112,7 +112,12 @@ async fn a_backfill_cut_at_the_cache_size_ends_a_caches_completeness() {
         users_following(s, &people, None).await;
         s.graph.follow("reader", "bob", 0).await.unwrap();
         assert!(walk(&timelines, "reader", 3).await.is_empty());
-        let late = s.content.insert_post("bob", "p", None, 1_000).await.unwrap().post;
+        let late = s
+            .content
+            .insert_post("bob", "p", None, 1_000)
+            .await
+            .unwrap()
+            .post;
         let mut alices = Vec::new();
         for i in 0..7 {
             let post = s

@@ -23,7 +23,7 @@ async fn post(store: &Store, author: &str, text: &str) -> TimelineEntry {
         author: author.into(),
         text: Some(text.into()),
         name: None,
-    reply_to_author: None,
+        reply_to_author: None,
     }
 }
 

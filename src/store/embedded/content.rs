@@ -4,11 +4,11 @@ use async_trait::async_trait;
 use rusqlite::{OptionalExtension, params};
 
 use super::timelines::{retractions, versions};
-use super::{POST_COLUMNS, threads};
 use super::{
     EmbeddedStore, IN_CHUNK, add_to_counter, placeholders, post_before, post_from_row, post_id_at,
     record_change,
 };
+use super::{POST_COLUMNS, threads};
 use crate::domain::{ChangeOp, NameStamp, Post, PostId};
 use crate::store::{ContentStore, Inserted, StoreError, StoreResult};
 
@@ -290,7 +290,8 @@ pub(super) const POST_BY_ID: &str =
     "SELECT id, author, text, reply_to, reply_to_author, replies_count FROM posts WHERE id = ?1";
 /// Fanout on read: the newest posts below `?2`, at most `?3`, by the user and everyone
 /// they follow.
-pub(super) const HOME_POSTS: &str = "SELECT id, author, text, reply_to, reply_to_author, replies_count
+pub(super) const HOME_POSTS: &str =
+    "SELECT id, author, text, reply_to, reply_to_author, replies_count
      FROM posts
      WHERE author IN (SELECT followee FROM follows WHERE follower = ?1 UNION ALL SELECT ?1)
        AND id < ?2 ORDER BY id DESC LIMIT ?3";

@@ -269,7 +269,12 @@ pub fn stamp_version(conn: &Connection) -> rusqlite::Result<()> {
 }
 
 /// Adds a column unless the table has it already.
-pub(super) fn add_column(conn: &Connection, table: &str, column: &str, decl: &str) -> rusqlite::Result<()> {
+pub(super) fn add_column(
+    conn: &Connection,
+    table: &str,
+    column: &str,
+    decl: &str,
+) -> rusqlite::Result<()> {
     let exists: bool = conn.query_row(
         "SELECT count(*) > 0 FROM pragma_table_info(?1) WHERE name = ?2",
         [table, column],

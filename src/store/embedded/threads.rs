@@ -14,12 +14,7 @@ use crate::store::{StoreError, StoreResult, ThreadStore};
 pub(super) fn replies_schema(conn: &rusqlite::Connection) -> rusqlite::Result<()> {
     super::schema::add_column(conn, "posts", "reply_to", "BLOB")?;
     super::schema::add_column(conn, "posts", "reply_to_author", "TEXT")?;
-    super::schema::add_column(
-        conn,
-        "posts",
-        "replies_count",
-        "INTEGER NOT NULL DEFAULT 0",
-    )?;
+    super::schema::add_column(conn, "posts", "replies_count", "INTEGER NOT NULL DEFAULT 0")?;
     // Entries of replies carry the parent's author for the home rule; entries from
     // before hold NULL, which reads take as "no reply".
     for table in ["bucket_entries", "cache_entries"] {

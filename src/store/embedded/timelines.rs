@@ -156,7 +156,12 @@ impl TimelineStore for EmbeddedStore {
                 )?
                 .query_map([&user], entry_from_row)?
                 .collect::<rusqlite::Result<_>>()?;
-            Ok(Some(CacheState { ready, started_at_ms, complete, entries }))
+            Ok(Some(CacheState {
+                ready,
+                started_at_ms,
+                complete,
+                entries,
+            }))
         })
         .await
     }

@@ -196,7 +196,10 @@ fn entry(post: &Document, names: &HashMap<String, (String, i64)>, embed: bool) -
             entry.insert("v", *version);
         }
     }
-    if let Ok(parent_author) = post.get_document("reply_to").and_then(|r| r.get_str("author")) {
+    if let Ok(parent_author) = post
+        .get_document("reply_to")
+        .and_then(|r| r.get_str("author"))
+    {
         entry.insert("r", parent_author);
     }
     entry
