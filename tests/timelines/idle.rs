@@ -315,7 +315,7 @@ async fn kept_pages_count_as_reads_and_are_not_served_past_a_drop() {
 
 /// A file from before caches recorded their last read (format 4) is upgraded in place:
 /// each existing cache counts as read at the upgrade, so none is dropped as idle for a
-/// whole `cache_idle` after it, and the format says 5.
+/// whole `cache_idle` after it, and the format says 6.
 #[tokio::test]
 async fn an_upgraded_file_counts_its_caches_as_read_at_the_upgrade() {
     let t = fresh_store(Kind::Embedded).await;
@@ -341,7 +341,7 @@ async fn an_upgraded_file_counts_its_caches_as_read_at_the_upgrade() {
     let version: i64 = conn
         .query_row("PRAGMA user_version", [], |row| row.get(0))
         .unwrap();
-    assert_eq!(version, 5);
+    assert_eq!(version, 6);
     let store = Store::new(Arc::new(reopened));
     let view = store
         .timelines
