@@ -301,3 +301,34 @@ async fn a_reply_reaches_home_timelines_by_mastodons_rule() {
         }
     }
 }
+
+/// `post.created` of a reply names what it answers, as the post's change-feed document
+/// does (embedded: the MongoDB stand-in keeps no event log).
+#[tokio::test]
+async fn a_replys_event_names_what_it_answers() {
+    let server = server(common::Kind::Embedded, FeedStrategy::Cache).await;
+    let api = server.api();
+    for user in ["ann", "bob"] {
+        api.user(user).await;
+    }
+    let root = api.say("ann", "root").await;
+    let answer = reply(&api, "bob", "answer", &root).await;
+    server.settle().await;
+    let (status, page) = api.get("/v1/events?limit=1000").await;
+    assert_eq!(status, StatusCode::OK, "{page}");
+    let created = |id: &str| {
+        page["events"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|e| e["type"] == "post.created" && e["payload"]["post"] == id)
+            .cloned()
+            .unwrap_or_else(|| panic!("no post.created of {id}: {page}"))
+    };
+    assert_eq!(
+        created(&answer)["payload"]["in_reply_to"],
+        json!({ "post": root, "author": "ann" })
+    );
+    assert!(created(&root)["payload"].get("in_reply_to").is_none());
+    server.stop().await;
+}
