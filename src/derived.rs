@@ -12,7 +12,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::domain::{ActivityType, FeedStrategy, PostId, hashtags};
+use crate::domain::{ActivityType, FeedStrategy, PostId, ReplyTo, hashtags, reply_visible};
 
 mod entries;
 mod faults;
@@ -44,6 +44,8 @@ pub struct PostSource {
     pub created: Window,
     /// `None` while the post is live.
     pub deleted: Option<Window>,
+    /// The post it answers and that post's author, as named at creation.
+    pub reply_to: Option<ReplyTo>,
 }
 
 impl PostSource {
@@ -156,6 +158,38 @@ impl Sources {
         }
     }
 
+    /// What reads of `user`'s home timeline serve: [`Sources::timeline`] (what the
+    /// strategy stores, replies included) less the replies the home rule hides by the
+    /// follow graph as it is now ([`Sources::reply_shown`]), which reads apply.
+    pub fn served_timeline(&self, user: &str, rules: TimelineRules) -> TimelineBounds {
+        let stored = self.timeline(user, rules);
+        let shown = |id: &PostId| self.reply_shown(user, id);
+        TimelineBounds {
+            lower: stored.lower.into_iter().filter(shown).collect(),
+            upper: stored.upper.into_iter().filter(shown).collect(),
+        }
+    }
+
+    /// Whether `user`'s home timeline shows the post `id` as far as the reply rule
+    /// goes ([`reply_visible`] with the current follows).
+    pub fn reply_shown(&self, user: &str, id: &PostId) -> bool {
+        let Some(post) = self.posts.get(id) else {
+            return true;
+        };
+        let parent = post.reply_to.as_ref().map(|r| r.author.as_str());
+        let follows_parent =
+            parent.is_some_and(|p| self.follows.contains_key(&(user.to_owned(), p.to_owned())));
+        reply_visible(user, &post.author, parent, follows_parent)
+    }
+
+    /// A post's `replies_count`: how many live posts answer it.
+    pub fn replies_count(&self, id: PostId) -> u64 {
+        self.posts
+            .values()
+            .filter(|p| p.live() && p.reply_to.as_ref().is_some_and(|r| r.post == id))
+            .count() as u64
+    }
+
     /// The live posts of `followee` a follow that ran during `follow` certainly
     /// delivered: those created after it (fanned out to the edge), and those its
     /// backfill of the newest `backfill` posts must have taken whatever the posts
@@ -258,6 +292,7 @@ mod tests {
             text: format!("{author} at {t} #t{t}"),
             created: Window::at(t),
             deleted: None,
+            reply_to: None,
         }
     }
 

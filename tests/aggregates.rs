@@ -96,7 +96,7 @@ async fn random_posts(store: &Store, live: &mut Live, rng: &mut rand::rngs::StdR
         }
         let post = store
             .content
-            .insert_post("ann", &text, now_ms())
+            .insert_post("ann", &text, None, now_ms())
             .await
             .unwrap()
             .post;
@@ -363,7 +363,7 @@ async fn a_deletion_whose_tags_left_the_log_makes_a_counted_rebuild() {
         let mut live = Live::new();
         let first = store
             .content
-            .insert_post("ann", "#rust first", now_ms())
+            .insert_post("ann", "#rust first", None, now_ms())
             .await
             .unwrap()
             .post;
@@ -385,7 +385,7 @@ async fn a_deletion_whose_tags_left_the_log_makes_a_counted_rebuild() {
             assert!(n < 999, "{kind:?}: the log never trimmed");
             let post = store
                 .content
-                .insert_post("ann", &format!("#go {n}"), now_ms())
+                .insert_post("ann", &format!("#go {n}"), None, now_ms())
                 .await;
             let post = post.unwrap().post;
             live.insert(post.id, post);

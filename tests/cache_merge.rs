@@ -22,7 +22,7 @@ const SIZE: u32 = 50;
 async fn post(store: &Store, author: &str) -> Post {
     store
         .content
-        .insert_post(author, author, now_ms())
+        .insert_post(author, author, None, now_ms())
         .await
         .unwrap()
         .post

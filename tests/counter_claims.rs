@@ -193,11 +193,14 @@ async fn a_delete_takes_over_from_one_that_died_after_its_decrement() {
     };
     let content = &f.store.content;
     let first = content
-        .insert_post("a", "one", now_ms())
+        .insert_post("a", "one", None, now_ms())
         .await
         .unwrap()
         .post;
-    content.insert_post("a", "two", now_ms()).await.unwrap();
+    content
+        .insert_post("a", "two", None, now_ms())
+        .await
+        .unwrap();
     let id = ObjectId::from_bytes(PostId::bytes(&first.id));
     f.coll("content")
         .update_one(

@@ -107,6 +107,8 @@ impl Raw {
                     id,
                     author: author.to_owned(),
                     text: text.to_owned(),
+                    reply_to: None,
+                    replies_count: 0,
                 };
                 conn.execute(
                     "INSERT INTO changes (ts, coll, op, key, doc) VALUES (?1, 'posts', 'insert', ?2, ?3)",
@@ -184,7 +186,7 @@ async fn a_post_whose_counter_write_never_happened_is_counted_once_the_worker_ca
         common::create_user(store, "ann").await;
         store
             .content
-            .insert_post("ann", "counted", now_ms())
+            .insert_post("ann", "counted", None, now_ms())
             .await
             .unwrap();
         f.raw.post_without_counter("ann", "cut short").await;
@@ -229,7 +231,7 @@ async fn a_stale_holders_recount_is_refused() {
         common::create_user(store, "bea").await;
         store
             .content
-            .insert_post("bea", "one", now_ms())
+            .insert_post("bea", "one", None, now_ms())
             .await
             .unwrap();
 
@@ -244,7 +246,7 @@ async fn a_stale_holders_recount_is_refused() {
         clock.advance(TTL + 1);
         store
             .content
-            .insert_post("bea", "two", now_ms())
+            .insert_post("bea", "two", None, now_ms())
             .await
             .unwrap();
         let mut b = runner(store, &clock, "B");
@@ -263,7 +265,7 @@ async fn a_stale_holders_recount_is_refused() {
         // The holder's next recount sets it right.
         store
             .content
-            .insert_post("bea", "three", now_ms())
+            .insert_post("bea", "three", None, now_ms())
             .await
             .unwrap();
         catch_up(&mut b).await;
@@ -377,7 +379,7 @@ async fn after_a_random_mix_of_writes_the_counts_equal_a_count_from_scratch() {
                 0 => posts.push(
                     store
                         .content
-                        .insert_post(a, "p", now_ms())
+                        .insert_post(a, "p", None, now_ms())
                         .await
                         .unwrap()
                         .post

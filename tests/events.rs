@@ -110,7 +110,7 @@ async fn every_change_becomes_exactly_one_event_in_feed_order_across_crashes() {
             store.graph.follow("ann", "bob", now_ms()).await.unwrap();
             let first = store
                 .content
-                .insert_post("bob", "hello #Rust #rust #go", now_ms())
+                .insert_post("bob", "hello #Rust #rust #go", None, now_ms())
                 .await
                 .unwrap()
                 .post;

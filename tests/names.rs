@@ -39,6 +39,7 @@ fn entry(id: PostId, author: &str, name: Option<NameStamp>) -> TimelineEntry {
         author: author.to_owned(),
         text: Some(format!("post {id}")),
         name,
+        reply_to_author: None,
     }
 }
 

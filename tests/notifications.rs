@@ -58,7 +58,7 @@ async fn settle(worker: &mut Runner) {
 async fn post(store: &Store, author: &str, text: &str) -> PostId {
     store
         .content
-        .insert_post(author, text, now_ms())
+        .insert_post(author, text, None, now_ms())
         .await
         .unwrap()
         .post

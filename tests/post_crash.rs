@@ -35,7 +35,7 @@ async fn deleting_a_post_whose_writer_died_before_its_increment_keeps_the_count(
     store.users.create_user(&user).await.unwrap();
     store
         .content
-        .insert_post("a", "kept", now_ms())
+        .insert_post("a", "kept", None, now_ms())
         .await
         .unwrap();
 
@@ -47,7 +47,7 @@ async fn deleting_a_post_whose_writer_died_before_its_increment_keeps_the_count(
     });
     let writer = {
         let store = store.clone();
-        tokio::spawn(async move { store.content.insert_post("a", "dies", now_ms()).await })
+        tokio::spawn(async move { store.content.insert_post("a", "dies", None, now_ms()).await })
     };
     let dying = loop {
         let posts = store.content.posts_by_author("a", None, 10).await.unwrap();

@@ -172,7 +172,7 @@ async fn the_counters_rebuild_recounts_every_user() {
         }
         store
             .content
-            .insert_post("ada", "one", now_ms())
+            .insert_post("ada", "one", None, now_ms())
             .await
             .unwrap();
         let mut worker = runner(store, Arc::new(CountersWorker::new(store.users.clone())));
@@ -182,7 +182,7 @@ async fn the_counters_rebuild_recounts_every_user() {
             store.graph.follow("bob", "ada", now_ms()).await.unwrap();
             store
                 .content
-                .insert_post("cal", "two", now_ms())
+                .insert_post("cal", "two", None, now_ms())
                 .await
                 .unwrap();
         })
@@ -198,7 +198,7 @@ async fn the_counters_rebuild_recounts_every_user() {
         // And on from the head taken before the rebuild.
         store
             .content
-            .insert_post("bob", "three", now_ms())
+            .insert_post("bob", "three", None, now_ms())
             .await
             .unwrap();
         f.drift(7).await;
@@ -366,7 +366,7 @@ async fn the_activity_rebuild_equals_logs_from_scratch() {
         }
         let early = store
             .content
-            .insert_post("fay", "one", now_ms())
+            .insert_post("fay", "one", None, now_ms())
             .await
             .unwrap();
         let limits = ActivityLimits {
@@ -384,7 +384,7 @@ async fn the_activity_rebuild_equals_logs_from_scratch() {
             for i in 0..4 {
                 store
                     .content
-                    .insert_post("fay", &format!("p{i}"), now_ms())
+                    .insert_post("fay", &format!("p{i}"), None, now_ms())
                     .await
                     .unwrap();
             }
@@ -403,7 +403,7 @@ async fn the_activity_rebuild_equals_logs_from_scratch() {
 
         store
             .content
-            .insert_post("gus", "after", now_ms())
+            .insert_post("gus", "after", None, now_ms())
             .await
             .unwrap();
         catch_up(&mut worker).await;
@@ -442,7 +442,7 @@ async fn a_worker_that_never_committed_rebuilds_after_a_trim() {
             store.graph.follow("gus", "fay", now_ms()).await.unwrap();
             store
                 .content
-                .insert_post("fay", "one", now_ms())
+                .insert_post("fay", "one", None, now_ms())
                 .await
                 .unwrap();
         };
@@ -460,7 +460,7 @@ async fn a_worker_that_never_committed_rebuilds_after_a_trim() {
         }
         store
             .content
-            .insert_post("gus", "two", now_ms())
+            .insert_post("gus", "two", None, now_ms())
             .await
             .unwrap();
         until_rebuilt(&mut worker, kind).await;

@@ -53,6 +53,7 @@ impl World {
             text,
             created,
             deleted: None,
+            reply_to: None,
         };
         self.sources.posts.insert(id.parse().unwrap(), post);
     }
@@ -134,7 +135,7 @@ impl World {
         };
         for user in USERS {
             let served = self.timeline(user).await;
-            let bounds = self.sources.timeline(user, rules);
+            let bounds = self.sources.served_timeline(user, rules);
             let faults = bucket_faults(&bounds, &served);
             assert!(
                 faults.is_empty(),

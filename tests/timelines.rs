@@ -175,6 +175,7 @@ fn entries(base: i64, n: i64) -> Vec<TimelineEntry> {
         author: "a".into(),
         text: Some(format!("text {i}")),
         name: None,
+        reply_to_author: None,
     };
     (0..n).map(entry).collect()
 }
@@ -379,7 +380,8 @@ fn sizes_that_could_pass_16_mib_are_rejected_at_start_up() {
         config.validate().map_err(|e| e.to_string())
     };
     assert!(valid(&|_| {}).is_ok());
-    // 2,345 bytes per entry at most (with the author's name embedded): 6,000 entries
+    // 2,385 bytes per entry at most (with the author's name embedded, and a reply's
+    // parent author): 6,000 entries
     // fit in 15 MiB, 7,000 do not.
     type Set = fn(&mut Config, u32);
     let setters: [(&str, Set); 3] = [

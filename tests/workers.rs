@@ -31,7 +31,7 @@ const SETTINGS: RunnerSettings = RunnerSettings {
 async fn post(store: &Store, author: &str, text: &str) -> String {
     store
         .content
-        .insert_post(author, text, now_ms())
+        .insert_post(author, text, None, now_ms())
         .await
         .unwrap()
         .post

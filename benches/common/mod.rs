@@ -104,7 +104,7 @@ pub async fn tagged_posts(store: &Store, posts: usize, span_ms: i64, now_ms: i64
         let author = format!("a{}", rng.below(authors));
         store
             .content
-            .insert_post(&author, &tags.text(&mut rng), at)
+            .insert_post(&author, &tags.text(&mut rng), None, at)
             .await
             .unwrap();
     }

@@ -17,6 +17,7 @@ pub(super) fn post_source(post: &Post) -> PostSource {
         text: post.text.clone(),
         created: Window::at(post.created_at_ms()),
         deleted: None,
+        reply_to: post.reply_to.clone(),
     }
 }
 

@@ -72,6 +72,7 @@ async fn walk_posts(
                 text: post.text.clone(),
                 created: Window::at(post.created_at_ms()),
                 deleted: None,
+                reply_to: post.reply_to.clone(),
             };
             page.posts.insert(post.id, source);
         }

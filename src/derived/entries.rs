@@ -26,6 +26,12 @@ pub enum EntryFault {
     Name { held: String, profile: String },
     /// The stamp's version `held` is newer than the profile's `profile`.
     Version { held: u64, profile: u64 },
+    /// The entry names `held` as the author of the post it answers; the post says
+    /// `post` (`None`: not a reply).
+    ReplyTo {
+        held: Option<String>,
+        post: Option<String>,
+    },
 }
 
 /// At most 40 characters of `text`, quoted.
@@ -60,6 +66,10 @@ impl fmt::Display for EntryFault {
                 "carries a name stamped at version {held}, newer than the author's profile \
                  ({profile})"
             ),
+            EntryFault::ReplyTo { held, post } => write!(
+                f,
+                "names {held:?} as the author of the post it answers, the post says {post:?}"
+            ),
         }
     }
 }
@@ -79,6 +89,13 @@ impl Sources {
             faults.push(EntryFault::Author {
                 held: entry.author.clone(),
                 post: post.author.clone(),
+            });
+        }
+        let parent = post.reply_to.as_ref().map(|r| r.author.clone());
+        if entry.reply_to_author != parent {
+            faults.push(EntryFault::ReplyTo {
+                held: entry.reply_to_author.clone(),
+                post: parent,
             });
         }
         if let Some(text) = entry.text.as_ref().filter(|t| **t != post.text) {
@@ -126,6 +143,7 @@ mod tests {
                 text: "hello".into(),
                 created: Window::at(5),
                 deleted: None,
+                reply_to: None,
             },
         );
         s.users.insert("ann".into(), "Ann".into());
@@ -141,11 +159,13 @@ mod tests {
             author: "ann".into(),
             text: Some("hello".into()),
             name: stamp("Ann", 2),
+            reply_to_author: None,
         };
         assert!(s.entry_faults(&entry).is_empty());
         let linked = TimelineEntry {
             text: None,
             name: None,
+            reply_to_author: None,
             ..entry.clone()
         };
         assert!(s.entry_faults(&linked).is_empty(), "nothing carried");
@@ -154,6 +174,7 @@ mod tests {
             author: "bob".into(),
             text: Some("hullo".into()),
             name: stamp("Anne", 3),
+            reply_to_author: None,
         };
         let faults = s.entry_faults(&wrong);
         assert_eq!(faults.len(), 4, "{faults:?}");
@@ -163,6 +184,7 @@ mod tests {
         );
         let older = TimelineEntry {
             name: stamp("Ann", 1),
+            reply_to_author: None,
             ..entry.clone()
         };
         assert!(s.entry_faults(&older).is_empty(), "the same name, older");

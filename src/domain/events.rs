@@ -91,6 +91,11 @@ impl Event {
         self.payload.get(name).and_then(|v| v.as_str())
     }
 
+    /// `post.created` of a reply: the author of the post it answers (`in_reply_to`).
+    pub fn reply_to_author(&self) -> Option<&str> {
+        self.payload.get("in_reply_to")?.get("author")?.as_str()
+    }
+
     /// The `tags` of a post event; `None` when unknown (a deletion whose creation had
     /// left the log).
     pub fn tags(&self) -> Option<Vec<String>> {

@@ -7,6 +7,7 @@ mod hashtags;
 mod ids;
 pub mod relations;
 mod notifications;
+mod threads;
 mod time;
 mod validate;
 
@@ -18,9 +19,10 @@ pub use hashtags::{MAX_TAGS_PER_POST, hashtags, is_tag};
 pub use ids::{PostId, PostIdError, PostIdGenerator, PostIdTimeError};
 pub use notifications::{
     GROUP_ACTORS, MAX_MENTIONS_PER_POST, Notification, NotificationFilter, NotificationGroup,
-    NotificationType, NotifyPost, NotifySources, ReplyTo, group_notifications, mention_counts,
+    NotificationType, NotifyPost, NotifySources, group_notifications, mention_counts,
     mentions, notification_id, notifies, post_notifies, rebuilt_notification_id,
 };
+pub use threads::{MAX_ANCESTORS, MAX_DESCENDANTS, ReplyTo, reply_visible};
 pub use time::{
     CLOCK_SKEW_MS, MAX_TIME_MS, MIN_TIME_MS, Rfc3339Ms, TimeError, check_time_at, check_time_ms,
     format_time_ms,
@@ -50,11 +52,19 @@ pub struct NewUser {
 }
 
 /// A post. Its creation time is the time encoded in its id.
+///
+/// As a change-feed document it carries its sources only: `id`, `author`, `text`, and
+/// `reply_to` when it answers a post. `replies_count` is derived (the number of existing
+/// posts whose `reply_to.post` is this post), read with the post and never serialised.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Post {
     pub id: PostId,
     pub author: String,
     pub text: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reply_to: Option<ReplyTo>,
+    #[serde(skip)]
+    pub replies_count: u64,
 }
 
 impl Post {
@@ -70,6 +80,7 @@ impl Post {
             author: self.author.clone(),
             text: embed_content.then(|| self.text.clone()),
             name: name.filter(|_| embed_content).cloned(),
+            reply_to_author: self.reply_to.as_ref().map(|r| r.author.clone()),
         }
     }
 }
@@ -115,13 +126,16 @@ impl AuthorView {
 /// One entry of a materialised timeline: the post id and its author, plus, when content
 /// is embedded rather than linked, the text and a copy of the author's display name (kept
 /// current by the timelines worker, see `NameStamp`). Entries written before names were
-/// embedded carry none; reads look those names up.
+/// embedded carry none; reads look those names up. A reply's entry carries the author
+/// of the post it answers, which the home rule (`reply_visible`) needs at every read;
+/// entries written before replies existed carry none and are no reply.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TimelineEntry {
     pub id: PostId,
     pub author: String,
     pub text: Option<String>,
     pub name: Option<NameStamp>,
+    pub reply_to_author: Option<String>,
 }
 
 /// A bucket document of a materialised timeline.

@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use super::PostId;
+use super::{PostId, ReplyTo};
 
 /// Mentions notified per post; later ones are ignored (as hashtags are capped).
 pub const MAX_MENTIONS_PER_POST: usize = 10;
@@ -154,14 +154,6 @@ pub fn mentions(text: &str) -> Vec<String> {
         }
     }
     found
-}
-
-/// The post a reply answers and that post's author, as a post's change document carries
-/// them (`"reply_to": {"post": "<hex>", "author": "<id>"}`).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ReplyTo {
-    pub post: PostId,
-    pub author: String,
 }
 
 /// Who a new post notifies, and of what: the author of the post it answers (`reply`), then

@@ -148,6 +148,7 @@ impl Hub {
                                 .cloned()
                                 .unwrap_or_else(|| author.clone()),
                             text: event.field("text").unwrap_or_default().to_owned(),
+                            reply_to_author: event.reply_to_author().map(str::to_owned),
                         });
                     }
                 }

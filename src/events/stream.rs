@@ -19,6 +19,7 @@ use super::hub::{Delivery, Hub, Prepared};
 use crate::domain::relations::Hidden;
 use crate::domain::{
     EventId, EventType, NotificationType, PostId, ReplyTo, notification_id, notifies, post_notifies,
+    reply_visible,
 };
 use crate::feed::TimelineItem;
 use crate::store::{StoreError, StoreResult};
@@ -166,7 +167,12 @@ impl Router {
         match event.kind {
             EventType::PostCreated => {
                 let item = prepared.item.as_ref()?;
-                mine(self, &item.author).then(|| StreamMessage::Item {
+                // The home rule for replies, against the stream's following set.
+                let parent = item.reply_to_author.as_deref();
+                let follows_parent = parent.is_some_and(|p| self.following.contains(p));
+                let shown = mine(self, &item.author)
+                    && reply_visible(&self.user, &item.author, parent, follows_parent);
+                shown.then(|| StreamMessage::Item {
                     id,
                     item: item.clone(),
                 })

@@ -11,7 +11,7 @@ use std::collections::{HashMap, HashSet};
 
 use super::{Timelines, distinct};
 use crate::domain::relations::Hidden;
-use crate::domain::{PostId, TimelineEntry};
+use crate::domain::{PostId, TimelineEntry, reply_visible};
 use crate::store::timelines::CacheVersion;
 use crate::store::{StoreError, StoreResult};
 
@@ -22,6 +22,8 @@ pub struct TimelineItem {
     pub author: String,
     pub author_display_name: String,
     pub text: String,
+    /// A reply's: the author of the post it answers.
+    pub reply_to_author: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -134,7 +136,8 @@ impl Timelines {
                 // A repost's reposter is to be checked here too, once entries carry one.
                 candidates.retain(|e| !hidden.hides(&e.author));
             }
-            kept.extend(self.current(user, candidates, &mut names).await?);
+            let current = self.current(user, candidates, &mut names).await?;
+            kept.extend(self.visible_replies(user, current).await?);
             if kept.len() >= want || exhausted {
                 break;
             }
@@ -165,6 +168,7 @@ impl Timelines {
                 id: e.id,
                 author: e.author,
                 text: e.text.unwrap_or_default(),
+                reply_to_author: e.reply_to_author,
             })
             .collect();
         let expires_ms = hidden.and_then(|h| h.expires_ms());
@@ -235,6 +239,44 @@ impl Timelines {
         }
         names.extend(views.into_iter().map(|v| (v.id, v.display_name)));
         self.hydrate(&mut entries).await?;
+        Ok(entries)
+    }
+
+    /// Drops the replies the home rule hides from `user` (`reply_visible`): a reply to
+    /// a post by someone other than its own author and `user` stays only while `user`
+    /// follows that post's author, by the follow graph as it is now. One lookup of
+    /// those parent authors, and only when the entries hold such a reply.
+    async fn visible_replies(
+        &self,
+        user: &str,
+        mut entries: Vec<TimelineEntry>,
+    ) -> StoreResult<Vec<TimelineEntry>> {
+        let asked = |e: &TimelineEntry| match e.reply_to_author.as_deref() {
+            Some(parent) => !reply_visible(user, &e.author, Some(parent), false),
+            None => false,
+        };
+        let parents: Vec<String> = distinct(
+            entries
+                .iter()
+                .filter(|e| asked(e))
+                .filter_map(|e| e.reply_to_author.as_deref()),
+        )
+        .map(str::to_owned)
+        .collect();
+        if parents.is_empty() {
+            return Ok(entries);
+        }
+        let views = self.store.users.authors(user, &parents).await?;
+        let followed: HashSet<&str> = views
+            .iter()
+            .filter(|v| v.followed)
+            .map(|v| v.id.as_str())
+            .collect();
+        entries.retain(|e| {
+            let parent = e.reply_to_author.as_deref();
+            let follows = parent.is_some_and(|p| followed.contains(p));
+            reply_visible(user, &e.author, parent, follows)
+        });
         Ok(entries)
     }
 

@@ -12,6 +12,7 @@ mod posts;
 pub mod rate;
 mod relations;
 pub mod server;
+mod threads;
 mod timeline;
 mod tokens;
 mod trends;
@@ -99,6 +100,7 @@ pub fn router(state: AppState, settings: &HttpSettings) -> Router {
             put(relations::mute).delete(relations::unmute),
         )
         .route("/v1/users/{id}/mutes", get(relations::list_mutes))
+        .route("/v1/posts/{post_id}/context", get(threads::context))
         .route("/v1/users/{id}/timeline", get(timeline::timeline))
         .route(
             "/v1/users/{id}/timeline/stream",

@@ -21,6 +21,20 @@ pub struct CreatePost {
         pattern = "[^\\t\\n\\u000b\\f\\r \\u0085\\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000]"
     )]
     pub text: String,
+    /// The post this one answers: a 24-hex post id. Unknown: 404; malformed: 422.
+    #[schema(example = "6740a1b2000c000000000001", pattern = "^[0-9a-f]{24}$")]
+    #[serde(default)]
+    pub in_reply_to: Option<String>,
+}
+
+/// The post a reply answers, and its author, as named when the reply was created; it
+/// stays when that post is deleted.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ReplyToBody {
+    #[schema(example = "6740a1b2000c000000000001")]
+    pub post: String,
+    #[schema(example = "bob")]
+    pub author: String,
 }
 
 #[derive(Debug, Serialize, ToSchema)]
@@ -33,6 +47,11 @@ pub struct PostBody {
     pub text: String,
     #[schema(example = "2026-11-22T14:00:00.012Z")]
     pub created_at: String,
+    /// Present on replies only.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reply_to: Option<ReplyToBody>,
+    /// How many existing posts answer this one.
+    pub replies_count: u64,
 }
 
 impl From<Post> for PostBody {
@@ -42,6 +61,11 @@ impl From<Post> for PostBody {
             created_at: format_time_ms(post.created_at_ms()),
             author: post.author,
             text: post.text,
+            reply_to: post.reply_to.map(|r| ReplyToBody {
+                post: r.post.to_string(),
+                author: r.author,
+            }),
+            replies_count: post.replies_count,
         }
     }
 }
@@ -75,8 +99,8 @@ pub struct PageQuery {
     security(("bearer" = [])),
     responses(
         (status = 201, description = "Created", body = PostBody),
-        (status = 404, description = "Unknown user", body = Problem, content_type = "application/problem+json"),
-        (status = 422, description = "Invalid text", body = Problem, content_type = "application/problem+json"),
+        (status = 404, description = "Unknown user, or `in_reply_to` names no existing post", body = Problem, content_type = "application/problem+json"),
+        (status = 422, description = "Invalid text, or a malformed `in_reply_to`", body = Problem, content_type = "application/problem+json"),
     )
 )]
 pub async fn create_post(
@@ -86,7 +110,16 @@ pub async fn create_post(
 ) -> ApiResult<(StatusCode, Json<PostBody>)> {
     known_user_id(&id)?;
     validate_post_text(&body.text).map_err(ApiError::invalid)?;
-    let post = state.social.post(&id, &body.text).await?;
+    let in_reply_to = match body.in_reply_to.as_deref() {
+        Some(raw) => Some(raw.parse().map_err(|_| {
+            ApiError::invalid(format!("in_reply_to must be a 24-hex post id, got {raw:?}"))
+        })?),
+        None => None,
+    };
+    let post = state
+        .social
+        .post_reply(&id, &body.text, in_reply_to)
+        .await?;
     Ok((StatusCode::CREATED, Json(post.into())))
 }
 

@@ -26,6 +26,9 @@ pub struct TimelineItemBody {
     pub text: String,
     #[schema(value_type = String, example = "2026-11-22T14:00:00.012Z")]
     pub created_at: Rfc3339Ms,
+    /// Replies only: the author of the post this one answers.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reply_to_author: Option<String>,
 }
 
 impl From<TimelineItem> for TimelineItemBody {
@@ -36,6 +39,7 @@ impl From<TimelineItem> for TimelineItemBody {
             author: item.author,
             author_display_name: item.author_display_name,
             text: item.text,
+            reply_to_author: item.reply_to_author,
         }
     }
 }

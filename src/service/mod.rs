@@ -11,6 +11,7 @@ pub mod events;
 pub mod notifications;
 mod pages;
 mod relations;
+mod threads;
 
 use std::sync::Arc;
 
@@ -27,6 +28,7 @@ pub use auth::{Auth, AuthError, AuthSettings, IssuedToken};
 pub use events::{EventPage, EventsService, Window};
 pub use relations::MuteRequest;
 pub use notifications::Notifications;
+pub use threads::Context;
 
 /// A page of a keyset-paginated list: `next` is the cursor of the following page.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -270,6 +272,17 @@ impl Social {
     /// followers to the timelines worker. The worker also finishes any fan-out a crash
     /// interrupted, and the activity worker records the post.
     pub async fn post(&self, author: &str, text: &str) -> StoreResult<Post> {
+        self.post_reply(author, text, None).await
+    }
+
+    /// [`Social::post`], answering the post `in_reply_to` when set: `NotFound` when that
+    /// post does not exist (checked by the store as part of the insert).
+    pub async fn post_reply(
+        &self,
+        author: &str,
+        text: &str,
+        in_reply_to: Option<PostId>,
+    ) -> StoreResult<Post> {
         let Inserted {
             post,
             author_followers,
@@ -277,7 +290,7 @@ impl Social {
         } = self
             .store
             .content
-            .insert_post(author, text, now_ms())
+            .insert_post(author, text, in_reply_to, now_ms())
             .await?;
         self.wakers.wake_all();
         crate::faults::point("post.inserted").await;

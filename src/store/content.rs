@@ -21,8 +21,17 @@ pub struct Inserted {
 #[async_trait]
 pub trait ContentStore: Send + Sync + 'static {
     /// Stores a post with a fresh id greater than every earlier one. `NotFound` when the
-    /// author is unknown.
-    async fn insert_post(&self, author: &str, text: &str, now_ms: i64) -> StoreResult<Inserted>;
+    /// author is unknown, or `in_reply_to` names no existing post (the embedded store
+    /// reads the parent in the insert's transaction, MongoDB just before the insert).
+    /// A reply copies its parent's author into `Post::reply_to` and moves the parent's
+    /// `replies_count` up; deleting it moves the count down while the parent exists.
+    async fn insert_post(
+        &self,
+        author: &str,
+        text: &str,
+        in_reply_to: Option<PostId>,
+        now_ms: i64,
+    ) -> StoreResult<Inserted>;
     async fn post(&self, id: PostId) -> StoreResult<Option<Post>>;
     /// Returns the deleted post, `None` when it did not exist.
     async fn delete_post(&self, id: PostId) -> StoreResult<Option<Post>>;

@@ -22,6 +22,7 @@ pub mod leases;
 pub mod mongo;
 pub mod relations;
 pub mod notifications;
+pub mod threads;
 pub mod timelines;
 pub mod tokens;
 pub mod trends;
@@ -42,6 +43,7 @@ pub use graph::{EdgeState, GraphStore, in_follower_batches};
 pub use leases::{Lease, LeaseStore};
 pub use relations::{Blocked, RelationStore};
 pub use notifications::{NotificationEffect, NotificationStore, Recipient};
+pub use threads::ThreadStore;
 pub use timelines::TimelineStore;
 pub use tokens::{TokenHash, TokenRecord, TokenStore};
 pub use trends::TrendStore;
@@ -102,6 +104,7 @@ pub trait Adapter:
     + GraphStore
     + ContentStore
     + TimelineStore
+    + ThreadStore
     + ChangeFeed
     + ActivityStore
     + LeaseStore
@@ -122,6 +125,7 @@ impl<T> Adapter for T where
         + GraphStore
         + ContentStore
         + TimelineStore
+        + ThreadStore
         + ChangeFeed
         + ActivityStore
         + LeaseStore
@@ -144,6 +148,7 @@ pub struct Store {
     pub graph: Arc<dyn GraphStore>,
     pub content: Arc<dyn ContentStore>,
     pub timelines: Arc<dyn TimelineStore>,
+    pub threads: Arc<dyn ThreadStore>,
     pub change_feed: Arc<dyn ChangeFeed>,
     pub activity: Arc<dyn ActivityStore>,
     pub leases: Arc<dyn LeaseStore>,
@@ -168,6 +173,7 @@ impl Store {
             graph: adapter.clone(),
             content: adapter.clone(),
             timelines: adapter.clone(),
+            threads: adapter.clone(),
             change_feed: adapter.clone(),
             activity: adapter.clone(),
             leases: adapter.clone(),

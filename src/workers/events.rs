@@ -78,12 +78,19 @@ pub fn event_of(change: &Change) -> StoreResult<Option<Event>> {
     let (kind, payload) = match (change.collection.as_str(), change.op) {
         ("posts", ChangeOp::Insert) => {
             let post: Post = document(change)?;
-            let payload = json!({
+            let mut payload = json!({
                 "post": post.id.to_string(),
                 "author": post.author,
                 "text": post.text,
                 "tags": hashtags(&post.text),
             });
+            // A reply's event names what it answers, as the post document does.
+            if let Some(parent) = &post.reply_to {
+                payload["in_reply_to"] = json!({
+                    "post": parent.post.to_string(),
+                    "author": parent.author,
+                });
+            }
             (EventType::PostCreated, payload)
         }
         ("posts", ChangeOp::Delete) => {

@@ -100,7 +100,7 @@ async fn users_come_before_their_posts_while_a_reader_reads_concurrently() {
                         let mut posts = Vec::new();
                         for p in 0..POSTS {
                             let text = format!("{p}");
-                            let post = store.content.insert_post(&id, &text, now_ms());
+                            let post = store.content.insert_post(&id, &text, None, now_ms());
                             posts.push(post.await.unwrap().post.id.to_string());
                         }
                         (id, posts)

@@ -25,7 +25,7 @@ async fn reads_on_open_streams_match_fresh_reads() {
         let mut doomed = None;
         for i in 0..12 {
             let author = ["r2", "r3"][i % 2];
-            let post = store.content.insert_post(author, "x", now_ms());
+            let post = store.content.insert_post(author, "x", None, now_ms());
             doomed = Some(post.await.unwrap().post.id);
         }
         store.users.rename_user("r1", "Renata").await.unwrap();
@@ -76,7 +76,7 @@ async fn a_post_delete_change_carries_the_deleted_post() {
         let post = h
             .store
             .content
-            .insert_post("del", "short-lived", now_ms())
+            .insert_post("del", "short-lived", None, now_ms())
             .await
             .unwrap()
             .post;

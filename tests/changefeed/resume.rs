@@ -52,7 +52,7 @@ async fn a_quiet_collection_resumes_after_others_churn() {
 
         const POSTS: usize = 60;
         for _ in 0..POSTS {
-            let post = store.content.insert_post("a", "churn", now_ms());
+            let post = store.content.insert_post("a", "churn", None, now_ms());
             post.await.unwrap();
         }
         let churn = read_until(store.change_feed.as_ref(), &mut position, 7, |read| {

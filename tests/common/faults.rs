@@ -47,9 +47,17 @@ impl FailingContent {
 
 #[async_trait]
 impl ContentStore for FailingContent {
-    async fn insert_post(&self, author: &str, text: &str, now_ms: i64) -> StoreResult<Inserted> {
+    async fn insert_post(
+        &self,
+        author: &str,
+        text: &str,
+        in_reply_to: Option<PostId>,
+        now_ms: i64,
+    ) -> StoreResult<Inserted> {
         self.check()?;
-        self.inner.insert_post(author, text, now_ms).await
+        self.inner
+            .insert_post(author, text, in_reply_to, now_ms)
+            .await
     }
     async fn post(&self, id: PostId) -> StoreResult<Option<Post>> {
         self.check()?;
@@ -125,8 +133,16 @@ impl PausingContent {
 
 #[async_trait]
 impl ContentStore for PausingContent {
-    async fn insert_post(&self, author: &str, text: &str, now_ms: i64) -> StoreResult<Inserted> {
-        self.inner.insert_post(author, text, now_ms).await
+    async fn insert_post(
+        &self,
+        author: &str,
+        text: &str,
+        in_reply_to: Option<PostId>,
+        now_ms: i64,
+    ) -> StoreResult<Inserted> {
+        self.inner
+            .insert_post(author, text, in_reply_to, now_ms)
+            .await
     }
     async fn post(&self, id: PostId) -> StoreResult<Option<Post>> {
         self.inner.post(id).await

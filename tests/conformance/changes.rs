@@ -22,7 +22,7 @@ async fn the_change_feed_is_ordered_and_resumable() {
         store.graph.follow("u1", "u2", now_ms()).await.unwrap();
         let post = store
             .content
-            .insert_post("u2", "hello", now_ms())
+            .insert_post("u2", "hello", None, now_ms())
             .await
             .unwrap()
             .post;

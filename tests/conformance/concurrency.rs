@@ -127,6 +127,7 @@ async fn concurrent_sized_pushes_into_one_user_roll_over_cleanly() {
                         author: "x".into(),
                         text: Some("t".into()),
                         name: None,
+                        reply_to_author: None,
                     })
                     .collect();
                 store

@@ -93,13 +93,13 @@ async fn users_follows_and_posts_keep_their_counters() {
 
         let first = store
             .content
-            .insert_post("bob", "one", now_ms())
+            .insert_post("bob", "one", None, now_ms())
             .await
             .unwrap()
             .post;
         let second = store
             .content
-            .insert_post("bob", "two", now_ms() - 60_000)
+            .insert_post("bob", "two", None, now_ms() - 60_000)
             .await
             .unwrap()
             .post;
@@ -108,7 +108,10 @@ async fn users_follows_and_posts_keep_their_counters() {
             "ids increase even when the clock steps back"
         );
         assert!(matches!(
-            store.content.insert_post("nobody", "x", now_ms()).await,
+            store
+                .content
+                .insert_post("nobody", "x", None, now_ms())
+                .await,
             Err(StoreError::NotFound(_))
         ));
 
@@ -254,7 +257,7 @@ async fn a_recount_refuses_to_write_over_counters_that_moved_since_its_read() {
         let read = users.count_sources(&[ann(5, true)]).await.unwrap();
         t.store
             .content
-            .insert_post("ann", "p", now_ms())
+            .insert_post("ann", "p", None, now_ms())
             .await
             .unwrap();
         assert_eq!(

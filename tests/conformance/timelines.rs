@@ -309,6 +309,7 @@ async fn idle_caches_are_stamped_and_dropped_alike() {
             author: "c".to_owned(),
             text: None,
             name: None,
+            reply_to_author: None,
         };
         let users = ["a".to_owned(), "b".to_owned(), "c".to_owned()];
         assert_eq!(

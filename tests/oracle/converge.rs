@@ -220,6 +220,7 @@ pub async fn sources(world: &World, target: &Target) -> Result<(Sources, Vec<Str
                 text: p.text.clone(),
                 created,
                 deleted,
+                reply_to: None,
             },
         );
         let _ = i;
@@ -296,7 +297,7 @@ pub async fn derived(world: &World, s: &Sources) -> Vec<String> {
                 continue;
             }
         };
-        let bounds = s.timeline(user, rules);
+        let bounds = s.served_timeline(user, rules);
         let served: Vec<PostId> = items
             .iter()
             .filter_map(|i| i["id"].as_str()?.parse().ok())

@@ -155,6 +155,7 @@ async fn fan_out_skips_a_dropped_cache_and_a_read_rebuilds_it() {
             author: "ann".to_owned(),
             text: Some("probe".to_owned()),
             name: None,
+            reply_to_author: None,
         };
         // Idempotent by id: a replay of an existing post writes nothing anywhere.
         let timelines = w.store.timelines.clone();
@@ -202,6 +203,7 @@ async fn fan_out_skips_a_dropped_cache_and_a_read_rebuilds_it() {
             text: text.to_owned(),
             created: Window::at(id.timestamp_ms()),
             deleted: None,
+            reply_to: None,
         };
         for id in &posts {
             sources.posts.insert(*id, probe(*id, "post"));

@@ -111,6 +111,7 @@ fn entry(id: PostId, author: &str, version: u64) -> TimelineEntry {
             display_name: author.into(),
             version,
         }),
+        reply_to_author: None,
     }
 }
 
@@ -150,7 +151,10 @@ async fn every_write_of_a_cache_moves_its_version() {
     s.graph.follow("reader", "bob", 0).await.unwrap();
     let mut ids = Vec::new();
     for i in 0..6 {
-        let post = s.content.insert_post("ann", &format!("p{i}"), 0).await;
+        let post = s
+            .content
+            .insert_post("ann", &format!("p{i}"), None, 0)
+            .await;
         ids.push(post.unwrap().post.id);
     }
     let reader = ["reader".to_owned()];
@@ -223,7 +227,13 @@ async fn every_write_of_a_cache_moves_its_version() {
     timelines.settle_retractions().await.unwrap();
     moved("a settling", version(s).await);
     // An unfollow whose removal was lost: the settling removes the entries it marked.
-    let bob = s.content.insert_post("bob", "q", 0).await.unwrap().post.id;
+    let bob = s
+        .content
+        .insert_post("bob", "q", None, 0)
+        .await
+        .unwrap()
+        .post
+        .id;
     timelines
         .cache_push(&reader, &[entry(bob, "bob", 0)], 3)
         .await
@@ -336,7 +346,13 @@ async fn what_a_kept_merged_page_stands_on() {
     for (follower, followee) in [("reader", "ann"), ("reader", "star"), ("fan", "other")] {
         s.graph.follow(follower, followee, 0).await.unwrap();
     }
-    let post = s.content.insert_post("ann", "p", 0).await.unwrap().post.id;
+    let post = s
+        .content
+        .insert_post("ann", "p", None, 0)
+        .await
+        .unwrap()
+        .post
+        .id;
     assert!(s.timelines.cache_start("reader", 0).await.unwrap());
     let timelines = &s.timelines;
     timelines
@@ -375,7 +391,7 @@ async fn what_a_kept_merged_page_stands_on() {
     let v = kept("star merged").await;
     assert_eq!(followees(&v), ["star"]);
 
-    s.content.insert_post("other", "o", 0).await.unwrap();
+    s.content.insert_post("other", "o", None, 0).await.unwrap();
     let moved = stands(v.clone()).await.expect("another celebrity's post");
     assert_eq!(moved.cache, v.cache);
     let clock = |v: &CacheVersion| v.merged.as_ref().unwrap().clock;
@@ -387,7 +403,13 @@ async fn what_a_kept_merged_page_stands_on() {
     );
 
     let v = kept("before a post").await;
-    let star_post = s.content.insert_post("star", "s", 0).await.unwrap().post.id;
+    let star_post = s
+        .content
+        .insert_post("star", "s", None, 0)
+        .await
+        .unwrap()
+        .post
+        .id;
     assert_eq!(stands(v).await, None, "a followed celebrity's post");
     // A delete holds every version back while pending; once settled, the merge version
     // alone tells. A rename of a merged author moves it at once: no rename of an author

@@ -48,7 +48,7 @@ async fn a_late_push_below_a_cache_never_hides_the_posts_between() {
         }
         let late = s
             .content
-            .insert_post("alice", "p", 1_000)
+            .insert_post("alice", "p", None, 1_000)
             .await
             .unwrap()
             .post;
@@ -56,7 +56,7 @@ async fn a_late_push_below_a_cache_never_hides_the_posts_between() {
         for i in 0..7 {
             let post = s
                 .content
-                .insert_post("bob", &format!("e{i}"), 2_000 + i)
+                .insert_post("bob", &format!("e{i}"), None, 2_000 + i)
                 .await;
             bobs.push(post.unwrap().post.id);
         }
@@ -71,6 +71,7 @@ async fn a_late_push_below_a_cache_never_hides_the_posts_between() {
             author: "alice".into(),
             text: Some("p".into()),
             name: None,
+            reply_to_author: None,
         };
         s.timelines
             .cache_push(&["reader".to_owned()], &[entry], 5)
@@ -111,12 +112,17 @@ async fn a_backfill_cut_at_the_cache_size_ends_a_caches_completeness() {
         users_following(s, &people, None).await;
         s.graph.follow("reader", "bob", 0).await.unwrap();
         assert!(walk(&timelines, "reader", 3).await.is_empty());
-        let late = s.content.insert_post("bob", "p", 1_000).await.unwrap().post;
+        let late = s
+            .content
+            .insert_post("bob", "p", None, 1_000)
+            .await
+            .unwrap()
+            .post;
         let mut alices = Vec::new();
         for i in 0..7 {
             let post = s
                 .content
-                .insert_post("alice", &format!("a{i}"), 2_000 + i)
+                .insert_post("alice", &format!("a{i}"), None, 2_000 + i)
                 .await;
             alices.push(post.unwrap().post.id);
         }
@@ -136,6 +142,7 @@ async fn a_backfill_cut_at_the_cache_size_ends_a_caches_completeness() {
             author: "bob".into(),
             text: Some("p".into()),
             name: None,
+            reply_to_author: None,
         };
         s.timelines
             .cache_push(&["reader".to_owned()], &[entry], 5)
@@ -246,7 +253,7 @@ async fn a_read_whose_rounds_run_out_among_stale_entries_keeps_a_cursor() {
         s.graph.follow("reader", "gone", 0).await.unwrap();
         let kept = s
             .content
-            .insert_post("old", "kept", 1_000)
+            .insert_post("old", "kept", None, 1_000)
             .await
             .unwrap()
             .post;
@@ -254,7 +261,7 @@ async fn a_read_whose_rounds_run_out_among_stale_entries_keeps_a_cursor() {
         for i in 0..40 {
             let post = s
                 .content
-                .insert_post("gone", &format!("g{i}"), 2_000 + i)
+                .insert_post("gone", &format!("g{i}"), None, 2_000 + i)
                 .await;
             posts.push(post.unwrap().post);
         }

@@ -13,7 +13,7 @@ use crate::users_following;
 async fn post(store: &Store, author: &str, text: &str) -> TimelineEntry {
     let id = store
         .content
-        .insert_post(author, text, 1_700_000_000_000)
+        .insert_post(author, text, None, 1_700_000_000_000)
         .await
         .unwrap()
         .post
@@ -23,6 +23,7 @@ async fn post(store: &Store, author: &str, text: &str) -> TimelineEntry {
         author: author.into(),
         text: Some(text.into()),
         name: None,
+        reply_to_author: None,
     }
 }
 

@@ -8,12 +8,19 @@ use super::{
     EmbeddedStore, IN_CHUNK, add_to_counter, placeholders, post_before, post_from_row, post_id_at,
     record_change,
 };
+use super::{POST_COLUMNS, threads};
 use crate::domain::{ChangeOp, NameStamp, Post, PostId};
 use crate::store::{ContentStore, Inserted, StoreError, StoreResult};
 
 #[async_trait]
 impl ContentStore for EmbeddedStore {
-    async fn insert_post(&self, author: &str, text: &str, now_ms: i64) -> StoreResult<Inserted> {
+    async fn insert_post(
+        &self,
+        author: &str,
+        text: &str,
+        in_reply_to: Option<PostId>,
+        now_ms: i64,
+    ) -> StoreResult<Inserted> {
         let (author, text) = (author.to_owned(), text.to_owned());
         self.write(move |tx| {
             let found: Option<(i64, String, i64)> = tx
@@ -24,6 +31,12 @@ impl ContentStore for EmbeddedStore {
                 .optional()?;
             let Some((followers, display_name, version)) = found else {
                 return Err(StoreError::NotFound(format!("user {author}")));
+            };
+            // The parent is read in the insert's transaction: it exists when the reply
+            // is stored, and its author is copied into the reply.
+            let reply_to = match in_reply_to {
+                Some(parent) => Some(threads::parent(tx, parent)?),
+                None => None,
             };
             // The last id handed out lives in `meta`, so ids never go back or repeat,
             // even after the newest post is deleted or the clock steps back.
@@ -39,11 +52,29 @@ impl ContentStore for EmbeddedStore {
                 "INSERT OR REPLACE INTO meta (key, value) VALUES ('last_post_id', ?1)",
             )?
             .execute([&id.bytes()[..]])?;
-            tx.prepare_cached("INSERT INTO posts (id, author, text) VALUES (?1, ?2, ?3)")?
-                .execute(params![&id.bytes()[..], author, text])?;
+            tx.prepare_cached(
+                "INSERT INTO posts (id, author, text, reply_to, reply_to_author)
+                 VALUES (?1, ?2, ?3, ?4, ?5)",
+            )?
+            .execute(params![
+                &id.bytes()[..],
+                author,
+                text,
+                reply_to.as_ref().map(|r| r.post.bytes().to_vec()),
+                reply_to.as_ref().map(|r| r.author.as_str()),
+            ])?;
             add_to_counter(tx, "posts_count", &author, 1)?;
+            if let Some(parent) = &reply_to {
+                threads::count_reply(tx, parent.post, 1)?;
+            }
             versions::bump_merge_version(tx, &author)?;
-            let post = Post { id, author, text };
+            let post = Post {
+                id,
+                author,
+                text,
+                reply_to,
+                replies_count: 0,
+            };
             record_change(tx, "posts", ChangeOp::Insert, &id.to_string(), Some(&post))?;
             Ok(Inserted {
                 post,
@@ -60,7 +91,7 @@ impl ContentStore for EmbeddedStore {
     async fn post(&self, id: PostId) -> StoreResult<Option<Post>> {
         self.read_inline(move |conn| {
             Ok(conn
-                .prepare_cached("SELECT id, author, text FROM posts WHERE id = ?1")?
+                .prepare_cached(POST_BY_ID)?
                 .query_row([&id.bytes()[..]], post_from_row)
                 .optional()?)
         })
@@ -70,12 +101,19 @@ impl ContentStore for EmbeddedStore {
     async fn delete_post(&self, id: PostId) -> StoreResult<Option<Post>> {
         self.write(move |tx| {
             let post = tx
-                .prepare_cached("DELETE FROM posts WHERE id = ?1 RETURNING id, author, text")?
+                .prepare_cached(&format!(
+                    "DELETE FROM posts WHERE id = ?1 RETURNING {POST_COLUMNS}"
+                ))?
                 .query_row([&id.bytes()[..]], post_from_row)
                 .optional()?;
             if let Some(post) = &post {
                 retractions::mark_delete(tx, post.id)?;
                 add_to_counter(tx, "posts_count", &post.author, -1)?;
+                // The parent, if it still exists, counts one reply fewer; the replies of
+                // this post keep naming it.
+                if let Some(parent) = &post.reply_to {
+                    threads::count_reply(tx, parent.post, -1)?;
+                }
                 versions::bump_merge_version(tx, &post.author)?;
                 // The deleted post rides with its change, so workers know its author.
                 record_change(tx, "posts", ChangeOp::Delete, &id.to_string(), Some(post))?;
@@ -102,7 +140,7 @@ impl ContentStore for EmbeddedStore {
             let mut posts = Vec::with_capacity(ids.len());
             for chunk in ids.chunks(IN_CHUNK) {
                 let sql = format!(
-                    "SELECT id, author, text FROM posts WHERE id IN ({})",
+                    "SELECT {POST_COLUMNS} FROM posts WHERE id IN ({})",
                     placeholders(chunk.len())
                 );
                 let mut stmt = conn.prepare_cached(&sql)?;
@@ -241,16 +279,20 @@ fn newest_posts(
 
 /// An author's posts, newest first, below `?2`.
 pub(super) const POSTS_BY_AUTHOR: &str =
-    "SELECT id, author, text FROM posts WHERE author = ?1 AND id < ?2 ORDER BY id DESC LIMIT ?3";
+    "SELECT id, author, text, reply_to, reply_to_author, replies_count FROM posts
+     WHERE author = ?1 AND id < ?2 ORDER BY id DESC LIMIT ?3";
 /// `hybrid`: an author's post ids, newest first, below `?2` and above `?3` (an empty
 /// blob is below every id), from the `(author, id)` index alone.
 pub(super) const POST_IDS_BY_AUTHOR: &str = "SELECT id FROM posts
      WHERE author = ?1 AND id < ?2 AND id > ?3 ORDER BY id DESC LIMIT ?4";
 /// One post by its id.
-pub(super) const POST_BY_ID: &str = "SELECT id, author, text FROM posts WHERE id = ?1";
+pub(super) const POST_BY_ID: &str =
+    "SELECT id, author, text, reply_to, reply_to_author, replies_count FROM posts WHERE id = ?1";
 /// Fanout on read: the newest posts below `?2`, at most `?3`, by the user and everyone
 /// they follow.
-pub(super) const HOME_POSTS: &str = "SELECT id, author, text FROM posts
+pub(super) const HOME_POSTS: &str =
+    "SELECT id, author, text, reply_to, reply_to_author, replies_count
+     FROM posts
      WHERE author IN (SELECT followee FROM follows WHERE follower = ?1 UNION ALL SELECT ?1)
        AND id < ?2 ORDER BY id DESC LIMIT ?3";
 /// `hybrid`: the followees whose edge is flagged merged, with their names as this read

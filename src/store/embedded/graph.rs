@@ -44,7 +44,10 @@ impl GraphStore for EmbeddedStore {
                 return Ok(false);
             }
             retractions::clear_unfollow(tx, &follower, &followee)?;
-            versions::bump_if_merged(tx, &follower, &followee)?;
+            // Always, not only for a merged followee: which replies a page of the
+            // follower's shows depends on whom they follow (`reply_visible`), so a kept
+            // page must not outlive any follow or unfollow of theirs.
+            versions::bump_version(tx, &follower)?;
             add_to_counter(tx, "following_count", &follower, 1)?;
             add_to_counter(tx, "followers_count", &followee, 1)?;
             let doc = FollowDoc {
@@ -213,7 +216,8 @@ pub(super) fn remove_edge(
         return Ok(false);
     }
     retractions::mark_unfollow(tx, follower, followee)?;
-    versions::bump_if_merged(tx, follower, followee)?;
+    // As for a follow: the replies a kept page shows depend on the edge.
+    versions::bump_version(tx, follower)?;
     add_to_counter(tx, "following_count", follower, -1)?;
     add_to_counter(tx, "followers_count", followee, -1)?;
     record_change::<()>(

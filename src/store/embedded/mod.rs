@@ -30,6 +30,7 @@ mod relations;
 pub mod restore;
 mod rows;
 mod schema;
+mod threads;
 mod timelines;
 mod tokens;
 mod trends;
@@ -45,7 +46,7 @@ use rusqlite::{Connection, OpenFlags, Transaction, TransactionBehavior};
 
 use super::{Health, StoreError, StoreResult};
 use rows::{
-    add_to_counter, placeholders, post_after, post_before, post_from_row, post_id_at,
+    POST_COLUMNS, add_to_counter, placeholders, post_after, post_before, post_from_row, post_id_at,
     record_change, text_after, text_at, user_exists,
 };
 

@@ -5,7 +5,7 @@
 use rusqlite::{Connection, Transaction, params};
 use serde::Serialize;
 
-use crate::domain::{ChangeOp, Post, PostId};
+use crate::domain::{ChangeOp, Post, PostId, ReplyTo};
 use crate::store::{StoreError, StoreResult};
 
 pub(super) fn post_id_at(row: &rusqlite::Row<'_>, idx: usize) -> rusqlite::Result<PostId> {
@@ -46,11 +46,25 @@ pub(super) fn text_at<'r>(row: &'r rusqlite::Row<'_>, idx: usize) -> rusqlite::R
     })
 }
 
+/// The columns [`post_from_row`] reads, in its order.
+pub(super) const POST_COLUMNS: &str = "id, author, text, reply_to, reply_to_author, replies_count";
+
+/// A post from a row of [`POST_COLUMNS`].
 pub(super) fn post_from_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<Post> {
+    let reply_to = match row.get_ref(3)? {
+        rusqlite::types::ValueRef::Null => None,
+        _ => Some(ReplyTo {
+            post: post_id_at(row, 3)?,
+            author: row.get::<_, Option<String>>(4)?.unwrap_or_default(),
+        }),
+    };
+    let replies: i64 = row.get(5)?;
     Ok(Post {
         id: post_id_at(row, 0)?,
         author: row.get(1)?,
         text: row.get(2)?,
+        reply_to,
+        replies_count: replies.max(0) as u64,
     })
 }
 

@@ -20,9 +20,12 @@ use super::timelines::{PART_BITS, idle, names, retractions, versions};
 /// and caches record their owner's last read (`caches.last_read`, see
 /// `timelines::idle`), which a version-4 writer would leave at 0, so that the sweep
 /// would drop every cache it builds or reads. Version 6: blocks and mutes
-/// (`relations_schema`), which a version-5 writer would let a follow ignore, and
+/// (`relations_schema`), which a version-5 writer would let a follow ignore;
 /// notifications and their groups (`notifications_schema`), which a version-5 writer
-/// would leave stale.
+/// would leave stale; and posts that name the post they answer and count their
+/// replies, with timeline entries carrying the parent's author
+/// (`threads::replies_schema`), which a version-5 writer would leave out, so its
+/// replies would escape the home rule and the counts.
 pub const SCHEMA_VERSION: i64 = 6;
 
 /// The tables every socialite store has had since its first format: what tells a
@@ -232,6 +235,7 @@ pub fn migrate(conn: &Connection) -> anyhow::Result<()> {
     conn.execute_batch(names::PENDING_RENAMES)?;
     relations_schema(conn)?;
     notifications_schema(conn)?;
+    super::threads::replies_schema(conn)?;
     once(
         conn,
         "pending_renames",
@@ -283,7 +287,12 @@ pub fn stamp_version(conn: &Connection) -> rusqlite::Result<()> {
 }
 
 /// Adds a column unless the table has it already.
-fn add_column(conn: &Connection, table: &str, column: &str, decl: &str) -> rusqlite::Result<()> {
+pub(super) fn add_column(
+    conn: &Connection,
+    table: &str,
+    column: &str,
+    decl: &str,
+) -> rusqlite::Result<()> {
     let exists: bool = conn.query_row(
         "SELECT count(*) > 0 FROM pragma_table_info(?1) WHERE name = ?2",
         [table, column],

@@ -31,8 +31,8 @@ pub(super) const BUCKET_HEADS: &str = "SELECT key, n, mx FROM buckets
      WHERE kind = ?1 AND user = ?2 AND mn < ?3
      ORDER BY mx DESC, key DESC LIMIT ?4 OFFSET ?5";
 /// One bucket's entries below `?4`, newest first.
-pub(super) const BUCKET_ENTRIES: &str = "SELECT post_id, author, text, name, name_v
-     FROM bucket_entries WHERE kind = ?1 AND user = ?2 AND key = ?3 AND post_id < ?4
+pub(super) const BUCKET_ENTRIES: &str = "SELECT post_id, author, text, name, name_v,
+     reply_to_author FROM bucket_entries WHERE kind = ?1 AND user = ?2 AND key = ?3 AND post_id < ?4
      ORDER BY post_id DESC LIMIT ?5";
 
 #[async_trait]
@@ -151,11 +151,17 @@ impl TimelineStore for EmbeddedStore {
             };
             let entries = conn
                 .prepare_cached(
-                    "SELECT post_id, author, text, name, name_v FROM cache_entries WHERE user = ?1 ORDER BY post_id DESC",
+                    "SELECT post_id, author, text, name, name_v, reply_to_author FROM cache_entries
+                     WHERE user = ?1 ORDER BY post_id DESC",
                 )?
                 .query_map([&user], entry_from_row)?
                 .collect::<rusqlite::Result<_>>()?;
-            Ok(Some(CacheState { ready, started_at_ms, complete, entries }))
+            Ok(Some(CacheState {
+                ready,
+                started_at_ms,
+                complete,
+                entries,
+            }))
         })
         .await
     }

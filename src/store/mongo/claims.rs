@@ -23,7 +23,7 @@ use mongodb::Collection;
 use mongodb::bson::{Document, doc};
 
 use super::{MongoStore, db_error, int};
-use crate::domain::now_ms;
+use crate::domain::{ReplyTo, now_ms};
 use crate::store::StoreResult;
 
 /// The counters one document stands for: `(user, field)`, each moved by one.
@@ -108,11 +108,15 @@ impl MongoStore {
     /// delete, and back up if a takeover deleted first; a call that finds a fresh claim
     /// waits for it, and one that finds a stale claim deletes and recounts. Returns
     /// whether this call removed the document.
+    ///
+    /// `parent`: the post a removed reply answers, whose `replies_count` moves with
+    /// `counters` (and is recounted where they are).
     pub(super) async fn remove_claimed<F, Fut>(
         &self,
         coll: &Collection<Document>,
         filter: &Document,
         counters: &Counters<'_>,
+        parent: Option<&ReplyTo>,
         before: F,
     ) -> StoreResult<bool>
     where
@@ -135,10 +139,16 @@ impl MongoStore {
             if claimed.matched_count > 0 {
                 before().await?;
                 self.move_counters(counters, -1).await?;
+                if let Some(parent) = parent {
+                    self.move_replies(parent, -1).await?;
+                }
                 let removed = coll.delete_one(holding(token)).await.map_err(db_error)?;
                 if removed.deleted_count == 0 {
                     // Taken over after a stall: the taker finished and recounted.
                     self.move_counters(counters, 1).await?;
+                    if let Some(parent) = parent {
+                        self.move_replies(parent, 1).await?;
+                    }
                     return Ok(false);
                 }
                 return Ok(true);
@@ -152,6 +162,9 @@ impl MongoStore {
                     if removed.deleted_count > 0 {
                         let users: Vec<&str> = counters.iter().map(|(user, _)| *user).collect();
                         self.recount_now(&users).await?;
+                        if let Some(parent) = parent {
+                            self.recount_replies(parent).await?;
+                        }
                         return Ok(true);
                     }
                 }

@@ -1,4 +1,5 @@
-//! Posts on MongoDB: `content` `{_id: ObjectId, author, text}`, indexed `{author: 1, _id: -1}`.
+//! Posts on MongoDB: `content` `{_id: ObjectId, author, text, reply_to?, replies_count?}`,
+//! indexed `{author: 1, _id: -1}` (replies: see `threads.rs`).
 //!
 //! A post is inserted carrying a claim mark (`pending`, see `claims`) until its author's
 //! `posts_count` has moved, like a follow edge. A writer that dies between the insert
@@ -11,6 +12,7 @@ use futures::{StreamExt, TryStreamExt};
 use mongodb::bson::{Document, doc, oid::ObjectId};
 
 use super::claims::{self, PENDING};
+use super::threads;
 use super::{
     IndexSpec, MongoStore, Side, all, db_error, index, insert_new, int, oid, post_from, post_id,
 };
@@ -24,7 +26,8 @@ const AUTHORS_PER_QUERY: usize = 100;
 const HOME_QUERIES_IN_FLIGHT: usize = 8;
 
 /// A deleted post, kept for a while so the change feed can carry it with its delete
-/// event (see `changes::fill_deleted_posts`): `{_id: post id, author, text, at: Date}`.
+/// event (see `changes::fill_deleted_posts`): `{_id: post id, author, text, reply_to?,
+/// at: Date}`.
 pub(super) const DELETED_POSTS: &str = "deleted_posts";
 
 /// How long a tombstone outlives its post. A delete event is read from the oplog; once
@@ -75,7 +78,13 @@ impl MongoStore {
 
 #[async_trait]
 impl ContentStore for MongoStore {
-    async fn insert_post(&self, author: &str, text: &str, now_ms: i64) -> StoreResult<Inserted> {
+    async fn insert_post(
+        &self,
+        author: &str,
+        text: &str,
+        in_reply_to: Option<PostId>,
+        now_ms: i64,
+    ) -> StoreResult<Inserted> {
         // The existence check reads the follower count too, for the fan-out's decision.
         let Some(user) = self
             .users_coll()
@@ -91,6 +100,10 @@ impl ContentStore for MongoStore {
             display_name: user.get_str("display_name").unwrap_or(author).to_owned(),
             version: int(&user, "version").max(0) as u64,
         };
+        let reply_to = match in_reply_to {
+            Some(parent) => Some(self.reply_parent(parent).await?),
+            None => None,
+        };
         // Another process may hand out the same id; the unique `_id` sends us round again.
         for _ in 0..16 {
             let id = self.ids.next(now_ms);
@@ -98,13 +111,22 @@ impl ContentStore for MongoStore {
                 id,
                 author: author.to_owned(),
                 text: text.to_owned(),
+                reply_to: reply_to.clone(),
+                replies_count: 0,
             };
             let (pending, token) = claims::mark("insert");
-            let doc = doc! { "_id": oid(id), "author": author, "text": text, PENDING: pending };
+            let mut doc = doc! { "_id": oid(id), "author": author, "text": text, PENDING: pending };
+            if let Some(parent) = &reply_to {
+                doc.insert(threads::REPLY_TO, threads::reply_doc(parent));
+            }
             if insert_new(&self.content_coll(), doc, &["author"]).await? {
                 // Where a crash here leaves the post counted by no `$inc` (see above).
                 crate::faults::point("post.stored").await;
                 self.inc_user(author, "posts_count", 1).await?;
+                // The parent's count moves under the same claim as the author's.
+                if let Some(parent) = &reply_to {
+                    self.move_replies(parent, 1).await?;
+                }
                 let filter = doc! { "_id": oid(id), "author": author };
                 claims::settle(&self.content_coll(), &filter, token).await?;
                 return Ok(Inserted {
@@ -145,7 +167,13 @@ impl ContentStore for MongoStore {
         let counters = [(post.author.as_str(), "posts_count")];
         let tombstone = || self.tombstone(&post);
         let removed = self
-            .remove_claimed(&self.content_coll(), &filter, &counters, tombstone)
+            .remove_claimed(
+                &self.content_coll(),
+                &filter,
+                &counters,
+                post.reply_to.as_ref(),
+                tombstone,
+            )
             .await?;
         Ok(removed.then_some(post))
     }
@@ -279,14 +307,15 @@ impl MongoStore {
     /// Records the deleted post for the change feed, which fills post deletes from
     /// tombstones; before the post goes, so no delete reaches the feed without one.
     async fn tombstone(&self, post: &Post) -> StoreResult<()> {
+        let mut fields = doc! {
+            "author": &post.author, "text": &post.text,
+            "at": mongodb::bson::DateTime::now(),
+        };
+        if let Some(parent) = &post.reply_to {
+            fields.insert(threads::REPLY_TO, threads::reply_doc(parent));
+        }
         self.collection(DELETED_POSTS)
-            .update_one(
-                doc! { "_id": oid(post.id) },
-                doc! { "$set": {
-                    "author": &post.author, "text": &post.text,
-                    "at": mongodb::bson::DateTime::now(),
-                } },
-            )
+            .update_one(doc! { "_id": oid(post.id) }, doc! { "$set": fields })
             .upsert(true)
             .await
             .map_err(db_error)?;

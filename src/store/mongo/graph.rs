@@ -122,9 +122,13 @@ impl GraphStore for MongoStore {
     async fn unfollow(&self, follower: &str, followee: &str) -> StoreResult<bool> {
         let filter = doc! { "_id": format!("{follower}/{followee}") };
         let counters = [(follower, "following_count"), (followee, "followers_count")];
-        self.remove_claimed(&self.collection(FOLLOWS), &filter, &counters, || async {
-            Ok(())
-        })
+        self.remove_claimed(
+            &self.collection(FOLLOWS),
+            &filter,
+            &counters,
+            None,
+            || async { Ok(()) },
+        )
         .await
     }
 

@@ -19,6 +19,7 @@ mod leases;
 mod notifications;
 mod readonly;
 mod relations;
+mod threads;
 mod timelines;
 mod tokens;
 mod trends;
@@ -201,6 +202,8 @@ pub(super) fn post_from(doc: &Document) -> StoreResult<Post> {
         id: post_id(doc.get("_id"))?,
         author: doc.get_str("author").unwrap_or_default().to_owned(),
         text: doc.get_str("text").unwrap_or_default().to_owned(),
+        reply_to: threads::reply_from(doc)?,
+        replies_count: int(doc, threads::REPLIES_COUNT).max(0) as u64,
     })
 }
 
@@ -244,6 +247,7 @@ impl MongoStore {
         let indexes = [
             graph::indexes(),
             content::indexes(),
+            threads::indexes(),
             timelines::indexes(),
             activity::indexes(),
             trends::indexes(),

@@ -26,7 +26,7 @@ use buckets::Group;
 const FANOUT_CONCURRENCY: usize = 32;
 
 /// `{_id, a, m, n, v}` when embedding (`n`, `v`: the author's name stamp), `{_id, a}`
-/// when linking.
+/// when linking; a reply's entry adds `r`, the author of the post it answers.
 fn entry_doc(entry: &TimelineEntry) -> Document {
     let mut doc = doc! { "_id": oid(entry.id), "a": &entry.author };
     if let Some(text) = &entry.text {
@@ -35,6 +35,9 @@ fn entry_doc(entry: &TimelineEntry) -> Document {
     if let Some(name) = &entry.name {
         doc.insert("n", &name.display_name);
         doc.insert("v", name.version as i64);
+    }
+    if let Some(parent_author) = &entry.reply_to_author {
+        doc.insert("r", parent_author);
     }
     doc
 }
@@ -53,6 +56,7 @@ fn entries_from(doc: &Document) -> StoreResult<Vec<TimelineEntry>> {
                 display_name: name.to_owned(),
                 version: int(item, "v").max(0) as u64,
             }),
+            reply_to_author: item.get_str("r").ok().map(str::to_owned),
         });
     }
     entries.sort_unstable_by_key(|e| std::cmp::Reverse(e.id));

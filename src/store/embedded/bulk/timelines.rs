@@ -68,14 +68,15 @@ pub(super) fn build_buckets(
     let code = kind_code(kind);
     let users = super::chunk_users(tx, after, through)?;
     let mut home = tx.prepare_cached(
-        "SELECT p.id, p.author, p.text, u.display_name, u.version
+        "SELECT p.id, p.author, p.text, u.display_name, u.version, p.reply_to_author
            FROM posts AS p JOIN users AS u ON u.id = p.author
           WHERE p.author IN (SELECT followee FROM follows WHERE follower = ?1 UNION SELECT ?1)
           ORDER BY p.id",
     )?;
     let mut entry = tx.prepare_cached(
-        "INSERT INTO bucket_entries (kind, user, key, post_id, author, text, name, name_v)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+        "INSERT INTO bucket_entries
+             (kind, user, key, post_id, author, text, name, name_v, reply_to_author)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
     )?;
     let mut bucket = tx.prepare_cached(
         "INSERT INTO buckets (kind, user, key, n, mn, mx) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
@@ -140,7 +141,8 @@ pub(super) fn build_buckets(
                 author,
                 text,
                 name,
-                version
+                version,
+                row.get::<_, Option<String>>(5)?
             ])?;
             written += 1;
         }

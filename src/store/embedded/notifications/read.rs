@@ -150,22 +150,18 @@ pub(super) fn sources(conn: &Connection) -> StoreResult<NotifySources> {
         let (user, post, at): (String, PostId, i64) = row?;
         s.likes.insert((user, post), at);
     }
-    // Replies: the posts table does not carry `reply_to` yet (the replies branch
-    // adds it); until then a rebuild derives no reply notifications.
     for row in conn
-        .prepare("SELECT id, author, text FROM posts")?
-        .query_map([], |row| {
-            Ok((post_id_at(row, 0)?, row.get(1)?, row.get(2)?))
-        })?
+        .prepare(&format!("SELECT {} FROM posts", crate::store::embedded::rows::POST_COLUMNS))?
+        .query_map([], crate::store::embedded::rows::post_from_row)?
     {
-        let (id, author, text) = row?;
+        let post = row?;
         s.posts.insert(
-            id,
+            post.id,
             NotifyPost {
-                id,
-                author,
-                text,
-                reply_to: None,
+                id: post.id,
+                author: post.author,
+                text: post.text,
+                reply_to: post.reply_to,
             },
         );
     }

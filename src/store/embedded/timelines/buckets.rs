@@ -72,8 +72,9 @@ pub(super) fn push_group(
              n = n + 1, mn = min(mn, excluded.mn), mx = max(mx, excluded.mx)",
     )?;
     let mut entry_row = tx.prepare_cached(
-        "INSERT OR IGNORE INTO bucket_entries (kind, user, key, post_id, author, text, name, name_v)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+        "INSERT OR IGNORE INTO bucket_entries
+             (kind, user, key, post_id, author, text, name, name_v, reply_to_author)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
     )?;
     for entry in entries {
         let id = &entry.id.bytes()[..];
@@ -105,7 +106,8 @@ pub(super) fn push_group(
             entry.author,
             entry.text,
             name,
-            version
+            version,
+            entry.reply_to_author
         ])?;
     }
     Ok(())

@@ -9,7 +9,7 @@ use crate::store::StoreResult;
 use crate::store::embedded::post_id_at;
 use crate::store::timelines::CacheMerge;
 
-/// An entry from a row of `post_id, author, text, name, name_v`.
+/// An entry from a row of `post_id, author, text, name, name_v, reply_to_author`.
 pub(super) fn entry_from_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<TimelineEntry> {
     let name: Option<String> = row.get(3)?;
     let version: Option<i64> = row.get(4)?;
@@ -21,6 +21,7 @@ pub(super) fn entry_from_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<Timeli
             display_name,
             version: version.unwrap_or(0).max(0) as u64,
         }),
+        reply_to_author: row.get(5)?,
     })
 }
 
@@ -60,8 +61,9 @@ pub(super) fn insert_cache_entries(
     };
     let takes = |id: &[u8]| !ready || complete || oldest.as_deref().is_some_and(|o| id > o);
     let mut insert = tx.prepare_cached(
-        "INSERT OR IGNORE INTO cache_entries (user, post_id, author, text, name, name_v)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+        "INSERT OR IGNORE INTO cache_entries
+             (user, post_id, author, text, name, name_v, reply_to_author)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
     )?;
     let mut inserted = 0;
     for entry in entries {
@@ -70,7 +72,15 @@ pub(super) fn insert_cache_entries(
             continue;
         }
         let (name, version) = name_columns(entry);
-        let new = insert.execute(params![user, id, entry.author, entry.text, name, version])?;
+        let new = insert.execute(params![
+            user,
+            id,
+            entry.author,
+            entry.text,
+            name,
+            version,
+            entry.reply_to_author
+        ])?;
         if new > 0 {
             retractions::mark_inserted(tx, user, id, &entry.author)?;
         }

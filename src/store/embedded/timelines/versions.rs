@@ -3,8 +3,10 @@
 //!
 //! A `hybrid` page also merges the posts and names of the reader's flagged followees.
 //! Which followees those are is covered by the reader's cache version: every graph
-//! transaction that adds or removes a flagged edge of the reader's, or flags them, moves
-//! it ([`bump_if_merged`], [`enter_merged`]). What each of them serves is covered by
+//! transaction that adds or removes an edge of the reader's (any edge, since which
+//! replies a page shows depends on whom the reader follows, see
+//! `domain::reply_visible`), or flags them, moves it ([`bump_version`],
+//! [`enter_merged`]). What each of them serves is covered by
 //! their merge version, a row of `merge_versions` that exists for every author ever
 //! marked merged, moved by every insert and delete of their posts and every rename
 //! ([`bump_merge_version`]); the row keyed by the empty id, which no user has, is the
@@ -112,21 +114,6 @@ pub(in crate::store::embedded) fn bump_versions_of(
     ))?
     .execute(params)?;
     Ok(())
-}
-
-/// For an edge from `follower` to `followee` just added or removed: moves the
-/// follower's cache version when the edge is flagged merged, that is, when the
-/// followee was ever marked merged.
-pub(in crate::store::embedded) fn bump_if_merged(
-    tx: &Transaction<'_>,
-    follower: &str,
-    followee: &str,
-) -> StoreResult<()> {
-    bump_versions_of(
-        tx,
-        "SELECT ?1 WHERE EXISTS (SELECT 1 FROM merge_versions WHERE author = ?2)",
-        [follower, followee],
-    )
 }
 
 /// For `author` marked merged and every edge to them flagged, in this transaction:

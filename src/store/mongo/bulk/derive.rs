@@ -196,6 +196,12 @@ fn entry(post: &Document, names: &HashMap<String, (String, i64)>, embed: bool) -
             entry.insert("v", *version);
         }
     }
+    if let Ok(parent_author) = post
+        .get_document("reply_to")
+        .and_then(|r| r.get_str("author"))
+    {
+        entry.insert("r", parent_author);
+    }
     entry
 }
 

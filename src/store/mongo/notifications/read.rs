@@ -83,12 +83,10 @@ impl MongoStore {
                     .insert((user.to_owned(), post), int(&l, "createdAt"));
             }
         }
-        // Replies: posts do not carry `reply_to` yet (the replies branch adds it); until
-        // then a rebuild derives no reply notifications.
         let mut posts = self
             .content_coll()
             .find(doc! { "author": { "$exists": true } })
-            .projection(doc! { "author": 1, "text": 1 })
+            .projection(doc! { "author": 1, "text": 1, "reply_to": 1 })
             .await
             .map_err(db_error)?;
         while let Some(p) = posts.try_next().await.map_err(db_error)? {
@@ -99,7 +97,7 @@ impl MongoStore {
                 id,
                 author: p.get_str("author").unwrap_or_default().to_owned(),
                 text: p.get_str("text").unwrap_or_default().to_owned(),
-                reply_to: None,
+                reply_to: crate::store::mongo::threads::reply_from(&p)?,
             };
             s.posts.insert(id, post);
         }

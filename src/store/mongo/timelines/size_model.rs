@@ -24,6 +24,7 @@ fn the_size_model_matches_real_documents() {
             display_name: "😀".repeat(64),
             version: u64::MAX >> 1,
         }),
+        reply_to_author: Some(user.clone()),
     };
     assert_eq!(bytes(&entry_doc(&entry)), largest_entry_bytes());
     let skeletons = [

@@ -1,0 +1,115 @@
+//! Replies on MongoDB: a reply's `content` document carries `reply_to: {post: ObjectId,
+//! author}` (the parent and its author, copied at creation) and every post its
+//! `replies_count`, moved by `$inc` like the author's `posts_count` (see `content.rs`
+//! and `claims.rs`). Indexed `{reply_to.post: 1, _id: 1}`, sparse, for the replies of a
+//! post. Under the documented shard key `{author: 1, _id: 1}` a read of replies by
+//! their parent names no author, so it goes to every shard (one scatter-gather query
+//! per level of a thread); the count's `$inc` names the parent's author (the reply
+//! carries it), so it targets one shard.
+
+use async_trait::async_trait;
+use mongodb::bson::{Document, doc};
+
+use super::{IndexSpec, MongoStore, all, db_error, oid, post_from};
+use crate::domain::{Post, PostId, ReplyTo};
+use crate::store::{StoreError, StoreResult, ThreadStore};
+
+pub(super) const REPLY_TO: &str = "reply_to";
+pub(super) const REPLIES_COUNT: &str = "replies_count";
+
+pub(super) fn indexes() -> Vec<IndexSpec> {
+    let by_parent = mongodb::IndexModel::builder()
+        .keys(doc! { "reply_to.post": 1, "_id": 1 })
+        .options(
+            mongodb::options::IndexOptions::builder()
+                .sparse(true)
+                .build(),
+        )
+        .build();
+    vec![("content", by_parent)]
+}
+
+/// `reply_to` as a post document stores it.
+pub(super) fn reply_doc(reply_to: &ReplyTo) -> Document {
+    doc! { "post": oid(reply_to.post), "author": &reply_to.author }
+}
+
+/// The `reply_to` of a post document, `None` when it answers nothing.
+pub(super) fn reply_from(doc: &Document) -> StoreResult<Option<ReplyTo>> {
+    let Ok(reply) = doc.get_document(REPLY_TO) else {
+        return Ok(None);
+    };
+    Ok(Some(ReplyTo {
+        post: super::post_id(reply.get("post"))?,
+        author: reply.get_str("author").unwrap_or_default().to_owned(),
+    }))
+}
+
+impl MongoStore {
+    /// The parent a reply to `id` names, read before the reply is inserted: a parent
+    /// deleted between this read and the insert is the same as one deleted a moment
+    /// after the insert, which the rules allow (deleting a post keeps its replies).
+    pub(super) async fn reply_parent(&self, id: PostId) -> StoreResult<ReplyTo> {
+        let found = self
+            .content_coll()
+            .find_one(doc! { "_id": oid(id) })
+            .projection(doc! { "author": 1 })
+            .await
+            .map_err(db_error)?;
+        match found {
+            Some(parent) => Ok(ReplyTo {
+                post: id,
+                author: parent.get_str("author").unwrap_or_default().to_owned(),
+            }),
+            None => Err(StoreError::NotFound(format!("post {id}"))),
+        }
+    }
+
+    /// Moves the parent's reply count by `delta`; nothing when it no longer exists.
+    /// The filter carries the shard key.
+    pub(super) async fn move_replies(&self, parent: &ReplyTo, delta: i64) -> StoreResult<()> {
+        self.content_coll()
+            .update_one(
+                doc! { "_id": oid(parent.post), "author": &parent.author },
+                doc! { "$inc": { REPLIES_COUNT: delta } },
+            )
+            .await
+            .map_err(db_error)?;
+        Ok(())
+    }
+
+    /// Sets the parent's reply count from its replies: after a takeover (see
+    /// `claims::remove_claimed`), where the dead call's move may or may not have landed.
+    pub(super) async fn recount_replies(&self, parent: &ReplyTo) -> StoreResult<()> {
+        let count = self
+            .content_coll()
+            .count_documents(doc! { "reply_to.post": oid(parent.post) })
+            .await
+            .map_err(db_error)?;
+        self.content_coll()
+            .update_one(
+                doc! { "_id": oid(parent.post), "author": &parent.author },
+                doc! { "$set": { REPLIES_COUNT: count as i64 } },
+            )
+            .await
+            .map_err(db_error)?;
+        Ok(())
+    }
+}
+
+#[async_trait]
+impl ThreadStore for MongoStore {
+    async fn replies(&self, parents: &[PostId], limit: usize) -> StoreResult<Vec<Post>> {
+        if parents.is_empty() || limit == 0 {
+            return Ok(Vec::new());
+        }
+        let parents: Vec<_> = parents.iter().map(|id| oid(*id)).collect();
+        let docs = all(self
+            .content_coll()
+            .find(doc! { "reply_to.post": { "$in": parents } })
+            .sort(doc! { "_id": 1 })
+            .limit(limit as i64))
+        .await?;
+        docs.iter().map(post_from).collect()
+    }
+}
