@@ -80,6 +80,10 @@ pub struct Sources {
     pub posts: BTreeMap<PostId, PostSource>,
     /// (user, post) of every current like.
     pub likes: BTreeSet<(String, PostId)>,
+    /// (blocker, blocked) of every current block.
+    pub blocks: BTreeSet<(String, String)>,
+    /// (muter, muted) of every mute standing at the instant the check describes.
+    pub mutes: BTreeSet<(String, String)>,
 }
 
 /// The settings the timeline rules depend on.
@@ -159,11 +163,18 @@ impl Sources {
     }
 
     /// What reads of `user`'s home timeline serve: [`Sources::timeline`] (what the
-    /// strategy stores, replies included) less the replies the home rule hides by the
-    /// follow graph as it is now ([`Sources::reply_shown`]), which reads apply.
+    /// strategy stores, replies and muted authors included) less the replies the home
+    /// rule hides by the follow graph as it is now ([`Sources::reply_shown`]) and the
+    /// posts of authors hidden from `user` ([`Sources::hides`]), which reads apply.
     pub fn served_timeline(&self, user: &str, rules: TimelineRules) -> TimelineBounds {
         let stored = self.timeline(user, rules);
-        let shown = |id: &PostId| self.reply_shown(user, id);
+        let shown = |id: &PostId| {
+            self.reply_shown(user, id)
+                && self
+                    .posts
+                    .get(id)
+                    .is_none_or(|p| !self.hides(user, &p.author))
+        };
         TimelineBounds {
             lower: stored.lower.into_iter().filter(shown).collect(),
             upper: stored.upper.into_iter().filter(shown).collect(),
@@ -180,6 +191,16 @@ impl Sources {
         let follows_parent =
             parent.is_some_and(|p| self.follows.contains_key(&(user.to_owned(), p.to_owned())));
         reply_visible(user, &post.author, parent, follows_parent)
+    }
+
+    /// Whether `author`'s posts are hidden from `reader`: a block either way, or a mute
+    /// of the author by the reader.
+    pub fn hides(&self, reader: &str, author: &str) -> bool {
+        let (r, a) = (reader.to_owned(), author.to_owned());
+        reader != author
+            && (self.mutes.contains(&(r.clone(), a.clone()))
+                || self.blocks.contains(&(r.clone(), a.clone()))
+                || self.blocks.contains(&(a, r)))
     }
 
     /// A post's `replies_count`: how many live posts answer it.

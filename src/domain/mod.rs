@@ -5,8 +5,8 @@ pub mod clock;
 mod events;
 mod hashtags;
 mod ids;
-pub mod relations;
 mod notifications;
+pub mod relations;
 mod threads;
 mod time;
 mod validate;
@@ -19,8 +19,8 @@ pub use hashtags::{MAX_TAGS_PER_POST, hashtags, is_tag};
 pub use ids::{PostId, PostIdError, PostIdGenerator, PostIdTimeError};
 pub use notifications::{
     GROUP_ACTORS, MAX_MENTIONS_PER_POST, Notification, NotificationFilter, NotificationGroup,
-    NotificationType, NotifyPost, NotifySources, group_notifications, mention_counts,
-    mentions, notification_id, notifies, post_notifies, rebuilt_notification_id,
+    NotificationType, NotifyPost, NotifySources, group_notifications, mention_counts, mentions,
+    notification_id, notifies, post_notifies, rebuilt_notification_id,
 };
 pub use threads::{MAX_ANCESTORS, MAX_DESCENDANTS, ReplyTo, reply_visible};
 pub use time::{

@@ -18,8 +18,8 @@ use tokio::sync::{OwnedSemaphorePermit, broadcast, mpsc, watch};
 use super::hub::{Delivery, Hub, Prepared};
 use crate::domain::relations::Hidden;
 use crate::domain::{
-    EventId, EventType, NotificationType, PostId, ReplyTo, notification_id, notifies, post_notifies,
-    reply_visible,
+    EventId, EventType, NotificationType, PostId, ReplyTo, notification_id, notifies,
+    post_notifies, reply_visible,
 };
 use crate::feed::TimelineItem;
 use crate::store::{StoreError, StoreResult};

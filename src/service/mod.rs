@@ -26,8 +26,8 @@ use crate::workers::Wakers;
 pub use activity::ActivityLog;
 pub use auth::{Auth, AuthError, AuthSettings, IssuedToken};
 pub use events::{EventPage, EventsService, Window};
-pub use relations::MuteRequest;
 pub use notifications::Notifications;
+pub use relations::MuteRequest;
 pub use threads::Context;
 
 /// A page of a keyset-paginated list: `next` is the cursor of the following page.

@@ -66,7 +66,11 @@ impl Notifications {
 
     /// `filter` with the actors hidden from `user` now (blocks either way, mutes that
     /// hide notifications), from one read of their relations.
-    async fn visible(&self, user: &str, filter: &NotificationFilter) -> StoreResult<NotificationFilter> {
+    async fn visible(
+        &self,
+        user: &str,
+        filter: &NotificationFilter,
+    ) -> StoreResult<NotificationFilter> {
         let hidden = self
             .store
             .relations

@@ -10,7 +10,7 @@ use socialite::derived::{PostSource, Sources, TimelineRules, Window};
 use socialite::domain::PostId;
 
 use super::cluster::Target;
-use super::model::{Model, NEVER};
+use super::model::{Model, NEVER, Toggle};
 use super::world::World;
 
 /// Totals read from `/v1/workers` at the end.
@@ -144,7 +144,11 @@ pub async fn sources(world: &World, target: &Target) -> Result<(Sources, Vec<Str
     let mut faults = Vec::new();
     let mut s = Sources::default();
     let mut stored: BTreeMap<String, String> = BTreeMap::new();
+    expire_timed_mutes(world).await;
     let now = world.now();
+    let relations = relations(world, target, &users).await?;
+    (s.blocks, s.mutes) = (relations.0, relations.1);
+    faults.extend(relations.2);
     for user in &users {
         let profile = world
             .read(target, &format!("/v1/users/{user}"), None)
@@ -276,6 +280,88 @@ pub async fn sources(world: &World, target: &Target) -> Result<(Sources, Vec<Str
         }
     }
     Ok((s, faults))
+}
+
+/// Waits until every timed mute of the run has surely expired, so that what is hidden
+/// at the checks is what the untimed ones say. A mute expires at most its duration after
+/// it was answered, or after now for one whose answer never came.
+async fn expire_timed_mutes(world: &World) {
+    let now = world.now();
+    let until = world
+        .model()
+        .mutes
+        .values()
+        .flatten()
+        .filter_map(|(t, lasts)| Some(t.span.complete.min(now) + (*lasts)?))
+        .max();
+    if let Some(until) = until.filter(|u| *u > now) {
+        let wait = Duration::from_micros((until - now) as u64) + Duration::from_millis(50);
+        tokio::time::sleep(wait).await;
+    }
+}
+
+/// Every user's blocks and (standing) mutes as the store lists them, checked against
+/// the history: a pair listed that was surely lifted, or one surely standing that is not
+/// listed, is a fault.
+async fn relations(
+    world: &World,
+    target: &Target,
+    users: &[String],
+) -> Result<
+    (
+        BTreeSet<(String, String)>,
+        BTreeSet<(String, String)>,
+        Vec<String>,
+    ),
+    String,
+> {
+    let (mut blocks, mut mutes, mut faults) = (BTreeSet::new(), BTreeSet::new(), Vec::new());
+    for user in users {
+        let token = world.token(user);
+        for (noun, set) in [("blocks", &mut blocks), ("mutes", &mut mutes)] {
+            let path = format!("/v1/users/{user}/{noun}?limit=100");
+            for item in walk(world, target, &path, "cursor", Some(&token)).await? {
+                let other = item["id"].as_str().unwrap_or_default().to_owned();
+                set.insert((user.clone(), other));
+            }
+        }
+    }
+    let now = world.now();
+    let model = world.model();
+    for ((a, b), ops) in &model.blocks {
+        let listed = blocks.contains(&(a.clone(), b.clone()));
+        if listed && !Model::may_hold(ops, now, now) {
+            faults.push(format!(
+                "{a} blocks {b}, yet the unblock was acknowledged last"
+            ));
+        }
+        if !listed && Model::surely_holds(ops, now, now) {
+            faults.push(format!("{a}'s block of {b} was lost"));
+        }
+    }
+    for ((a, b), ops) in &model.mutes {
+        let listed = mutes.contains(&(a.clone(), b.clone()));
+        // Every timed mute has expired by now: each counts as an unmute.
+        let untimed: Vec<_> = ops
+            .iter()
+            .map(|(t, lasts)| Toggle {
+                on: t.on && lasts.is_none(),
+                ..*t
+            })
+            .collect();
+        let timed_may = ops
+            .iter()
+            .any(|(t, lasts)| t.on && lasts.is_some() && !t.span.acked());
+        if listed && !Model::may_hold(&untimed, now, now) && !timed_may {
+            faults.push(format!(
+                "{a} mutes {b} (listed), yet no mute of theirs may stand"
+            ));
+        }
+        if !listed && Model::surely_holds(&untimed, now, now) {
+            faults.push(format!("{a}'s mute of {b} was lost"));
+        }
+    }
+    Ok((blocks, mutes, faults))
 }
 
 /// Every derived datum against the sources. Returns what is wrong.

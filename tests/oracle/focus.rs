@@ -111,9 +111,13 @@ impl Focus {
                 t.users = rng.random_range(6..=8);
             }
             Focus::Hide => {
-                // Every strategy, several processes: a kept page on one, a block
-                // through it, a page on another.
-                t.strategy = FeedStrategy::ALL[rng.random_range(0..FeedStrategy::ALL.len())];
+                // The strategies that keep pages (on the embedded store), several
+                // processes: a kept page on one, a block or mute through it, a page on
+                // another. The general mix has blocks and mutes under every strategy.
+                let keeping = [FeedStrategy::Cache, FeedStrategy::Hybrid];
+                t.strategy = keeping[rng.random_range(0..keeping.len())];
+                // Only embedded content keeps pages.
+                t.embed = true;
                 t.processes = rng.random_range(2..=3);
                 t.users = rng.random_range(6..=10);
             }

@@ -246,13 +246,17 @@ impl Model {
                 return Some(format!("{a} blocks {b}"));
             }
         }
-        let mutes = self.mutes_of(reader, author);
-        let lasting: Vec<Toggle> = mutes
+        // A timed mute that may have expired by `t1` counts as an unmute: it replaced
+        // any earlier mute's settings, so nothing it followed surely stands either.
+        let lasting: Vec<Toggle> = self
+            .mutes_of(reader, author)
             .iter()
-            .filter(|(t, lasts)| {
-                !t.on || lasts.is_none_or(|d| t.span.invoke.saturating_add(d) > t1)
+            .map(|(t, lasts)| match lasts {
+                Some(d) if t.on && t.span.invoke.saturating_add(*d) <= t1 => {
+                    Toggle { on: false, ..*t }
+                }
+                _ => *t,
             })
-            .map(|(t, _)| *t)
             .collect();
         Model::surely_holds(&lasting, t0, t1).then(|| format!("{reader} mutes {author}"))
     }

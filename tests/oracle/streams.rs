@@ -162,6 +162,12 @@ fn safety(model: &Model, s: &Session) -> Vec<String> {
             faults.push(format!("{who}: a {} without an id", g.kind));
             continue;
         };
+        // A notification rides on its cause's event: after that event's item, if any,
+        // under the same id (notifications themselves are checked by their list).
+        if g.kind == "notification" && floor.is_none_or(|f| id >= f) {
+            floor = Some(id);
+            continue;
+        }
         if floor.is_some_and(|f| id <= f) {
             faults.push(format!(
                 "{who}: event {id} after {floor:?}: repeated or out of order"
@@ -239,8 +245,11 @@ pub fn complete(model: &Model, log: &[Value]) -> Vec<String> {
             let lo = from
                 .map_or_else(|| got[0].id.unwrap_or(0), |f| f + 1)
                 .max(first);
-            let delivered: BTreeMap<u64, &Got> =
-                got.iter().filter_map(|g| Some((g.id?, *g))).collect();
+            let delivered: BTreeMap<u64, &Got> = got
+                .iter()
+                .filter(|g| g.kind != "notification")
+                .filter_map(|g| Some((g.id?, *g)))
+                .collect();
             for (id, g) in delivered.range(lo..=to) {
                 if !matches_event(g, events.get(id).copied()) {
                     faults.push(format!(

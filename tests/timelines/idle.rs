@@ -188,6 +188,7 @@ async fn fan_out_skips_a_dropped_cache_and_a_read_rebuilds_it() {
             posts: BTreeMap::new(),
             likes: Default::default(),
             versions: Default::default(),
+            ..Default::default()
         };
         for user in ["ann", "idle", "active"] {
             sources.users.insert(user.to_owned(), user.to_owned());

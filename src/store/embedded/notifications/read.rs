@@ -151,7 +151,10 @@ pub(super) fn sources(conn: &Connection) -> StoreResult<NotifySources> {
         s.likes.insert((user, post), at);
     }
     for row in conn
-        .prepare(&format!("SELECT {} FROM posts", crate::store::embedded::rows::POST_COLUMNS))?
+        .prepare(&format!(
+            "SELECT {} FROM posts",
+            crate::store::embedded::rows::POST_COLUMNS
+        ))?
         .query_map([], crate::store::embedded::rows::post_from_row)?
     {
         let post = row?;
