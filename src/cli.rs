@@ -107,6 +107,12 @@ pub enum AggregatesCommand {
     Rebuild,
 }
 
+/// What a bulk load does not derive yet, said after every seed and import rather than
+/// left for a reader of the notifications to find out.
+const NOTIFICATIONS_NOT_LOADED: &str = "warning: notifications are not derived for loaded \
+    data: follows, likes, replies and mentions loaded in bulk notify no one (only writes \
+    made through the API do)";
+
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
     crate::telemetry::init_logging();
@@ -165,6 +171,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                     config.feed.strategy,
                     config.storage.backend.as_str()
                 );
+                eprintln!("{NOTIFICATIONS_NOT_LOADED}");
                 anyhow::Ok(())
             })
         }
@@ -190,6 +197,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                     config.feed.strategy,
                     config.storage.backend.as_str()
                 );
+                eprintln!("{NOTIFICATIONS_NOT_LOADED}");
                 anyhow::Ok(())
             })
         }
