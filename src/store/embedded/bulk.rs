@@ -107,12 +107,24 @@ impl EmbeddedStore {
     }
 }
 
+/// How often, and how far apart, `enter_serving` tries a busy serve lock.
+const ENTER_ATTEMPTS: u32 = 5;
+const ENTER_RETRY: std::time::Duration = std::time::Duration::from_millis(40);
+
 #[async_trait]
 impl BulkStore for EmbeddedStore {
     /// Takes the serve lock shared, then checks the mark: a load holds the lock for its
     /// whole run, and one that ended early left its mark.
     async fn enter_serving(&self, _holder: &str) -> StoreResult<Result<(), Exclusion>> {
-        let busy = {
+        // A lock this process let go of stays held while a child it forked meanwhile has
+        // not yet exec'd (the child shares the open file until then): a load or switch
+        // that just finished here can look busy for that long, so a busy lock is tried
+        // a few more times before it is taken for a load.
+        let mut busy = true;
+        for attempt in 0..ENTER_ATTEMPTS {
+            if attempt > 0 {
+                tokio::time::sleep(ENTER_RETRY).await;
+            }
             let mut serving = held(&self.inner.gate.serving);
             let taken = match serving.1 {
                 Some(_) => Ok(()),
@@ -121,12 +133,13 @@ impl BulkStore for EmbeddedStore {
             match taken {
                 Ok(()) => {
                     serving.0 += 1;
-                    false
+                    busy = false;
+                    break;
                 }
-                Err(LockError::Busy(_)) => true,
+                Err(LockError::Busy(_)) => {}
                 Err(LockError::Io(error)) => return Err(StoreError::Backend(error)),
             }
-        };
+        }
         if busy {
             let since_ms = self.load_in_progress().await?;
             return Ok(Err(Exclusion::Loading { since_ms }));
