@@ -62,7 +62,7 @@ rng = random.Random(42)
 for line in open(users):
     reader = line.split()[0]
     follows = [r[0] for r in con.execute("SELECT followee FROM follows WHERE follower = ?", (reader,))]
-    muted = set(rng.sample(follows, min(len(follows), n // 2 // 10)))
+    muted = set(rng.sample(follows, min(len(follows), -(-n // 20))))
     blocked = set()
     followed = set(follows)
     while len(muted) < n // 2 or len(blocked) < n - n // 2:

@@ -94,16 +94,45 @@ impl Timelines {
         limit: usize,
         versioned: bool,
     ) -> StoreResult<(TimelinePage, Option<CacheVersion>, Option<i64>)> {
+        let want = limit + 1;
+        let (page, version, expires, short) = self
+            .read_rounds(user, before, limit, versioned, want)
+            .await?;
+        if short {
+            // The first round read a whole page from the cache under a version, and the
+            // filters (hidden authors, the reply rule) took entries away, so the page
+            // needed more rounds and could not be kept. Read it again twice as deep, so
+            // that a reader who hides someone still gets kept pages.
+            let (page, version, expires, _) = self
+                .read_rounds(user, before, limit, versioned, want * 2)
+                .await?;
+            return Ok((page, version, expires));
+        }
+        Ok((page, version, expires))
+    }
+
+    /// [`Timelines::read_page`], with `first` entries asked for in the first round; also
+    /// whether a versioned first round was whole but came out short of the page after
+    /// the filters.
+    async fn read_rounds(
+        &self,
+        user: &str,
+        before: Option<PostId>,
+        limit: usize,
+        versioned: bool,
+        first: usize,
+    ) -> StoreResult<(TimelinePage, Option<CacheVersion>, Option<i64>, bool)> {
         let now_ms = self.clock.now_ms();
         let mut hidden: Option<Hidden> = None;
         let want = limit + 1;
+        let mut short = false;
         let mut kept: Vec<TimelineEntry> = Vec::with_capacity(want);
         let mut names: HashMap<String, String> = HashMap::new();
         let mut cursor = before;
         let mut exhausted = false;
         let mut version = None;
         for round in 0..MAX_READ_ROUNDS {
-            let request = want - kept.len();
+            let request = if round == 0 { first } else { want - kept.len() };
             let (mut candidates, read) = match (versioned, &hidden) {
                 (true, _) => {
                     let read = self.feed.versioned_entries(user, cursor, request).await?;
@@ -138,6 +167,7 @@ impl Timelines {
             }
             let current = self.current(user, candidates, &mut names).await?;
             kept.extend(self.visible_replies(user, current).await?);
+            short |= round == 0 && version.is_some() && kept.len() < want && !exhausted;
             if kept.len() >= want || exhausted {
                 break;
             }
@@ -172,7 +202,12 @@ impl Timelines {
             })
             .collect();
         let expires_ms = hidden.and_then(|h| h.expires_ms());
-        Ok((TimelinePage { items, next_cursor }, version, expires_ms))
+        Ok((
+            TimelinePage { items, next_cursor },
+            version,
+            expires_ms,
+            short,
+        ))
     }
 
     /// Drops entries whose author the reader no longer follows (an unfollow that raced
