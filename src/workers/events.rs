@@ -57,14 +57,16 @@ struct Like {
     post: String,
 }
 
-fn poison(change: &Change, why: impl std::fmt::Display) -> StoreError {
+/// A change that can never apply: quarantined by the runner (`StoreError::Poison`).
+pub(super) fn poison(change: &Change, why: impl std::fmt::Display) -> StoreError {
     StoreError::Poison(format!(
         "change {} on {}: {why}",
         change.position.0, change.collection
     ))
 }
 
-fn document<T: serde::de::DeserializeOwned>(change: &Change) -> StoreResult<T> {
+/// The change's document as `T`, or poison.
+pub(super) fn document<T: serde::de::DeserializeOwned>(change: &Change) -> StoreResult<T> {
     let doc = change
         .document
         .clone()

@@ -18,10 +18,11 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use serde::Deserialize;
 
+use super::events::{document, poison};
 use super::runtime::Worker;
 use crate::derived::notifications::rebuilt;
 use crate::domain::{Change, ChangeOp, Fence, NotificationType, PostId, ReplyTo, post_notifies};
-use crate::store::{NotificationEffect, NotificationStore, Recipient, StoreError, StoreResult};
+use crate::store::{NotificationEffect, NotificationStore, Recipient, StoreResult};
 
 pub const NAME: &str = "notifications";
 
@@ -60,21 +61,6 @@ struct PostDoc {
     text: String,
     #[serde(default)]
     reply_to: Option<ReplyDoc>,
-}
-
-fn poison(change: &Change, why: impl std::fmt::Display) -> StoreError {
-    StoreError::Poison(format!(
-        "change {} on {}: {why}",
-        change.position.0, change.collection
-    ))
-}
-
-fn document<T: serde::de::DeserializeOwned>(change: &Change) -> StoreResult<T> {
-    let doc = change
-        .document
-        .clone()
-        .ok_or_else(|| poison(change, "no document"))?;
-    serde_json::from_value(doc).map_err(|e| poison(change, e))
 }
 
 fn post_id(change: &Change, hex: &str) -> StoreResult<PostId> {
