@@ -96,6 +96,15 @@ impl Event {
         self.payload.get("in_reply_to")?.get("author")?.as_str()
     }
 
+    /// `post.created` of a reply: the post it answers and that post's author.
+    pub fn reply_to(&self) -> Option<super::threads::ReplyTo> {
+        let parent = self.payload.get("in_reply_to")?;
+        Some(super::threads::ReplyTo {
+            post: parent.get("post")?.as_str()?.parse().ok()?,
+            author: parent.get("author")?.as_str()?.to_owned(),
+        })
+    }
+
     /// The `tags` of a post event; `None` when unknown (a deletion whose creation had
     /// left the log).
     pub fn tags(&self) -> Option<Vec<String>> {

@@ -18,8 +18,8 @@ use tokio::sync::{OwnedSemaphorePermit, broadcast, mpsc, watch};
 use super::hub::{Delivery, Hub, Prepared};
 use crate::domain::relations::Hidden;
 use crate::domain::{
-    EventId, EventType, NotificationType, PostId, ReplyTo, notification_id, notifies,
-    post_notifies, reply_visible,
+    EventId, EventType, NotificationType, PostId, notification_id, notifies, post_notifies,
+    reply_visible,
 };
 use crate::feed::TimelineItem;
 use crate::store::{StoreError, StoreResult};
@@ -136,12 +136,7 @@ impl Router {
             }
             EventType::PostCreated => {
                 let author = event.field("author")?;
-                let reply_to = event.payload.get("reply_to").and_then(|r| {
-                    Some(ReplyTo {
-                        post: r.get("post")?.as_str()?.parse().ok()?,
-                        author: r.get("author")?.as_str()?.to_owned(),
-                    })
-                });
+                let reply_to = event.reply_to();
                 let text = event.field("text").unwrap_or_default();
                 let (_, kind) = post_notifies(author, text, reply_to.as_ref())
                     .into_iter()

@@ -1,8 +1,11 @@
 //! The live stream carries the user's new notifications, by the worker's rules: a
-//! follow, a like of their post (not their own), a mention; each with the id the list
-//! gives it.
+//! follow, a like of their post (not their own), a mention, a reply; each with the id
+//! the list gives it.
+
+use std::time::Duration;
 
 use reqwest::StatusCode;
+use serde_json::json;
 
 use crate::common::{TestServer, event_log_kinds, fresh_config};
 use crate::sse::Client;
@@ -32,9 +35,21 @@ async fn the_live_stream_carries_new_notifications() {
             StatusCode::NO_CONTENT
         );
         let m = api.say("bo", "hi @al").await;
+        let (status, reply) = api
+            .post(
+                "/v1/users/bo/posts",
+                json!({ "text": "an answer", "in_reply_to": p }),
+            )
+            .await;
+        assert_eq!(status, StatusCode::CREATED, "{reply}");
+        let r = reply["id"].as_str().unwrap().to_owned();
         let mut got = Vec::new();
-        while got.len() < 3 {
-            let message = stream.next().await.unwrap();
+        while got.len() < 4 {
+            // A missing notification fails here rather than hanging the run.
+            let message = tokio::time::timeout(Duration::from_secs(60), stream.next())
+                .await
+                .unwrap_or_else(|_| panic!("{kind:?}: only {got:?} arrived"))
+                .unwrap();
             if message.event == "notification" {
                 assert!(message.id.is_some(), "{message:?}");
                 got.push(message.data);
@@ -57,7 +72,8 @@ async fn the_live_stream_carries_new_notifications() {
             [
                 ("follow", "bo", None),
                 ("like", "bo", Some(p.as_str())),
-                ("mention", "bo", Some(m.as_str()))
+                ("mention", "bo", Some(m.as_str())),
+                ("reply", "bo", Some(r.as_str()))
             ],
             "{kind:?}"
         );
