@@ -16,6 +16,12 @@
       follower with the highest id, the lowest and one in the middle), polled every
       5 ms, and until the timelines worker reports nothing waiting. Prints one JSON
       object. A post not seen within TIMEOUT_S is counted as lost.
+
+  scale_probe.py repost-lag BASE TOKENS GRAPH_JSON WHO COUNT TIMEOUT_S
+      The same for reposts: COUNT times, a user nobody follows (created once through
+      the API) posts, and WHO reposts that post; the lag runs from the repost request's
+      start until the repost is first in page 1 of every polled follower's timeline and
+      the timelines worker reports nothing waiting.
 """
 import http.client
 import json
@@ -127,28 +133,54 @@ def timelines_waiting(client):
     return 0
 
 
-def lag(base, tokens_path, graph_path, who, count, timeout):
+def create_loner(client):
+    """A user nobody follows, so the polled followers' timelines hold only the repost
+    of its posts (a reader who follows the original author is served the original)."""
+    name = f"loner{int(time.time() * 1000) % 10**9}"
+    status, body = client.call("POST", "/v1/users", None, {"id": name, "display_name": name})
+    if status != 201:
+        raise SystemExit(f"create {name}: {status} {body[:200]!r}")
+    return name, json.loads(body)["token"]
+
+
+def lag(base, tokens_path, graph_path, who, count, timeout, kind="post"):
     tokens = json.load(open(tokens_path))
     g = json.load(open(graph_path))[who]
     client = Client(base, tokens)
-    posts, lags, lost = [], [], 0
+    if kind == "repost":
+        loner, loner_token = create_loner(client)
+        client.tokens = dict(enumerate(tokens))
+        client.tokens[uid_key(loner)] = loner_token
+    requests, lags, lost = [], [], 0
     for n in range(count):
-        start = time.perf_counter()
-        status, body = client.call(
-            "POST", f"/v1/users/{g['id']}/posts", g["id"], {"text": f"scale probe {who} {n}"}
-        )
-        posted = time.perf_counter()
-        if status != 201:
-            raise SystemExit(f"post as {g['id']}: {status} {body[:200]!r}")
-        post_id = json.loads(body)["id"]
-        posts.append((posted - start) * 1000)
+        if kind == "repost":
+            status, body = client.call(
+                "POST", f"/v1/users/{loner}/posts", loner, {"text": f"scale probe original {n}"}
+            )
+            if status != 201:
+                raise SystemExit(f"post as {loner}: {status} {body[:200]!r}")
+            original = json.loads(body)["id"]
+            start = time.perf_counter()
+            status, body = client.call("PUT", f"/v1/users/{g['id']}/reposts/{original}", g["id"])
+            expected = 201
+        else:
+            start = time.perf_counter()
+            status, body = client.call(
+                "POST", f"/v1/users/{g['id']}/posts", g["id"], {"text": f"scale probe {who} {n}"}
+            )
+            expected = 201
+        done = time.perf_counter()
+        if status != expected:
+            raise SystemExit(f"{kind} as {g['id']}: {status} {body[:200]!r}")
+        item_id = json.loads(body)["id"]
+        requests.append((done - start) * 1000)
         waiting = set(g["poll"])
         seen = None
         while time.perf_counter() - start < timeout:
             for f in list(waiting):
                 s, page = client.call("GET", f"/v1/users/{f}/timeline?limit=20", f)
                 items = json.loads(page).get("items", []) if s == 200 else []
-                if items and items[0].get("id") == post_id:
+                if items and items[0].get("id") == item_id:
                     waiting.discard(f)
             if not waiting and timelines_waiting(client) == 0:
                 seen = time.perf_counter()
@@ -159,8 +191,8 @@ def lag(base, tokens_path, graph_path, who, count, timeout):
         else:
             lags.append((seen - start) * 1000)
     print(json.dumps({
-        "author": g["id"], "followers": g["followers"], "polled": g["poll"],
-        "post_ms": posts, "lag_ms": lags, "lost": lost,
+        "kind": kind, "author": g["id"], "followers": g["followers"], "polled": g["poll"],
+        "post_ms": requests, "lag_ms": lags, "lost": lost,
     }))
 
 
@@ -171,5 +203,8 @@ if __name__ == "__main__":
     elif cmd == "lag":
         a = sys.argv[2:]
         lag(a[0], a[1], a[2], a[3], int(a[4]), float(a[5]))
+    elif cmd == "repost-lag":
+        a = sys.argv[2:]
+        lag(a[0], a[1], a[2], a[3], int(a[4]), float(a[5]), kind="repost")
     else:
         raise SystemExit(__doc__)
