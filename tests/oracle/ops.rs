@@ -292,6 +292,23 @@ pub async fn delete_at(world: &World, target: &Target, id: &str, author: &str) {
 
 /// Follow or unfollow (`on`), like or unlike.
 pub async fn toggle(world: &World, rng: &mut Rng, like: bool, on: bool) {
+    // Most unlikes undo a like that was sent, so that notifications get taken away.
+    let liked: Vec<(String, String)> = if like && !on {
+        let model = world.model();
+        model
+            .likes
+            .iter()
+            .filter(|(_, ops)| ops.last().is_some_and(|t| t.on))
+            .map(|(k, _)| k.clone())
+            .collect()
+    } else {
+        Vec::new()
+    };
+    if !liked.is_empty() && rng.random_bool(0.8) {
+        let (user, post) = liked[rng.random_range(0..liked.len())].clone();
+        let target = world.pick(rng).await;
+        return toggle_at(world, &target, &user, post, true, false).await;
+    }
     let user = any_user(world, rng);
     let (object, _key) = if like {
         let model = world.model();
