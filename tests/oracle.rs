@@ -21,6 +21,7 @@ mod oracle {
     pub mod focus;
     pub mod logs;
     pub mod model;
+    pub mod notes;
     pub mod ops;
     pub mod reads;
     pub mod run;
@@ -28,6 +29,7 @@ mod oracle {
     #[allow(dead_code)] // the stream tests open with `Client::open`; this uses `of`
     pub mod sse;
     pub mod streams;
+    pub mod threads;
     pub mod tokens;
     pub mod world;
 }
@@ -86,13 +88,14 @@ async fn budget(kind: Kind) {
         total.ops += outcome.ops;
         total.kills += outcome.kills;
         total.aborts += outcome.aborts;
+        total.stale_notifications += outcome.stale_notifications;
         total.workers.takeovers += outcome.workers.takeovers;
         total.workers.rebuilds += outcome.workers.rebuilds;
         total.workers.history_lost += outcome.workers.history_lost;
         total.workers.kept += outcome.workers.kept;
         let divergences = outcome.violations.len();
         eprintln!(
-            "oracle summary: backend={kind:?} seed={seed} runs=1 ops={} kills={} aborts={} streamed={} takeovers={} rebuilds={} history_lost={} kept={} divergences={divergences}",
+            "oracle summary: backend={kind:?} seed={seed} runs=1 ops={} kills={} aborts={} streamed={} takeovers={} rebuilds={} history_lost={} kept={} stale_notifications={} divergences={divergences}",
             outcome.ops,
             outcome.kills,
             outcome.aborts,
@@ -100,7 +103,8 @@ async fn budget(kind: Kind) {
             outcome.workers.takeovers,
             outcome.workers.rebuilds,
             outcome.workers.history_lost,
-            outcome.workers.kept
+            outcome.workers.kept,
+            outcome.stale_notifications
         );
         if divergences > 0 {
             let found = format!(

@@ -144,6 +144,8 @@ pub async fn sources(world: &World, target: &Target) -> Result<(Sources, Vec<Str
     let mut faults = Vec::new();
     let mut s = Sources::default();
     let mut stored: BTreeMap<String, String> = BTreeMap::new();
+    // Per stored post: its `replies_count` and the post its `reply_to` names.
+    let mut threads: BTreeMap<String, (u64, Option<String>)> = BTreeMap::new();
     expire_timed_mutes(world).await;
     let now = world.now();
     let relations = relations(world, target, &users).await?;
@@ -170,10 +172,11 @@ pub async fn sources(world: &World, target: &Target) -> Result<(Sources, Vec<Str
         )
         .await?
         {
-            stored.insert(
-                post["id"].as_str().unwrap_or_default().to_owned(),
-                post["text"].as_str().unwrap_or_default().to_owned(),
-            );
+            let id = post["id"].as_str().unwrap_or_default().to_owned();
+            let replies = post["replies_count"].as_u64().unwrap_or(u64::MAX);
+            let parent = post["reply_to"]["post"].as_str().map(str::to_owned);
+            threads.insert(id.clone(), (replies, parent));
+            stored.insert(id, post["text"].as_str().unwrap_or_default().to_owned());
         }
         let path = format!("/v1/users/{user}/following?limit=100");
         for f in walk(world, target, &path, "cursor", None).await? {
@@ -217,6 +220,26 @@ pub async fn sources(world: &World, target: &Target) -> Result<(Sources, Vec<Str
             from: p.create.invoke,
             to: p.create.complete,
         };
+        let reply_to = match p.reply_to {
+            Some(parent) => {
+                let parent = &model.posts[parent];
+                let id = parent.id.as_deref().unwrap_or_default();
+                Some(socialite::domain::ReplyTo {
+                    post: id.parse().map_err(|_| format!("bad parent id {id:?}"))?,
+                    author: parent.author.clone(),
+                })
+            }
+            None => None,
+        };
+        if let Some((_, served)) = threads.get(&id)
+            && *served != reply_to.as_ref().map(|r| r.post.to_string())
+        {
+            faults.push(format!(
+                "post {id} ({}) stored answering {served:?}, written answering {:?}",
+                p.author,
+                reply_to.as_ref().map(|r| r.post)
+            ));
+        }
         s.posts.insert(
             parsed,
             PostSource {
@@ -224,10 +247,22 @@ pub async fn sources(world: &World, target: &Target) -> Result<(Sources, Vec<Str
                 text: p.text.clone(),
                 created,
                 deleted,
-                reply_to: None,
+                reply_to,
             },
         );
         let _ = i;
+    }
+    for (id, (count, _)) in &threads {
+        let Ok(parsed) = id.parse::<PostId>() else {
+            continue;
+        };
+        let truth = s.replies_count(parsed);
+        if *count != truth {
+            let author = s.posts.get(&parsed).map(|p| p.author.clone());
+            faults.push(format!(
+                "post {id} ({author:?}) has replies_count {count}, {truth} live replies answer it"
+            ));
+        }
     }
     for ((a, b), ops) in &model.pairs {
         let exists = s.follows.contains_key(&(a.clone(), b.clone()));
@@ -316,18 +351,23 @@ async fn relations(
     String,
 > {
     let (mut blocks, mut mutes, mut faults) = (BTreeSet::new(), BTreeSet::new(), Vec::new());
+    let mut quiet = BTreeSet::new();
     for user in users {
         let token = world.token(user);
         for (noun, set) in [("blocks", &mut blocks), ("mutes", &mut mutes)] {
             let path = format!("/v1/users/{user}/{noun}?limit=100");
             for item in walk(world, target, &path, "cursor", Some(&token)).await? {
                 let other = item["id"].as_str().unwrap_or_default().to_owned();
+                if noun == "mutes" && item["notifications"] != false {
+                    quiet.insert((user.clone(), other.clone()));
+                }
                 set.insert((user.clone(), other));
             }
         }
     }
     let now = world.now();
-    let model = world.model();
+    let mut model = world.model();
+    model.quiet_now = quiet;
     for ((a, b), ops) in &model.blocks {
         let listed = blocks.contains(&(a.clone(), b.clone()));
         if listed && !Model::may_hold(ops, now, now) {

@@ -353,7 +353,7 @@ pub async fn hide_race(world: &World, rng: &mut Rng) {
         Relation::Mute
     };
     let lasts_s = (kind == Relation::Mute && rng.random_bool(0.3)).then_some(1);
-    relation_at(world, &target, &reader, &author, kind, true, lasts_s).await;
+    relation_at(world, &target, &reader, &author, kind, true, lasts_s, true).await;
     first_page(world, &target, &reader, limit).await;
     let other = world.pick(rng).await;
     first_page(world, &other, &reader, limit).await;
@@ -363,7 +363,7 @@ pub async fn hide_race(world: &World, rng: &mut Rng) {
         first_page(world, &target, &reader, limit).await;
     }
     if rng.random_bool(0.5) {
-        relation_at(world, &target, &reader, &author, kind, false, None).await;
+        relation_at(world, &target, &reader, &author, kind, false, None, true).await;
         if kind == Relation::Block {
             toggle_at(world, &target, &reader, author.clone(), false, true).await;
         }

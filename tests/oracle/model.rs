@@ -43,6 +43,8 @@ pub struct PostM {
     pub id: Option<String>,
     pub create: Span,
     pub deletes: Vec<Span>,
+    /// The index in [`Model::posts`] of the post it answers.
+    pub reply_to: Option<usize>,
 }
 
 #[derive(Debug, Clone)]
@@ -63,6 +65,12 @@ pub struct Model {
     pub blocks: BTreeMap<(String, String), Vec<Toggle>>,
     /// Mutes by `(muter, muted)`, each `on` with how long it was asked to last.
     pub mutes: BTreeMap<(String, String), Vec<TimedToggle>>,
+    /// The same mutes as they concern notifications, by `(muter, muted)`: a mute with
+    /// `notifications: true` is `on` (with its duration), one with `false` and every
+    /// unmute `off` (a second mute replaces the first's settings).
+    pub notify_mutes: BTreeMap<(String, String), Vec<TimedToggle>>,
+    /// At the convergence check: the (muter, muted) pairs listed with `notifications`.
+    pub quiet_now: std::collections::BTreeSet<(String, String)>,
     /// Every operation, as it completed: `invoke..complete op -> result`.
     pub log: Vec<(i64, String)>,
     pub violations: Vec<String>,
@@ -246,10 +254,15 @@ impl Model {
                 return Some(format!("{a} blocks {b}"));
             }
         }
-        // A timed mute that may have expired by `t1` counts as an unmute: it replaced
-        // any earlier mute's settings, so nothing it followed surely stands either.
-        let lasting: Vec<Toggle> = self
-            .mutes_of(reader, author)
+        Model::surely_muted(self.mutes_of(reader, author), t0, t1)
+            .then(|| format!("{reader} mutes {author}"))
+    }
+
+    /// Whether a mute surely stood through `[t0, t1]` by its toggles. A timed mute that
+    /// may have expired by `t1` counts as an unmute: it replaced any earlier mute's
+    /// settings, so nothing it followed surely stands either.
+    pub fn surely_muted(ops: &[TimedToggle], t0: i64, t1: i64) -> bool {
+        let lasting: Vec<Toggle> = ops
             .iter()
             .map(|(t, lasts)| match lasts {
                 Some(d) if t.on && t.span.invoke.saturating_add(*d) <= t1 => {
@@ -258,7 +271,23 @@ impl Model {
                 _ => *t,
             })
             .collect();
-        Model::surely_holds(&lasting, t0, t1).then(|| format!("{reader} mutes {author}"))
+        Model::surely_holds(&lasting, t0, t1)
+    }
+
+    /// Whether `actor`'s notifications were surely hidden from `user` through `[t0, t1]`:
+    /// a block either way, or a mute of the actor that hides notifications, answered
+    /// before `t0` and not liftable before `t1` (as [`Model::surely_hidden`]).
+    pub fn surely_silenced(&self, user: &str, actor: &str, t0: i64, t1: i64) -> Option<String> {
+        for (a, b) in [(user, actor), (actor, user)] {
+            if Model::surely_holds(self.blocks_of(a, b), t0, t1) {
+                return Some(format!("{a} blocks {b}"));
+            }
+        }
+        let ops = self
+            .notify_mutes
+            .get(&(user.to_owned(), actor.to_owned()))
+            .map_or(&[][..], Vec::as_slice);
+        Model::surely_muted(ops, t0, t1).then(|| format!("{user} mutes {actor}'s notifications"))
     }
 
     /// Whether a block or mute between the two may have stood at some moment of `[t0, t1]`

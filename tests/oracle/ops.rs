@@ -33,49 +33,130 @@ fn outcome(world: &World, reply: &Reply) -> Result<i64, Option<StatusCode>> {
 pub async fn post(world: &World, rng: &mut Rng) {
     let author = any_user(world, rng);
     let target = world.pick(rng).await;
-    let tags: Vec<&str> = (0..rng.random_range(0..=3))
-        .map(|_| TAGS[rng.random_range(0..TAGS.len())])
+    let mut words: Vec<String> = (0..rng.random_range(0..=3))
+        .map(|_| TAGS[rng.random_range(0..TAGS.len())].to_owned())
         .collect();
-    post_with(world, &target, &author, &tags).await;
+    words.extend(mentions(world, rng, &author));
+    post_with(world, &target, &author, &words, None).await;
+}
+
+/// Now and then a mention or two (`@id`): of anyone, the author included, or of a user
+/// who does not exist.
+fn mentions(world: &World, rng: &mut Rng, author: &str) -> Vec<String> {
+    if !rng.random_bool(0.3) {
+        return Vec::new();
+    }
+    (0..rng.random_range(1..=2))
+        .map(|_| match rng.random_range(0..10) {
+            0 => "@nobody".to_owned(),
+            1 => format!("@{author}"),
+            _ => format!("@{}", any_user(world, rng)),
+        })
+        .collect()
+}
+
+/// A reply: to a post of anyone's, to one's own (a self-thread, often to a reply), or
+/// (now and then) to a post whose delete was acknowledged, which must be refused (404).
+pub async fn reply(world: &World, rng: &mut Rng) {
+    let kind = rng.random_range(0..10);
+    let choice = {
+        let model = world.model();
+        let known = |p: &&PostM| p.id.is_some();
+        let gone = |p: &PostM| p.deletes.iter().any(|d| d.acked());
+        let candidates: Vec<usize> = (0..model.posts.len())
+            .filter(|&i| known(&&model.posts[i]))
+            .filter(|&i| (kind == 0) == gone(&model.posts[i]))
+            .collect();
+        // The newer half more often, so that threads grow deep.
+        (!candidates.is_empty()).then(|| {
+            let from = if rng.random_bool(0.5) {
+                candidates.len() / 2
+            } else {
+                0
+            };
+            let i = candidates[rng.random_range(from..candidates.len())];
+            (i, model.posts[i].author.clone())
+        })
+    };
+    let Some((parent, parent_author)) = choice else {
+        return;
+    };
+    // A self-thread three times in ten, else anyone (the parent's author now and then).
+    let author = if (1..=3).contains(&kind) {
+        parent_author
+    } else {
+        any_user(world, rng)
+    };
+    let mut words = mentions(world, rng, &author);
+    if rng.random_bool(0.2) {
+        words.push(format!("@{}", world.model().posts[parent].author));
+    }
+    let target = world.pick(rng).await;
+    post_with(world, &target, &author, &words, Some(parent)).await;
 }
 
 /// A post by `author` through `target`, without tags.
 pub async fn post_as(world: &World, target: &Target, author: &str) {
-    post_with(world, target, author, &[]).await;
+    post_with(world, target, author, &[], None).await;
 }
 
-async fn post_with(world: &World, target: &Target, author: &str, tags: &[&str]) {
+/// A post of `words` by `author`, answering the model's post `reply_to` when given.
+async fn post_with(
+    world: &World,
+    target: &Target,
+    author: &str,
+    words: &[String],
+    reply_to: Option<usize>,
+) {
     let author = author.to_owned();
     let invoke = world.now();
-    let index = {
+    let (index, parent_id) = {
         let mut model = world.model();
         let index = model.posts.len();
+        let parent_id = reply_to.and_then(|p| model.posts[p].id.clone());
         model.posts.push(PostM {
             author: author.clone(),
-            text: format!("n:{index} {}", tags.join(" ")),
+            text: format!("n:{index} {}", words.join(" ")),
             id: None,
             create: Span {
                 invoke,
                 complete: NEVER,
             },
             deletes: Vec::new(),
+            reply_to,
         });
-        index
+        (index, parent_id)
     };
     let text = world.model().posts[index].text.clone();
     let token = world.token(&author);
     let path = format!("/v1/users/{author}/posts");
+    let body = match &parent_id {
+        Some(parent) => json!({ "text": text, "in_reply_to": parent }),
+        None => json!({ "text": text }),
+    };
     let reply = world
-        .call(
-            target,
-            Method::POST,
-            &path,
-            Some(&token),
-            Some(json!({ "text": text })),
-        )
+        .call(target, Method::POST, &path, Some(&token), Some(body))
         .await;
     let result = outcome(world, &reply);
+    let now = world.now();
     let mut model = world.model();
+    let answers = parent_id
+        .as_ref()
+        .map(|p| format!(" answering {p}"))
+        .unwrap_or_default();
+    // Whether the parent's delete was acknowledged before this request was sent, or
+    // may have landed before it was answered.
+    let parent_gone = |model: &Model, before: i64, complete: bool| {
+        reply_to.is_some_and(|p| {
+            model.posts[p].deletes.iter().any(|d| {
+                if complete {
+                    d.complete < before
+                } else {
+                    d.invoke < before
+                }
+            })
+        })
+    };
     match (result, &reply) {
         (Ok(complete), Reply::Answer(_, body)) if complete != NEVER => {
             let id = body["id"].as_str().unwrap_or_default().to_owned();
@@ -84,22 +165,54 @@ async fn post_with(world: &World, target: &Target, author: &str, tags: &[&str]) 
             model.by_id.insert(id.clone(), index);
             model.record(
                 Span { invoke, complete },
-                format!("post {author} {text:?} via {} -> {id}", target.slot),
+                format!(
+                    "post {author} {text:?}{answers} via {} -> {id}",
+                    target.slot
+                ),
             );
+            if parent_gone(&model, invoke, true) {
+                model.violation(format!(
+                    "reply {id} by {author} to {parent_id:?} accepted after the parent's delete was acknowledged"
+                ));
+            }
+            let served = body["reply_to"]["post"].as_str().map(str::to_owned);
+            if served != parent_id {
+                model.violation(format!(
+                    "post {id} by {author} answered with reply_to {:?}, sent {parent_id:?}",
+                    body["reply_to"]
+                ));
+            }
         }
         (Ok(_), _) => model.record(
             Span {
                 invoke,
                 complete: NEVER,
             },
-            format!("post {author} {text:?} via {} -> unknown", target.slot),
+            format!(
+                "post {author} {text:?}{answers} via {} -> unknown",
+                target.slot
+            ),
         ),
         (Err(status), _) => {
             model.posts[index].create = Span {
                 invoke: NEVER,
                 complete: NEVER,
             };
-            if status.is_some() {
+            let refused_reply = status == Some(StatusCode::NOT_FOUND) && parent_id.is_some();
+            if refused_reply {
+                model.record(
+                    Span {
+                        invoke,
+                        complete: now,
+                    },
+                    format!("post {author} {text:?}{answers} via {} -> 404", target.slot),
+                );
+            }
+            if refused_reply && !parent_gone(&model, now, false) {
+                model.violation(format!(
+                    "reply by {author} to {parent_id:?} refused (404), yet no delete of it was sent"
+                ));
+            } else if status.is_some() && !refused_reply {
                 model.violation(format!("post {author} {text:?} refused: {reply:?}"));
             }
         }
@@ -179,6 +292,23 @@ pub async fn delete_at(world: &World, target: &Target, id: &str, author: &str) {
 
 /// Follow or unfollow (`on`), like or unlike.
 pub async fn toggle(world: &World, rng: &mut Rng, like: bool, on: bool) {
+    // Most unlikes undo a like that was sent, so that notifications get taken away.
+    let liked: Vec<(String, String)> = if like && !on {
+        let model = world.model();
+        model
+            .likes
+            .iter()
+            .filter(|(_, ops)| ops.last().is_some_and(|t| t.on))
+            .map(|(k, _)| k.clone())
+            .collect()
+    } else {
+        Vec::new()
+    };
+    if !liked.is_empty() && rng.random_bool(0.8) {
+        let (user, post) = liked[rng.random_range(0..liked.len())].clone();
+        let target = world.pick(rng).await;
+        return toggle_at(world, &target, &user, post, true, false).await;
+    }
     let user = any_user(world, rng);
     let (object, _key) = if like {
         let model = world.model();
@@ -368,13 +498,17 @@ pub async fn relation(world: &World, rng: &mut Rng, kind: Relation, on: bool) {
     // Timed mutes short enough to expire within a run, and long ones.
     let lasts_s =
         (kind == Relation::Mute && on && rng.random_bool(0.5)).then(|| rng.random_range(1..=4u64));
+    // A quarter of the mutes leave notifications alone.
+    let quiet = !(kind == Relation::Mute && on && rng.random_bool(0.25));
     let target = world.pick(rng).await;
-    relation_at(world, &target, &user, &other, kind, on, lasts_s).await;
+    relation_at(world, &target, &user, &other, kind, on, lasts_s, quiet).await;
 }
 
 /// A block (or mute, for `lasts_s` seconds when given) of `other` by `user`, or its
-/// undo, via `target`. A block also takes away the follows both ways: the model records
-/// it as an unfollow of each, in flight as long as the block.
+/// undo, via `target`; a mute hides notifications too when `quiet` (the default). A
+/// block also takes away the follows both ways: the model records it as an unfollow of
+/// each, in flight as long as the block.
+#[allow(clippy::too_many_arguments)]
 pub async fn relation_at(
     world: &World,
     target: &Target,
@@ -383,6 +517,7 @@ pub async fn relation_at(
     kind: Relation,
     on: bool,
     lasts_s: Option<u64>,
+    quiet: bool,
 ) {
     let (user, other) = (user.to_owned(), other.to_owned());
     let noun = match kind {
@@ -393,7 +528,12 @@ pub async fn relation_at(
     let key = (user.clone(), other.clone());
     let token = world.token(&user);
     let method = if on { Method::PUT } else { Method::DELETE };
-    let body = lasts_s.map(|s| json!({ "duration": format!("{s}s") }));
+    let body = match (lasts_s, quiet) {
+        (None, true) => None,
+        (Some(s), true) => Some(json!({ "duration": format!("{s}s") })),
+        (None, false) => Some(json!({ "notifications": false })),
+        (Some(s), false) => Some(json!({ "duration": format!("{s}s"), "notifications": false })),
+    };
     let invoke = world.now();
     let pending = Toggle {
         on,
@@ -424,6 +564,15 @@ pub async fn relation_at(
                     .entry(key.clone())
                     .or_default()
                     .push((pending, lasts));
+                let hushes = Toggle {
+                    on: on && quiet,
+                    ..pending
+                };
+                model
+                    .notify_mutes
+                    .entry(key.clone())
+                    .or_default()
+                    .push((hushes, lasts));
             }
         }
     }
@@ -459,11 +608,16 @@ pub async fn relation_at(
                 Relation::Mute => {
                     let ops = model.mutes.get_mut(&key).unwrap();
                     ops.iter_mut().for_each(|(t, _)| settle(t));
+                    let ops = model.notify_mutes.get_mut(&key).unwrap();
+                    ops.iter_mut().for_each(|(t, _)| settle(t));
                 }
             }
             model.record(
                 Span { invoke, complete },
-                format!("{method} {path} {lasts_s:?} via {}", target.slot),
+                format!(
+                    "{method} {path} {lasts_s:?} quiet={quiet} via {}",
+                    target.slot
+                ),
             );
         }
         Err(status) => {
@@ -477,7 +631,11 @@ pub async fn relation_at(
                         }
                     }
                 }
-                Relation::Mute => model.mutes.get_mut(&key).unwrap().retain(|(t, _)| !mine(t)),
+                Relation::Mute => {
+                    model.mutes.get_mut(&key).unwrap().retain(|(t, _)| !mine(t));
+                    let ops = model.notify_mutes.get_mut(&key).unwrap();
+                    ops.retain(|(t, _)| !mine(t));
+                }
             }
             if let Some(status) = status {
                 model.violation(format!("{method} {path}: {status} {reply:?}"));

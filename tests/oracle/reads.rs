@@ -50,6 +50,24 @@ pub fn item_fault(
     {
         return Some(format!("{id} by {author} served to {reader} while {why}"));
     }
+    // The home rule for replies: shown only to a reader who follows the parent's author,
+    // is that author, or reads a self-thread (with the follows as they stand).
+    let parent = post.reply_to.map(|p| model.posts[p].author.clone());
+    if item["reply_to_author"].as_str() != parent.as_deref() {
+        return Some(format!(
+            "{id} by {author} served with reply_to_author {}, answering {parent:?}",
+            item["reply_to_author"]
+        ));
+    }
+    if let Some(parent) = parent
+        && parent != author
+        && parent != reader
+        && !Model::may_hold(model.pair(reader, &parent), t0, t1)
+    {
+        return Some(format!(
+            "{id}, {author}'s reply to {parent}, served to {reader}, who surely did not follow {parent}"
+        ));
+    }
     let name = item["author_display_name"].as_str().unwrap_or_default();
     if !model.fresh_names_of(author, t0, t1).contains(&name) {
         return Some(format!(

@@ -15,7 +15,7 @@ use super::focus::{self, Focus};
 use super::model::{Clock, Model, Span, UserM};
 use super::ops::Relation;
 use super::world::{Reply, Rng, Stats, World};
-use super::{logs, ops, reads, streams, tokens};
+use super::{logs, notes, ops, reads, streams, threads, tokens};
 use crate::common::Kind;
 
 /// What a run did and found.
@@ -26,6 +26,8 @@ pub struct Outcome {
     pub aborts: u64,
     /// Events delivered to stream sessions.
     pub streamed: u64,
+    /// Notifications served after their cause was surely undone (`oracle::notes`).
+    pub stale_notifications: u64,
     pub workers: WorkerTotals,
     pub violations: Vec<String>,
     pub report: String,
@@ -55,6 +57,9 @@ fn weights(focus: Focus) -> &'static [(Op, u32)] {
             (Op::Mute, 1),
             (Op::Unmute, 1),
             (Op::HideRace, 1),
+            (Op::Reply, 7),
+            (Op::Notes, 6),
+            (Op::Context, 2),
         ],
         Focus::LatePush => &[(Op::LatePush, 10)],
         Focus::Flip => &[
@@ -81,6 +86,10 @@ fn weights(focus: Focus) -> &'static [(Op, u32)] {
             (Op::Rename, 2),
             (Op::Profile, 4),
             (Op::Stream, 4),
+            (Op::Reply, 8),
+            (Op::Like, 4),
+            (Op::Unlike, 2),
+            (Op::Notes, 4),
         ],
         Focus::Hide => &[
             (Op::HideRace, 10),
@@ -92,6 +101,10 @@ fn weights(focus: Focus) -> &'static [(Op, u32)] {
             (Op::Delete, 2),
             (Op::Stream, 3),
             (Op::Profile, 2),
+            (Op::Reply, 5),
+            (Op::Like, 4),
+            (Op::Unlike, 2),
+            (Op::Notes, 6),
         ],
     }
 }
@@ -122,6 +135,9 @@ enum Op {
     Mute,
     Unmute,
     HideRace,
+    Reply,
+    Notes,
+    Context,
 }
 
 async fn one(world: &World, rng: &mut Rng) {
@@ -162,6 +178,9 @@ async fn one(world: &World, rng: &mut Rng) {
         Op::Mute => ops::relation(world, rng, Relation::Mute, true).await,
         Op::Unmute => ops::relation(world, rng, Relation::Mute, false).await,
         Op::HideRace => focus::hide_race(world, rng).await,
+        Op::Reply => ops::reply(world, rng).await,
+        Op::Notes => notes::read(world, rng).await,
+        Op::Context => threads::read(world, rng).await,
     }
     Stats::bump(&world.stats.ops);
 }
@@ -279,6 +298,7 @@ pub async fn run(seed: u64, kind: Kind, duration: Duration) -> Outcome {
     outcome.kills = world.stats.kills.load(Ordering::Relaxed);
     outcome.aborts = world.stats.aborts.load(Ordering::Relaxed);
     outcome.streamed = world.stats.streamed.load(Ordering::Relaxed);
+    outcome.stale_notifications = world.stats.stale_notifications.load(Ordering::Relaxed);
     outcome.violations = world.model().violations.clone();
     if !outcome.violations.is_empty() {
         outcome.report = report(&world, &outcome.violations);
@@ -309,6 +329,9 @@ async fn settle_and_check(world: &World) -> Outcome {
         faults = match converge::sources(world, &target).await {
             Ok((sources, mut faults)) => {
                 faults.extend(converge::derived(world, &sources).await);
+                let quiet = world.model().quiet_now.clone();
+                faults.extend(notes::converge(world, &sources, &quiet).await);
+                faults.extend(threads::converge(world, &sources, 12).await);
                 faults.extend(logs::activity(world, &sources, rebuilt).await);
                 if let Some((more, log)) = logs::events(world, &sources, rebuilt).await {
                     faults.extend(more);

@@ -187,6 +187,17 @@ fn safety(model: &Model, s: &Session) -> Vec<String> {
                         g.posts
                     ));
                 }
+                let parent = model.posts[i].reply_to.map(|p| &model.posts[p].author);
+                if let Some(parent) = parent
+                    && parent != author
+                    && *parent != s.user
+                    && !Model::may_hold(model.pair(&s.user, parent), 0, s.close)
+                {
+                    faults.push(format!(
+                        "{who}: item {:?}, {author}'s reply to {parent}, never followed",
+                        g.posts
+                    ));
+                }
                 if *author != s.user
                     && let Some(why) = model.surely_hidden(&s.user, author, s.open, s.close)
                 {
@@ -291,9 +302,31 @@ fn matches_event(g: &Got, event: Option<&Value>) -> bool {
 /// (so that, in log order, the edge stood as it does when the post came).
 fn must_route(model: &Model, s: &Session, event: &Value) -> bool {
     let own = |key| field(event, key) == Some(s.user.as_str());
+    // Followed throughout the session, every toggle answered before the post was sent.
+    let steady = |author: &str, post: &str| {
+        let Some(&i) = model.by_id.get(post) else {
+            return false;
+        };
+        let ops = model.pair(&s.user, author);
+        let sent = model.posts[i].create.invoke;
+        Model::surely_holds(ops, s.open, s.close)
+            && ops
+                .iter()
+                .all(|t| t.span.complete != NEVER && t.span.complete < sent)
+    };
+    // The home rule for a reply: a self-thread, an answer to the user, or to an author
+    // the user followed steadily.
+    let reply_shown = || {
+        let parent = event["payload"]["in_reply_to"]["author"].as_str();
+        let (author, post) = (field(event, "author"), field(event, "post"));
+        parent.is_none_or(|p| {
+            Some(p) == author || p == s.user || post.is_some_and(|post| steady(p, post))
+        })
+    };
     match event["type"].as_str() {
         Some("user.unfollowed") => own("follower"),
         Some("post.deleted") => own("author"),
+        Some("post.created") if !reply_shown() => false,
         Some("post.created") if own("author") => true,
         Some("post.created") => {
             let (Some(author), Some(post)) = (field(event, "author"), field(event, "post")) else {

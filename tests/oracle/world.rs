@@ -44,6 +44,8 @@ pub struct Stats {
     pub reads_checked: AtomicU64,
     /// Events delivered to stream sessions.
     pub streamed: AtomicU64,
+    /// Notifications served after their cause was surely undone (see `oracle::notes`).
+    pub stale_notifications: AtomicU64,
 }
 
 impl Stats {

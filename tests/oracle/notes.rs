@@ -1,0 +1,408 @@
+//! Notifications: every read during the run checked for safety against the history, and
+//! after quiescence each user's notifications (plain, and grouped) against
+//! `socialite::derived::notifications`, fed the sources the run left.
+//!
+//! Safety of one served notification of `user`, read over `[t0, t1]`: never of the
+//! user's own act; never from an actor a block (either way) or a notification-hiding mute
+//! surely kept from the user through the read; and a cause that was written: a follow
+//! of the user, a like of one of the user's posts, a reply to one, a mention of the user.
+//! A cause undone before the read began (an unfollow or unlike answered, the post's
+//! delete answered, and nothing redone since) is *stale*: the notifications worker takes
+//! it away within its lag, so it is counted (`stale_notifications=` in the summary), and
+//! a violation only under `SOCIALITE_ORACLE_NOTIFY_STRICT=1`, which holds reads to the
+//! stricter rule of issue 35 section 7.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use rand::RngExt;
+use serde_json::Value;
+use socialite::derived::Sources;
+use socialite::derived::notifications::{NotificationKey, expected};
+use socialite::domain::{NotificationType, NotifyPost, NotifySources, PostId, mentions};
+
+use super::model::Model;
+use super::ops::any_user;
+use super::world::{Rng, Stats, World};
+
+/// Whether a stale notification is a violation (see the module's comment).
+fn strict() -> bool {
+    std::env::var("SOCIALITE_ORACLE_NOTIFY_STRICT").is_ok_and(|v| v.trim() == "1")
+}
+
+/// What is wrong with one served notification, or `Ok(stale)`.
+fn note_fault(
+    model: &mut Model,
+    user: &str,
+    kind: &str,
+    actor: &str,
+    post: Option<&str>,
+    (t0, t1): (i64, i64),
+) -> Result<bool, String> {
+    if actor == user {
+        return Err(format!("a {kind} of {user}'s own"));
+    }
+    if let Some(why) = model.surely_silenced(user, actor, t0, t1) {
+        return Err(format!("a {kind} by {actor} while {why}"));
+    }
+    if kind == "follow" {
+        let ops = model.pair(actor, user);
+        if ops.is_empty() || post.is_some() {
+            return Err(format!(
+                "a follow by {actor} ({post:?}), who never followed"
+            ));
+        }
+        return Ok(!Model::may_hold(ops, t0, t1));
+    }
+    let Some(post) = post else {
+        return Err(format!("a {kind} by {actor} without a post"));
+    };
+    // A post whose create's answer was lost and that no read has shown yet: unknown here.
+    let Some(&i) = model.by_id.get(post) else {
+        return Ok(false);
+    };
+    let p = model.posts[i].clone();
+    let parent_author = p.reply_to.map(|r| model.posts[r].author.clone());
+    let gone = !model.post_may_be_live(i, t0, t1);
+    match kind {
+        "like" => {
+            let ops = model
+                .likes
+                .get(&(actor.to_owned(), post.to_owned()))
+                .cloned()
+                .unwrap_or_default();
+            if ops.is_empty() || p.author != user {
+                return Err(format!(
+                    "a like by {actor} of {post} (by {}), never liked",
+                    p.author
+                ));
+            }
+            Ok(gone || !Model::may_hold(&ops, t0, t1))
+        }
+        "reply" if p.author == actor && parent_author.as_deref() == Some(user) => Ok(gone),
+        "mention"
+            if p.author == actor
+                && mentions(&p.text).iter().any(|m| m == user)
+                && parent_author.as_deref() != Some(user) =>
+        {
+            Ok(gone)
+        }
+        _ => Err(format!(
+            "a {kind} by {actor} about {post} ({} {:?}, answering {parent_author:?}): no such cause",
+            p.author, p.text
+        )),
+    }
+}
+
+/// A read of a random user's notifications: one to three pages, plain (some filtered by
+/// type) or grouped, each checked for safety over the time it was in flight.
+pub async fn read(world: &World, rng: &mut Rng) {
+    let user = any_user(world, rng);
+    let target = world.pick(rng).await;
+    let token = world.token(&user);
+    let grouped = rng.random_bool(0.3);
+    let filter = match rng.random_range(0..6) {
+        0 => "&types=like,follow",
+        1 => "&exclude_types=mention",
+        _ => "",
+    };
+    let limit = rng.random_range(2..=8);
+    let mut before = String::new();
+    let mut last: Option<String> = None;
+    for _ in 0..rng.random_range(1..=3) {
+        let path = if grouped {
+            format!("/v1/users/{user}/notifications?grouped=true&limit={limit}{filter}{before}")
+        } else {
+            format!("/v1/users/{user}/notifications?limit={limit}{filter}{before}")
+        };
+        let t0 = world.now();
+        let Some(page) = world.read(&target, &path, Some(&token)).await else {
+            return;
+        };
+        let t1 = world.now();
+        Stats::bump(&world.stats.reads_checked);
+        let mut model = world.model();
+        let field = if grouped { "groups" } else { "items" };
+        for item in page[field].as_array().into_iter().flatten() {
+            let kind = item["type"].as_str().unwrap_or_default();
+            let post = item["post_id"].as_str();
+            let id = if grouped {
+                item["latest_id"].as_str()
+            } else {
+                item["id"].as_str()
+            };
+            let id = id.unwrap_or_default().to_owned();
+            if last.as_ref().is_some_and(|l| *l <= id) {
+                model.violation(format!(
+                    "{user}'s notifications via {} [{t0}..{t1}]: {id} after {last:?} (not newest first, or twice): {path}",
+                    target.slot
+                ));
+            }
+            last = Some(id);
+            if !filter.is_empty() && !admitted(filter, kind) {
+                model.violation(format!("{user}'s notifications {path}: a {kind}"));
+            }
+            let actors: Vec<&str> = if grouped {
+                item["actors"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .filter_map(|a| a["id"].as_str())
+                    .collect()
+            } else {
+                vec![item["actor"]["id"].as_str().unwrap_or_default()]
+            };
+            for actor in actors {
+                match note_fault(&mut model, &user, kind, actor, post, (t0, t1)) {
+                    Ok(false) => {}
+                    Ok(true) => {
+                        Stats::bump(&world.stats.stale_notifications);
+                        if strict() {
+                            model.violation(format!(
+                                "{user}'s notifications via {} [{t0}..{t1}]: a {kind} by {actor} ({post:?}) whose cause was undone before the read",
+                                target.slot
+                            ));
+                        }
+                    }
+                    Err(fault) => model.violation(format!(
+                        "{user}'s notifications via {} [{t0}..{t1}]: {fault}",
+                        target.slot
+                    )),
+                }
+            }
+        }
+        match page["next_cursor"].as_str() {
+            Some(next) => before = format!("&before={next}"),
+            None => return,
+        }
+    }
+}
+
+fn admitted(filter: &str, kind: &str) -> bool {
+    match filter {
+        "&types=like,follow" => kind == "like" || kind == "follow",
+        "&exclude_types=mention" => kind != "mention",
+        _ => true,
+    }
+}
+
+/// Every page of `path` (a notifications list), following `next_cursor` as `before`.
+async fn walk(world: &World, user: &str, path: &str, field: &str) -> Result<Vec<Value>, String> {
+    let token = world.token(user);
+    let target = world.cluster.up()[0].clone();
+    let mut items = Vec::new();
+    let mut before = String::new();
+    loop {
+        let page_path = format!("{path}{before}");
+        let page = world
+            .read(&target, &page_path, Some(&token))
+            .await
+            .ok_or(format!("GET {page_path} failed"))?;
+        items.extend(page[field].as_array().cloned().unwrap_or_default());
+        match page["next_cursor"].as_str() {
+            Some(next) => before = format!("&before={next}"),
+            None => return Ok(items),
+        }
+        if items.len() > 100_000 {
+            return Err(format!("{path} never ends"));
+        }
+    }
+}
+
+fn kind_of(name: &str) -> Option<NotificationType> {
+    NotificationType::parse(name)
+}
+
+/// The notifications the sources imply (keyed), and those that hang on a like whose
+/// outcome the history leaves unknown (either way is right).
+fn model_keys(
+    model: &Model,
+    s: &Sources,
+    now: i64,
+) -> (BTreeSet<NotificationKey>, BTreeSet<NotificationKey>) {
+    let mut ns = NotifySources::default();
+    for user in s.users.keys() {
+        ns.users.insert(user.clone(), i64::MIN);
+    }
+    for pair in s.follows.keys() {
+        ns.follows.insert(pair.clone(), 0);
+    }
+    for (id, p) in s.posts.iter().filter(|(_, p)| p.live()) {
+        let post = NotifyPost {
+            id: *id,
+            author: p.author.clone(),
+            text: p.text.clone(),
+            reply_to: p.reply_to.clone(),
+        };
+        ns.posts.insert(*id, post);
+    }
+    let mut unsure = BTreeSet::new();
+    for ((user, post), ops) in &model.likes {
+        let Some(id) = post.parse::<PostId>().ok() else {
+            continue;
+        };
+        let Some(p) = ns.posts.get(&id) else { continue };
+        if Model::surely_holds(ops, now, now) {
+            ns.likes.insert((user.clone(), id), 0);
+        } else if Model::may_hold(ops, now, now) && p.author != *user {
+            unsure.insert((
+                p.author.clone(),
+                NotificationType::Like,
+                user.clone(),
+                Some(id),
+            ));
+        }
+    }
+    (expected(&ns).into_keys().collect(), unsure)
+}
+
+/// After quiescence: each user's notifications, walked to the end, are the model's
+/// (less what blocks and notification-hiding mutes standing now hide), newest first once
+/// each; and their grouped view agrees with them. `quiet`: the (muter, muted) pairs
+/// listed now with `notifications: true`.
+pub async fn converge(
+    world: &World,
+    s: &Sources,
+    quiet: &BTreeSet<(String, String)>,
+) -> Vec<String> {
+    let mut faults = Vec::new();
+    let (all, unsure) = model_keys(&world.model(), s, world.now());
+    let hidden = |user: &str, actor: &str| {
+        let (u, a) = (user.to_owned(), actor.to_owned());
+        s.blocks.contains(&(u.clone(), a.clone()))
+            || s.blocks.contains(&(a.clone(), u.clone()))
+            || quiet.contains(&(u, a))
+    };
+    for user in s.users.keys() {
+        let path = format!("/v1/users/{user}/notifications?limit=100");
+        let items = match walk(world, user, &path, "items").await {
+            Ok(items) => items,
+            Err(e) => {
+                faults.push(e);
+                continue;
+            }
+        };
+        // (id, key) as served, newest first.
+        let mut served: Vec<(String, NotificationKey)> = Vec::new();
+        for item in &items {
+            let kind = item["type"].as_str().unwrap_or_default();
+            let Some(kind) = kind_of(kind) else {
+                faults.push(format!("{user}'s notifications: unknown type {item}"));
+                continue;
+            };
+            let post = item["post_id"].as_str().and_then(|p| p.parse().ok());
+            let actor = item["actor"]["id"].as_str().unwrap_or_default().to_owned();
+            let id = item["id"].as_str().unwrap_or_default().to_owned();
+            served.push((id, (user.clone(), kind, actor, post)));
+        }
+        if served.windows(2).any(|w| w[0].0 <= w[1].0) {
+            faults.push(format!(
+                "{user}'s notifications not newest first without duplicates"
+            ));
+        }
+        let got: BTreeSet<&NotificationKey> = served.iter().map(|(_, k)| k).collect();
+        let mine = |k: &&NotificationKey| k.0 == *user && !hidden(user, &k.2);
+        let want: BTreeSet<&NotificationKey> = all.iter().filter(mine).collect();
+        let missing: Vec<_> = want
+            .difference(&got)
+            .filter(|k| !unsure.contains(**k))
+            .collect();
+        let extra: Vec<_> = got
+            .difference(&want)
+            .filter(|k| !(unsure.contains(**k) && mine(k)))
+            .collect();
+        if !missing.is_empty() || !extra.is_empty() {
+            faults.push(format!(
+                "{user}'s notifications ({} served): missing {missing:?}, not allowed {extra:?}",
+                served.len()
+            ));
+            continue;
+        }
+        faults.extend(groups(world, user, &served, &all, &unsure, &hidden).await);
+    }
+    faults
+}
+
+/// `user`'s grouped view, walked to the end, against their plain list `served` (already
+/// held to the model) and the model's keys `all` (hidden actors included: a group's count
+/// is the stored one). A group whose actors are all visible is exact: its count, its
+/// latest three actors as the plain list orders them, its latest id.
+async fn groups(
+    world: &World,
+    user: &str,
+    served: &[(String, NotificationKey)],
+    all: &BTreeSet<NotificationKey>,
+    unsure: &BTreeSet<NotificationKey>,
+    hidden: &dyn Fn(&str, &str) -> bool,
+) -> Vec<String> {
+    type Group = (NotificationType, Option<PostId>);
+    let path = format!("/v1/users/{user}/notifications?grouped=true&limit=100");
+    let got = match walk(world, user, &path, "groups").await {
+        Ok(groups) => groups,
+        Err(e) => return vec![e],
+    };
+    // Per group: the model's actors (sure, unsure) and the plain list's, newest first.
+    let mut model: BTreeMap<Group, (Vec<&str>, Vec<&str>)> = BTreeMap::new();
+    for k in all.iter().filter(|k| k.0 == user) {
+        model.entry((k.1, k.3)).or_default().0.push(&k.2);
+    }
+    for k in unsure.iter().filter(|k| k.0 == user) {
+        model.entry((k.1, k.3)).or_default().1.push(&k.2);
+    }
+    let mut plain: BTreeMap<Group, Vec<(&str, &str)>> = BTreeMap::new();
+    for (id, k) in served {
+        plain.entry((k.1, k.3)).or_default().push((id, &k.2));
+    }
+    let mut faults = Vec::new();
+    let mut seen = BTreeSet::new();
+    let mut last: Option<String> = None;
+    for g in &got {
+        let Some(kind) = g["type"].as_str().and_then(kind_of) else {
+            faults.push(format!("{user}'s groups: unknown type {g}"));
+            continue;
+        };
+        let post: Option<PostId> = g["post_id"].as_str().and_then(|p| p.parse().ok());
+        let key = (kind, post);
+        let latest = g["latest_id"].as_str().unwrap_or_default().to_owned();
+        if last.as_ref().is_some_and(|l| *l <= latest) || !seen.insert(key) {
+            faults.push(format!("{user}'s groups not newest first once each: {g}"));
+        }
+        last = Some(latest.clone());
+        let count = g["count"].as_u64().unwrap_or(u64::MAX);
+        let actors: Vec<&str> = g["actors"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|a| a["id"].as_str())
+            .collect();
+        let (sure, maybe) = model.get(&key).cloned().unwrap_or_default();
+        let lo = sure.len() as u64;
+        if count < lo || count > lo + maybe.len() as u64 {
+            faults.push(format!(
+                "{user}'s group {kind:?} {post:?}: count {count}, the model {lo} (+{} unsure)",
+                maybe.len()
+            ));
+        }
+        for a in &actors {
+            if hidden(user, a) || !(sure.contains(a) || maybe.contains(a)) {
+                faults.push(format!(
+                    "{user}'s group {kind:?} {post:?} names {a}, not a visible actor of it"
+                ));
+            }
+        }
+        let exact = maybe.is_empty() && sure.iter().all(|a| !hidden(user, a));
+        let order = plain.get(&key).cloned().unwrap_or_default();
+        let head: Vec<&str> = order.iter().take(3).map(|(_, a)| *a).collect();
+        if exact && (actors != head || order.first().map(|(id, _)| *id) != Some(&latest)) {
+            faults.push(format!(
+                "{user}'s group {kind:?} {post:?}: actors {actors:?} latest {latest}, the plain list's {order:?}"
+            ));
+        }
+    }
+    for (key, (sure, maybe)) in &model {
+        let visible = !sure.is_empty() && maybe.is_empty() && sure.iter().all(|a| !hidden(user, a));
+        if visible && !seen.contains(key) {
+            faults.push(format!("{user}'s group {key:?} of {sure:?} is missing"));
+        }
+    }
+    faults
+}
