@@ -52,6 +52,8 @@ pub struct PostBody {
     pub reply_to: Option<ReplyToBody>,
     /// How many existing posts answer this one.
     pub replies_count: u64,
+    /// How many standing reposts of this one exist.
+    pub reposts_count: u64,
 }
 
 impl From<Post> for PostBody {
@@ -66,6 +68,7 @@ impl From<Post> for PostBody {
                 author: r.author,
             }),
             replies_count: post.replies_count,
+            reposts_count: post.reposts_count,
         }
     }
 }

@@ -11,6 +11,7 @@ pub mod events;
 pub mod notifications;
 mod pages;
 mod relations;
+mod reposts;
 mod threads;
 
 use std::sync::Arc;
@@ -355,6 +356,7 @@ impl Social {
         if let Some(post) = &deleted {
             self.wakers.wake_all();
             self.timelines.retract(post.id).await?;
+            self.remove_reposts_of(post.id).await?;
         }
         Ok(deleted)
     }

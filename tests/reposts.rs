@@ -1,0 +1,332 @@
+//! Reposts, on both stores: the source (one per reposter and post, ids in the posts'
+//! id space), `PUT`/`DELETE /v1/users/{id}/reposts/{post_id}`, `reposts_count`, the
+//! change feed's entries, and the removal of every repost with its original.
+
+mod common;
+
+use common::{TestServer, fresh_config, fresh_store, kinds};
+use reqwest::StatusCode;
+use serde_json::Value;
+use socialite::domain::{ChangeOp, NewUser, PostId, REPOSTS, now_ms};
+use socialite::store::Store;
+
+async fn server(kind: common::Kind) -> TestServer {
+    let mut test = fresh_config(kind);
+    test.config.rate.writes_per_min = 1_000_000;
+    TestServer::start(test).await
+}
+
+async fn post(api: &common::Api, id: &str) -> Value {
+    let (status, body) = api.get(&format!("/v1/posts/{id}")).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    body
+}
+
+async fn users(store: &Store, ids: &[&str]) {
+    for id in ids {
+        let user = NewUser {
+            id: (*id).into(),
+            display_name: (*id).into(),
+            created_at_ms: now_ms(),
+        };
+        store.users.create_user(&user).await.unwrap();
+    }
+}
+
+async fn count(store: &Store, id: PostId) -> u64 {
+    store.content.post(id).await.unwrap().unwrap().reposts_count
+}
+
+#[tokio::test]
+async fn a_repost_is_one_per_reposter_and_post_and_moves_the_count() {
+    for kind in kinds("a_repost_is_one_per_reposter_and_post_and_moves_the_count") {
+        let server = server(kind).await;
+        let api = server.api();
+        for user in ["ann", "bob", "cat"] {
+            api.user(user).await;
+        }
+        let original = api.say("ann", "worth passing on").await;
+        assert_eq!(post(&api, &original).await["reposts_count"], 0);
+
+        let path = format!("/v1/users/bob/reposts/{original}");
+        let (status, first) = api.put(&path).await;
+        assert_eq!(status, StatusCode::CREATED, "{kind:?}: {first}");
+        assert_eq!(first["reposted_by"], "bob");
+        assert_eq!(first["post"]["id"], original.as_str());
+        assert_eq!(first["post"]["reposts_count"], 1, "{kind:?}: {first}");
+        // The repost id is minted after the original's, in the same id space.
+        let repost_id = first["id"].as_str().unwrap().to_owned();
+        assert!(repost_id > original, "{repost_id} after {original}");
+
+        // A second PUT answers the repost that stands, and moves nothing.
+        let (status, again) = api.put(&path).await;
+        assert_eq!(status, StatusCode::OK, "{kind:?}: {again}");
+        assert_eq!(again["id"], repost_id.as_str());
+        assert_eq!(post(&api, &original).await["reposts_count"], 1, "{kind:?}");
+
+        // One's own post may be reposted.
+        let (status, own) = api.put(&format!("/v1/users/ann/reposts/{original}")).await;
+        assert_eq!(status, StatusCode::CREATED, "{kind:?}: {own}");
+        assert_eq!(post(&api, &original).await["reposts_count"], 2, "{kind:?}");
+
+        // Unrepost: 204, and again 204 (idempotent like an unlike).
+        for _ in 0..2 {
+            assert_eq!(
+                api.delete(&path).await.0,
+                StatusCode::NO_CONTENT,
+                "{kind:?}"
+            );
+            assert_eq!(post(&api, &original).await["reposts_count"], 1, "{kind:?}");
+        }
+        // Reposting again makes a new repost with a new id.
+        let (status, renewed) = api.put(&path).await;
+        assert_eq!(status, StatusCode::CREATED, "{kind:?}: {renewed}");
+        assert!(renewed["id"].as_str().unwrap() > repost_id.as_str());
+        assert_eq!(post(&api, &original).await["reposts_count"], 2, "{kind:?}");
+
+        // Another user's reposts are not the caller's to make or undo.
+        let (status, body) = api
+            .send_as(
+                common::As::Token(&api.token("cat")),
+                reqwest::Method::PUT,
+                &path,
+                None,
+            )
+            .await;
+        assert_eq!(status, StatusCode::FORBIDDEN, "{kind:?}: {body}");
+    }
+}
+
+#[tokio::test]
+async fn a_post_that_cannot_be_read_cannot_be_reposted() {
+    for kind in kinds("a_post_that_cannot_be_read_cannot_be_reposted") {
+        let server = server(kind).await;
+        let api = server.api();
+        for user in ["ann", "bob"] {
+            api.user(user).await;
+        }
+        let unknown = "6740a1b2000c000000000001";
+        let (status, body) = api.put(&format!("/v1/users/bob/reposts/{unknown}")).await;
+        assert_eq!(status, StatusCode::NOT_FOUND, "{kind:?}: {body}");
+        let (status, body) = api.put("/v1/users/bob/reposts/nope").await;
+        assert_eq!(status, StatusCode::NOT_FOUND, "{kind:?}: {body}");
+
+        let deleted = api.say("ann", "gone soon").await;
+        assert_eq!(
+            api.delete(&format!("/v1/posts/{deleted}")).await.0,
+            StatusCode::NO_CONTENT
+        );
+        let (status, body) = api.put(&format!("/v1/users/bob/reposts/{deleted}")).await;
+        assert_eq!(status, StatusCode::NOT_FOUND, "{kind:?}: {body}");
+
+        // A post whose author blocks the caller does not exist for them.
+        let guarded = api.say("ann", "not for bob").await;
+        assert_eq!(
+            api.put("/v1/users/ann/blocks/bob").await.0.as_u16() / 100,
+            2
+        );
+        let (status, body) = api.put(&format!("/v1/users/bob/reposts/{guarded}")).await;
+        assert_eq!(status, StatusCode::NOT_FOUND, "{kind:?}: {body}");
+        assert_eq!(post(&api, &guarded).await["reposts_count"], 0, "{kind:?}");
+    }
+}
+
+#[tokio::test]
+async fn deleting_the_original_removes_every_repost_of_it() {
+    for kind in kinds("deleting_the_original_removes_every_repost_of_it") {
+        let t = fresh_store(kind).await;
+        let store = &t.store;
+        users(store, &["ann", "bob", "cat"]).await;
+        let original = store
+            .content
+            .insert_post("ann", "hello", None, now_ms())
+            .await
+            .unwrap()
+            .post;
+        let kept = store
+            .content
+            .insert_post("ann", "kept", None, now_ms())
+            .await
+            .unwrap()
+            .post;
+        let mut made = Vec::new();
+        for user in ["bob", "cat"] {
+            let reposted = store
+                .reposts
+                .repost(user, original.id, now_ms())
+                .await
+                .unwrap();
+            assert!(reposted.created);
+            made.push(reposted.repost);
+        }
+        store
+            .reposts
+            .repost("bob", kept.id, now_ms())
+            .await
+            .unwrap();
+        assert_eq!(count(store, original.id).await, 2, "{kind:?}");
+        let social = common::social(store.clone(), &Default::default());
+        social.delete_post(original.id).await.unwrap();
+
+        for user in ["bob", "cat"] {
+            let left = store.reposts.reposts_by(user, None, 10).await.unwrap();
+            assert!(
+                left.iter().all(|r| r.post.post != original.id),
+                "{kind:?}: {left:?}"
+            );
+        }
+        let ids: Vec<PostId> = made.iter().map(|r| r.id).collect();
+        assert_eq!(store.reposts.reposts_by_ids(&ids).await.unwrap(), vec![]);
+        // The other post's repost stands, counted.
+        assert_eq!(count(store, kept.id).await, 1, "{kind:?}");
+        // A second removal finds nothing: idempotent.
+        assert!(
+            store
+                .reposts
+                .remove_reposts_of(original.id)
+                .await
+                .unwrap()
+                .is_empty()
+        );
+        // Each removal is a change-feed entry that carries its repost.
+        let changes = all_changes(store).await;
+        for repost in &made {
+            let deleted = changes
+                .iter()
+                .find(|c| {
+                    c.collection == REPOSTS
+                        && c.op == ChangeOp::Delete
+                        && c.key == repost.id.to_string()
+                })
+                .unwrap_or_else(|| panic!("{kind:?}: no delete of {repost:?}: {changes:#?}"));
+            let doc = deleted
+                .document
+                .as_ref()
+                .expect("the delete carries the repost");
+            assert_eq!(doc["user"], repost.user.as_str(), "{kind:?}");
+            assert_eq!(doc["post"]["post"], original.id.to_string());
+            assert_eq!(doc["post"]["author"], "ann");
+        }
+    }
+}
+
+async fn all_changes(store: &Store) -> Vec<socialite::domain::Change> {
+    let mut changes = Vec::new();
+    let mut position = None;
+    for _ in 0..200 {
+        let batch = store
+            .change_feed
+            .changes(position.as_ref(), 50)
+            .await
+            .unwrap();
+        if batch.is_empty() {
+            break;
+        }
+        position = Some(batch.last().unwrap().position.clone());
+        changes.extend(batch);
+    }
+    changes
+}
+
+#[tokio::test]
+async fn reposts_are_change_feed_entries_and_answer_by_post_and_reposter() {
+    for kind in kinds("reposts_are_change_feed_entries_and_answer_by_post_and_reposter") {
+        let t = fresh_store(kind).await;
+        let store = &t.store;
+        users(store, &["ann", "bob", "cat", "dan"]).await;
+        let original = store
+            .content
+            .insert_post("ann", "hello", None, now_ms())
+            .await
+            .unwrap()
+            .post;
+        let by_bob = store
+            .reposts
+            .repost("bob", original.id, now_ms())
+            .await
+            .unwrap()
+            .repost;
+        let by_cat = store
+            .reposts
+            .repost("cat", original.id, now_ms())
+            .await
+            .unwrap()
+            .repost;
+        assert!(original.id < by_bob.id && by_bob.id < by_cat.id);
+        assert_eq!(by_bob.post.author, "ann");
+        let again = store
+            .reposts
+            .repost("bob", original.id, now_ms())
+            .await
+            .unwrap();
+        assert!(!again.created);
+        assert_eq!(again.repost, by_bob, "{kind:?}");
+
+        // By post, reposter and bound, in one query.
+        let mut found = store
+            .reposts
+            .reposts_of(
+                &[original.id],
+                &["bob".into(), "cat".into(), "dan".into()],
+                by_cat.id,
+            )
+            .await
+            .unwrap();
+        assert_eq!(
+            found,
+            vec![by_bob.clone()],
+            "{kind:?}: strictly below the bound"
+        );
+        found = store
+            .reposts
+            .reposts_of(
+                &[original.id],
+                &["cat".into()],
+                PostId::from_bytes([0xff; 12]),
+            )
+            .await
+            .unwrap();
+        assert_eq!(
+            found,
+            vec![by_cat.clone()],
+            "{kind:?}: only the reposters asked"
+        );
+        assert_eq!(
+            store.reposts.reposts_by("bob", None, 10).await.unwrap(),
+            vec![by_bob.clone()]
+        );
+
+        assert_eq!(
+            store.reposts.unrepost("bob", original.id).await.unwrap(),
+            Some(by_bob.clone())
+        );
+        assert_eq!(
+            store.reposts.unrepost("bob", original.id).await.unwrap(),
+            None
+        );
+        assert_eq!(count(store, original.id).await, 1, "{kind:?}");
+
+        let changes = all_changes(store).await;
+        let of = |op: ChangeOp, id: PostId| {
+            changes
+                .iter()
+                .find(|c| c.collection == REPOSTS && c.op == op && c.key == id.to_string())
+                .and_then(|c| c.document.clone())
+                .unwrap_or_else(|| panic!("{kind:?}: no {op:?} of {id}: {changes:#?}"))
+        };
+        for (op, repost) in [
+            (ChangeOp::Insert, &by_bob),
+            (ChangeOp::Insert, &by_cat),
+            (ChangeOp::Delete, &by_bob),
+        ] {
+            let doc = of(op, repost.id);
+            let parsed: socialite::domain::Repost = serde_json::from_value(doc).unwrap();
+            assert_eq!(&parsed, repost, "{kind:?} {op:?}");
+        }
+        let inserts = changes
+            .iter()
+            .filter(|c| c.collection == REPOSTS && c.op == ChangeOp::Insert)
+            .count();
+        assert_eq!(inserts, 2, "{kind:?}: the repeated repost wrote nothing");
+    }
+}
