@@ -330,3 +330,74 @@ async fn reposts_are_change_feed_entries_and_answer_by_post_and_reposter() {
         assert_eq!(inserts, 2, "{kind:?}: the repeated repost wrote nothing");
     }
 }
+
+#[tokio::test]
+async fn a_users_post_list_shows_their_reposts_marked_among_their_posts() {
+    for kind in kinds("a_users_post_list_shows_their_reposts_marked_among_their_posts") {
+        let server = server(kind).await;
+        let api = server.api();
+        for user in ["ann", "bob", "cat"] {
+            api.user(user).await;
+        }
+        let original = api.say("ann", "original").await;
+        let older = api.say("bob", "older").await;
+        let (status, repost) = api.put(&format!("/v1/users/bob/reposts/{original}")).await;
+        assert_eq!(status, StatusCode::CREATED, "{repost}");
+        let repost_id = repost["id"].as_str().unwrap().to_owned();
+        let newer = api.say("bob", "newer").await;
+
+        let (status, page) = api.get("/v1/users/bob/posts?limit=2").await;
+        assert_eq!(status, StatusCode::OK, "{page}");
+        let items = page["items"].as_array().unwrap();
+        assert_eq!(items.len(), 2, "{kind:?}: {page}");
+        assert_eq!(items[0]["id"], newer.as_str());
+        assert!(items[0].get("reposted_by").is_none(), "{page}");
+        assert_eq!(items[1]["id"], repost_id.as_str(), "{kind:?}: {page}");
+        assert_eq!(items[1]["reposted_by"], "bob");
+        assert_eq!(items[1]["post"]["id"], original.as_str());
+        assert_eq!(items[1]["post"]["author"], "ann");
+        assert_eq!(items[1]["post"]["text"], "original");
+        assert_eq!(page["next_cursor"], repost_id.as_str(), "{kind:?}: {page}");
+        let (_, rest) = api
+            .get(&format!("/v1/users/bob/posts?limit=2&before={repost_id}"))
+            .await;
+        let rest = rest["items"].as_array().unwrap().clone();
+        assert_eq!(rest.len(), 1, "{kind:?}: {rest:?}");
+        assert_eq!(rest[0]["id"], older.as_str());
+
+        // Someone ann blocks does not see her post through bob's repost.
+        assert_eq!(
+            api.put("/v1/users/ann/blocks/cat").await.0.as_u16() / 100,
+            2
+        );
+        let (_, seen) = api
+            .send_as(
+                common::As::Token(&api.token("cat")),
+                reqwest::Method::GET,
+                "/v1/users/bob/posts",
+                None,
+            )
+            .await;
+        let seen: Vec<&str> = seen["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|i| i["id"].as_str().unwrap())
+            .collect();
+        assert_eq!(seen, vec![newer.as_str(), older.as_str()], "{kind:?}");
+
+        // Deleting the original takes the repost off the list.
+        assert_eq!(
+            api.delete(&format!("/v1/posts/{original}")).await.0,
+            StatusCode::NO_CONTENT
+        );
+        let (_, page) = api.get("/v1/users/bob/posts").await;
+        let ids: Vec<&str> = page["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|i| i["id"].as_str().unwrap())
+            .collect();
+        assert_eq!(ids, vec![newer.as_str(), older.as_str()], "{kind:?}");
+    }
+}

@@ -38,6 +38,14 @@ impl RepostBody {
     }
 }
 
+/// An item of a user's post list: a post, or a repost (marked by `reposted_by`).
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(untagged)]
+pub enum ListedBody {
+    Post(PostBody),
+    Repost(RepostBody),
+}
+
 /// Repost a post to one's followers. Idempotent: a repost that stands already is
 /// answered as it is (200); a new one is 201. Reposting one's own post is allowed.
 #[utoipa::path(

@@ -29,6 +29,7 @@ pub use auth::{Auth, AuthError, AuthSettings, IssuedToken};
 pub use events::{EventPage, EventsService, Window};
 pub use notifications::Notifications;
 pub use relations::MuteRequest;
+pub use reposts::Listed;
 pub use threads::Context;
 
 /// A page of a keyset-paginated list: `next` is the cursor of the following page.
