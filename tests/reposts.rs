@@ -567,3 +567,48 @@ async fn reposts_and_unreposts_are_events() {
         }
     }
 }
+
+#[tokio::test]
+async fn the_timelines_worker_removes_the_reposts_a_crashed_delete_left() {
+    use socialite::workers::timelines::TimelinesWorker;
+    for kind in kinds("the_timelines_worker_removes_the_reposts_a_crashed_delete_left") {
+        let t = fresh_store(kind).await;
+        let store = &t.store;
+        users(store, &["ann", "bob"]).await;
+        let original = store
+            .content
+            .insert_post("ann", "hello", None, now_ms())
+            .await
+            .unwrap()
+            .post
+            .id;
+        store
+            .reposts
+            .repost("bob", original, now_ms())
+            .await
+            .unwrap();
+        // The store's delete alone: a request that died right after it (on MongoDB the
+        // reposts are removed by the next step of the request, which never ran).
+        store.content.delete_post(original).await.unwrap();
+        let clock = std::sync::Arc::new(socialite::workers::ManualClock::at(now_ms()));
+        let settings = socialite::feed::FeedSettings::default();
+        let mut worker = socialite::workers::Runner::new(
+            std::sync::Arc::new(TimelinesWorker::new(store.clone(), &settings)),
+            store.leases.clone(),
+            store.change_feed.clone(),
+            clock,
+            "reposts-test",
+            socialite::workers::RunnerSettings {
+                lease_ttl_ms: 10_000,
+                batch_size: 100,
+                refresh_ms: 1_000,
+            },
+        );
+        settle(&mut worker).await;
+        assert_eq!(
+            store.reposts.reposts_by("bob", None, 10).await.unwrap(),
+            vec![],
+            "{kind:?}"
+        );
+    }
+}
