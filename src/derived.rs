@@ -84,6 +84,8 @@ pub struct Sources {
     pub blocks: BTreeSet<(String, String)>,
     /// (muter, muted) of every mute standing at the instant the check describes.
     pub mutes: BTreeSet<(String, String)>,
+    /// Every standing repost, by its own id (see `domain::reposts`).
+    pub reposts: BTreeMap<PostId, crate::domain::Repost>,
 }
 
 /// The settings the timeline rules depend on.
@@ -211,6 +213,15 @@ impl Sources {
             .count() as u64
     }
 
+    /// A post's `reposts_count`: how many standing reposts of it exist, while it is
+    /// live (a deleted post's reposts go with it).
+    pub fn reposts_count(&self, id: PostId) -> u64 {
+        if !self.posts.get(&id).is_some_and(|p| p.live()) {
+            return 0;
+        }
+        self.reposts.values().filter(|r| r.post.post == id).count() as u64
+    }
+
     /// The live posts of `followee` a follow that ran during `follow` certainly
     /// delivered: those created after it (fanned out to the edge), and those its
     /// backfill of the newest `backfill` posts must have taken whatever the posts
@@ -315,6 +326,29 @@ mod tests {
             deleted: None,
             reply_to: None,
         }
+    }
+
+    #[test]
+    fn a_posts_repost_count_is_its_standing_reposts_while_it_lives() {
+        let mut s = Sources::default();
+        let (original, other) = (PostId::at(1, 0), PostId::at(2, 0));
+        s.posts.insert(original, post("a", 1));
+        s.posts.insert(other, post("a", 2));
+        for (t, user, of) in [(3, "b", original), (4, "c", original), (5, "b", other)] {
+            let repost = crate::domain::Repost {
+                id: PostId::at(t, 0),
+                user: user.into(),
+                post: ReplyTo {
+                    post: of,
+                    author: "a".into(),
+                },
+            };
+            s.reposts.insert(repost.id, repost);
+        }
+        assert_eq!(s.reposts_count(original), 2);
+        assert_eq!(s.reposts_count(other), 1);
+        s.posts.get_mut(&original).unwrap().deleted = Some(Window::at(6));
+        assert_eq!(s.reposts_count(original), 0);
     }
 
     #[test]

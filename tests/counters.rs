@@ -109,6 +109,7 @@ impl Raw {
                     text: text.to_owned(),
                     reply_to: None,
                     replies_count: 0,
+                    reposts_count: 0,
                 };
                 conn.execute(
                     "INSERT INTO changes (ts, coll, op, key, doc) VALUES (?1, 'posts', 'insert', ?2, ?3)",

@@ -1,5 +1,5 @@
 //! What a store's notifications should be, given the sources as they stand: one
-//! notification per standing cause (a follow edge, a like of someone else's live post, a
+//! notification per standing cause (a follow edge, a like or a repost of someone else's live post, a
 //! live reply to someone else's post, a live post mentioning a user who existed when it
 //! was made), never of one's own act; and the grouped view over them. The worker's rebuild
 //! writes exactly this; tests, the audit and the history checker compare against it.
@@ -45,6 +45,20 @@ pub fn expected(sources: &NotifySources) -> BTreeMap<NotificationKey, i64> {
             let key = (
                 liked.author.clone(),
                 NotificationType::Like,
+                user.clone(),
+                Some(*post),
+            );
+            out.insert(key, *at);
+        }
+    }
+    for ((user, post), at) in &sources.reposts {
+        let Some(reposted) = sources.posts.get(post) else {
+            continue;
+        };
+        if notifies(&reposted.author, user) {
+            let key = (
+                reposted.author.clone(),
+                NotificationType::Repost,
                 user.clone(),
                 Some(*post),
             );

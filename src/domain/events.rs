@@ -31,16 +31,20 @@ pub enum EventType {
     UserUnfollowed,
     PostLiked,
     UserRenamed,
+    PostReposted,
+    PostUnreposted,
 }
 
 impl EventType {
-    pub const ALL: [EventType; 6] = [
+    pub const ALL: [EventType; 8] = [
         EventType::PostCreated,
         EventType::PostDeleted,
         EventType::UserFollowed,
         EventType::UserUnfollowed,
         EventType::PostLiked,
         EventType::UserRenamed,
+        EventType::PostReposted,
+        EventType::PostUnreposted,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -51,6 +55,8 @@ impl EventType {
             EventType::UserUnfollowed => "user.unfollowed",
             EventType::PostLiked => "post.liked",
             EventType::UserRenamed => "user.renamed",
+            EventType::PostReposted => "post.reposted",
+            EventType::PostUnreposted => "post.unreposted",
         }
     }
 

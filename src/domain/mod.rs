@@ -7,6 +7,7 @@ mod hashtags;
 mod ids;
 mod notifications;
 pub mod relations;
+mod reposts;
 mod threads;
 mod time;
 mod validate;
@@ -22,6 +23,7 @@ pub use notifications::{
     NotificationType, NotifyPost, NotifySources, group_notifications, mention_counts, mentions,
     notification_id, notifies, post_notifies, rebuilt_notification_id,
 };
+pub use reposts::{REPOSTS, Repost};
 pub use threads::{MAX_ANCESTORS, MAX_DESCENDANTS, ReplyTo, reply_visible};
 pub use time::{
     CLOCK_SKEW_MS, MAX_TIME_MS, MIN_TIME_MS, Rfc3339Ms, TimeError, check_time_at, check_time_ms,
@@ -65,6 +67,9 @@ pub struct Post {
     pub reply_to: Option<ReplyTo>,
     #[serde(skip)]
     pub replies_count: u64,
+    /// How many standing reposts of this post exist (derived like `replies_count`).
+    #[serde(skip)]
+    pub reposts_count: u64,
 }
 
 impl Post {

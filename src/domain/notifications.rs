@@ -239,6 +239,8 @@ pub struct NotifySources {
     pub follows: BTreeMap<(String, String), i64>,
     /// (user, post) → created_at.
     pub likes: BTreeMap<(String, PostId), i64>,
+    /// (reposter, post) → the repost's time (its id's).
+    pub reposts: BTreeMap<(String, PostId), i64>,
     pub posts: BTreeMap<PostId, NotifyPost>,
 }
 

@@ -11,6 +11,7 @@ mod ops;
 mod posts;
 pub mod rate;
 mod relations;
+mod reposts;
 pub mod server;
 mod threads;
 mod timeline;
@@ -112,6 +113,10 @@ pub fn router(state: AppState, settings: &HttpSettings) -> Router {
         .route(
             "/v1/users/{id}/likes/{post_id}",
             put(activity::like).delete(activity::unlike),
+        )
+        .route(
+            "/v1/users/{id}/reposts/{post_id}",
+            put(reposts::repost).delete(reposts::unrepost),
         )
         .route("/v1/users/{id}/activity", get(activity::list_activity))
         .route(

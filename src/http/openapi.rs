@@ -6,8 +6,8 @@
 use utoipa::OpenApi;
 
 use super::{
-    activity, error, events, follows, notifications, ops, posts, relations, threads, timeline,
-    tokens, trends, users,
+    activity, error, events, follows, notifications, ops, posts, relations, reposts, threads,
+    timeline, tokens, trends, users,
 };
 
 #[derive(OpenApi)]
@@ -23,6 +23,7 @@ use super::{
         relations::block, relations::unblock, relations::list_blocks,
         relations::mute, relations::unmute, relations::list_mutes,
         posts::create_post, posts::get_post, posts::delete_post, posts::list_posts,
+        reposts::repost, reposts::unrepost,
         threads::context,
         timeline::timeline, events::timeline_stream, events::list_events,
         trends::tag, trends::trends,

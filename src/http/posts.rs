@@ -7,8 +7,10 @@ use utoipa::{IntoParams, ToSchema};
 
 use super::auth::{Caller, Owner, Viewer};
 use super::error::{ApiError, ApiResult, Json, Problem, Query};
+use super::reposts::{ListedBody, RepostBody};
 use super::{AppState, known_post_id, known_user_id, parse_before, parse_limit};
 use crate::domain::{Post, format_time_ms, validate_post_text};
+use crate::service::Listed;
 
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
@@ -52,6 +54,8 @@ pub struct PostBody {
     pub reply_to: Option<ReplyToBody>,
     /// How many existing posts answer this one.
     pub replies_count: u64,
+    /// How many standing reposts of this one exist.
+    pub reposts_count: u64,
 }
 
 impl From<Post> for PostBody {
@@ -66,13 +70,16 @@ impl From<Post> for PostBody {
                 author: r.author,
             }),
             replies_count: post.replies_count,
+            reposts_count: post.reposts_count,
         }
     }
 }
 
 #[derive(Debug, Serialize, ToSchema)]
 pub struct PostPage {
-    pub items: Vec<PostBody>,
+    /// The user's posts and reposts, newest first by id; a repost is marked by
+    /// `reposted_by` and carries the original as `post`.
+    pub items: Vec<ListedBody>,
     /// Pass as `before` for the next page; null when nothing older exists.
     pub next_cursor: Option<String>,
 }
@@ -170,12 +177,12 @@ pub async fn delete_post(
     }
 }
 
-/// A user's own posts, newest first.
+/// A user's own posts and reposts, newest first.
 #[utoipa::path(
     get, path = "/v1/users/{id}/posts", tag = "posts",
     params(("id" = String, Path, description = "Author"), PageQuery),
     responses(
-        (status = 200, description = "A page of posts; empty when the author blocks the caller", body = PostPage),
+        (status = 200, description = "A page of posts and reposts; empty when the author blocks the caller", body = PostPage),
         (status = 401, description = "Invalid credentials (they are optional)", body = Problem, content_type = "application/problem+json"),
         (status = 404, description = "Unknown user", body = Problem, content_type = "application/problem+json"),
         (status = 422, description = "Bad limit or before", body = Problem, content_type = "application/problem+json"),
@@ -192,10 +199,19 @@ pub async fn list_posts(
     let before = parse_before(query.before.as_deref())?;
     let page = state
         .social
-        .posts_as(&id, viewer.as_deref(), before, limit)
+        .post_list(&id, viewer.as_deref(), before, limit)
         .await?;
     Ok(Json(PostPage {
-        items: page.items.into_iter().map(PostBody::from).collect(),
+        items: page
+            .items
+            .into_iter()
+            .map(|item| match item {
+                Listed::Post(post) => ListedBody::Post(post.into()),
+                Listed::Repost(repost, original) => {
+                    ListedBody::Repost(RepostBody::new(repost, original))
+                }
+            })
+            .collect(),
         next_cursor: page.next.map(|id| id.to_string()),
     }))
 }

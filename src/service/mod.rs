@@ -11,6 +11,7 @@ pub mod events;
 pub mod notifications;
 mod pages;
 mod relations;
+mod reposts;
 mod threads;
 
 use std::sync::Arc;
@@ -28,6 +29,7 @@ pub use auth::{Auth, AuthError, AuthSettings, IssuedToken};
 pub use events::{EventPage, EventsService, Window};
 pub use notifications::Notifications;
 pub use relations::MuteRequest;
+pub use reposts::Listed;
 pub use threads::Context;
 
 /// A page of a keyset-paginated list: `next` is the cursor of the following page.
@@ -355,6 +357,7 @@ impl Social {
         if let Some(post) = &deleted {
             self.wakers.wake_all();
             self.timelines.retract(post.id).await?;
+            self.remove_reposts_of(post.id).await?;
         }
         Ok(deleted)
     }

@@ -22,6 +22,7 @@ pub mod leases;
 pub mod mongo;
 pub mod notifications;
 pub mod relations;
+pub mod reposts;
 pub mod threads;
 pub mod timelines;
 pub mod tokens;
@@ -43,6 +44,7 @@ pub use graph::{EdgeState, GraphStore, in_follower_batches};
 pub use leases::{Lease, LeaseStore};
 pub use notifications::{NotificationEffect, NotificationStore, Recipient};
 pub use relations::{Blocked, RelationStore};
+pub use reposts::{RepostStore, Reposted};
 pub use threads::ThreadStore;
 pub use timelines::TimelineStore;
 pub use tokens::{TokenHash, TokenRecord, TokenStore};
@@ -116,6 +118,7 @@ pub trait Adapter:
     + AuditStore
     + RelationStore
     + NotificationStore
+    + RepostStore
 {
 }
 
@@ -137,6 +140,7 @@ impl<T> Adapter for T where
         + AuditStore
         + RelationStore
         + NotificationStore
+        + RepostStore
 {
 }
 
@@ -163,6 +167,8 @@ pub struct Store {
     pub relations: Arc<dyn RelationStore>,
     /// Notifications and their groups (`workers/notifications.rs`).
     pub notifications: Arc<dyn NotificationStore>,
+    /// Reposts (`reposts.rs`).
+    pub reposts: Arc<dyn RepostStore>,
 }
 
 impl Store {
@@ -184,7 +190,8 @@ impl Store {
             bulk: adapter.clone(),
             relations: adapter.clone(),
             audit: adapter.clone(),
-            notifications: adapter,
+            notifications: adapter.clone(),
+            reposts: adapter,
         }
     }
 

@@ -18,7 +18,8 @@ use serde_json::json;
 use super::pool::Wakers;
 use super::runtime::Worker;
 use crate::domain::{
-    Change, ChangeOp, Event, EventId, EventType, Fence, Post, PostId, User, hashtags,
+    Change, ChangeOp, Event, EventId, EventType, Fence, Post, PostId, REPOSTS, Repost, User,
+    hashtags,
 };
 use crate::store::{EventStore, LogBounds, StoreError, StoreResult};
 
@@ -122,6 +123,22 @@ pub fn event_of(change: &Change) -> StoreResult<Option<Event>> {
                 EventType::PostLiked,
                 json!({ "user": like.user, "post": like.post }),
             )
+        }
+        (REPOSTS, op @ (ChangeOp::Insert | ChangeOp::Delete)) => {
+            // The delete carries the repost too (embedded: in its entry; MongoDB: from
+            // its tombstone), so both events name everything.
+            let repost: Repost = document(change)?;
+            let kind = match op {
+                ChangeOp::Insert => EventType::PostReposted,
+                _ => EventType::PostUnreposted,
+            };
+            let payload = json!({
+                "repost": repost.id.to_string(),
+                "user": repost.user,
+                "post": repost.post.post.to_string(),
+                "author": repost.post.author,
+            });
+            (kind, payload)
         }
         ("users", ChangeOp::Update) => {
             let user: User = document(change)?;

@@ -1,4 +1,4 @@
-//! The notifications worker: turns follows, likes, replies and mentions into their
+//! The notifications worker: turns follows, likes, reposts, replies and mentions into their
 //! users' notifications, and takes a notification away when its cause is undone (an
 //! unfollow, an unlike, a deleted post or reply), from the change feed in feed order.
 //!
@@ -21,7 +21,10 @@ use serde::Deserialize;
 use super::events::{document, poison};
 use super::runtime::Worker;
 use crate::derived::notifications::rebuilt;
-use crate::domain::{Change, ChangeOp, Fence, NotificationType, PostId, ReplyTo, post_notifies};
+use crate::domain::{
+    Change, ChangeOp, Fence, NotificationType, PostId, REPOSTS, ReplyTo, Repost, notifies,
+    post_notifies,
+};
 use crate::store::{NotificationEffect, NotificationStore, Recipient, StoreResult};
 
 pub const NAME: &str = "notifications";
@@ -143,6 +146,31 @@ pub fn effects_of(change: &Change) -> StoreResult<Vec<NotificationEffect>> {
                     at_ms,
                 })
                 .collect()
+        }
+        (REPOSTS, ChangeOp::Insert) => {
+            let repost: Repost = document(change)?;
+            match notifies(&repost.post.author, &repost.user) {
+                true => vec![NotificationEffect::Add {
+                    to: Recipient::User(repost.post.author),
+                    kind: NotificationType::Repost,
+                    actor: repost.user,
+                    post: Some(repost.post.post),
+                    at_ms,
+                }],
+                false => Vec::new(),
+            }
+        }
+        (REPOSTS, ChangeOp::Delete) => {
+            // The delete carries the repost (embedded: in its entry; MongoDB: from its
+            // tombstone); a removal by the original's delete is also covered by the
+            // post's own `RemovePost`.
+            let repost: Repost = document(change)?;
+            vec![NotificationEffect::Remove {
+                user: Some(repost.post.author),
+                kind: NotificationType::Repost,
+                actor: repost.user,
+                post: Some(repost.post.post),
+            }]
         }
         ("posts", ChangeOp::Delete) => {
             vec![NotificationEffect::RemovePost(post_id(

@@ -180,7 +180,16 @@ impl Worker for TimelinesWorker {
                             .await?;
                     }
                 }
-                ("posts", ChangeOp::Delete) => self.timelines.retract(post_id(change)?).await?,
+                ("posts", ChangeOp::Delete) => {
+                    let id = post_id(change)?;
+                    self.timelines.retract(id).await?;
+                    // The reposts of a deleted post go with it: the embedded delete
+                    // removed them in its transaction, MongoDB's request right after;
+                    // this finishes what a crash in between left (idempotent).
+                    for repost in self.store.reposts.remove_reposts_of(id).await? {
+                        self.timelines.retract(repost.id).await?;
+                    }
+                }
                 ("follows", ChangeOp::Insert) => {
                     let Some(doc) = change.document.clone() else {
                         continue;

@@ -21,7 +21,7 @@ pub(super) const FOLLOW_EDGES: &str = "SELECT followee, created_at, merged FROM 
 pub(super) const LIKES_OF: &str =
     "SELECT post FROM likes WHERE user = ?1 AND post > ?2 ORDER BY post LIMIT ?3";
 pub(super) const POSTS_AFTER: &str =
-    "SELECT id, author, text, reply_to, reply_to_author, replies_count FROM posts
+    "SELECT id, author, text, reply_to, reply_to_author, replies_count, reposts_count FROM posts
      WHERE id > ?1 ORDER BY id LIMIT ?2";
 pub(super) const TAGS_AFTER: &str =
     "SELECT tag, total FROM tags WHERE tag > ?1 ORDER BY tag LIMIT ?2";

@@ -38,20 +38,7 @@ impl ContentStore for EmbeddedStore {
                 Some(parent) => Some(threads::parent(tx, parent)?),
                 None => None,
             };
-            // The last id handed out lives in `meta`, so ids never go back or repeat,
-            // even after the newest post is deleted or the clock steps back.
-            let last: Option<Vec<u8>> = tx
-                .prepare_cached("SELECT value FROM meta WHERE key = 'last_post_id'")?
-                .query_row([], |row| row.get(0))
-                .optional()?;
-            let last = last
-                .and_then(|b| <[u8; 12]>::try_from(b.as_slice()).ok())
-                .map(PostId::from_bytes);
-            let id = PostId::next_after(now_ms, last, 0);
-            tx.prepare_cached(
-                "INSERT OR REPLACE INTO meta (key, value) VALUES ('last_post_id', ?1)",
-            )?
-            .execute([&id.bytes()[..]])?;
+            let id = next_post_id(tx, now_ms)?;
             tx.prepare_cached(
                 "INSERT INTO posts (id, author, text, reply_to, reply_to_author)
                  VALUES (?1, ?2, ?3, ?4, ?5)",
@@ -74,6 +61,7 @@ impl ContentStore for EmbeddedStore {
                 text,
                 reply_to,
                 replies_count: 0,
+                reposts_count: 0,
             };
             record_change(tx, "posts", ChangeOp::Insert, &id.to_string(), Some(&post))?;
             Ok(Inserted {
@@ -114,6 +102,8 @@ impl ContentStore for EmbeddedStore {
                 if let Some(parent) = &post.reply_to {
                     threads::count_reply(tx, parent.post, -1)?;
                 }
+                // Every repost of it goes with it, each with its change.
+                super::reposts::remove_of(tx, post.id)?;
                 versions::bump_merge_version(tx, &post.author)?;
                 // The deleted post rides with its change, so workers know its author.
                 record_change(tx, "posts", ChangeOp::Delete, &id.to_string(), Some(post))?;
@@ -264,6 +254,23 @@ impl ContentStore for EmbeddedStore {
     }
 }
 
+/// A fresh post id, greater than every one handed out before: posts and reposts share
+/// it. The last id handed out lives in `meta`, so ids never go back or repeat, even
+/// after the newest post is deleted or the clock steps back.
+pub(super) fn next_post_id(tx: &rusqlite::Transaction<'_>, now_ms: i64) -> StoreResult<PostId> {
+    let last: Option<Vec<u8>> = tx
+        .prepare_cached("SELECT value FROM meta WHERE key = 'last_post_id'")?
+        .query_row([], |row| row.get(0))
+        .optional()?;
+    let last = last
+        .and_then(|b| <[u8; 12]>::try_from(b.as_slice()).ok())
+        .map(PostId::from_bytes);
+    let id = PostId::next_after(now_ms, last, 0);
+    tx.prepare_cached("INSERT OR REPLACE INTO meta (key, value) VALUES ('last_post_id', ?1)")?
+        .execute([&id.bytes()[..]])?;
+    Ok(id)
+}
+
 /// The posts `query` selects for `key` (`?1`) below `before` (`?2`), at most `limit`.
 fn newest_posts(
     conn: &rusqlite::Connection,
@@ -279,19 +286,18 @@ fn newest_posts(
 
 /// An author's posts, newest first, below `?2`.
 pub(super) const POSTS_BY_AUTHOR: &str =
-    "SELECT id, author, text, reply_to, reply_to_author, replies_count FROM posts
+    "SELECT id, author, text, reply_to, reply_to_author, replies_count, reposts_count FROM posts
      WHERE author = ?1 AND id < ?2 ORDER BY id DESC LIMIT ?3";
 /// `hybrid`: an author's post ids, newest first, below `?2` and above `?3` (an empty
 /// blob is below every id), from the `(author, id)` index alone.
 pub(super) const POST_IDS_BY_AUTHOR: &str = "SELECT id FROM posts
      WHERE author = ?1 AND id < ?2 AND id > ?3 ORDER BY id DESC LIMIT ?4";
 /// One post by its id.
-pub(super) const POST_BY_ID: &str =
-    "SELECT id, author, text, reply_to, reply_to_author, replies_count FROM posts WHERE id = ?1";
+pub(super) const POST_BY_ID: &str = "SELECT id, author, text, reply_to, reply_to_author, replies_count, reposts_count FROM posts WHERE id = ?1";
 /// Fanout on read: the newest posts below `?2`, at most `?3`, by the user and everyone
 /// they follow.
 pub(super) const HOME_POSTS: &str =
-    "SELECT id, author, text, reply_to, reply_to_author, replies_count
+    "SELECT id, author, text, reply_to, reply_to_author, replies_count, reposts_count
      FROM posts
      WHERE author IN (SELECT followee FROM follows WHERE follower = ?1 UNION ALL SELECT ?1)
        AND id < ?2 ORDER BY id DESC LIMIT ?3";

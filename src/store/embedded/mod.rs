@@ -27,6 +27,7 @@ mod plans;
 mod pragmas;
 mod readonly;
 mod relations;
+mod reposts;
 pub mod restore;
 mod rows;
 mod schema;

@@ -47,7 +47,8 @@ pub(super) fn text_at<'r>(row: &'r rusqlite::Row<'_>, idx: usize) -> rusqlite::R
 }
 
 /// The columns [`post_from_row`] reads, in its order.
-pub(super) const POST_COLUMNS: &str = "id, author, text, reply_to, reply_to_author, replies_count";
+pub(super) const POST_COLUMNS: &str =
+    "id, author, text, reply_to, reply_to_author, replies_count, reposts_count";
 
 /// A post from a row of [`POST_COLUMNS`].
 pub(super) fn post_from_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<Post> {
@@ -59,12 +60,14 @@ pub(super) fn post_from_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<Post> {
         }),
     };
     let replies: i64 = row.get(5)?;
+    let reposts: i64 = row.get(6)?;
     Ok(Post {
         id: post_id_at(row, 0)?,
         author: row.get(1)?,
         text: row.get(2)?,
         reply_to,
         replies_count: replies.max(0) as u64,
+        reposts_count: reposts.max(0) as u64,
     })
 }
 

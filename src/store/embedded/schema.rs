@@ -25,8 +25,10 @@ use super::timelines::{PART_BITS, idle, names, retractions, versions};
 /// would leave stale; and posts that name the post they answer and count their
 /// replies, with timeline entries carrying the parent's author
 /// (`threads::replies_schema`), which a version-5 writer would leave out, so its
-/// replies would escape the home rule and the counts.
-pub const SCHEMA_VERSION: i64 = 6;
+/// replies would escape the home rule and the counts. Version 7: reposts and the posts'
+/// `reposts_count` (`reposts::reposts_schema`), which a version-6 writer would neither
+/// count nor remove with their original.
+pub const SCHEMA_VERSION: i64 = 7;
 
 /// The tables every socialite store has had since its first format: what tells a
 /// socialite store from another SQLite file.
@@ -236,6 +238,7 @@ pub fn migrate(conn: &Connection) -> anyhow::Result<()> {
     relations_schema(conn)?;
     notifications_schema(conn)?;
     super::threads::replies_schema(conn)?;
+    super::reposts::reposts_schema(conn)?;
     once(
         conn,
         "pending_renames",

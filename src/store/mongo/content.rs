@@ -113,6 +113,7 @@ impl ContentStore for MongoStore {
                 text: text.to_owned(),
                 reply_to: reply_to.clone(),
                 replies_count: 0,
+                reposts_count: 0,
             };
             let (pending, token) = claims::mark("insert");
             let mut doc = doc! { "_id": oid(id), "author": author, "text": text, PENDING: pending };

@@ -19,6 +19,7 @@ mod leases;
 mod notifications;
 mod readonly;
 mod relations;
+mod reposts;
 mod threads;
 mod timelines;
 mod tokens;
@@ -204,6 +205,7 @@ pub(super) fn post_from(doc: &Document) -> StoreResult<Post> {
         text: doc.get_str("text").unwrap_or_default().to_owned(),
         reply_to: threads::reply_from(doc)?,
         replies_count: int(doc, threads::REPLIES_COUNT).max(0) as u64,
+        reposts_count: int(doc, reposts::REPOSTS_COUNT).max(0) as u64,
     })
 }
 
@@ -255,6 +257,7 @@ impl MongoStore {
             notifications::indexes(),
             audit::indexes(),
             relations::indexes(),
+            reposts::indexes(),
         ];
         graph::migrate(&db)
             .await

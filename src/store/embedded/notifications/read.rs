@@ -151,6 +151,15 @@ pub(super) fn sources(conn: &Connection) -> StoreResult<NotifySources> {
         s.likes.insert((user, post), at);
     }
     for row in conn
+        .prepare("SELECT user, post, id FROM reposts")?
+        .query_map([], |row| {
+            Ok((row.get(0)?, post_id_at(row, 1)?, post_id_at(row, 2)?))
+        })?
+    {
+        let (user, post, id): (String, PostId, PostId) = row?;
+        s.reposts.insert((user, post), id.timestamp_ms());
+    }
+    for row in conn
         .prepare(&format!(
             "SELECT {} FROM posts",
             crate::store::embedded::rows::POST_COLUMNS

@@ -1,5 +1,5 @@
-//! The port's change feed as MongoDB change streams over `users`, `follows`, `likes`
-//! and `content`.
+//! The port's change feed as MongoDB change streams over `users`, `follows`, `likes`,
+//! `content` and `reposts`.
 //!
 //! - **Mode**, detected once per store: one database-level stream filtered on
 //!   `ns.coll` where the server has it (it answers with a post-batch resume token), so
@@ -47,11 +47,12 @@ use crate::store::{ChangeFeed, StoreError, StoreResult};
 
 /// The collections the feed watches, and the name each has in the feed. The one list:
 /// renaming a collection is a change to this line.
-const WATCHED: [(&str, &str); 4] = [
+const WATCHED: [(&str, &str); 5] = [
     ("users", "users"),
     ("follows", "follows"),
     ("likes", "likes"),
     ("content", "posts"),
+    ("reposts", "reposts"),
 ];
 
 const CHANGE_STREAM_HISTORY_LOST: i32 = 286;
@@ -134,6 +135,7 @@ fn to_change(
             match collection {
                 "users" | COUNTER_UPDATES => serde_json::to_value(user_from(doc)?),
                 "posts" => serde_json::to_value(post_from(doc)?),
+                "reposts" => serde_json::to_value(super::reposts::repost_from(doc)?),
                 "likes" => {
                     let id = doc.get_document("_id").ok();
                     Ok(serde_json::json!({
@@ -243,6 +245,7 @@ pub(super) async fn read(
     let mut changes = feed.deliver(limit, after)?;
     // On failure the set is dropped too: the changes it delivered are read again.
     fill_deleted_posts(db, &mut changes).await?;
+    super::reposts::fill_deleted(db, &mut changes).await?;
     let key = changes.last().map_or(key, |c| c.position.0.clone());
     streams.put(key, feed);
     Ok(changes)

@@ -83,6 +83,19 @@ impl MongoStore {
                     .insert((user.to_owned(), post), int(&l, "createdAt"));
             }
         }
+        let mut reposts = self
+            .db
+            .collection::<Document>(crate::domain::REPOSTS)
+            .find(doc! {})
+            .await
+            .map_err(db_error)?;
+        while let Some(r) = reposts.try_next().await.map_err(db_error)? {
+            if let (Ok(user), Some(post), Some(id)) =
+                (r.get_str("user"), opt_post(&r, "post"), opt_post(&r, "_id"))
+            {
+                s.reposts.insert((user.to_owned(), post), id.timestamp_ms());
+            }
+        }
         let mut posts = self
             .content_coll()
             .find(doc! { "author": { "$exists": true } })

@@ -1,0 +1,322 @@
+//! Reposts on MongoDB: `reposts` `{_id: ObjectId (the repost id), user, post: ObjectId,
+//! post_author}`, unique on `{user: 1, post: 1}` (one per reposter and post), indexed
+//! `{user: 1, _id: -1}` (a user's reposts) and `{post: 1, _id: 1}` (the reposts of a
+//! post). Under the documented shard key `{user: 1, _id: 1}` a user's reposts and the
+//! unique index target one shard; the reposts of a post name no reposter, so they go to
+//! every shard (a post's delete, a timeline page's seen-once check).
+//!
+//! The original's `reposts_count` moves by `$inc` under the repost document's claim
+//! (`claims.rs`), as a reply moves its parent's `replies_count`: the insert carries a
+//! `pending` mark until the count has moved, a second PUT waits for the mark, and the
+//! removal is `claims`' protocol with the count in place of the user counters. A
+//! deleted repost leaves a tombstone in `deleted_reposts` for the change feed (delete
+//! events carry no document), as a deleted post does in `deleted_posts`.
+
+use async_trait::async_trait;
+use mongodb::Database;
+use mongodb::bson::{Document, doc, oid::ObjectId};
+
+use super::claims::{self, PENDING, Seen, TOKEN};
+use super::{IndexSpec, MongoStore, all, db_error, index, insert_new, int, oid, post_id};
+use crate::domain::{Change, ChangeOp, NameStamp, PostId, REPOSTS, ReplyTo, Repost};
+use crate::store::{RepostStore, Reposted, StoreError, StoreResult};
+
+pub(super) const REPOSTS_COUNT: &str = "reposts_count";
+const DELETED_REPOSTS: &str = "deleted_reposts";
+/// As long as a deleted post's tombstone (see `content::TOMBSTONE_TTL`).
+const TOMBSTONE_TTL: std::time::Duration = std::time::Duration::from_secs(30 * 24 * 3600);
+
+pub(super) fn indexes() -> Vec<IndexSpec> {
+    let ttl = mongodb::IndexModel::builder()
+        .keys(doc! { "at": 1 })
+        .options(
+            mongodb::options::IndexOptions::builder()
+                .expire_after(TOMBSTONE_TTL)
+                .build(),
+        )
+        .build();
+    vec![
+        (REPOSTS, index(doc! { "user": 1, "post": 1 }, true)),
+        (REPOSTS, index(doc! { "user": 1, "_id": -1 }, false)),
+        (REPOSTS, index(doc! { "post": 1, "_id": 1 }, false)),
+        (DELETED_REPOSTS, ttl),
+    ]
+}
+
+/// A repost from its document (or its tombstone).
+pub(super) fn repost_from(doc: &Document) -> StoreResult<Repost> {
+    Ok(Repost {
+        id: post_id(doc.get("_id"))?,
+        user: doc.get_str("user").unwrap_or_default().to_owned(),
+        post: ReplyTo {
+            post: post_id(doc.get("post"))?,
+            author: doc.get_str("post_author").unwrap_or_default().to_owned(),
+        },
+    })
+}
+
+/// Fills the document of every repost delete in `changes` from its tombstone.
+pub(super) async fn fill_deleted(db: &Database, changes: &mut [Change]) -> StoreResult<()> {
+    let deleted = |c: &Change| c.collection == REPOSTS && c.op == ChangeOp::Delete;
+    let ids: Vec<ObjectId> = changes
+        .iter()
+        .filter(|c| deleted(c) && c.document.is_none())
+        .filter_map(|c| ObjectId::parse_str(&c.key).ok())
+        .collect();
+    if ids.is_empty() {
+        return Ok(());
+    }
+    let tombstones = all(db
+        .collection::<Document>(DELETED_REPOSTS)
+        .find(doc! { "_id": { "$in": ids } }))
+    .await?;
+    let mut found = std::collections::HashMap::with_capacity(tombstones.len());
+    for tombstone in &tombstones {
+        let repost = repost_from(tombstone)?;
+        let value = serde_json::to_value(&repost).map_err(|e| StoreError::Backend(e.into()))?;
+        found.insert(repost.id.to_string(), value);
+    }
+    for change in changes.iter_mut().filter(|c| deleted(c)) {
+        if change.document.is_none() {
+            change.document = found.get(&change.key).cloned();
+        }
+    }
+    Ok(())
+}
+
+/// The filter of one repost document, with its shard key.
+fn filter_of(repost: &Repost) -> Document {
+    doc! { "_id": oid(repost.id), "user": &repost.user }
+}
+
+impl MongoStore {
+    fn reposts_coll(&self) -> mongodb::Collection<Document> {
+        self.collection(REPOSTS)
+    }
+
+    /// Moves the original's repost count by `delta`; nothing when it no longer exists.
+    async fn move_reposts(&self, post: &ReplyTo, delta: i64) -> StoreResult<()> {
+        self.collection("content")
+            .update_one(
+                doc! { "_id": oid(post.post), "author": &post.author },
+                doc! { "$inc": { REPOSTS_COUNT: delta } },
+            )
+            .await
+            .map_err(db_error)?;
+        Ok(())
+    }
+
+    /// Sets the original's repost count from its reposts, after a takeover.
+    async fn recount_reposts(&self, post: &ReplyTo) -> StoreResult<()> {
+        let count = self
+            .reposts_coll()
+            .count_documents(doc! { "post": oid(post.post) })
+            .await
+            .map_err(db_error)?;
+        self.collection("content")
+            .update_one(
+                doc! { "_id": oid(post.post), "author": &post.author },
+                doc! { "$set": { REPOSTS_COUNT: count as i64 } },
+            )
+            .await
+            .map_err(db_error)?;
+        Ok(())
+    }
+
+    async fn tombstone_repost(&self, repost: &Repost) -> StoreResult<()> {
+        let fields = doc! {
+            "user": &repost.user, "post": oid(repost.post.post),
+            "post_author": &repost.post.author, "at": mongodb::bson::DateTime::now(),
+        };
+        self.collection(DELETED_REPOSTS)
+            .update_one(doc! { "_id": oid(repost.id) }, doc! { "$set": fields })
+            .upsert(true)
+            .await
+            .map_err(db_error)?;
+        Ok(())
+    }
+
+    async fn standing_repost(&self, user: &str, post: PostId) -> StoreResult<Option<Repost>> {
+        let found = self
+            .reposts_coll()
+            .find_one(doc! { "user": user, "post": oid(post) })
+            .await
+            .map_err(db_error)?;
+        found.as_ref().map(repost_from).transpose()
+    }
+
+    /// Removes `repost` if this call is the one that removes it, moving the count down
+    /// (`claims::remove_claimed`'s protocol); returns whether it did.
+    async fn remove_repost(&self, repost: &Repost) -> StoreResult<bool> {
+        let filter = filter_of(repost);
+        let holding = |token: i64| {
+            let mut held = filter.clone();
+            held.insert(TOKEN, token);
+            held
+        };
+        loop {
+            let (pending, token) = claims::mark("remove");
+            let mut unclaimed = filter.clone();
+            unclaimed.insert(PENDING, doc! { "$exists": false });
+            let claimed = self
+                .reposts_coll()
+                .update_one(unclaimed, doc! { "$set": { PENDING: pending } })
+                .await
+                .map_err(db_error)?;
+            if claimed.matched_count > 0 {
+                self.tombstone_repost(repost).await?;
+                self.move_reposts(&repost.post, -1).await?;
+                let removed = self
+                    .reposts_coll()
+                    .delete_one(holding(token))
+                    .await
+                    .map_err(db_error)?;
+                if removed.deleted_count == 0 {
+                    // Taken over after a stall: the taker finished and recounted.
+                    self.move_reposts(&repost.post, 1).await?;
+                    return Ok(false);
+                }
+                return Ok(true);
+            }
+            match claims::wait(&self.reposts_coll(), &filter).await? {
+                Seen::Gone => return Ok(false),
+                Seen::Settled => continue,
+                Seen::Stale(token) => {
+                    self.tombstone_repost(repost).await?;
+                    let removed = self
+                        .reposts_coll()
+                        .delete_one(holding(token))
+                        .await
+                        .map_err(db_error)?;
+                    if removed.deleted_count > 0 {
+                        self.recount_reposts(&repost.post).await?;
+                        return Ok(true);
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[async_trait]
+impl RepostStore for MongoStore {
+    async fn repost(&self, user: &str, post: PostId, now_ms: i64) -> StoreResult<Reposted> {
+        let Some(found) = self
+            .users_coll()
+            .find_one(doc! { "_id": user })
+            .projection(doc! { "followers_count": 1, "display_name": 1, "version": 1 })
+            .await
+            .map_err(db_error)?
+        else {
+            return Err(StoreError::NotFound(format!("user {user}")));
+        };
+        let reposter_followers = int(&found, "followers_count").max(0) as u64;
+        let reposter_name = NameStamp {
+            display_name: found.get_str("display_name").unwrap_or(user).to_owned(),
+            version: int(&found, "version").max(0) as u64,
+        };
+        let answer = |repost, created| Reposted {
+            repost,
+            created,
+            reposter_followers,
+            reposter_name: reposter_name.clone(),
+        };
+        for _ in 0..16 {
+            if let Some(standing) = self.standing_repost(user, post).await? {
+                // Answered only once the call that made it has moved the count.
+                match claims::wait(&self.reposts_coll(), &filter_of(&standing)).await? {
+                    Seen::Gone => continue,
+                    Seen::Settled | Seen::Stale(_) => return Ok(answer(standing, false)),
+                }
+            }
+            let original = self.reply_parent(post).await?;
+            let id = self.ids.next(now_ms);
+            let repost = Repost {
+                id,
+                user: user.to_owned(),
+                post: original,
+            };
+            let (pending, token) = claims::mark("insert");
+            let doc = doc! {
+                "_id": oid(id), "user": user, "post": oid(post),
+                "post_author": &repost.post.author, PENDING: pending,
+            };
+            if insert_new(&self.reposts_coll(), doc, &["user"]).await? {
+                self.move_reposts(&repost.post, 1).await?;
+                claims::settle(&self.reposts_coll(), &filter_of(&repost), token).await?;
+                return Ok(answer(repost, true));
+            }
+            // A repost of the same post by the same user won the unique index (or,
+            // rarely, another process handed out the same id): look again.
+        }
+        Err(StoreError::Backend(anyhow::anyhow!(
+            "could not store the repost of {post} by {user}"
+        )))
+    }
+
+    async fn unrepost(&self, user: &str, post: PostId) -> StoreResult<Option<Repost>> {
+        let Some(repost) = self.standing_repost(user, post).await? else {
+            return Ok(None);
+        };
+        Ok(self.remove_repost(&repost).await?.then_some(repost))
+    }
+
+    async fn remove_reposts_of(&self, post: PostId) -> StoreResult<Vec<Repost>> {
+        let docs = all(self.reposts_coll().find(doc! { "post": oid(post) })).await?;
+        let mut removed = Vec::with_capacity(docs.len());
+        for doc in &docs {
+            let repost = repost_from(doc)?;
+            if self.remove_repost(&repost).await? {
+                removed.push(repost);
+            }
+        }
+        Ok(removed)
+    }
+
+    async fn reposts_by(
+        &self,
+        user: &str,
+        before: Option<PostId>,
+        limit: usize,
+    ) -> StoreResult<Vec<Repost>> {
+        let mut filter = doc! { "user": user };
+        if let Some(before) = before {
+            filter.insert("_id", doc! { "$lt": oid(before) });
+        }
+        let docs = all(self
+            .reposts_coll()
+            .find(filter)
+            .sort(doc! { "_id": -1 })
+            .limit(limit as i64))
+        .await?;
+        docs.iter().map(repost_from).collect()
+    }
+
+    async fn reposts_by_ids(&self, ids: &[PostId]) -> StoreResult<Vec<Repost>> {
+        if ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let ids: Vec<ObjectId> = ids.iter().map(|id| oid(*id)).collect();
+        let docs = all(self.reposts_coll().find(doc! { "_id": { "$in": ids } })).await?;
+        docs.iter().map(repost_from).collect()
+    }
+
+    async fn reposts_of(
+        &self,
+        posts: &[PostId],
+        reposters: &[String],
+        below: PostId,
+    ) -> StoreResult<Vec<Repost>> {
+        if posts.is_empty() || reposters.is_empty() {
+            return Ok(Vec::new());
+        }
+        let posts: Vec<ObjectId> = posts.iter().map(|id| oid(*id)).collect();
+        let filter = doc! {
+            "post": { "$in": posts },
+            "user": { "$in": reposters },
+            "_id": { "$lt": oid(below) },
+        };
+        let docs = all(self.reposts_coll().find(filter)).await?;
+        docs.iter().map(repost_from).collect()
+    }
+}

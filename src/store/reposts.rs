@@ -1,0 +1,62 @@
+//! The reposts port: reposts are sources of their own (see `domain::reposts`), one per
+//! (reposter, post), each with an id minted in the posts' id space when it was made.
+//!
+//! Every write appends its change-feed entry (collection `reposts`, keyed by the repost
+//! id, carrying the repost on insert and on delete) and moves the original's
+//! `reposts_count` like a reply moves its parent's `replies_count`: embedded in the
+//! write's transaction; MongoDB by an `$inc` under the repost document's claim (see
+//! `mongo::claims`). Deleting a post removes every repost of it: on the embedded store
+//! in the delete's transaction, on MongoDB right after it (`remove_reposts_of`, which is
+//! idempotent and which the embedded store answers with nothing left to remove).
+
+use async_trait::async_trait;
+
+use super::StoreResult;
+use crate::domain::{NameStamp, PostId, Repost};
+
+/// What a repost call did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Reposted {
+    /// The repost that stands: the new one, or the one that stood already.
+    pub repost: Repost,
+    /// Whether this call made it.
+    pub created: bool,
+    /// The reposter's follower count as the write read it (for the fan-out's decision).
+    pub reposter_followers: u64,
+    /// The reposter's display name as the write read it, for the timeline entries.
+    pub reposter_name: NameStamp,
+}
+
+#[async_trait]
+pub trait RepostStore: Send + Sync + 'static {
+    /// Stores `user`'s repost of `post`, or answers the one that stands (`created:
+    /// false`, and only once the call that made it has moved the count). `NotFound` when
+    /// the user or the post is unknown (embedded: read in the write's transaction;
+    /// MongoDB: read just before the insert, and a post deleted in between is as one
+    /// deleted just after: its delete removes the repost).
+    async fn repost(&self, user: &str, post: PostId, now_ms: i64) -> StoreResult<Reposted>;
+    /// Removes `user`'s repost of `post`; `None` when none stood.
+    async fn unrepost(&self, user: &str, post: PostId) -> StoreResult<Option<Repost>>;
+    /// Removes every repost of `post` (a deleted post), each with its change-feed entry;
+    /// answers those it removed.
+    async fn remove_reposts_of(&self, post: PostId) -> StoreResult<Vec<Repost>>;
+    /// `user`'s reposts, newest first, ids strictly below `before`.
+    async fn reposts_by(
+        &self,
+        user: &str,
+        before: Option<PostId>,
+        limit: usize,
+    ) -> StoreResult<Vec<Repost>>;
+    /// The reposts among `ids` (repost ids) that still stand, in no particular order.
+    async fn reposts_by_ids(&self, ids: &[PostId]) -> StoreResult<Vec<Repost>>;
+    /// The reposts of any of `posts` by any of `reposters` with ids strictly below
+    /// `below`, in no particular order: one query (embedded: the `(post, id)` index;
+    /// MongoDB: `{post: 1, _id: 1}`). What a timeline page needs to decide which of its
+    /// repost entries a reader saw first.
+    async fn reposts_of(
+        &self,
+        posts: &[PostId],
+        reposters: &[String],
+        below: PostId,
+    ) -> StoreResult<Vec<Repost>>;
+}
