@@ -19,7 +19,7 @@ use std::collections::BTreeSet;
 use super::slice::PAGE;
 use super::{Finding, Fix, Kind, Settings, Tally, Unit};
 use crate::derived::Sources;
-use crate::derived::notifications::{NotificationKey, expected, keys};
+use crate::derived::notifications::{NotificationKey, expected, key_of};
 use crate::domain::{
     NotificationFilter, NotificationType, NotifyPost, NotifySources, Post, PostId, User,
     post_notifies,
@@ -38,7 +38,10 @@ fn finding(user: &str, detail: String) -> Finding {
 fn describe(key: &NotificationKey) -> String {
     let (user, kind, actor, post) = key;
     match post {
-        Some(post) => format!("{user}'s {} notification by {actor} of {post}", kind.as_str()),
+        Some(post) => format!(
+            "{user}'s {} notification by {actor} of {post}",
+            kind.as_str()
+        ),
         None => format!("{user}'s {} notification by {actor}", kind.as_str()),
     }
 }
@@ -66,8 +69,14 @@ pub(super) async fn check(
         let detail = format!("{} is missing: its cause stands", describe(&key));
         tally.found(finding(&user.id, detail), settings.keep);
     }
-    for key in extra(store, user).await? {
-        let detail = format!("{} is held: its cause does not stand", describe(&key));
+    // The stored id is part of the finding: a notification the worker made anew
+    // between two checks (a follow undone and done again) has another, so it never
+    // reads as the same finding found again.
+    for (key, id) in extra(store, user).await? {
+        let detail = format!(
+            "{} is held: its cause does not stand (notification {id})",
+            describe(&key)
+        );
         tally.found(finding(&user.id, detail), settings.keep);
     }
     Ok(())
@@ -134,8 +143,8 @@ async fn missing(
     Ok(absent)
 }
 
-/// `user`'s stored notifications whose cause no longer stands.
-async fn extra(store: &Store, user: &User) -> StoreResult<Vec<NotificationKey>> {
+/// `user`'s stored notifications whose cause no longer stands, with their ids.
+async fn extra(store: &Store, user: &User) -> StoreResult<Vec<(NotificationKey, PostId)>> {
     let id = user.id.as_str();
     let all = NotificationFilter::default();
     let mut out = Vec::new();
@@ -171,9 +180,9 @@ async fn extra(store: &Store, user: &User) -> StoreResult<Vec<NotificationKey>> 
         }
         let implied = expected(&s);
         out.extend(
-            keys(&page)
-                .into_iter()
-                .filter(|key| !implied.contains_key(key)),
+            page.iter()
+                .map(|n| (key_of(n), n.id))
+                .filter(|(key, _)| !implied.contains_key(key)),
         );
         if page.len() < PAGE {
             return Ok(out);

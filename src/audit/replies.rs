@@ -19,7 +19,8 @@ pub(super) async fn check(
     tally: &mut Tally,
 ) -> StoreResult<()> {
     let ids: Vec<PostId> = posts.iter().map(|p| p.id).collect();
-    let counted: BTreeMap<PostId, u64> = store.audit.reply_counts(&ids).await?.into_iter().collect();
+    let counted: BTreeMap<PostId, u64> =
+        store.audit.reply_counts(&ids).await?.into_iter().collect();
     tally.checked(Kind::Replies, posts.len() as u64);
     for post in posts {
         let want = counted.get(&post.id).copied().unwrap_or(0);

@@ -171,8 +171,15 @@ pub(super) async fn tags(
     tally: &mut Tally,
     progress: &dyn Progress,
 ) -> StoreResult<()> {
-    let totals =
-        walk_posts(store, settings, &mut Tally::default(), progress, false, false).await?;
+    let totals = walk_posts(
+        store,
+        settings,
+        &mut Tally::default(),
+        progress,
+        false,
+        false,
+    )
+    .await?;
     compare_tags(store, settings, totals, tally).await
 }
 

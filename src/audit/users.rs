@@ -284,7 +284,9 @@ async fn timeline(
     faults.extra.retain(|p| !blocked.contains(p));
     faults.extra.extend(blocked.iter().copied());
     let why = Why { blocked: &blocked };
-    report_faults(id, kind, &entries, &sources, rules, faults, why, settings, tally);
+    report_faults(
+        id, kind, &entries, &sources, rules, faults, why, settings, tally,
+    );
     super::entries::check(store, settings, id, kind, &entries, &mut sources, tally).await
 }
 

@@ -62,8 +62,10 @@ pub trait AuditStore: Send + Sync + 'static {
     /// Up to `limit` users whose timeline (any bucket or cache) still holds `post`.
     async fn timelines_holding(&self, post: PostId, limit: usize) -> StoreResult<Vec<String>>;
     /// Those of `keys` that a notification is stored under, in no order.
-    async fn notifications_held(&self, keys: &[NotificationKey])
-    -> StoreResult<Vec<NotificationKey>>;
+    async fn notifications_held(
+        &self,
+        keys: &[NotificationKey],
+    ) -> StoreResult<Vec<NotificationKey>>;
     /// Those of `likes` (user, post) that are stored, in no order.
     async fn likes_held(&self, likes: &[(String, PostId)]) -> StoreResult<Vec<(String, PostId)>>;
     /// How many stored posts answer each of `parents`, for those with any, in no order.

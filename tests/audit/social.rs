@@ -53,7 +53,10 @@ async fn named_and_repaired(store: &Store, config: &Config, kind: Audited, named
     assert!(report.to_string().contains(named), "{named}: {report}");
     let done = audit::repair::repair(config, store, &report).await.unwrap();
     assert!(!done.is_empty(), "{named}");
-    assert_clean(&audit_of(store, config).await, &format!("{named}, repaired"));
+    assert_clean(
+        &audit_of(store, config).await,
+        &format!("{named}, repaired"),
+    );
 }
 
 impl Raw {
@@ -157,8 +160,12 @@ async fn notifications_reply_counts_and_blocked_authors_are_audited_and_repaired
             raw.drop_notification("ann", "reply", "bob", reply.id).await;
             let named = format!("ann's reply notification by bob of {} is missing", reply.id);
             named_and_repaired(&store, &config, Audited::Notifications, &named).await;
-            raw.drop_notification("cat", "mention", "bob", reply.id).await;
-            let named = format!("cat's mention notification by bob of {} is missing", reply.id);
+            raw.drop_notification("cat", "mention", "bob", reply.id)
+                .await;
+            let named = format!(
+                "cat's mention notification by bob of {} is missing",
+                reply.id
+            );
             named_and_repaired(&store, &config, Audited::Notifications, &named).await;
 
             // A notification whose cause never stood: named as held.
@@ -168,7 +175,10 @@ async fn notifications_reply_counts_and_blocked_authors_are_audited_and_repaired
 
             // A reply count off by one.
             raw.bump_replies(ann.id).await;
-            let named = format!("post {} by ann: replies_count is 2, the sources say 1", ann.id);
+            let named = format!(
+                "post {} by ann: replies_count is 2, the sources say 1",
+                ann.id
+            );
             named_and_repaired(&store, &config, Audited::Replies, &named).await;
 
             // An entry of dan's in eve's timeline, though dan blocks eve.

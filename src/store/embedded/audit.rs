@@ -9,9 +9,9 @@ use rusqlite::params;
 use super::users::{USER_COLUMNS, user_from_row};
 use super::{EmbeddedStore, post_after, post_from_row, post_id_at, text_after};
 use crate::domain::{Post, PostId, User};
-use rusqlite::OptionalExtension;
 use crate::store::StoreResult;
 use crate::store::audit::{AuditStore, FollowEdge, NotificationKey};
+use rusqlite::OptionalExtension;
 
 // The paged reads: each one index range (`plans.rs` checks that each one seeks).
 pub(super) static USERS_AFTER: LazyLock<String> = LazyLock::new(|| {

@@ -162,7 +162,9 @@ impl AuditStore for MongoStore {
         for chunk in keys.chunks(500) {
             let ids: Vec<String> = chunk
                 .iter()
-                .map(|(user, kind, actor, post)| super::notifications::key(user, *kind, actor, *post))
+                .map(|(user, kind, actor, post)| {
+                    super::notifications::key(user, *kind, actor, *post)
+                })
                 .collect();
             let users: Vec<&str> = chunk.iter().map(|k| k.0.as_str()).collect();
             let docs = all(self

@@ -152,16 +152,13 @@ impl MongoStore {
             let counts = self.reply_counts_of(&ids).await?;
             for (doc, id) in page.iter().zip(&ids) {
                 let want = counts.get(id).copied().unwrap_or(0) as i64;
+                // No field reads as 0, as `post_from` reads it.
+                if super::int(doc, REPLIES_COUNT) == want {
+                    continue;
+                }
                 let held = doc.get(REPLIES_COUNT).cloned();
-                if held.as_ref().map_or(0, |h| h.as_i64().or(h.as_i32().map(i64::from)).unwrap_or(0)) == want
-                    && held.is_some()
-                {
-                    continue;
-                }
-                if held.is_none() && want == 0 {
-                    continue;
-                }
-                let mut guard = doc! { "_id": oid(*id), "author": doc.get_str("author").unwrap_or_default() };
+                let mut guard =
+                    doc! { "_id": oid(*id), "author": doc.get_str("author").unwrap_or_default() };
                 match held {
                     Some(value) => guard.insert(REPLIES_COUNT, value),
                     None => guard.insert(REPLIES_COUNT, doc! { "$exists": false }),
