@@ -4,7 +4,8 @@
 //!
 //! This file holds the world the audits run on and the in-process corruptions; the
 //! command line (exit statuses, repair) and the live server are in `audit/cli.rs`, the
-//! fields of timeline entries in `audit/entries.rs`, what the audit refuses and that it
+//! fields of timeline entries in `audit/entries.rs`, notifications, reply counts and
+//! blocked authors in `audit/social.rs`, what the audit refuses and that it
 //! only reads in `audit/readonly.rs`.
 
 #[path = "audit/cli.rs"]
@@ -14,6 +15,8 @@ mod common;
 mod entries;
 #[path = "audit/readonly.rs"]
 mod readonly;
+#[path = "audit/social.rs"]
+mod social;
 #[path = "audit/window.rs"]
 mod window;
 
@@ -204,7 +207,7 @@ pub async fn skip_the_workers_past_it(store: &Store) {
         return;
     };
     let now = socialite::domain::now_ms();
-    for name in ["activity", "timelines", "counters"] {
+    for name in ["activity", "timelines", "counters", "notifications"] {
         let lease = store
             .leases
             .acquire(name, "test", now, 60_000)

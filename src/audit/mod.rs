@@ -8,7 +8,11 @@
 //!   name) is read with bounded queries into a [`crate::derived::Sources`]; followers are
 //!   counted a page at a time. Memory is bounded by one page of users and the largest
 //!   single user's slice, never by the data set.
-//! - **Once** (`store.rs`): every post in id order (its delivery marker, and its tags
+//!   Each user's notifications both ways (`notifications.rs`): those their own follows,
+//!   likes and posts should have made (missing), and those stored for them whose cause
+//!   no longer stands (extra); and their timeline holds no author in a block with them.
+//! - **Once** (`store.rs`): every post in id order (its delivery marker, its
+//!   `replies_count` against the posts answering it (`replies.rs`), and its tags
 //!   summed into one count per tag), the markers of deleted posts, the tag totals, and
 //!   the event log's order against the change feed.
 //! - **The eventual window** (`window.rs`): beside a live server a discrepancy may be a
@@ -22,7 +26,9 @@
 pub mod command;
 mod entries;
 mod events;
+mod notifications;
 pub mod repair;
+mod replies;
 mod report;
 mod slice;
 mod store;
@@ -48,16 +54,20 @@ pub enum Kind {
     Deliveries,
     Tags,
     Events,
+    Notifications,
+    Replies,
 }
 
 impl Kind {
-    pub const ALL: [Kind; 6] = [
+    pub const ALL: [Kind; 8] = [
         Kind::Counters,
         Kind::Activity,
         Kind::Timelines,
         Kind::Deliveries,
         Kind::Tags,
         Kind::Events,
+        Kind::Notifications,
+        Kind::Replies,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -68,6 +78,8 @@ impl Kind {
             Kind::Deliveries => "deliveries",
             Kind::Tags => "tags",
             Kind::Events => "events",
+            Kind::Notifications => "notifications",
+            Kind::Replies => "replies",
         }
     }
 
@@ -80,6 +92,10 @@ impl Kind {
             Kind::Timelines | Kind::Deliveries => &["timelines"],
             Kind::Tags => &["events", "aggregates"],
             Kind::Events => &["events"],
+            Kind::Notifications => &["notifications"],
+            // A reply's count moves with the reply itself (embedded: in its transaction;
+            // MongoDB: an `$inc` right after), never by a worker.
+            Kind::Replies => &[],
         }
     }
 }

@@ -2,9 +2,12 @@
 //! under its worker's lease exactly as the worker runtime takes it
 //! (`Runner::rebuild_once`: acquire, rebuild under the fence, commit, release), by a
 //! holder named `audit/…` (`rebuild/audit-…` for the aggregates, a rebuild-type lock).
+//! `replies_count` is recounted by the counters' rebuild (`UserStore::recount_all`),
+//! notifications by the notifications worker's rebuild (all of them derived anew).
 //! A timeline wrong beyond what the rebuild restores is mended first, under the same
 //! lease: a cache is dropped (its owner's next read builds it from the sources), a
-//! deleted post retracted, an edge's upkeep run again, a post fanned out again, a post
+//! deleted post retracted, an edge's upkeep run again (which takes out the entries of an
+//! author in a block with the reader, as no edge stands between them), a post fanned out again, a post
 //! whose entries carry a wrong field taken out of every timeline and fanned out anew.
 //! A lease another process holds (a running server's workers) stops the repair of that
 //! kind: stop the workers, or wait for the lease to expire, and run it again.
@@ -23,6 +26,7 @@ use crate::store::Store;
 use crate::workers::activity::ActivityWorker;
 use crate::workers::aggregates::REBUILD_PREFIX;
 use crate::workers::counters::CountersWorker;
+use crate::workers::notifications::NotificationsWorker;
 use crate::workers::timelines::TimelinesWorker;
 use crate::workers::{Runner, Step, SystemClock, Worker};
 
@@ -43,10 +47,17 @@ pub async fn repair(
         rebuild(config, store, worker, &holder).await?;
         done.push("timelines: rebuilt (delivery markers)".to_owned());
     }
-    if kinds.contains(&Kind::Counters) {
+    if kinds.contains(&Kind::Counters) || kinds.contains(&Kind::Replies) {
         let worker = Arc::new(CountersWorker::new(store.users.clone()));
         rebuild(config, store, worker, &holder).await?;
-        done.push("counters: recounted every user".to_owned());
+        done.push("counters: recounted every user and every post's replies".to_owned());
+    }
+    if kinds.contains(&Kind::Notifications) {
+        // The worker's rebuild after history lost: every notification derived from the
+        // sources and written in place of the stored ones, under the fence.
+        let worker = Arc::new(NotificationsWorker::new(store.notifications.clone()));
+        rebuild(config, store, worker, &holder).await?;
+        done.push("notifications: every notification rebuilt from the sources".to_owned());
     }
     if kinds.contains(&Kind::Activity) {
         let limits = ActivityLimits {

@@ -23,7 +23,7 @@ pub(super) async fn pass(
     let leases = store.leases.leases().await?;
     let has = |name: &str| leases.iter().any(|l| l.name == name);
     let deliveries = settings.rules.strategy != FeedStrategy::FanoutOnRead;
-    let totals = walk_posts(store, settings, &mut tally, progress, deliveries).await?;
+    let totals = walk_posts(store, settings, &mut tally, progress, deliveries, true).await?;
     if deliveries {
         orphans(store, settings, &mut tally).await?;
     }
@@ -59,6 +59,7 @@ async fn walk_posts(
     tally: &mut Tally,
     progress: &dyn Progress,
     deliveries: bool,
+    replies: bool,
 ) -> StoreResult<BTreeMap<String, u64>> {
     progress.phase("posts", 0);
     let mut totals: BTreeMap<String, u64> = BTreeMap::new();
@@ -78,6 +79,9 @@ async fn walk_posts(
         }
         for (tag, n) in page.tag_totals() {
             *totals.entry(tag).or_default() += n;
+        }
+        if replies {
+            super::replies::check(store, settings, &posts, tally).await?;
         }
         if deliveries {
             let ids: Vec<PostId> = posts.iter().map(|p| p.id).collect();
@@ -133,7 +137,8 @@ async fn orphan(
     Ok(())
 }
 
-/// One post's delivery again: marked while it exists, out of every timeline once gone.
+/// One post again: its `replies_count`, and its delivery (marked while it exists, out
+/// of every timeline once gone) when timelines are materialised.
 pub(super) async fn check_post(
     store: &Store,
     settings: &Settings,
@@ -141,6 +146,12 @@ pub(super) async fn check_post(
     tally: &mut Tally,
 ) -> StoreResult<()> {
     let exists = store.content.post(post).await?;
+    if let Some(p) = &exists {
+        super::replies::check(store, settings, std::slice::from_ref(p), tally).await?;
+    }
+    if settings.rules.strategy == FeedStrategy::FanoutOnRead {
+        return Ok(());
+    }
     let marked = !store.deliveries.delivered(&[post]).await?.is_empty();
     match exists {
         Some(p) if !marked => {
@@ -160,7 +171,15 @@ pub(super) async fn tags(
     tally: &mut Tally,
     progress: &dyn Progress,
 ) -> StoreResult<()> {
-    let totals = walk_posts(store, settings, &mut Tally::default(), progress, false).await?;
+    let totals = walk_posts(
+        store,
+        settings,
+        &mut Tally::default(),
+        progress,
+        false,
+        false,
+    )
+    .await?;
     compare_tags(store, settings, totals, tally).await
 }
 

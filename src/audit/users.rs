@@ -73,6 +73,7 @@ pub(super) async fn check(
     let edges = sources.follows.clone();
     counters(store, settings, user, &sources, &mut mine).await?;
     activity(store, settings, id, &sources, &mut mine).await?;
+    super::notifications::check(store, settings, user, &sources, &mut mine).await?;
     timeline(store, settings, id, sources, &merged, &mut mine).await?;
     // The sources were read before the derived data, and the home posts after it. A
     // follow undone and done again meanwhile, its removal applied before the derived
@@ -272,7 +273,20 @@ async fn timeline(
     if !lower_checked {
         faults.missing.clear();
     }
-    report_faults(id, kind, &entries, &sources, rules, faults, settings, tally);
+    // No entry may stand whose author is in a block with the reader, whatever the
+    // bounds admit: the block removed the follows both ways, so such an entry is stale.
+    let hidden = store.relations.hidden(id, now_ms()).await?;
+    let blocked: BTreeSet<PostId> = entries
+        .values()
+        .filter(|e| e.author != id && hidden.blocks(&e.author))
+        .map(|e| e.id)
+        .collect();
+    faults.extra.retain(|p| !blocked.contains(p));
+    faults.extra.extend(blocked.iter().copied());
+    let why = Why { blocked: &blocked };
+    report_faults(
+        id, kind, &entries, &sources, rules, faults, why, settings, tally,
+    );
     super::entries::check(store, settings, id, kind, &entries, &mut sources, tally).await
 }
 
@@ -285,6 +299,12 @@ pub(super) fn what(kind: Option<BucketKind>) -> &'static str {
     }
 }
 
+/// What an extra entry is known to be, beyond the bounds.
+struct Why<'a> {
+    /// Entries whose author is in a block with the reader.
+    blocked: &'a BTreeSet<PostId>,
+}
+
 #[allow(clippy::too_many_arguments)]
 fn report_faults(
     id: &str,
@@ -293,6 +313,7 @@ fn report_faults(
     sources: &Sources,
     rules: TimelineRules,
     faults: derived::TimelineFaults,
+    known: Why<'_>,
     settings: &Settings,
     tally: &mut Tally,
 ) {
@@ -303,7 +324,12 @@ fn report_faults(
     };
     for post in faults.extra {
         let author = entries.get(&post).map_or("?", |e| e.author.as_str());
-        let (why, fix) = if !sources.posts.contains_key(&post) {
+        let (why, fix) = if known.blocked.contains(&post) {
+            (
+                "an author in a block with the reader",
+                Fix::SyncEdge(id.to_owned(), author.to_owned()),
+            )
+        } else if !sources.posts.contains_key(&post) {
             ("a deleted post", Fix::Retract(post))
         } else {
             (

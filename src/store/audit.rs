@@ -8,7 +8,7 @@
 use async_trait::async_trait;
 
 use super::StoreResult;
-use crate::domain::{Post, PostId, User};
+use crate::domain::{NotificationType, Post, PostId, User};
 
 /// What the audit's read-only open (`open_read_only`, `connect_read_only`) says to do
 /// with a store of an earlier format, which it refuses rather than migrate.
@@ -16,6 +16,9 @@ pub const UPGRADE_HINT: &str = "upgrade it first: start this socialite's server 
      (`socialite serve`; stop it once it listens), which brings the store to this format in \
      place, after a backup, since older binaries refuse it afterwards (see \
      docs/operations.md#upgrading-an-existing-store), then audit again";
+
+/// What identifies a notification: (user, type, actor, post).
+pub type NotificationKey = (String, NotificationType, String, Option<PostId>);
 
 /// A follow edge as stored, seen from its follower.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -58,6 +61,15 @@ pub trait AuditStore: Send + Sync + 'static {
     ) -> StoreResult<Vec<(String, u64)>>;
     /// Up to `limit` users whose timeline (any bucket or cache) still holds `post`.
     async fn timelines_holding(&self, post: PostId, limit: usize) -> StoreResult<Vec<String>>;
+    /// Those of `keys` that a notification is stored under, in no order.
+    async fn notifications_held(
+        &self,
+        keys: &[NotificationKey],
+    ) -> StoreResult<Vec<NotificationKey>>;
+    /// Those of `likes` (user, post) that are stored, in no order.
+    async fn likes_held(&self, likes: &[(String, PostId)]) -> StoreResult<Vec<(String, PostId)>>;
+    /// How many stored posts answer each of `parents`, for those with any, in no order.
+    async fn reply_counts(&self, parents: &[PostId]) -> StoreResult<Vec<(PostId, u64)>>;
     /// Deletes `user`'s cache and its entries; returns whether there was one.
     async fn drop_cache(&self, user: &str) -> StoreResult<bool>;
 }

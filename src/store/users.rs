@@ -62,6 +62,8 @@ pub trait UserStore: Send + Sync + 'static {
     async fn write_counts(&self, counted: &[Counted]) -> StoreResult<Vec<String>>;
     /// Recounts every user (the counters worker's rebuild after history was lost), each
     /// write conditional on the user's counters not having moved since they were read
-    /// (embedded: one transaction, fenced by the lease). Returns how many were written.
+    /// (embedded: one transaction, fenced by the lease); then every post's
+    /// `replies_count` from the posts answering it (MongoDB: each write guarded by the
+    /// count it replaces). Returns how many users and posts were written.
     async fn recount_all(&self, fence: &Fence) -> StoreResult<u64>;
 }

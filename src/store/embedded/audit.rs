@@ -10,7 +10,8 @@ use super::users::{USER_COLUMNS, user_from_row};
 use super::{EmbeddedStore, post_after, post_from_row, post_id_at, text_after};
 use crate::domain::{Post, PostId, User};
 use crate::store::StoreResult;
-use crate::store::audit::{AuditStore, FollowEdge};
+use crate::store::audit::{AuditStore, FollowEdge, NotificationKey};
+use rusqlite::OptionalExtension;
 
 // The paged reads: each one index range (`plans.rs` checks that each one seeks).
 pub(super) static USERS_AFTER: LazyLock<String> = LazyLock::new(|| {
@@ -23,6 +24,10 @@ pub(super) const LIKES_OF: &str =
 pub(super) const POSTS_AFTER: &str =
     "SELECT id, author, text, reply_to, reply_to_author, replies_count, reposts_count FROM posts
      WHERE id > ?1 ORDER BY id LIMIT ?2";
+pub(super) const NOTIFICATION_HELD: &str = "SELECT 1 FROM notifications
+     WHERE user = ?1 AND type = ?2 AND actor = ?3 AND post = ?4";
+pub(super) const LIKE_HELD: &str = "SELECT 1 FROM likes WHERE user = ?1 AND post = ?2";
+pub(super) const REPLY_COUNT: &str = "SELECT count(*) FROM posts WHERE reply_to = ?1";
 pub(super) const TAGS_AFTER: &str =
     "SELECT tag, total FROM tags WHERE tag > ?1 ORDER BY tag LIMIT ?2";
 
@@ -119,6 +124,62 @@ impl AuditStore for EmbeddedStore {
             )?;
             let rows = stmt.query_map(params![post, limit as i64], |r| r.get(0))?;
             Ok(rows.collect::<rusqlite::Result<_>>()?)
+        })
+        .await
+    }
+
+    async fn notifications_held(
+        &self,
+        keys: &[NotificationKey],
+    ) -> StoreResult<Vec<NotificationKey>> {
+        let keys = keys.to_vec();
+        self.read(move |conn| {
+            let mut stmt = conn.prepare_cached(NOTIFICATION_HELD)?;
+            let mut held = Vec::new();
+            for key in keys {
+                let post = key.3.map_or_else(Vec::new, |p| p.bytes().to_vec());
+                let found = stmt
+                    .query_row(params![key.0, key.1.as_str(), key.2, post], |_| Ok(()))
+                    .optional()?;
+                if found.is_some() {
+                    held.push(key);
+                }
+            }
+            Ok(held)
+        })
+        .await
+    }
+
+    async fn likes_held(&self, likes: &[(String, PostId)]) -> StoreResult<Vec<(String, PostId)>> {
+        let likes = likes.to_vec();
+        self.read(move |conn| {
+            let mut stmt = conn.prepare_cached(LIKE_HELD)?;
+            let mut held = Vec::new();
+            for (user, post) in likes {
+                let found = stmt
+                    .query_row(params![user, &post.bytes()[..]], |_| Ok(()))
+                    .optional()?;
+                if found.is_some() {
+                    held.push((user, post));
+                }
+            }
+            Ok(held)
+        })
+        .await
+    }
+
+    async fn reply_counts(&self, parents: &[PostId]) -> StoreResult<Vec<(PostId, u64)>> {
+        let parents = parents.to_vec();
+        self.read(move |conn| {
+            let mut stmt = conn.prepare_cached(REPLY_COUNT)?;
+            let mut counts = Vec::new();
+            for parent in parents {
+                let n: i64 = stmt.query_row([&parent.bytes()[..]], |r| r.get(0))?;
+                if n > 0 {
+                    counts.push((parent, n as u64));
+                }
+            }
+            Ok(counts)
         })
         .await
     }

@@ -46,6 +46,17 @@ pub(super) fn count_reply(tx: &Transaction<'_>, parent: PostId, delta: i64) -> S
     Ok(())
 }
 
+/// Sets every post's `replies_count` that differs from the posts answering it: the
+/// counters' rebuild (`UserStore::recount_all`). Returns how many it wrote.
+pub(super) fn recount_every_reply(tx: &rusqlite::Connection) -> rusqlite::Result<usize> {
+    tx.execute(
+        "UPDATE posts SET replies_count =
+             (SELECT count(*) FROM posts r WHERE r.reply_to = posts.id)
+         WHERE replies_count != (SELECT count(*) FROM posts r WHERE r.reply_to = posts.id)",
+        [],
+    )
+}
+
 #[async_trait]
 impl ThreadStore for EmbeddedStore {
     async fn replies(&self, parents: &[PostId], limit: usize) -> StoreResult<Vec<Post>> {

@@ -204,7 +204,10 @@ impl UserStore for EmbeddedStore {
             check_fence(tx, &fence.lease, &fence.holder, fence.version)?;
             let newest: Option<i64> =
                 tx.query_row("SELECT max(pos) FROM changes", [], |row| row.get(0))?;
-            Ok(recount_every_user(tx, newest.unwrap_or(-1))? as u64)
+            let users = recount_every_user(tx, newest.unwrap_or(-1))?;
+            // Every post's `replies_count` too, in the same transaction.
+            let replies = super::threads::recount_every_reply(tx)?;
+            Ok((users + replies) as u64)
         })
         .await
     }

@@ -9,7 +9,7 @@ use super::trends::TAGS;
 use super::{IndexSpec, MongoStore, all, db_error, index, int, oid, post_from, post_id, user_from};
 use crate::domain::{Post, PostId, User};
 use crate::store::StoreResult;
-use crate::store::audit::{AuditStore, FollowEdge};
+use crate::store::audit::{AuditStore, FollowEdge, NotificationKey};
 
 const LIKES: &str = "likes";
 
@@ -152,6 +152,60 @@ impl AuditStore for MongoStore {
         users.dedup();
         users.truncate(limit);
         Ok(users)
+    }
+
+    async fn notifications_held(
+        &self,
+        keys: &[NotificationKey],
+    ) -> StoreResult<Vec<NotificationKey>> {
+        let mut held = Vec::new();
+        for chunk in keys.chunks(500) {
+            let ids: Vec<String> = chunk
+                .iter()
+                .map(|(user, kind, actor, post)| {
+                    super::notifications::key(user, *kind, actor, *post)
+                })
+                .collect();
+            let users: Vec<&str> = chunk.iter().map(|k| k.0.as_str()).collect();
+            let docs = all(self
+                .collection("notifications")
+                .find(doc! { "user": { "$in": users }, "_id": { "$in": &ids } })
+                .projection(doc! { "_id": 1 }))
+            .await?;
+            let found: std::collections::HashSet<&str> =
+                docs.iter().filter_map(|d| d.get_str("_id").ok()).collect();
+            held.extend(
+                chunk
+                    .iter()
+                    .zip(&ids)
+                    .filter(|(_, id)| found.contains(id.as_str()))
+                    .map(|(key, _)| key.clone()),
+            );
+        }
+        Ok(held)
+    }
+
+    async fn likes_held(&self, likes: &[(String, PostId)]) -> StoreResult<Vec<(String, PostId)>> {
+        let mut held = Vec::new();
+        for (user, post) in likes {
+            let found = super::exists(
+                &self.collection(LIKES),
+                doc! { "_id": { "u": user, "p": oid(*post) } },
+            )
+            .await?;
+            if found {
+                held.push((user.clone(), *post));
+            }
+        }
+        Ok(held)
+    }
+
+    async fn reply_counts(&self, parents: &[PostId]) -> StoreResult<Vec<(PostId, u64)>> {
+        let mut counts = Vec::new();
+        for chunk in parents.chunks(1000) {
+            counts.extend(self.reply_counts_of(chunk).await?);
+        }
+        Ok(counts)
     }
 
     async fn drop_cache(&self, user: &str) -> StoreResult<bool> {

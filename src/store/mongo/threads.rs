@@ -7,7 +7,10 @@
 //! per level of a thread); the count's `$inc` names the parent's author (the reply
 //! carries it), so it targets one shard.
 
+use std::collections::HashMap;
+
 use async_trait::async_trait;
+use futures::TryStreamExt;
 use mongodb::bson::{Document, doc};
 
 use super::{IndexSpec, MongoStore, all, db_error, oid, post_from};
@@ -96,6 +99,87 @@ impl MongoStore {
         Ok(())
     }
 }
+
+impl MongoStore {
+    /// How many posts answer each of `parents`, for those with any: one grouped query.
+    pub(super) async fn reply_counts_of(
+        &self,
+        parents: &[PostId],
+    ) -> StoreResult<HashMap<PostId, u64>> {
+        let mut counts = HashMap::new();
+        if parents.is_empty() {
+            return Ok(counts);
+        }
+        let ids: Vec<_> = parents.iter().map(|id| oid(*id)).collect();
+        let pipeline = [
+            doc! { "$match": { "reply_to.post": { "$in": ids } } },
+            doc! { "$group": { "_id": "$reply_to.post", "n": { "$sum": 1 } } },
+        ];
+        let mut cursor = self
+            .content_coll()
+            .aggregate(pipeline)
+            .await
+            .map_err(db_error)?;
+        while let Some(row) = cursor.try_next().await.map_err(db_error)? {
+            let parent = super::post_id(row.get("_id"))?;
+            counts.insert(parent, super::int(&row, "n").max(0) as u64);
+        }
+        Ok(counts)
+    }
+
+    /// Sets every post's `replies_count` that differs from its replies, a page of posts
+    /// at a time, each write guarded by the count it replaces (a reply's `$inc` landing
+    /// in between leaves it for the next recount); returns how many it wrote.
+    pub(super) async fn recount_every_reply(&self) -> StoreResult<u64> {
+        let mut written = 0;
+        let mut after: Option<PostId> = None;
+        loop {
+            let filter = match after {
+                Some(after) => doc! { "_id": { "$gt": oid(after) } },
+                None => doc! {},
+            };
+            let page = all(self
+                .content_coll()
+                .find(filter)
+                .sort(doc! { "_id": 1 })
+                .limit(RECOUNT_PAGE)
+                .projection(doc! { "_id": 1, "author": 1, REPLIES_COUNT: 1 }))
+            .await?;
+            let ids = page
+                .iter()
+                .map(|d| super::post_id(d.get("_id")))
+                .collect::<StoreResult<Vec<_>>>()?;
+            let counts = self.reply_counts_of(&ids).await?;
+            for (doc, id) in page.iter().zip(&ids) {
+                let want = counts.get(id).copied().unwrap_or(0) as i64;
+                // No field reads as 0, as `post_from` reads it.
+                if super::int(doc, REPLIES_COUNT) == want {
+                    continue;
+                }
+                let held = doc.get(REPLIES_COUNT).cloned();
+                let mut guard =
+                    doc! { "_id": oid(*id), "author": doc.get_str("author").unwrap_or_default() };
+                match held {
+                    Some(value) => guard.insert(REPLIES_COUNT, value),
+                    None => guard.insert(REPLIES_COUNT, doc! { "$exists": false }),
+                };
+                let done = self
+                    .content_coll()
+                    .update_one(guard, doc! { "$set": { REPLIES_COUNT: want } })
+                    .await
+                    .map_err(db_error)?;
+                written += done.modified_count;
+            }
+            if (page.len() as i64) < RECOUNT_PAGE {
+                return Ok(written);
+            }
+            after = ids.last().copied();
+        }
+    }
+}
+
+/// Posts read per page of the recount.
+const RECOUNT_PAGE: i64 = 1000;
 
 #[async_trait]
 impl ThreadStore for MongoStore {

@@ -299,7 +299,7 @@ impl UserStore for MongoStore {
                 .projection(doc! { "_id": 1, COUNTER_VERSION: 1 }))
             .await?;
             let Some(last) = page.last() else {
-                return Ok(written);
+                break;
             };
             after = last.get_str("_id").ok().map(str::to_owned);
             let writes: Vec<_> = page
@@ -317,8 +317,10 @@ impl UserStore for MongoStore {
                 .await?;
             written += done.into_iter().filter(|w| *w).count() as u64;
             if (page.len() as i64) < RECOUNT_PAGE {
-                return Ok(written);
+                break;
             }
         }
+        // Every post's `replies_count` too (see `threads.rs`).
+        Ok(written + self.recount_every_reply().await?)
     }
 }

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use socialite::domain::{Post, PostId, User};
-use socialite::store::audit::FollowEdge;
+use socialite::store::audit::{FollowEdge, NotificationKey};
 use socialite::store::{AuditStore, StoreResult};
 
 use super::Hold;
@@ -53,6 +53,18 @@ impl AuditStore for HoldingAudit {
     }
     async fn timelines_holding(&self, post: PostId, limit: usize) -> StoreResult<Vec<String>> {
         self.inner.timelines_holding(post, limit).await
+    }
+    async fn notifications_held(
+        &self,
+        keys: &[NotificationKey],
+    ) -> StoreResult<Vec<NotificationKey>> {
+        self.inner.notifications_held(keys).await
+    }
+    async fn likes_held(&self, likes: &[(String, PostId)]) -> StoreResult<Vec<(String, PostId)>> {
+        self.inner.likes_held(likes).await
+    }
+    async fn reply_counts(&self, parents: &[PostId]) -> StoreResult<Vec<(PostId, u64)>> {
+        self.inner.reply_counts(parents).await
     }
     async fn drop_cache(&self, user: &str) -> StoreResult<bool> {
         self.inner.drop_cache(user).await

@@ -63,7 +63,12 @@ fn post_bson(post: Option<PostId>) -> Bson {
     post.map_or(Bson::Null, |p| Bson::ObjectId(oid(p)))
 }
 
-fn key(user: &str, kind: NotificationType, actor: &str, post: Option<PostId>) -> String {
+pub(in crate::store::mongo) fn key(
+    user: &str,
+    kind: NotificationType,
+    actor: &str,
+    post: Option<PostId>,
+) -> String {
     format!("{user}/{}/{actor}/{}", kind.as_str(), post_part(post))
 }
 

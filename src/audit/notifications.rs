@@ -1,0 +1,192 @@
+//! One user's notifications, both ways, judged by the derived definition
+//! ([`crate::derived::notifications::expected`]) over a slice of the sources:
+//!
+//! - **Missing**, from the user as actor: the notifications their follows, likes and
+//!   posts imply (the slice the per-user pass already read, plus the posts they like
+//!   and the users their posts mention), each looked up by its key.
+//! - **Extra**, from the user as recipient: their stored notifications a page at a time,
+//!   each page against the sources its notifications name (the follow edge, the like,
+//!   the post, the user's creation time); one the definition does not imply has a cause
+//!   that no longer stands.
+//!
+//! Every notification is one user's as recipient and another's as actor, so the pass over
+//! every user covers both ways of each one. Memory: one page, and the user's own slice.
+//! Notifications between users in a block stay stored (they are hidden at read time, as
+//! a mute hides them), so neither way looks at blocks or mutes.
+
+use std::collections::BTreeSet;
+
+use super::slice::PAGE;
+use super::{Finding, Fix, Kind, Settings, Tally, Unit};
+use crate::derived::Sources;
+use crate::derived::notifications::{NotificationKey, expected, key_of};
+use crate::domain::{
+    NotificationFilter, NotificationType, NotifyPost, NotifySources, Post, PostId, User,
+    post_notifies,
+};
+use crate::store::{Store, StoreResult};
+
+fn finding(user: &str, detail: String) -> Finding {
+    Finding {
+        kind: Kind::Notifications,
+        unit: Unit::User(user.to_owned()),
+        detail,
+        fix: Fix::Rebuild,
+    }
+}
+
+fn describe(key: &NotificationKey) -> String {
+    let (user, kind, actor, post) = key;
+    match post {
+        Some(post) => format!(
+            "{user}'s {} notification by {actor} of {post}",
+            kind.as_str()
+        ),
+        None => format!("{user}'s {} notification by {actor}", kind.as_str()),
+    }
+}
+
+fn notify_post(post: &Post) -> NotifyPost {
+    NotifyPost {
+        id: post.id,
+        author: post.author.clone(),
+        text: post.text.clone(),
+        reply_to: post.reply_to.clone(),
+    }
+}
+
+/// `user`'s notifications both ways into `tally`; `sources` is the user's slice (their
+/// edges, live posts and likes) as the per-user pass read it.
+pub(super) async fn check(
+    store: &Store,
+    settings: &Settings,
+    user: &User,
+    sources: &Sources,
+    tally: &mut Tally,
+) -> StoreResult<()> {
+    tally.checked(Kind::Notifications, 1);
+    for key in missing(store, user, sources).await? {
+        let detail = format!("{} is missing: its cause stands", describe(&key));
+        tally.found(finding(&user.id, detail), settings.keep);
+    }
+    // The stored id is part of the finding: a notification the worker made anew
+    // between two checks (a follow undone and done again) has another, so it never
+    // reads as the same finding found again.
+    for (key, id) in extra(store, user).await? {
+        let detail = format!(
+            "{} is held: its cause does not stand (notification {id})",
+            describe(&key)
+        );
+        tally.found(finding(&user.id, detail), settings.keep);
+    }
+    Ok(())
+}
+
+/// The notifications `user`'s own acts imply that no notification is stored under.
+async fn missing(
+    store: &Store,
+    user: &User,
+    sources: &Sources,
+) -> StoreResult<Vec<NotificationKey>> {
+    let id = user.id.as_str();
+    let mut s = NotifySources::default();
+    for (edge, _) in sources.follows.iter().filter(|((f, _), _)| f == id) {
+        s.follows.insert(edge.clone(), 0);
+    }
+    for like in sources.likes.iter().filter(|(u, _)| u == id) {
+        s.likes.insert(like.clone(), 0);
+    }
+    let mut mentioned = BTreeSet::new();
+    for (post, p) in sources.posts.iter().filter(|(_, p)| p.author == id) {
+        let reply_to = p.reply_to.clone();
+        for (target, kind) in post_notifies(id, &p.text, reply_to.as_ref()) {
+            if kind == NotificationType::Mention {
+                mentioned.insert(target);
+            }
+        }
+        let post = NotifyPost {
+            id: *post,
+            author: p.author.clone(),
+            text: p.text.clone(),
+            reply_to,
+        };
+        s.posts.insert(post.id, post);
+    }
+    // The posts the user likes, for their authors (a like of a deleted post notifies
+    // no one, as the definition says when the post is absent).
+    let liked: Vec<PostId> = s.likes.keys().map(|(_, p)| *p).collect();
+    for chunk in liked.chunks(PAGE) {
+        for post in store.content.posts_by_ids(chunk, &[]).await? {
+            s.posts.entry(post.id).or_insert_with(|| notify_post(&post));
+        }
+    }
+    for target in mentioned {
+        if let Some(u) = store.users.user(&target).await? {
+            s.users.insert(u.id, u.created_at_ms);
+        }
+    }
+    // The liked posts' own replies and mentions are their authors' acts, not this user's.
+    let want: Vec<NotificationKey> = expected(&s)
+        .into_keys()
+        .filter(|(_, _, actor, _)| actor == id)
+        .collect();
+    let mut absent = Vec::new();
+    for chunk in want.chunks(PAGE) {
+        let held: BTreeSet<NotificationKey> = store
+            .audit
+            .notifications_held(chunk)
+            .await?
+            .into_iter()
+            .collect();
+        absent.extend(chunk.iter().filter(|k| !held.contains(*k)).cloned());
+    }
+    Ok(absent)
+}
+
+/// `user`'s stored notifications whose cause no longer stands, with their ids.
+async fn extra(store: &Store, user: &User) -> StoreResult<Vec<(NotificationKey, PostId)>> {
+    let id = user.id.as_str();
+    let all = NotificationFilter::default();
+    let mut out = Vec::new();
+    let mut before = None;
+    loop {
+        let page = store
+            .notifications
+            .notifications(id, &all, before, PAGE)
+            .await?;
+        let mut s = NotifySources::default();
+        s.users.insert(id.to_owned(), user.created_at_ms);
+        let mut likes = Vec::new();
+        let mut posts = Vec::new();
+        for n in &page {
+            match n.kind {
+                NotificationType::Follow => {
+                    if store.graph.edge(&n.actor, id).await?.is_some() {
+                        s.follows.insert((n.actor.clone(), id.to_owned()), 0);
+                    }
+                }
+                NotificationType::Like => {
+                    likes.extend(n.post.map(|p| (n.actor.clone(), p)));
+                    posts.extend(n.post);
+                }
+                _ => posts.extend(n.post),
+            }
+        }
+        for like in store.audit.likes_held(&likes).await? {
+            s.likes.insert(like, 0);
+        }
+        for post in store.content.posts_by_ids(&posts, &[]).await? {
+            s.posts.insert(post.id, notify_post(&post));
+        }
+        let implied = expected(&s);
+        out.extend(
+            page.iter()
+                .map(|n| (key_of(n), n.id))
+                .filter(|(key, _)| !implied.contains_key(key)),
+        );
+        if page.len() < PAGE {
+            return Ok(out);
+        }
+        before = page.last().map(|n| n.id);
+    }
+}

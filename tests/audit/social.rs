@@ -1,0 +1,220 @@
+//! The derived data of the social features: notifications (both ways: one missing, one
+//! whose cause does not stand), `replies_count`, and timelines free of authors in a
+//! block with their reader. Each corrupted in the store, named by the audit as exactly
+//! its kind and what is wrong, and mended by `--repair`.
+
+use std::time::Duration;
+
+use mongodb::bson::{Document, doc, oid::ObjectId};
+use socialite::app::build_state;
+use socialite::audit::{self, Kind as Audited};
+use socialite::config::Config;
+use socialite::domain::{FeedStrategy, Post, PostId, TimelineEntry};
+use socialite::store::Store;
+
+use super::common::kinds;
+use super::{Raw, assert_clean, audit_of, config, skip_the_workers_past_it, world};
+
+/// `world`, plus bob's reply to ann's post mentioning cat, and dan blocking eve after
+/// eve followed dan; every timeline read again, the workers caught up and stopped.
+/// Returns ann's post and dan's.
+async fn social_world(config: &Config) -> (Store, Post, Post) {
+    let store = world(config).await;
+    let state = build_state(config, store.clone()).await.unwrap();
+    let social = &state.social;
+    let ann = social.post("ann", "a question").await.unwrap();
+    social
+        .post_reply("bob", "an answer, @cat agrees", Some(ann.id))
+        .await
+        .unwrap();
+    social.follow("eve", "dan").await.unwrap();
+    let dan = social.post("dan", "dan to eve").await.unwrap();
+    social.block("dan", "eve").await.unwrap();
+    for user in ["ann", "bob", "cat", "dan", "eve"] {
+        social.timeline(user, None, 20).await.unwrap();
+    }
+    assert!(
+        state
+            .workers
+            .settle(Duration::from_secs(60))
+            .await
+            .is_some()
+    );
+    state.workers.stop().await;
+    (store, ann, dan)
+}
+
+/// After a corruption: the audit names exactly `kind`, with a detail holding `named`;
+/// the repair mends it; the audit after it is clean.
+async fn named_and_repaired(store: &Store, config: &Config, kind: Audited, named: &str) {
+    skip_the_workers_past_it(store).await;
+    let report = audit_of(store, config).await;
+    assert_eq!(report.wrong_kinds(), [kind], "{named}: {report}");
+    assert!(report.to_string().contains(named), "{named}: {report}");
+    let done = audit::repair::repair(config, store, &report).await.unwrap();
+    assert!(!done.is_empty(), "{named}");
+    assert_clean(
+        &audit_of(store, config).await,
+        &format!("{named}, repaired"),
+    );
+}
+
+impl Raw {
+    async fn drop_notification(&self, user: &str, kind: &str, actor: &str, post: PostId) {
+        match self {
+            Raw::Embedded(conn) => {
+                let sql = "DELETE FROM notifications
+                           WHERE user = ?1 AND type = ?2 AND actor = ?3 AND post = ?4";
+                let post = post.bytes().to_vec();
+                let n = conn
+                    .execute(sql, rusqlite::params![user, kind, actor, post])
+                    .unwrap();
+                assert_eq!(n, 1);
+            }
+            Raw::Mongo(db) => {
+                let id = format!("{user}/{kind}/{actor}/{post}");
+                let done = db
+                    .collection::<Document>("notifications")
+                    .delete_one(doc! { "_id": id, "user": user })
+                    .await
+                    .unwrap();
+                assert_eq!(done.deleted_count, 1);
+            }
+        }
+    }
+
+    /// A follow notification for `user` by `actor`, who does not follow them.
+    async fn add_follow_notification(&self, user: &str, actor: &str) {
+        let id = PostId::at(socialite::domain::now_ms(), 1);
+        match self {
+            Raw::Embedded(conn) => {
+                let sql = "INSERT INTO notifications (user, type, actor, post, id, at)
+                           VALUES (?1, 'follow', ?2, x'', ?3, ?4)";
+                let at = id.timestamp_ms();
+                let id = id.bytes().to_vec();
+                conn.execute(sql, rusqlite::params![user, actor, id, at])
+                    .unwrap();
+            }
+            Raw::Mongo(db) => {
+                let notification = doc! {
+                    "_id": format!("{user}/follow/{actor}/-"),
+                    "user": user, "type": "follow", "actor": actor, "post": null,
+                    "id": ObjectId::from_bytes(id.bytes()), "at": id.timestamp_ms(), "seq": 0_i64,
+                };
+                db.collection::<Document>("notifications")
+                    .insert_one(notification)
+                    .await
+                    .unwrap();
+            }
+        }
+    }
+
+    async fn bump_replies(&self, post: PostId) {
+        match self {
+            Raw::Embedded(conn) => {
+                let sql = "UPDATE posts SET replies_count = replies_count + 1 WHERE id = ?1";
+                let n = conn.execute(sql, [post.bytes().to_vec()]).unwrap();
+                assert_eq!(n, 1);
+            }
+            Raw::Mongo(db) => {
+                let done = db
+                    .collection::<Document>("content")
+                    .update_one(
+                        doc! { "_id": ObjectId::from_bytes(post.bytes()) },
+                        doc! { "$inc": { "replies_count": 1 } },
+                    )
+                    .await
+                    .unwrap();
+                assert_eq!(done.modified_count, 1);
+            }
+        }
+    }
+}
+
+#[tokio::test]
+async fn notifications_reply_counts_and_blocked_authors_are_audited_and_repaired() {
+    for kind in kinds("notifications_reply_counts_and_blocked_authors_are_audited_and_repaired") {
+        for strategy in [FeedStrategy::Cache, FeedStrategy::SizedBuckets] {
+            let label = format!("{kind:?}/{strategy}");
+            let (config, _dir) = config(kind, strategy);
+            let (store, ann, dan) = social_world(&config).await;
+            skip_the_workers_past_it(&store).await;
+            let report = audit_of(&store, &config).await;
+            assert_clean(&report, &label);
+            for kind in [Audited::Notifications, Audited::Replies] {
+                assert!(
+                    report.checked.get(&kind).is_some_and(|n| *n > 0),
+                    "{label}: {report}"
+                );
+            }
+            let raw = Raw::open(&config).await;
+            let reply = store
+                .content
+                .posts_by_author("bob", None, 1)
+                .await
+                .unwrap()
+                .remove(0);
+            assert_eq!(reply.reply_to.as_ref().map(|r| r.post), Some(ann.id));
+
+            // A notification lost: named by its key, as missing.
+            raw.drop_notification("ann", "reply", "bob", reply.id).await;
+            let named = format!("ann's reply notification by bob of {} is missing", reply.id);
+            named_and_repaired(&store, &config, Audited::Notifications, &named).await;
+            raw.drop_notification("cat", "mention", "bob", reply.id)
+                .await;
+            let named = format!(
+                "cat's mention notification by bob of {} is missing",
+                reply.id
+            );
+            named_and_repaired(&store, &config, Audited::Notifications, &named).await;
+
+            // A notification whose cause never stood: named as held.
+            raw.add_follow_notification("eve", "ann").await;
+            let named = "eve's follow notification by ann is held: its cause does not stand";
+            named_and_repaired(&store, &config, Audited::Notifications, named).await;
+
+            // A reply count off by one.
+            raw.bump_replies(ann.id).await;
+            let named = format!(
+                "post {} by ann: replies_count is 2, the sources say 1",
+                ann.id
+            );
+            named_and_repaired(&store, &config, Audited::Replies, &named).await;
+
+            // An entry of dan's in eve's timeline, though dan blocks eve.
+            let entry = TimelineEntry {
+                id: dan.id,
+                author: "dan".into(),
+                text: Some(dan.text.clone()),
+                name: None,
+                reply_to_author: None,
+            };
+            let eve = ["eve".to_owned()];
+            match strategy {
+                FeedStrategy::Cache => assert_eq!(
+                    store
+                        .timelines
+                        .cache_push(&eve, &[entry], 50)
+                        .await
+                        .unwrap(),
+                    1
+                ),
+                _ => store
+                    .timelines
+                    .sized_push(&eve, &[entry], 50)
+                    .await
+                    .unwrap(),
+            }
+            let named = format!(
+                "eve's {} holds {} by dan: an author in a block with the reader",
+                if strategy == FeedStrategy::Cache {
+                    "cache"
+                } else {
+                    "sized buckets"
+                },
+                dan.id
+            );
+            named_and_repaired(&store, &config, Audited::Timelines, &named).await;
+        }
+    }
+}
