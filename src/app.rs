@@ -136,6 +136,9 @@ pub async fn build_state_with_clock(
             config.server.trusted_proxies.clone(),
             clock,
         )),
+        mastodon: Arc::new(crate::http::mastodon::Settings::from_config(
+            &config.mastodon,
+        )),
     })
 }
 

@@ -5,7 +5,7 @@
 //! This file holds the whole [`Config`], how it is loaded and validated, the command-line
 //! [`Overrides`] and [`HumanDuration`]; each section's struct, defaults and checks live in
 //! a submodule: `server`, `storage`, `feed`, `workers` (with `change_feed` and
-//! `activity`), `events` and `auth` (with `rate`).
+//! `activity`), `events`, `auth` (with `rate`) and `mastodon`.
 
 use std::net::SocketAddr;
 use std::path::Path;
@@ -22,6 +22,7 @@ mod auth;
 mod events;
 mod faults;
 mod feed;
+mod mastodon;
 mod server;
 mod storage;
 mod workers;
@@ -30,6 +31,7 @@ pub use auth::{AuthConfig, AuthMode, RateConfig};
 pub use events::EventsConfig;
 pub use faults::FaultsConfig;
 pub use feed::FeedConfig;
+pub use mastodon::MastodonConfig;
 pub use server::ServerConfig;
 pub use storage::{Backend, StorageConfig};
 pub use workers::{ActivityConfig, ChangeFeedConfig, WorkersConfig};
@@ -48,6 +50,7 @@ pub struct Config {
     pub events: EventsConfig,
     pub auth: AuthConfig,
     pub rate: RateConfig,
+    pub mastodon: MastodonConfig,
     pub faults: FaultsConfig,
 }
 
@@ -131,7 +134,7 @@ impl Config {
     }
 
     /// Checks every section, in the order the errors have always been reported: feed,
-    /// activity, change feed, workers, events, server, auth, storage.
+    /// activity, change feed, workers, events, server, auth, storage, mastodon.
     pub fn validate(&self) -> anyhow::Result<()> {
         self.feed.validate()?;
         self.activity.validate()?;
@@ -141,6 +144,7 @@ impl Config {
         self.server.validate()?;
         self.validate_auth()?;
         self.storage.validate()?;
+        self.mastodon.validate()?;
         self.faults.validate()?;
         Ok(())
     }

@@ -97,6 +97,7 @@ async fn run(
         request_timeout: config.server.request_timeout.0,
         body_limit_bytes: config.server.body_limit_bytes,
         separate_admin: config.server.admin_listen.is_some(),
+        mastodon: config.mastodon.enabled,
     };
     let connections = ConnectionSettings {
         header_timeout: config.server.header_timeout.0,

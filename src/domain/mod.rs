@@ -29,7 +29,7 @@ pub use time::{
     CLOCK_SKEW_MS, MAX_TIME_MS, MIN_TIME_MS, Rfc3339Ms, TimeError, check_time_at, check_time_ms,
     format_time_ms,
 };
-pub use validate::{validate_display_name, validate_post_text, validate_user_id};
+pub use validate::{MAX_POST_CHARS, validate_display_name, validate_post_text, validate_user_id};
 
 use serde::{Deserialize, Serialize};
 

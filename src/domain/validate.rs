@@ -23,12 +23,15 @@ pub fn validate_display_name(name: &str) -> Result<(), String> {
     Ok(())
 }
 
-/// Post texts are 1–500 characters, not blank.
+/// The longest post text, in characters (Unicode scalar values).
+pub const MAX_POST_CHARS: usize = 500;
+
+/// Post texts are 1–[`MAX_POST_CHARS`] characters, not blank.
 pub fn validate_post_text(text: &str) -> Result<(), String> {
     let chars = text.chars().count();
-    if !(1..=500).contains(&chars) || text.trim().is_empty() {
+    if !(1..=MAX_POST_CHARS).contains(&chars) || text.trim().is_empty() {
         return Err(format!(
-            "text must be 1-500 characters and not blank; got {chars}"
+            "text must be 1-{MAX_POST_CHARS} characters and not blank; got {chars}"
         ));
     }
     Ok(())

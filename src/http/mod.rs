@@ -5,6 +5,7 @@ pub mod auth;
 pub mod error;
 mod events;
 mod follows;
+pub mod mastodon;
 mod notifications;
 mod openapi;
 mod ops;
@@ -46,6 +47,7 @@ pub struct AppState {
     pub metrics: PrometheusHandle,
     pub events: Arc<crate::service::EventsService>,
     pub rate: Arc<rate::RateLimits>,
+    pub mastodon: Arc<mastodon::Settings>,
 }
 
 pub struct HttpSettings {
@@ -53,6 +55,8 @@ pub struct HttpSettings {
     pub body_limit_bytes: usize,
     /// `/metrics` and `/v1/workers` are served by [`admin_router`] only.
     pub separate_admin: bool,
+    /// Serve the Mastodon client API beside `/v1` (`mastodon.enabled`).
+    pub mastodon: bool,
 }
 
 /// `/metrics` and `/v1/workers`, for `server.admin_listen`.
@@ -141,12 +145,16 @@ pub fn router(state: AppState, settings: &HttpSettings) -> Router {
         api.route("/v1/workers", get(ops::workers))
             .route("/metrics", get(ops::metrics))
     };
+    let api = match settings.mastodon {
+        true => api.merge(mastodon::routes()),
+        false => api,
+    };
     let limits = state.rate.clone();
     let api = api
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .with_state(state);
-    api.layer(
+    let api = api.layer(
         ServiceBuilder::new()
             .layer(SetRequestIdLayer::new(request_id.clone(), MakeRequestUuid))
             .layer(
@@ -167,7 +175,15 @@ pub fn router(state: AppState, settings: &HttpSettings) -> Router {
                 time_limit,
             ))
             .layer(DefaultBodyLimit::max(settings.body_limit_bytes)),
-    )
+    );
+    // Outermost, so that every error under the Mastodon API's paths, whoever made it,
+    // is `{"error": ...}`.
+    match settings.mastodon {
+        true => api
+            .layer(middleware::from_fn(mastodon::error::rewrite_problems))
+            .layer(middleware::from_fn(mastodon::cors)),
+        false => api,
+    }
 }
 
 /// Answers 503 problem+json when a request runs past `server.request_timeout`.

@@ -6,8 +6,8 @@
 use utoipa::OpenApi;
 
 use super::{
-    activity, error, events, follows, notifications, ops, posts, relations, reposts, threads,
-    timeline, tokens, trends, users,
+    activity, error, events, follows, mastodon, notifications, ops, posts, relations, reposts,
+    threads, timeline, tokens, trends, users,
 };
 
 #[derive(OpenApi)]
@@ -30,8 +30,9 @@ use super::{
         activity::like, activity::unlike, activity::list_activity,
         notifications::list_notifications,
         ops::healthz, ops::readyz, ops::metrics, ops::openapi, ops::meta, ops::workers,
+        mastodon::instance_v1, mastodon::instance_v2, mastodon::nodeinfo_links, mastodon::nodeinfo,
     ),
-    components(schemas(error::Problem)),
+    components(schemas(error::Problem, mastodon::error::MastoErrorBody)),
     modifiers(&SecuritySchemes),
     tags(
         (name = "users", description = "Profiles"),
@@ -44,6 +45,7 @@ use super::{
         (name = "activity", description = "Likes and the user activity log"),
         (name = "notifications", description = "What others did to a user: follows, likes, reposts, replies, mentions"),
         (name = "operations", description = "Health, metrics and metadata"),
+        (name = "mastodon", description = "The Mastodon-compatible client API (docs/mastodon.md)"),
     )
 )]
 pub struct ApiDoc;

@@ -1,0 +1,184 @@
+//! The Mastodon-compatible client API: a second view over the same service operations
+//! as `/v1` (`mastodon.enabled`). Its handlers render Mastodon's entities and its
+//! errors as `{"error": ...}` (`error.rs`); CORS is open on its paths, as Mastodon's is,
+//! since its credentials travel in headers, never in cookies. The compatibility table is
+//! docs/mastodon.md.
+
+pub mod error;
+mod instance;
+
+use std::convert::Infallible;
+use std::sync::LazyLock;
+
+use axum::Router;
+use axum::extract::Request;
+use axum::http::{HeaderMap, HeaderName, Method, header};
+use axum::middleware::Next;
+use axum::response::Response;
+use axum::routing::get;
+use tower::{Layer, ServiceExt, service_fn};
+use tower_http::cors::{Any, CorsLayer};
+
+use super::AppState;
+use crate::config::MastodonConfig;
+
+pub use instance::{
+    __path_instance_v1, __path_instance_v2, __path_nodeinfo, __path_nodeinfo_links, instance_v1,
+    instance_v2, nodeinfo, nodeinfo_links,
+};
+
+/// What the Mastodon API's handlers need from the configuration.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    /// `mastodon.public_url`, without a trailing slash.
+    pub public_url: Option<String>,
+    pub title: String,
+}
+
+impl Settings {
+    pub fn from_config(config: &MastodonConfig) -> Settings {
+        Settings {
+            public_url: config
+                .public_url
+                .as_ref()
+                .map(|url| url.trim_end_matches('/').to_owned()),
+            title: config.title.trim().to_owned(),
+        }
+    }
+}
+
+/// Where clients reach this server: `mastodon.public_url`, else `http://` and the
+/// request's `Host`.
+pub struct Origin {
+    base: String,
+}
+
+impl Origin {
+    pub fn of(settings: &Settings, headers: &HeaderMap) -> Origin {
+        let base = match &settings.public_url {
+            Some(url) => url.clone(),
+            None => {
+                let host = headers
+                    .get(header::HOST)
+                    .and_then(|h| h.to_str().ok())
+                    .filter(|h| valid_host(h))
+                    .unwrap_or("localhost");
+                format!("http://{host}")
+            }
+        };
+        Origin { base }
+    }
+
+    /// `https://social.example`.
+    pub fn base(&self) -> &str {
+        &self.base
+    }
+
+    /// `social.example` (with a port when there is one).
+    pub fn domain(&self) -> &str {
+        self.base.split_once("://").map_or(&self.base, |(_, d)| d)
+    }
+
+    /// The streaming API's address: this server, with the WebSocket scheme.
+    pub fn streaming(&self) -> String {
+        match self.base.strip_prefix("https://") {
+            Some(rest) => format!("wss://{rest}"),
+            None => format!("ws://{}", self.domain()),
+        }
+    }
+}
+
+/// A `Host` value that is a host name or address and maybe a port, nothing else.
+fn valid_host(host: &str) -> bool {
+    !host.is_empty()
+        && host.len() <= 255
+        && host
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"-.:[]".contains(&b))
+}
+
+/// Open CORS, as Mastodon's: any origin, the methods and headers clients send, and the
+/// pagination and rate-limit headers exposed.
+static CORS: LazyLock<CorsLayer> = LazyLock::new(|| {
+    CorsLayer::new()
+        .allow_origin(Any)
+        .allow_methods([
+            Method::GET,
+            Method::POST,
+            Method::PUT,
+            Method::PATCH,
+            Method::DELETE,
+        ])
+        .allow_headers([
+            header::AUTHORIZATION,
+            header::CONTENT_TYPE,
+            HeaderName::from_static("idempotency-key"),
+        ])
+        .expose_headers([
+            header::LINK,
+            HeaderName::from_static("x-ratelimit-limit"),
+            HeaderName::from_static("x-ratelimit-remaining"),
+            HeaderName::from_static("x-ratelimit-reset"),
+        ])
+});
+
+/// CORS on the Mastodon API's paths only. A layer of its own around the whole router
+/// (not on its routes), so that a preflight `OPTIONS` is answered before routing, which
+/// would answer it 405.
+pub async fn cors(request: Request, next: Next) -> Response {
+    if !error::is_mastodon_path(request.uri().path()) {
+        return next.run(request).await;
+    }
+    let mut next = Some(next);
+    let inner = service_fn(move |request: Request| {
+        let next = next.take();
+        async move {
+            Ok::<_, Infallible>(match next {
+                Some(next) => next.run(request).await,
+                None => unreachable!("a oneshot service is called once"),
+            })
+        }
+    });
+    match CORS.clone().layer(inner).oneshot(request).await {
+        Ok(response) => response,
+        Err(never) => match never {},
+    }
+}
+
+/// The Mastodon API's routes.
+pub fn routes() -> Router<AppState> {
+    Router::new()
+        .route("/api/v1/instance", get(instance_v1))
+        .route("/api/v1/instance/", get(instance_v1))
+        .route("/api/v2/instance", get(instance_v2))
+        .route("/api/v2/instance/", get(instance_v2))
+        .route("/.well-known/nodeinfo", get(nodeinfo_links))
+        .route("/nodeinfo/2.0", get(nodeinfo))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_origin_comes_from_the_setting_or_the_host() {
+        let settings = |url: Option<&str>| Settings {
+            public_url: url.map(str::to_owned),
+            title: "t".to_owned(),
+        };
+        let mut headers = HeaderMap::new();
+        headers.insert(header::HOST, "127.0.0.1:8080".parse().unwrap());
+        let local = Origin::of(&settings(None), &headers);
+        assert_eq!(local.base(), "http://127.0.0.1:8080");
+        assert_eq!(local.domain(), "127.0.0.1:8080");
+        assert_eq!(local.streaming(), "ws://127.0.0.1:8080");
+        let public = Origin::of(&settings(Some("https://social.example")), &headers);
+        assert_eq!(public.domain(), "social.example");
+        assert_eq!(public.streaming(), "wss://social.example");
+        headers.insert(header::HOST, "evil.example/<x>".parse().unwrap());
+        assert_eq!(
+            Origin::of(&settings(None), &headers).base(),
+            "http://localhost"
+        );
+    }
+}
