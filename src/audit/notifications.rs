@@ -1,13 +1,14 @@
 //! One user's notifications, both ways, judged by the derived definition
 //! ([`crate::derived::notifications::expected`]) over a slice of the sources:
 //!
-//! - **Missing**, from the user as actor: the notifications their follows, likes and
-//!   posts imply (the slice the per-user pass already read, plus the posts they like
-//!   and the users their posts mention), each looked up by its key.
+//! - **Missing**, from the user as actor: the notifications their follows, likes,
+//!   reposts and posts imply (the slice the per-user pass already read, plus their
+//!   reposts, the posts they like or repost and the users their posts mention), each
+//!   looked up by its key.
 //! - **Extra**, from the user as recipient: their stored notifications a page at a time,
 //!   each page against the sources its notifications name (the follow edge, the like,
-//!   the post, the user's creation time); one the definition does not imply has a cause
-//!   that no longer stands.
+//!   the repost, the post, the user's creation time); one the definition does not imply
+//!   has a cause that no longer stands.
 //!
 //! Every notification is one user's as recipient and another's as actor, so the pass over
 //! every user covers both ways of each one. Memory: one page, and the user's own slice.
@@ -112,9 +113,27 @@ async fn missing(
         };
         s.posts.insert(post.id, post);
     }
-    // The posts the user likes, for their authors (a like of a deleted post notifies
-    // no one, as the definition says when the post is absent).
-    let liked: Vec<PostId> = s.likes.keys().map(|(_, p)| *p).collect();
+    // The user's reposts, a page at a time.
+    let mut before = None;
+    loop {
+        let page = store.reposts.reposts_by(id, before, PAGE).await?;
+        for repost in &page {
+            s.reposts
+                .insert((id.to_owned(), repost.post.post), repost.id.timestamp_ms());
+        }
+        if page.len() < PAGE {
+            break;
+        }
+        before = page.last().map(|r| r.id);
+    }
+    // The posts the user likes or reposts, for their authors (a like of a deleted post
+    // notifies no one, as the definition says when the post is absent).
+    let liked: Vec<PostId> = s
+        .likes
+        .keys()
+        .chain(s.reposts.keys())
+        .map(|(_, p)| *p)
+        .collect();
     for chunk in liked.chunks(PAGE) {
         for post in store.content.posts_by_ids(chunk, &[]).await? {
             s.posts.entry(post.id).or_insert_with(|| notify_post(&post));
@@ -157,6 +176,7 @@ async fn extra(store: &Store, user: &User) -> StoreResult<Vec<(NotificationKey, 
         let mut s = NotifySources::default();
         s.users.insert(id.to_owned(), user.created_at_ms);
         let mut likes = Vec::new();
+        let mut reposts: Vec<(String, PostId)> = Vec::new();
         let mut posts = Vec::new();
         for n in &page {
             match n.kind {
@@ -169,11 +189,27 @@ async fn extra(store: &Store, user: &User) -> StoreResult<Vec<(NotificationKey, 
                     likes.extend(n.post.map(|p| (n.actor.clone(), p)));
                     posts.extend(n.post);
                 }
+                NotificationType::Repost => {
+                    reposts.extend(n.post.map(|p| (n.actor.clone(), p)));
+                    posts.extend(n.post);
+                }
                 _ => posts.extend(n.post),
             }
         }
         for like in store.audit.likes_held(&likes).await? {
             s.likes.insert(like, 0);
+        }
+        if !reposts.is_empty() {
+            // One query for the page's reposts: those of its posts by its reposters,
+            // kept when they pair up as a notification names them.
+            let (actors, reposted): (Vec<String>, Vec<PostId>) = reposts.iter().cloned().unzip();
+            let above_all = PostId::from_bytes([0xff; 12]);
+            for r in store.reposts.reposts_of(&reposted, &actors, above_all).await? {
+                let pair = (r.user, r.post.post);
+                if reposts.contains(&pair) {
+                    s.reposts.insert(pair, r.id.timestamp_ms());
+                }
+            }
         }
         for post in store.content.posts_by_ids(&posts, &[]).await? {
             s.posts.insert(post.id, notify_post(&post));
