@@ -1,10 +1,11 @@
-//! `socialite import --users FILE --follows FILE --posts FILE --likes FILE`: JSON Lines
-//! files (formats in `lines.rs`; `-` reads one of them from standard input) loaded in
-//! bulk.
+//! `socialite import --users FILE --follows FILE --posts FILE --likes FILE --blocks FILE
+//! --mutes FILE`: JSON Lines files (formats in `lines.rs`; `-` reads one of them from
+//! standard input) loaded in bulk.
 //!
 //! **Validate first, then write.** Every file is read twice: first every line is parsed
 //! and checked (the API's rules for ids and texts, no self-follows, and every user and
-//! post a line refers to must be in the files or already in the store), and only when
+//! post a line refers to, a reply's parent included, must be in the files or already in
+//! the store; no follow of the files stands beside a block of the files), and only when
 //! no line failed is anything written, in a second read. So a malformed or truncated
 //! file is reported (file, line and why; up to [`MAX_ERRORS`] lines) and leaves the
 //! store untouched. Standard input is copied to a temporary file for the two reads.
@@ -15,8 +16,14 @@
 //! already in the store is kept as stored. The report counts the rows written, so
 //! repeats and rows already there are not counted.
 //!
-//! Memory: the ids of the users file, and of the posts file when there is a likes file,
-//! are kept for the reference checks, and a hash of every key for the repeats.
+//! **Blocks beside follows.** A follow and a block of the same two users (either way) in
+//! the files refuse the import, naming both lines: the files contradict each other (the
+//! API refuses a follow while a block stands, and a block removes the follows). A block
+//! loaded beside a follow already in the store removes that follow, as the API's block
+//! does; so does a loaded follow beside a stored block (the load's report counts them).
+//!
+//! Memory: the ids of the users file and of the posts file are kept for the reference
+//! checks, the pairs of the blocks file, and a hash of every key for the repeats.
 
 use std::collections::{HashMap, HashSet};
 use std::io::{BufRead, BufReader};
@@ -41,6 +48,8 @@ pub struct ImportFiles {
     pub follows: Option<PathBuf>,
     pub posts: Option<PathBuf>,
     pub likes: Option<PathBuf>,
+    pub blocks: Option<PathBuf>,
+    pub mutes: Option<PathBuf>,
 }
 
 /// A file to read: its name as given, and where its bytes are.
@@ -118,11 +127,25 @@ fn for_each_line(
     }
 }
 
+/// The files, in the order of [`ImportFiles`]' fields.
+const FILES: [&str; 6] = ["users", "follows", "posts", "likes", "blocks", "mutes"];
+
+/// A pair of users, lesser id first: a block's pair either way.
+fn pair(a: &str, b: &str) -> (String, String) {
+    if a <= b {
+        (a.to_owned(), b.to_owned())
+    } else {
+        (b.to_owned(), a.to_owned())
+    }
+}
+
 /// What the first read learns.
 #[derive(Default)]
 struct Check {
     errors: Vec<String>,
-    rows: [u64; 4],
+    rows: [u64; 6],
+    /// The blocks file's pairs, lesser id first, with where each was first seen.
+    blocked: HashMap<(String, String), String>,
     users: HashSet<String>,
     posts: HashSet<PostId>,
     /// References to users and posts not in the files, with where they were first seen.
@@ -156,19 +179,19 @@ impl Check {
 }
 
 /// The first read: parses and checks every line, collecting keys and references.
-fn check_all(inputs: &[Option<Input>; 4], progress: &super::Progress, now: i64) -> Check {
+fn check_all(inputs: &[Option<Input>; 6], progress: &super::Progress, now: i64) -> Check {
     let mut check = Check::default();
-    let keep_posts = inputs[3].is_some();
-    // Users, then posts, so that follows and likes find them.
-    for slot in [0, 2, 1, 3] {
+    // Users, then posts, then blocks, so that the others find them.
+    for slot in [0, 2, 4, 5, 1, 3] {
         let Some(input) = &inputs[slot] else { continue };
         let size = std::fs::metadata(&input.path).map_or(0, |m| m.len());
         let bar = progress.bar(
-            &format!("check {}", ["users", "follows", "posts", "likes"][slot]),
+            &format!("check {}", FILES[slot]),
             size,
         );
         let (mut users, mut follows) = (Rows::default(), Rows::default());
         let (mut posts, mut likes) = (Rows::default(), Rows::default());
+        let mut relations = Rows::default();
         let mut seen = Seen::default();
         let outcome = for_each_line(
             input,
@@ -177,7 +200,8 @@ fn check_all(inputs: &[Option<Input>; 4], progress: &super::Progress, now: i64) 
                     0 => lines::user(text, &mut users, now),
                     1 => lines::follow(text, &mut follows, now),
                     2 => lines::post(text, &mut posts, now),
-                    _ => lines::like(text, &mut likes, now),
+                    3 => lines::like(text, &mut likes, now),
+                    _ => lines::relation(text, &mut relations, now, slot == 5),
                 };
                 if let Err(why) = parsed {
                     return check.refuse(input, line, why);
@@ -204,17 +228,29 @@ fn check_all(inputs: &[Option<Input>; 4], progress: &super::Progress, now: i64) 
                     let (from, to) = (follows.str(row.follower), follows.str(row.followee));
                     check.user_ref(from, input, line);
                     check.user_ref(to, input, line);
+                    if let Some(at) = check.blocked.get(&pair(from, to)) {
+                        let why = format!(
+                            "follow {from:?} -> {to:?} beside the block of the same two at {at}: \
+                             no follow stands beside a block, so an import holding both is \
+                             refused (leave out one of them)"
+                        );
+                        return check.refuse(input, line, why);
+                    }
                     note(seen.note(&(from, to), &row.created_at_ms, line), &|| {
                         format!("follow {from:?} -> {to:?} again, with another created_at")
                     });
                 } else if let Some(row) = posts.rows().first() {
                     check.user_ref(posts.str(row.author), input, line);
-                    if keep_posts {
-                        check.posts.insert(row.id);
+                    check.posts.insert(row.id);
+                    if let Some(parent) = row.reply_to {
+                        check.post_ref(parent, input, line);
                     }
-                    let values = (posts.str(row.author), posts.str(row.text));
+                    let values = (posts.str(row.author), posts.str(row.text), row.reply_to);
                     note(seen.note(&row.id, &values, line), &|| {
-                        format!("post {} again, with another author or text", row.id)
+                        format!(
+                            "post {} again, with another author, text or in_reply_to",
+                            row.id
+                        )
                     });
                 } else if let Some(row) = likes.rows().first() {
                     let user = likes.str(row.user);
@@ -229,6 +265,22 @@ fn check_all(inputs: &[Option<Input>; 4], progress: &super::Progress, now: i64) 
                             )
                         },
                     );
+                } else if let Some(row) = relations.rows().first() {
+                    let (user, other) = (relations.str(row.user), relations.str(row.other));
+                    check.user_ref(user, input, line);
+                    check.user_ref(other, input, line);
+                    if row.mute.is_none() {
+                        let at = format!("{}:{line}", input.label);
+                        check.blocked.entry(pair(user, other)).or_insert(at);
+                    }
+                    let values = (
+                        row.created_at_ms,
+                        row.mute.map(|m| (m.notifications, m.until_ms)),
+                    );
+                    note(seen.note(&(user, other), &values, line), &|| {
+                        let what = if row.mute.is_some() { "mute" } else { "block" };
+                        format!("{what} of {other:?} by {user:?} again, with other values")
+                    });
                 }
                 if let Some(why) = conflict {
                     return check.refuse(input, line, why);
@@ -237,6 +289,7 @@ fn check_all(inputs: &[Option<Input>; 4], progress: &super::Progress, now: i64) 
                 follows.clear();
                 posts.clear();
                 likes.clear();
+                relations.clear();
                 Ok(())
             },
             |bytes| bar.inc(bytes),
@@ -322,15 +375,17 @@ pub async fn run(
     super::ensure_stopped(&store).await?;
     let now = now_ms();
     let mut stdin_taken = false;
-    let inputs: [Option<Input>; 4] = [
+    let inputs: [Option<Input>; 6] = [
         input(&files.users, &mut stdin_taken)?,
         input(&files.follows, &mut stdin_taken)?,
         input(&files.posts, &mut stdin_taken)?,
         input(&files.likes, &mut stdin_taken)?,
+        input(&files.blocks, &mut stdin_taken)?,
+        input(&files.mutes, &mut stdin_taken)?,
     ];
     anyhow::ensure!(
         inputs.iter().any(Option::is_some),
-        "nothing to import: give --users, --follows, --posts or --likes"
+        "nothing to import: give --users, --follows, --posts, --likes, --blocks or --mutes"
     );
     let progress = super::Progress::new();
     let (inputs, mut check) = tokio::task::spawn_blocking(move || {
@@ -354,7 +409,7 @@ pub async fn run(
             check.errors.join("\n  ")
         );
     }
-    let [users, follows, posts, likes] = inputs;
+    let [users, follows, posts, likes, blocks, mutes] = inputs;
     let mut loader = Loader::begin(store, settings).await?;
     if let Some(input) = users {
         let produce = move |send: &mut dyn FnMut(_) -> _| {
@@ -406,6 +461,22 @@ pub async fn run(
                 produce,
                 |s, rows| async move { s.bulk.insert_likes(rows).await },
             )
+            .await?;
+    }
+    for (input, mute) in [(blocks, false), (mutes, true)] {
+        let Some(input) = input else { continue };
+        let produce = move |send: &mut dyn FnMut(_) -> _| {
+            let parse = |text: &str, rows: &mut _| lines::relation(text, rows, now, mute);
+            batches(&input, parse, send)
+        };
+        let (source, expected) = match mute {
+            false => (Source::Blocks, check.rows[4]),
+            true => (Source::Mutes, check.rows[5]),
+        };
+        loader
+            .load(source, expected, produce, |s, rows| async move {
+                s.bulk.insert_relations(rows).await
+            })
             .await?;
     }
     loader.finish().await

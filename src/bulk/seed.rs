@@ -120,7 +120,12 @@ pub async fn run(
             let author = intern_user(&mut rows, k % users);
             let text = rows.intern_with(|s| draws.text(s));
             let id = PostId::at(base + 2 + k as i64, 0);
-            rows.push(PostRow { id, author, text });
+            rows.push(PostRow {
+                id,
+                author,
+                text,
+                reply_to: None,
+            });
             if rows.len() == BATCH {
                 send(std::mem::replace(&mut rows, Rows::with_capacity(BATCH, 90)))?;
             }
