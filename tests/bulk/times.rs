@@ -29,6 +29,7 @@ fn files(
         follows,
         posts,
         likes,
+        ..Default::default()
     }
 }
 
@@ -218,7 +219,12 @@ async fn the_api_survives_times_written_before_the_range_was_enforced() {
             let mut posts = Rows::default();
             let (author, text) = (posts.intern("ann"), posts.intern("from 2097"));
             let id: PostId = "f00000000000000000000001".parse().unwrap();
-            posts.push(PostRow { id, author, text });
+            posts.push(PostRow {
+                id,
+                author,
+                text,
+                reply_to: None,
+            });
             store.bulk.insert_posts(posts).await.unwrap();
             let settings = socialite::bulk::derive_settings(&test.config);
             let step = std::sync::Arc::new(|_: &'static str| {});
