@@ -16,8 +16,8 @@ use socialite::derived::{FollowSource, PostSource, Sources, TimelineRules, Windo
 use socialite::domain::{FeedStrategy, PostId, now_ms};
 use socialite::feed::FeedSettings;
 use socialite::store::bulk::{
-    BulkStore, DeriveSettings, Derived, Exclusion, FollowRow, LikeRow, PostRow, RelationRow, Rows, StepReport,
-    TimelineLayout, TokenRow, UserRow,
+    BulkStore, DeriveSettings, Derived, Exclusion, FollowRow, LikeRow, PostRow, RelationRow, Rows,
+    StepReport, TimelineLayout, TokenRow, UserRow,
 };
 use socialite::store::{Store, StoreError, StoreResult};
 

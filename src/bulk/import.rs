@@ -185,10 +185,7 @@ fn check_all(inputs: &[Option<Input>; 6], progress: &super::Progress, now: i64) 
     for slot in [0, 2, 4, 5, 1, 3] {
         let Some(input) = &inputs[slot] else { continue };
         let size = std::fs::metadata(&input.path).map_or(0, |m| m.len());
-        let bar = progress.bar(
-            &format!("check {}", FILES[slot]),
-            size,
-        );
+        let bar = progress.bar(&format!("check {}", FILES[slot]), size);
         let (mut users, mut follows) = (Rows::default(), Rows::default());
         let (mut posts, mut likes) = (Rows::default(), Rows::default());
         let mut relations = Rows::default();

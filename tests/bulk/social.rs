@@ -27,11 +27,16 @@ const USERS: [&str; 6] = ["ann", "bob", "cat", "dan", "eve", "zed"];
 /// Every user's stored notifications and groups, against the derived definition over
 /// the store's own sources: equal, ids and groups included. Returns how many.
 async fn assert_notifications_derived(store: &Store, label: &str) -> usize {
+    assert_derived_for(store, &USERS, label).await
+}
+
+/// [`assert_notifications_derived`] for `users`.
+pub async fn assert_derived_for(store: &Store, users: &[&str], label: &str) -> usize {
     let sources = store.notifications.notification_sources().await.unwrap();
     let want = expected::rebuilt(&sources);
     let all = NotificationFilter::default();
     let mut total = 0;
-    for user in USERS {
+    for &user in users {
         let mut mine: Vec<_> = want.iter().filter(|n| n.user == user).cloned().collect();
         mine.sort_by_key(|n| std::cmp::Reverse(n.id));
         let got = store
@@ -85,7 +90,10 @@ async fn a_load_derives_notifications_reply_counts_and_removes_follows_beside_bl
         .map(|(a, b)| format!(r#"{{"follower":"{a}","followee":"{b}","created_at":{t0}}}"#))
         .collect();
         let posts = vec![
-            format!(r#"{{"id":"{}","author":"ann","text":"hello @bob @zed"}}"#, p(1)),
+            format!(
+                r#"{{"id":"{}","author":"ann","text":"hello @bob @zed"}}"#,
+                p(1)
+            ),
             format!(
                 r#"{{"id":"{}","author":"bob","text":"@ann yes @cat","in_reply_to":"{}"}}"#,
                 p(2),
@@ -134,7 +142,9 @@ async fn a_load_derives_notifications_reply_counts_and_removes_follows_beside_bl
         assert_eq!(n, 6 + 3 + 2 + 2, "{label}");
 
         // A later load of a block: dan's follows both ways go, and their notifications.
-        let blocks = vec![format!(r#"{{"user":"ann","other":"dan","created_at":{t0}}}"#)];
+        let blocks = vec![format!(
+            r#"{{"user":"ann","other":"dan","created_at":{t0}}}"#
+        )];
         let store = import(
             &test,
             ImportFiles {
@@ -145,7 +155,11 @@ async fn a_load_derives_notifications_reply_counts_and_removes_follows_beside_bl
         .await
         .unwrap();
         let n = assert_notifications_derived(&store, &label).await;
-        assert_eq!(n, 4 + 3 + 2 + 2, "{label}: the follows beside the block are gone");
+        assert_eq!(
+            n,
+            4 + 3 + 2 + 2,
+            "{label}: the follows beside the block are gone"
+        );
         drop(store);
 
         let server = TestServer::start(test).await;
@@ -163,7 +177,10 @@ async fn a_load_derives_notifications_reply_counts_and_removes_follows_beside_bl
         assert_eq!(status, StatusCode::FORBIDDEN, "{label}");
         let (_, mutes) = api.get("/v1/users/bob/mutes").await;
         assert_eq!(mutes["items"][0]["id"], "cat", "{label}: {mutes}");
-        assert_eq!(mutes["items"][0]["notifications"], false, "{label}: {mutes}");
+        assert_eq!(
+            mutes["items"][0]["notifications"], false,
+            "{label}: {mutes}"
+        );
         // The workers start at the head: nothing replayed, and a new follow notifies once.
         server.settle().await;
         let (status, _) = api.put("/v1/users/cat/following/bob").await;
@@ -172,7 +189,11 @@ async fn a_load_derives_notifications_reply_counts_and_removes_follows_beside_bl
         let (_, page) = api.get("/v1/users/bob/notifications?limit=100").await;
         let items = page["items"].as_array().unwrap();
         let follows: Vec<_> = items.iter().filter(|i| i["type"] == "follow").collect();
-        assert_eq!(follows.len(), 2, "{label}: ann's loaded and cat's new: {page}");
+        assert_eq!(
+            follows.len(),
+            2,
+            "{label}: ann's loaded and cat's new: {page}"
+        );
         // And ann's reply and mention, and dan's like of bob's reply.
         assert_eq!(items.len(), 2 + 3, "{label}: {page}");
         server.stop().await;
@@ -237,8 +258,14 @@ async fn bad_blocks_mutes_and_replies_are_reported_by_line_and_nothing_is_writte
                 .any(|l| l.trim_start().starts_with(wanted.trim_end()) && l.contains(says));
             assert!(found, "{kind:?}: {name}:{line} {says:?} in\n{why}");
         }
-        assert!(why.contains(&at("blocks", 2)), "{kind:?}: the block is named: {why}");
-        assert!(why.starts_with("nothing was imported; 5 line(s) refused"), "{why}");
+        assert!(
+            why.contains(&at("blocks", 2)),
+            "{kind:?}: the block is named: {why}"
+        );
+        assert!(
+            why.starts_with("nothing was imported; 5 line(s) refused"),
+            "{why}"
+        );
         let store = socialite::app::open_store(&test.config).await.unwrap();
         assert!(store.users.user("ann").await.unwrap().is_none(), "{kind:?}");
     }

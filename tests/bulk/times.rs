@@ -149,7 +149,7 @@ async fn conflicting_duplicates_are_refused_and_identical_ones_written_once() {
         for at in [
             "users.jsonl:3: user \"ann\" again, with another display_name or created_at than at line 1",
             "follows.jsonl:2: follow \"bob\" -> \"ann\" again, with another created_at than at line 1",
-            "posts.jsonl:2: post 000000010000000000000001 again, with another author or text than at line 1",
+            "posts.jsonl:2: post 000000010000000000000001 again, with another author, text or in_reply_to than at line 1",
             "likes.jsonl:2: like of 000000010000000000000001 by \"bob\" again, with another created_at than at line 1",
         ] {
             assert!(error.contains(at), "{kind:?}: {at} in {error}");

@@ -102,11 +102,7 @@ const CHUNK_CAUSES: ChunkRead = ChunkRead {
 };
 
 /// Writes the notifications of the recipients in `(after, through]`; returns how many.
-pub(super) fn write_chunk(
-    tx: &Connection,
-    after: &str,
-    through: Option<&str>,
-) -> StoreResult<u64> {
+pub(super) fn write_chunk(tx: &Connection, after: &str, through: Option<&str>) -> StoreResult<u64> {
     let mut statement = tx.prepare_cached(&CHUNK_CAUSES.sql(through))?;
     let mut rows = statement.query(params![after, through])?;
     let mut written = 0;
@@ -148,4 +144,3 @@ pub(super) fn unstage(tx: &Connection) -> StoreResult<()> {
     tx.execute_batch("DROP TABLE IF EXISTS temp.bulk_causes;")?;
     Ok(())
 }
-

@@ -62,15 +62,26 @@ pub(super) async fn derive(store: &MongoStore) -> StoreResult<u64> {
             post,
         });
     };
-    each(store, FOLLOWS, doc! { "from": 1, "to": 1, "created_at": 1 }, |edge| {
-        let (from, to) = (edge.get_str("from"), edge.get_str("to"));
-        if let (Ok(from), Ok(to)) = (from, to)
-            && notifies(to, from)
-        {
-            add(to, NotificationType::Follow, from, None, int(&edge, "created_at"));
-        }
-        Ok(())
-    })
+    each(
+        store,
+        FOLLOWS,
+        doc! { "from": 1, "to": 1, "created_at": 1 },
+        |edge| {
+            let (from, to) = (edge.get_str("from"), edge.get_str("to"));
+            if let (Ok(from), Ok(to)) = (from, to)
+                && notifies(to, from)
+            {
+                add(
+                    to,
+                    NotificationType::Follow,
+                    from,
+                    None,
+                    int(&edge, "created_at"),
+                );
+            }
+            Ok(())
+        },
+    )
     .await?;
     let mut authors: HashMap<PostId, String> = HashMap::new();
     let projection = doc! { "author": 1, "text": 1, "reply_to": 1 };
@@ -99,7 +110,13 @@ pub(super) async fn derive(store: &MongoStore) -> StoreResult<u64> {
         if let Some(author) = authors.get(&post)
             && notifies(author, user)
         {
-            add(author, NotificationType::Like, user, Some(post), int(&like, "createdAt"));
+            add(
+                author,
+                NotificationType::Like,
+                user,
+                Some(post),
+                int(&like, "createdAt"),
+            );
         }
         Ok(())
     })

@@ -10,12 +10,12 @@ use mongodb::bson::{Bson, Document, doc};
 
 use super::insert_unordered;
 use crate::domain::PostId;
+use crate::store::StoreResult;
 use crate::store::bulk::{RelationRow, Rows};
 use crate::store::mongo::graph::FOLLOWS;
 use crate::store::mongo::relations::{BLOCKS, MUTES};
 use crate::store::mongo::threads::{REPLIES_COUNT, REPLY_TO, reply_from};
 use crate::store::mongo::{MongoStore, all, db_error, oid, post_id};
-use crate::store::StoreResult;
 
 /// Parents read per `$in` query.
 const PARENTS_PER_READ: usize = 500;
