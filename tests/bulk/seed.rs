@@ -40,7 +40,11 @@ async fn the_bulk_seed_writes_the_planned_data_set_and_a_rerun_adds_nothing() {
             // The report counts rows written: a re-run writes none but the follows its
             // blocks removed, which it removes again.
             let removed = want.follows.len() - standing.len();
-            let written = if run == 1 { want.follows.len() } else { removed };
+            let written = if run == 1 {
+                want.follows.len()
+            } else {
+                removed
+            };
             assert_eq!(report.follows as usize, written, "{label}");
             assert_eq!(report.derived.follows_blocked as usize, removed, "{label}");
             let relations = if run == 1 {
