@@ -17,6 +17,7 @@
 //! - **Pipelined:** a producer thread builds batches (generating or parsing) while the
 //!   store writes the previous one.
 
+mod check;
 mod duplicates;
 pub mod import;
 mod lines;

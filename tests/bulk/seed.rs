@@ -17,7 +17,7 @@ async fn the_bulk_seed_writes_the_planned_data_set_and_a_rerun_adds_nothing() {
         let (args, want) = (1..)
             .map(|seed| {
                 let args = SeedArgs {
-                    users: 300,
+                    users: 120,
                     max_follows: 8,
                     posts_per_user: 3,
                     seed,
