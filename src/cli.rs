@@ -50,8 +50,9 @@ pub enum Command {
         #[arg(long, value_name = "FILE")]
         tokens_out: Option<PathBuf>,
     },
-    /// Load users, follows, posts and likes from JSON Lines files in bulk, then build
-    /// every derived datum (the service must be stopped; see the README for the formats).
+    /// Load users, follows, posts (replies too), likes, blocks and mutes from JSON Lines
+    /// files in bulk, then build every derived datum, notifications included (the service
+    /// must be stopped; see docs/operations.md for the formats).
     Import {
         /// Users: {"id", "display_name"?, "created_at"?} per line; `-` for standard input.
         #[arg(long, value_name = "FILE")]
@@ -59,12 +60,18 @@ pub enum Command {
         /// Follows: {"follower", "followee", "created_at"?} per line.
         #[arg(long, value_name = "FILE")]
         follows: Option<PathBuf>,
-        /// Posts: {"id" (24 hex digits), "author", "text"} per line.
+        /// Posts: {"id" (24 hex digits), "author", "text", "in_reply_to"?} per line.
         #[arg(long, value_name = "FILE")]
         posts: Option<PathBuf>,
         /// Likes: {"user", "post", "created_at"?} per line.
         #[arg(long, value_name = "FILE")]
         likes: Option<PathBuf>,
+        /// Blocks: {"user", "other", "created_at"?} per line.
+        #[arg(long, value_name = "FILE")]
+        blocks: Option<PathBuf>,
+        /// Mutes: {"user", "other", "created_at"?, "notifications"?, "until"?} per line.
+        #[arg(long, value_name = "FILE")]
+        mutes: Option<PathBuf>,
     },
     /// Print the OpenAPI document.
     Openapi,
@@ -106,12 +113,6 @@ pub enum AggregatesCommand {
     /// `rebuild`; the incremental worker then continues from the rebuild's watermark.
     Rebuild,
 }
-
-/// What a bulk load does not derive yet, said after every seed and import rather than
-/// left for a reader of the notifications to find out.
-const NOTIFICATIONS_NOT_LOADED: &str = "warning: notifications are not derived for loaded \
-    data: follows, likes, replies and mentions loaded in bulk notify no one (only writes \
-    made through the API do)";
 
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
@@ -171,7 +172,6 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                     config.feed.strategy,
                     config.storage.backend.as_str()
                 );
-                eprintln!("{NOTIFICATIONS_NOT_LOADED}");
                 anyhow::Ok(())
             })
         }
@@ -180,6 +180,8 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             ref follows,
             ref posts,
             ref likes,
+            ref blocks,
+            ref mutes,
         }) => {
             let config = load_config(&cli)?;
             let files = crate::bulk::import::ImportFiles {
@@ -187,6 +189,8 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 follows: follows.clone(),
                 posts: posts.clone(),
                 likes: likes.clone(),
+                blocks: blocks.clone(),
+                mutes: mutes.clone(),
             };
             tokio::runtime::Runtime::new()?.block_on(async move {
                 let store = crate::app::open_store(&config).await?;
@@ -197,7 +201,6 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                     config.feed.strategy,
                     config.storage.backend.as_str()
                 );
-                eprintln!("{NOTIFICATIONS_NOT_LOADED}");
                 anyhow::Ok(())
             })
         }

@@ -20,7 +20,12 @@ use rand::rngs::Xoshiro256PlusPlus;
 use rand::{RngExt, SeedableRng};
 use rand_distr::{Distribution, Zipf};
 
+use crate::service::MuteRequest;
 use crate::service::Social;
+
+pub mod social;
+
+pub use social::{Replies, SeedMute};
 
 pub const ZIPF_THETA: f64 = 0.99;
 /// Writes in flight at once; the embedded store serialises them anyway, MongoDB does not.
@@ -41,6 +46,27 @@ pub struct SeedPlan {
     pub follows: Vec<(usize, usize)>,
     /// `(author index, text)`, in the order they are posted.
     pub posts: Vec<(usize, String)>,
+    /// `(post, parent)` plan indexes of the replies, in post order (`social.rs`).
+    pub replies: Vec<(usize, usize)>,
+    /// `(user, other)` index pairs.
+    pub blocks: Vec<(usize, usize)>,
+    pub mutes: Vec<SeedMute>,
+}
+
+impl SeedPlan {
+    /// The follows that stand once the blocks have removed those beside them.
+    pub fn standing_follows(&self) -> Vec<(usize, usize)> {
+        let blocked: HashSet<(usize, usize)> = self
+            .blocks
+            .iter()
+            .flat_map(|&(a, b)| [(a, b), (b, a)])
+            .collect();
+        self.follows
+            .iter()
+            .copied()
+            .filter(|edge| !blocked.contains(edge))
+            .collect()
+    }
 }
 
 pub fn user_id(index: usize) -> String {
@@ -114,17 +140,25 @@ pub fn plan(args: &SeedArgs) -> SeedPlan {
         follows.extend(chosen.iter().map(|&followee| (follower, followee)));
     }
     let mut posts = Vec::with_capacity(args.users * args.posts_per_user);
+    let (mut replies, mut parents) = (Vec::new(), Replies::new(args));
     for _round in 0..args.posts_per_user {
         for author in 0..args.users {
             let mut text = String::new();
             draws.text(&mut text);
+            if let Some(parent) = parents.parent(posts.len()) {
+                replies.push((posts.len(), parent));
+            }
             posts.push((author, text));
         }
     }
+    let (blocks, mutes) = social::relations(args);
     SeedPlan {
         users,
         follows,
         posts,
+        replies,
+        blocks,
+        mutes,
     }
 }
 
@@ -133,6 +167,8 @@ pub struct SeedReport {
     pub users: usize,
     pub follows: usize,
     pub posts: usize,
+    pub blocks: usize,
+    pub mutes: usize,
     pub seconds: f64,
 }
 
@@ -230,15 +266,59 @@ pub async fn run_with_tokens(
         }
     })
     .await?;
-    phase("posts", plan.posts.iter().collect(), |(author, text)| {
+    // Replies wait for their parents: the other posts first, at once, then the replies
+    // one at a time in plan order (a reply may answer a reply).
+    let ids = Arc::new(Mutex::new(vec![None; plan.posts.len()]));
+    let replying: HashSet<usize> = plan.replies.iter().map(|(k, _)| *k).collect();
+    let plain: Vec<(usize, &(usize, String))> = plan
+        .posts
+        .iter()
+        .enumerate()
+        .filter(|(k, _)| !replying.contains(k))
+        .collect();
+    phase("posts", plain, |(k, (author, text))| {
+        let (social, ids) = (social.clone(), ids.clone());
+        async move {
+            let post = social.post(&user_id(*author), text).await?;
+            ids.lock().unwrap_or_else(|p| p.into_inner())[k] = Some(post.id);
+            Ok(())
+        }
+    })
+    .await?;
+    for &(k, parent) in &plan.replies {
+        let parent = ids.lock().unwrap_or_else(|p| p.into_inner())[parent];
+        let (author, text) = &plan.posts[k];
+        let post = social.post_reply(&user_id(*author), text, parent).await?;
+        ids.lock().unwrap_or_else(|p| p.into_inner())[k] = Some(post.id);
+    }
+    phase("blocks", plan.blocks.clone(), |(user, other)| {
         let social = social.clone();
-        async move { social.post(&user_id(*author), text).await.map(drop) }
+        async move {
+            social
+                .block(&user_id(user), &user_id(other))
+                .await
+                .map(drop)
+        }
+    })
+    .await?;
+    phase("mutes", plan.mutes.clone(), |mute| {
+        let social = social.clone();
+        async move {
+            let request = MuteRequest {
+                notifications: mute.notifications,
+                duration_ms: mute.lasts_ms,
+            };
+            let (user, other) = (user_id(mute.user), user_id(mute.other));
+            social.mute(&user, &other, request).await.map(drop)
+        }
     })
     .await?;
     Ok(SeedReport {
         users: plan.users.len(),
         follows: plan.follows.len(),
         posts: plan.posts.len(),
+        blocks: plan.blocks.len(),
+        mutes: plan.mutes.len(),
         seconds: started.elapsed().as_secs_f64(),
     })
 }

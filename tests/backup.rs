@@ -7,7 +7,8 @@
 //! the backup under a write load is in `backup/load.rs`; refusals (a live store, a lease
 //! still held, a damaged or foreign copy) and restores onto stopped and killed stores are
 //! in `backup/restore.rs`; copies cut short, changed or without a manifest in
-//! `backup/verify.rs`; event ids across a restore in `backup/ids.rs`.
+//! `backup/verify.rs`; event ids across a restore in `backup/ids.rs`; blocks, mutes,
+//! replies and notifications carried by a restore in `backup/social.rs`.
 
 mod common;
 #[path = "backup/ids.rs"]
@@ -16,6 +17,8 @@ mod ids;
 mod load;
 #[path = "backup/restore.rs"]
 mod restore;
+#[path = "backup/social.rs"]
+mod social;
 #[path = "stream/sse.rs"]
 mod sse;
 #[path = "backup/verify.rs"]

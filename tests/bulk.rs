@@ -4,7 +4,8 @@
 //! every activity log, tag counts and trends. Re-runs, interrupted loads, malformed and
 //! truncated files, and a live server beside the import are in `bulk/failures.rs`; the
 //! seeder's data set in `bulk/seed.rs`; serve and load excluding each other in
-//! `bulk/guard.rs`; the time range, post ids and repeated keys in `bulk/times.rs`.
+//! `bulk/guard.rs`; the time range, post ids and repeated keys in `bulk/times.rs`;
+//! blocks, mutes, replies and the derived notifications in `bulk/social.rs`.
 
 mod common;
 
@@ -14,6 +15,8 @@ mod failures;
 mod guard;
 #[path = "bulk/seed.rs"]
 mod seed;
+#[path = "bulk/social.rs"]
+mod social;
 #[path = "bulk/times.rs"]
 mod times;
 
@@ -154,6 +157,7 @@ pub fn files(paths: &[PathBuf; 4]) -> socialite::bulk::import::ImportFiles {
         follows: Some(paths[1].clone()),
         posts: Some(paths[2].clone()),
         likes: Some(paths[3].clone()),
+        ..Default::default()
     }
 }
 

@@ -16,8 +16,8 @@ use socialite::derived::{FollowSource, PostSource, Sources, TimelineRules, Windo
 use socialite::domain::{FeedStrategy, PostId, now_ms};
 use socialite::feed::FeedSettings;
 use socialite::store::bulk::{
-    BulkStore, DeriveSettings, Derived, Exclusion, FollowRow, LikeRow, PostRow, Rows, StepReport,
-    TimelineLayout, TokenRow, UserRow,
+    BulkStore, DeriveSettings, Derived, Exclusion, FollowRow, LikeRow, PostRow, RelationRow, Rows,
+    StepReport, TimelineLayout, TokenRow, UserRow,
 };
 use socialite::store::{Store, StoreError, StoreResult};
 
@@ -270,6 +270,9 @@ impl BulkStore for CrashingRebuild {
     }
     async fn insert_tokens(&self, rows: Rows<TokenRow>) -> StoreResult<u64> {
         self.0.insert_tokens(rows).await
+    }
+    async fn insert_relations(&self, rows: Rows<RelationRow>) -> StoreResult<u64> {
+        self.0.insert_relations(rows).await
     }
     async fn derive_all(
         &self,

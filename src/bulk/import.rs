@@ -1,10 +1,11 @@
-//! `socialite import --users FILE --follows FILE --posts FILE --likes FILE`: JSON Lines
-//! files (formats in `lines.rs`; `-` reads one of them from standard input) loaded in
-//! bulk.
+//! `socialite import --users FILE --follows FILE --posts FILE --likes FILE --blocks FILE
+//! --mutes FILE`: JSON Lines files (formats in `lines.rs`; `-` reads one of them from
+//! standard input) loaded in bulk.
 //!
 //! **Validate first, then write.** Every file is read twice: first every line is parsed
 //! and checked (the API's rules for ids and texts, no self-follows, and every user and
-//! post a line refers to must be in the files or already in the store), and only when
+//! post a line refers to, a reply's parent included, must be in the files or already in
+//! the store; no follow of the files stands beside a block of the files), and only when
 //! no line failed is anything written, in a second read. So a malformed or truncated
 //! file is reported (file, line and why; up to [`MAX_ERRORS`] lines) and leaves the
 //! store untouched. Standard input is copied to a temporary file for the two reads.
@@ -15,19 +16,24 @@
 //! already in the store is kept as stored. The report counts the rows written, so
 //! repeats and rows already there are not counted.
 //!
-//! Memory: the ids of the users file, and of the posts file when there is a likes file,
-//! are kept for the reference checks, and a hash of every key for the repeats.
+//! **Blocks beside follows.** A follow and a block of the same two users (either way) in
+//! the files refuse the import, naming both lines: the files contradict each other (the
+//! API refuses a follow while a block stands, and a block removes the follows). A block
+//! loaded beside a follow already in the store removes that follow, as the API's block
+//! does; so does a loaded follow beside a stored block (the load's report counts them).
+//!
+//! Memory: the ids of the users file and of the posts file are kept for the reference
+//! checks, the pairs of the blocks file, and a hash of every key for the repeats.
 
-use std::collections::{HashMap, HashSet};
 use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
 
 use anyhow::Context;
 
-use super::duplicates::{Repeat, Seen};
+use super::check::{check_all, check_references};
 use super::lines::{self, LineError};
 use super::{BATCH, LoadReport, Loader, Source};
-use crate::domain::{PostId, now_ms};
+use crate::domain::now_ms;
 use crate::store::Store;
 use crate::store::bulk::{DeriveSettings, Rows};
 
@@ -41,12 +47,14 @@ pub struct ImportFiles {
     pub follows: Option<PathBuf>,
     pub posts: Option<PathBuf>,
     pub likes: Option<PathBuf>,
+    pub blocks: Option<PathBuf>,
+    pub mutes: Option<PathBuf>,
 }
 
 /// A file to read: its name as given, and where its bytes are.
-struct Input {
-    label: String,
-    path: PathBuf,
+pub(super) struct Input {
+    pub(super) label: String,
+    pub(super) path: PathBuf,
     /// Standard input's copy, removed when dropped.
     spooled: bool,
 }
@@ -91,7 +99,7 @@ fn input(given: &Option<PathBuf>, stdin_taken: &mut bool) -> anyhow::Result<Opti
 
 /// Calls `each` with every line's number and text (blank lines are skipped), and
 /// `read` with the bytes read so far. Stops at the first `Err` of `each`.
-fn for_each_line(
+pub(super) fn for_each_line(
     input: &Input,
     mut each: impl FnMut(u64, &str) -> Result<(), String>,
     mut read: impl FnMut(u64),
@@ -116,170 +124,6 @@ fn for_each_line(
         }
         each(number, text)?;
     }
-}
-
-/// What the first read learns.
-#[derive(Default)]
-struct Check {
-    errors: Vec<String>,
-    rows: [u64; 4],
-    users: HashSet<String>,
-    posts: HashSet<PostId>,
-    /// References to users and posts not in the files, with where they were first seen.
-    other_users: HashMap<String, String>,
-    other_posts: HashMap<PostId, String>,
-}
-
-impl Check {
-    /// Records a refused line; `Err` once the report is full, to stop reading.
-    fn refuse(&mut self, input: &Input, line: u64, why: LineError) -> Result<(), String> {
-        self.errors.push(format!("{}:{line}: {why}", input.label));
-        if self.errors.len() >= MAX_ERRORS {
-            return Err("too many errors".to_owned());
-        }
-        Ok(())
-    }
-
-    fn user_ref(&mut self, user: &str, input: &Input, line: u64) {
-        if !self.users.contains(user) && !self.other_users.contains_key(user) {
-            let at = format!("{}:{line}", input.label);
-            self.other_users.insert(user.to_owned(), at);
-        }
-    }
-
-    fn post_ref(&mut self, post: PostId, input: &Input, line: u64) {
-        if !self.posts.contains(&post) && !self.other_posts.contains_key(&post) {
-            let at = format!("{}:{line}", input.label);
-            self.other_posts.insert(post, at);
-        }
-    }
-}
-
-/// The first read: parses and checks every line, collecting keys and references.
-fn check_all(inputs: &[Option<Input>; 4], progress: &super::Progress, now: i64) -> Check {
-    let mut check = Check::default();
-    let keep_posts = inputs[3].is_some();
-    // Users, then posts, so that follows and likes find them.
-    for slot in [0, 2, 1, 3] {
-        let Some(input) = &inputs[slot] else { continue };
-        let size = std::fs::metadata(&input.path).map_or(0, |m| m.len());
-        let bar = progress.bar(
-            &format!("check {}", ["users", "follows", "posts", "likes"][slot]),
-            size,
-        );
-        let (mut users, mut follows) = (Rows::default(), Rows::default());
-        let (mut posts, mut likes) = (Rows::default(), Rows::default());
-        let mut seen = Seen::default();
-        let outcome = for_each_line(
-            input,
-            |line, text| {
-                let parsed = match slot {
-                    0 => lines::user(text, &mut users, now),
-                    1 => lines::follow(text, &mut follows, now),
-                    2 => lines::post(text, &mut posts, now),
-                    _ => lines::like(text, &mut likes, now),
-                };
-                if let Err(why) = parsed {
-                    return check.refuse(input, line, why);
-                }
-                check.rows[slot] += 1;
-                // Set when the line repeats a key with other values: what differs.
-                let mut conflict = None;
-                let mut note = |repeat: Repeat, what: &dyn Fn() -> String| {
-                    if let Repeat::Conflict(first) = repeat {
-                        conflict = Some(format!(
-                            "{} than at line {first}: a conflicting duplicate",
-                            what()
-                        ));
-                    }
-                };
-                if let Some(row) = users.rows().first() {
-                    let id = users.str(row.id);
-                    check.users.insert(id.to_owned());
-                    let values = (users.str(row.display_name), row.created_at_ms);
-                    note(seen.note(&id, &values, line), &|| {
-                        format!("user {id:?} again, with another display_name or created_at")
-                    });
-                } else if let Some(row) = follows.rows().first() {
-                    let (from, to) = (follows.str(row.follower), follows.str(row.followee));
-                    check.user_ref(from, input, line);
-                    check.user_ref(to, input, line);
-                    note(seen.note(&(from, to), &row.created_at_ms, line), &|| {
-                        format!("follow {from:?} -> {to:?} again, with another created_at")
-                    });
-                } else if let Some(row) = posts.rows().first() {
-                    check.user_ref(posts.str(row.author), input, line);
-                    if keep_posts {
-                        check.posts.insert(row.id);
-                    }
-                    let values = (posts.str(row.author), posts.str(row.text));
-                    note(seen.note(&row.id, &values, line), &|| {
-                        format!("post {} again, with another author or text", row.id)
-                    });
-                } else if let Some(row) = likes.rows().first() {
-                    let user = likes.str(row.user);
-                    check.user_ref(user, input, line);
-                    check.post_ref(row.post, input, line);
-                    note(
-                        seen.note(&(user, row.post), &row.created_at_ms, line),
-                        &|| {
-                            format!(
-                                "like of {} by {user:?} again, with another created_at",
-                                row.post
-                            )
-                        },
-                    );
-                }
-                if let Some(why) = conflict {
-                    return check.refuse(input, line, why);
-                }
-                users.clear();
-                follows.clear();
-                posts.clear();
-                likes.clear();
-                Ok(())
-            },
-            |bytes| bar.inc(bytes),
-        );
-        bar.finish();
-        if let Err(why) = outcome
-            && check.errors.len() < MAX_ERRORS
-        {
-            check.errors.push(why);
-        }
-        if check.errors.len() >= MAX_ERRORS {
-            break;
-        }
-    }
-    check
-}
-
-/// References to users and posts that are not in the files must be in the store.
-async fn check_references(store: &Store, check: &mut Check) -> anyhow::Result<()> {
-    let users: Vec<(String, String)> = check.other_users.drain().collect();
-    for (user, at) in users {
-        if store.users.user(&user).await?.is_none() {
-            check.errors.push(format!(
-                "{at}: user {user:?} is neither in the users file nor in the store"
-            ));
-        }
-    }
-    let posts: Vec<(PostId, String)> = check.other_posts.drain().collect();
-    for chunk in posts.chunks(500) {
-        let ids: Vec<PostId> = chunk.iter().map(|(id, _)| *id).collect();
-        let found: HashSet<PostId> = store
-            .content
-            .existing_posts(&ids, &[])
-            .await?
-            .into_iter()
-            .collect();
-        for (post, at) in chunk.iter().filter(|(id, _)| !found.contains(id)) {
-            check.errors.push(format!(
-                "{at}: post {post} is neither in the posts file nor in the store"
-            ));
-        }
-    }
-    Ok(())
 }
 
 /// Reads `input` again into batches of [`BATCH`] rows, handing each to `send`.
@@ -322,15 +166,17 @@ pub async fn run(
     super::ensure_stopped(&store).await?;
     let now = now_ms();
     let mut stdin_taken = false;
-    let inputs: [Option<Input>; 4] = [
+    let inputs: [Option<Input>; 6] = [
         input(&files.users, &mut stdin_taken)?,
         input(&files.follows, &mut stdin_taken)?,
         input(&files.posts, &mut stdin_taken)?,
         input(&files.likes, &mut stdin_taken)?,
+        input(&files.blocks, &mut stdin_taken)?,
+        input(&files.mutes, &mut stdin_taken)?,
     ];
     anyhow::ensure!(
         inputs.iter().any(Option::is_some),
-        "nothing to import: give --users, --follows, --posts or --likes"
+        "nothing to import: give --users, --follows, --posts, --likes, --blocks or --mutes"
     );
     let progress = super::Progress::new();
     let (inputs, mut check) = tokio::task::spawn_blocking(move || {
@@ -354,7 +200,7 @@ pub async fn run(
             check.errors.join("\n  ")
         );
     }
-    let [users, follows, posts, likes] = inputs;
+    let [users, follows, posts, likes, blocks, mutes] = inputs;
     let mut loader = Loader::begin(store, settings).await?;
     if let Some(input) = users {
         let produce = move |send: &mut dyn FnMut(_) -> _| {
@@ -406,6 +252,22 @@ pub async fn run(
                 produce,
                 |s, rows| async move { s.bulk.insert_likes(rows).await },
             )
+            .await?;
+    }
+    for (input, mute) in [(blocks, false), (mutes, true)] {
+        let Some(input) = input else { continue };
+        let produce = move |send: &mut dyn FnMut(_) -> _| {
+            let parse = |text: &str, rows: &mut _| lines::relation(text, rows, now, mute);
+            batches(&input, parse, send)
+        };
+        let (source, expected) = match mute {
+            false => (Source::Blocks, check.rows[4]),
+            true => (Source::Mutes, check.rows[5]),
+        };
+        loader
+            .load(source, expected, produce, |s, rows| async move {
+                s.bulk.insert_relations(rows).await
+            })
             .await?;
     }
     loader.finish().await

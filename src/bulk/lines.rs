@@ -7,6 +7,9 @@
 //! | follows | `{"follower": "u2", "followee": "u1", "created_at": 1700000000000}` | no self-follows |
 //! | posts | `{"id": "65a1...", "author": "u1", "text": "hello"}` | `id`: 24 hex digits; its first 6 bytes are the time |
 //! | likes | `{"user": "u2", "post": "65a1...", "created_at": 1700000000000}` | |
+//! | posts (a reply) | `{"id": "65a2...", "author": "u2", "text": "yes", "in_reply_to": "65a1..."}` | the parent is an earlier post |
+//! | blocks | `{"user": "u1", "other": "u2", "created_at": 1700000000000}` | no self-blocks |
+//! | mutes | `{"user": "u1", "other": "u2", "created_at": 1700000000000, "notifications": false, "until": 1700003600000}` | `notifications` defaults to true; no `until`: for ever |
 //!
 //! `created_at` (milliseconds since the epoch) is optional and defaults to the time the
 //! import started. A post's time is its id's, as for posts made through the API: 4 bytes
@@ -22,10 +25,12 @@ use std::borrow::Cow;
 
 use serde::Deserialize;
 
+use crate::domain::relations::MuteSettings;
 use crate::domain::{
-    PostId, check_time_at, validate_display_name, validate_post_text, validate_user_id,
+    PostId, check_time_at, check_time_ms, validate_display_name, validate_post_text,
+    validate_user_id,
 };
-use crate::store::bulk::{FollowRow, LikeRow, PostRow, Rows, UserRow};
+use crate::store::bulk::{FollowRow, LikeRow, PostRow, RelationRow, Rows, UserRow};
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -56,6 +61,30 @@ struct PostLine<'a> {
     author: Cow<'a, str>,
     #[serde(borrow)]
     text: Cow<'a, str>,
+    #[serde(borrow, default)]
+    in_reply_to: Option<Cow<'a, str>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct BlockLine<'a> {
+    #[serde(borrow)]
+    user: Cow<'a, str>,
+    #[serde(borrow)]
+    other: Cow<'a, str>,
+    created_at: Option<i64>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct MuteLine<'a> {
+    #[serde(borrow)]
+    user: Cow<'a, str>,
+    #[serde(borrow)]
+    other: Cow<'a, str>,
+    created_at: Option<i64>,
+    notifications: Option<bool>,
+    until: Option<i64>,
 }
 
 #[derive(Deserialize)]
@@ -145,8 +174,71 @@ pub fn post(line: &str, rows: &mut Rows<PostRow>, now: i64) -> Result<(), LineEr
     let id = new_post_id(&parsed.id, now)?;
     validate_user_id(&parsed.author)?;
     validate_post_text(&parsed.text)?;
+    let reply_to = match parsed.in_reply_to.as_deref() {
+        None => None,
+        Some(parent) => {
+            let parent = post_id(parent).map_err(|e| format!("in_reply_to: {e}"))?;
+            if parent >= id {
+                return Err(format!(
+                    "in_reply_to {parent} is not an earlier post than {id}: a reply answers a \
+                     post made before it"
+                ));
+            }
+            Some(parent)
+        }
+    };
     let (author, text) = (rows.intern(&parsed.author), rows.intern(&parsed.text));
-    rows.push(PostRow { id, author, text });
+    rows.push(PostRow {
+        id,
+        author,
+        text,
+        reply_to,
+    });
+    Ok(())
+}
+
+/// A blocks line (`mute: false`) or a mutes line into `rows`.
+pub fn relation(
+    line: &str,
+    rows: &mut Rows<RelationRow>,
+    now: i64,
+    mute: bool,
+) -> Result<(), LineError> {
+    let (user, other, created_at, settings) = if mute {
+        let parsed: MuteLine<'_> = parse(line)?;
+        let created_at_ms = time(parsed.created_at, now)?;
+        if let Some(until) = parsed.until {
+            check_time_ms(until).map_err(|e| format!("until: {e}"))?;
+            if until <= created_at_ms {
+                return Err(format!(
+                    "until {until} is not after created_at {created_at_ms}: the mute would \
+                     have ended before it began"
+                ));
+            }
+        }
+        let settings = MuteSettings {
+            notifications: parsed.notifications.unwrap_or(true),
+            until_ms: parsed.until,
+        };
+        (parsed.user, parsed.other, created_at_ms, Some(settings))
+    } else {
+        let parsed: BlockLine<'_> = parse(line)?;
+        let created_at_ms = time(parsed.created_at, now)?;
+        (parsed.user, parsed.other, created_at_ms, None)
+    };
+    validate_user_id(&user)?;
+    validate_user_id(&other)?;
+    if user == other {
+        let verb = if mute { "mute" } else { "block" };
+        return Err(format!("{user} cannot {verb} themselves"));
+    }
+    let (user, other) = (rows.intern(&user), rows.intern(&other));
+    rows.push(RelationRow {
+        user,
+        other,
+        created_at_ms: created_at,
+        mute: settings,
+    });
     Ok(())
 }
 

@@ -17,6 +17,7 @@
 //! - **Pipelined:** a producer thread builds batches (generating or parsing) while the
 //!   store writes the previous one.
 
+mod check;
 mod duplicates;
 pub mod import;
 mod lines;
@@ -34,16 +35,17 @@ use crate::config::Config;
 use crate::domain::{ActivityLimits, now_ms};
 use crate::store::Store;
 use crate::store::bulk::{DeriveSettings, Derived, Rows};
-use crate::workers::{activity, aggregates, counters, events, timelines};
+use crate::workers::{activity, aggregates, counters, events, notifications, timelines};
 
 /// Rows per batch: one transaction on the embedded store, one `insert_many` on MongoDB.
 pub const BATCH: usize = 50_000;
 /// The workers that read the change feed, and the one that reads the event log.
-const CHANGE_WORKERS: [&str; 4] = [
+const CHANGE_WORKERS: [&str; 5] = [
     activity::NAME,
     timelines::NAME,
     counters::NAME,
     events::NAME,
+    notifications::NAME,
 ];
 const EVENT_WORKERS: [&str; 1] = [aggregates::NAME];
 
@@ -54,6 +56,8 @@ pub enum Source {
     Follows,
     Posts,
     Likes,
+    Blocks,
+    Mutes,
     /// API tokens: loaded, but not counted as source rows.
     Tokens,
 }
@@ -65,6 +69,8 @@ impl Source {
             Source::Follows => "follows",
             Source::Posts => "posts",
             Source::Likes => "likes",
+            Source::Blocks => "blocks",
+            Source::Mutes => "mutes",
             Source::Tokens => "tokens",
         }
     }
@@ -77,6 +83,8 @@ pub struct LoadReport {
     pub follows: u64,
     pub posts: u64,
     pub likes: u64,
+    pub blocks: u64,
+    pub mutes: u64,
     /// Rows handed to the store but not written: their key was already stored (a
     /// re-run), or repeated an earlier row of the same values.
     pub not_written: u64,
@@ -87,7 +95,7 @@ pub struct LoadReport {
 
 impl LoadReport {
     pub fn rows(&self) -> u64 {
-        self.users + self.follows + self.posts + self.likes
+        self.users + self.follows + self.posts + self.likes + self.blocks + self.mutes
     }
 
     pub fn rows_per_second(&self) -> f64 {
@@ -99,13 +107,16 @@ impl std::fmt::Display for LoadReport {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "{} users, {} follows, {} posts, {} likes written ({} source rows; {} more already \
-             stored or repeated) in {:.1} s: {:.0} rows/s, \
-             derived data included ({} activity entries, {} timeline entries, {} events)",
+            "{} users, {} follows, {} posts, {} likes, {} blocks, {} mutes written ({} source \
+             rows; {} more already stored or repeated) in {:.1} s: {:.0} rows/s, \
+             derived data included ({} activity entries, {} timeline entries, {} events, \
+             {} notifications; {} follows removed beside blocks)",
             self.users,
             self.follows,
             self.posts,
             self.likes,
+            self.blocks,
+            self.mutes,
             self.rows(),
             self.not_written,
             self.seconds,
@@ -113,6 +124,8 @@ impl std::fmt::Display for LoadReport {
             self.derived.activity_entries,
             self.derived.timeline_entries,
             self.derived.events,
+            self.derived.notifications,
+            self.derived.follows_blocked,
         )
     }
 }
@@ -240,6 +253,8 @@ impl Loader {
             Source::Follows => self.report.follows += rows,
             Source::Posts => self.report.posts += rows,
             Source::Likes => self.report.likes += rows,
+            Source::Blocks => self.report.blocks += rows,
+            Source::Mutes => self.report.mutes += rows,
             Source::Tokens => {}
         }
         Ok(rows)

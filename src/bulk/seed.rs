@@ -2,7 +2,8 @@
 //! same users, edges and texts for the same seed), drawn as it is written so that no
 //! more than a batch is held in memory, then derived data built in bulk.
 //!
-//! Times: every user is created at the seed's base time, every follow 1 ms later, and
+//! Times: every user is created at the seed's base time, every follow, block and mute
+//! 1 ms later (a timed mute lasting from there), and
 //! post `k` of the plan (round by round, every user in turn) at `base + 2 + k` ms, so
 //! posts are 1 ms apart, in plan order, and the newest is about now. A re-run keeps the
 //! base of the first run (it reads `u0`'s creation time), so it writes the same ids,
@@ -16,10 +17,13 @@ use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 
 use super::{BATCH, LoadReport, Loader, Source};
+use crate::domain::relations::MuteSettings;
 use crate::domain::{PostId, now_ms};
-use crate::seed::{Draws, SeedArgs, user_id};
+use crate::seed::{Draws, Replies, SeedArgs, user_id};
 use crate::store::Store;
-use crate::store::bulk::{DeriveSettings, FollowRow, PostRow, Rows, TokenRow, UserRow};
+use crate::store::bulk::{
+    DeriveSettings, FollowRow, PostRow, RelationRow, Rows, TokenRow, UserRow,
+};
 
 /// Writes a user id into `rows` without a temporary `String`.
 fn intern_user<R>(rows: &mut Rows<R>, index: usize) -> crate::store::bulk::Span {
@@ -113,14 +117,20 @@ pub async fn run(
         .await?;
 
     let posts = users * args.posts_per_user;
+    let mut replies = Replies::new(&args);
     let produce = move |send: &mut dyn FnMut(Rows<PostRow>) -> anyhow::Result<()>| {
         let mut draws = draws.lock().unwrap_or_else(|p| p.into_inner());
         let mut rows = Rows::with_capacity(BATCH, 90);
+        let id_of = |k: usize| PostId::at(base + 2 + k as i64, 0);
         for k in 0..posts {
             let author = intern_user(&mut rows, k % users);
             let text = rows.intern_with(|s| draws.text(s));
-            let id = PostId::at(base + 2 + k as i64, 0);
-            rows.push(PostRow { id, author, text });
+            rows.push(PostRow {
+                id: id_of(k),
+                author,
+                text,
+                reply_to: replies.parent(k).map(id_of),
+            });
             if rows.len() == BATCH {
                 send(std::mem::replace(&mut rows, Rows::with_capacity(BATCH, 90)))?;
             }
@@ -135,7 +145,54 @@ pub async fn run(
             s.bulk.insert_posts(rows).await
         })
         .await?;
+    relations(&mut loader, &args, base).await?;
     loader.finish().await
+}
+
+/// The plan's blocks and mutes (`seed/social.rs`), made 1 ms after the users.
+async fn relations(loader: &mut Loader, args: &SeedArgs, base: i64) -> anyhow::Result<()> {
+    let (blocks, mutes) = crate::seed::social::relations(args);
+    let at = base + 1;
+    for (source, mute) in [(Source::Blocks, false), (Source::Mutes, true)] {
+        let mut rows = Rows::with_capacity(blocks.len().max(mutes.len()), 12);
+        if mute {
+            for m in &mutes {
+                let (user, other) = (
+                    intern_user(&mut rows, m.user),
+                    intern_user(&mut rows, m.other),
+                );
+                let settings = MuteSettings {
+                    notifications: m.notifications,
+                    until_ms: m.lasts_ms.map(|ms| at + ms),
+                };
+                rows.push(RelationRow {
+                    user,
+                    other,
+                    created_at_ms: at,
+                    mute: Some(settings),
+                });
+            }
+        } else {
+            for &(user, other) in &blocks {
+                let (user, other) = (intern_user(&mut rows, user), intern_user(&mut rows, other));
+                rows.push(RelationRow {
+                    user,
+                    other,
+                    created_at_ms: at,
+                    mute: None,
+                });
+            }
+        }
+        let expected = rows.len() as u64;
+        let produce =
+            move |send: &mut dyn FnMut(Rows<RelationRow>) -> anyhow::Result<()>| send(rows);
+        loader
+            .load(source, expected, produce, |s, rows| async move {
+                s.bulk.insert_relations(rows).await
+            })
+            .await?;
+    }
+    Ok(())
 }
 
 /// Issues every user a token and writes the values to `path` (only hashes are stored).

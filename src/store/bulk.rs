@@ -26,7 +26,10 @@ use std::sync::Arc;
 use async_trait::async_trait;
 
 use super::{LogBounds, StoreResult, TokenHash};
-use crate::domain::{ActivityLimits, FeedStrategy, PostId};
+use crate::domain::relations::MuteSettings;
+use crate::domain::{
+    ActivityLimits, FeedStrategy, Notification, NotificationType, PostId, rebuilt_notification_id,
+};
 
 /// A string inside a [`Rows`] buffer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -120,12 +123,14 @@ pub struct FollowRow {
     pub created_at_ms: i64,
 }
 
-/// A post; its creation time is its id's.
+/// A post; its creation time is its id's. A reply names its parent only: the parent's
+/// author (`reply_to_author`) and the parent's `replies_count` are derived by the load.
 #[derive(Debug, Clone, Copy)]
 pub struct PostRow {
     pub id: PostId,
     pub author: Span,
     pub text: Span,
+    pub reply_to: Option<PostId>,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -133,6 +138,16 @@ pub struct LikeRow {
     pub user: Span,
     pub post: PostId,
     pub created_at_ms: i64,
+}
+
+/// A block of `other` by `user`, or, with `mute`, a mute.
+#[derive(Debug, Clone, Copy)]
+pub struct RelationRow {
+    pub user: Span,
+    pub other: Span,
+    pub created_at_ms: i64,
+    /// `None`: a block.
+    pub mute: Option<MuteSettings>,
 }
 
 /// An API token, by the SHA-256 of its value (see the tokens port).
@@ -179,6 +194,10 @@ pub struct Derived {
     pub delivered: u64,
     pub tags: u64,
     pub events: u64,
+    /// Follows removed because a block stands between the two (either way): no follow
+    /// stands beside a block, as the API's block removes them.
+    pub follows_blocked: u64,
+    pub notifications: u64,
 }
 
 /// Why serving or loading was refused: the other holds the store.
@@ -259,10 +278,15 @@ pub trait BulkStore: Send + Sync + 'static {
     async fn insert_posts(&self, rows: Rows<PostRow>) -> StoreResult<u64>;
     async fn insert_likes(&self, rows: Rows<LikeRow>) -> StoreResult<u64>;
     async fn insert_tokens(&self, rows: Rows<TokenRow>) -> StoreResult<u64>;
+    /// Blocks and mutes; a row whose (user, other) is stored as the same kind is skipped.
+    async fn insert_relations(&self, rows: Rows<RelationRow>) -> StoreResult<u64>;
     /// Builds every derived datum from all the sources the store holds, replacing what
-    /// was there: counters, activity logs, the configured strategy's timelines (caches
+    /// was there: first the sources' own consequences (the follows beside a block
+    /// removed, each reply's parent author filled in, every `replies_count` recounted),
+    /// then counters, activity logs, the configured strategy's timelines (caches
     /// are dropped, to be rebuilt on first read; buckets are materialised), delivery
-    /// markers, tag counts and a bounded event log.
+    /// markers, tag counts, a bounded event log, and every notification with its groups
+    /// as the notifications worker's rebuild writes them ([`rebuilt_for_user`]).
     async fn derive_all(&self, settings: &DeriveSettings, step: StepReport)
     -> StoreResult<Derived>;
     /// The timeline steps of [`BulkStore::derive_all`] alone, for a store whose
@@ -293,4 +317,34 @@ pub trait BulkStore: Send + Sync + 'static {
     ) -> StoreResult<()>;
     /// Restores the store's normal settings and clears the load's mark.
     async fn finish_load(&self) -> StoreResult<()>;
+}
+
+/// A standing cause of a notification of one user: what `derived::notifications`
+/// keys it by, and the time of its cause.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Cause {
+    pub at_ms: i64,
+    pub kind: NotificationType,
+    pub actor: String,
+    pub post: Option<PostId>,
+}
+
+/// `user`'s notifications from their causes, with rebuilt ids: ranked by (time, key),
+/// as `derived::notifications::rebuilt` ranks them, so a bulk load writes exactly what
+/// the notifications worker's rebuild would.
+pub fn rebuilt_for_user(user: &str, mut causes: Vec<Cause>) -> Vec<Notification> {
+    causes.sort();
+    causes.dedup();
+    causes
+        .into_iter()
+        .enumerate()
+        .map(|(rank, cause)| Notification {
+            id: rebuilt_notification_id(cause.at_ms, rank as u64),
+            user: user.to_owned(),
+            kind: cause.kind,
+            actor: cause.actor,
+            post: cause.post,
+            at_ms: cause.at_ms,
+        })
+        .collect()
 }

@@ -29,6 +29,7 @@ fn files(
         follows,
         posts,
         likes,
+        ..Default::default()
     }
 }
 
@@ -148,7 +149,7 @@ async fn conflicting_duplicates_are_refused_and_identical_ones_written_once() {
         for at in [
             "users.jsonl:3: user \"ann\" again, with another display_name or created_at than at line 1",
             "follows.jsonl:2: follow \"bob\" -> \"ann\" again, with another created_at than at line 1",
-            "posts.jsonl:2: post 000000010000000000000001 again, with another author or text than at line 1",
+            "posts.jsonl:2: post 000000010000000000000001 again, with another author, text or in_reply_to than at line 1",
             "likes.jsonl:2: like of 000000010000000000000001 by \"bob\" again, with another created_at than at line 1",
         ] {
             assert!(error.contains(at), "{kind:?}: {at} in {error}");
@@ -218,7 +219,12 @@ async fn the_api_survives_times_written_before_the_range_was_enforced() {
             let mut posts = Rows::default();
             let (author, text) = (posts.intern("ann"), posts.intern("from 2097"));
             let id: PostId = "f00000000000000000000001".parse().unwrap();
-            posts.push(PostRow { id, author, text });
+            posts.push(PostRow {
+                id,
+                author,
+                text,
+                reply_to: None,
+            });
             store.bulk.insert_posts(posts).await.unwrap();
             let settings = socialite::bulk::derive_settings(&test.config);
             let step = std::sync::Arc::new(|_: &'static str| {});

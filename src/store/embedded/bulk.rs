@@ -14,6 +14,8 @@ pub(super) mod activity;
 mod derive;
 mod events;
 mod feed;
+mod notifications;
+mod sources;
 mod timelines;
 
 use async_trait::async_trait;
@@ -25,8 +27,8 @@ use super::lock::{LockError, StoreLock};
 use super::{EmbeddedStore, Synchronous, run_blocking};
 use crate::domain::ChangePosition;
 use crate::store::bulk::{
-    BulkStore, DeriveSettings, Derived, Exclusion, FollowRow, LikeRow, PostRow, Rows, StepReport,
-    TokenRow, UserRow,
+    BulkStore, DeriveSettings, Derived, Exclusion, FollowRow, LikeRow, PostRow, RelationRow, Rows,
+    StepReport, TokenRow, UserRow,
 };
 use crate::store::leases::initial_version;
 use crate::store::{StoreError, StoreResult};
@@ -253,14 +255,16 @@ impl BulkStore for EmbeddedStore {
     async fn insert_posts(&self, rows: Rows<PostRow>) -> StoreResult<u64> {
         self.write(move |tx| {
             let mut insert = tx.prepare_cached(
-                "INSERT INTO posts (id, author, text) VALUES (?1, ?2, ?3) ON CONFLICT DO NOTHING",
+                "INSERT INTO posts (id, author, text, reply_to) VALUES (?1, ?2, ?3, ?4)
+                 ON CONFLICT DO NOTHING",
             )?;
             let mut added = 0;
             for row in rows.rows() {
                 added += insert.execute(params![
                     &row.id.bytes()[..],
                     rows.str(row.author),
-                    rows.str(row.text)
+                    rows.str(row.text),
+                    row.reply_to.map(|p| p.bytes().to_vec()),
                 ])?;
             }
             if let Some(newest) = rows.rows().iter().map(|r| r.id).max() {
@@ -312,6 +316,11 @@ impl BulkStore for EmbeddedStore {
             Ok(added as u64)
         })
         .await
+    }
+
+    async fn insert_relations(&self, rows: Rows<RelationRow>) -> StoreResult<u64> {
+        self.write(move |tx| sources::insert_relations(tx, &rows))
+            .await
     }
 
     async fn derive_all(

@@ -12,6 +12,8 @@
 mod derive;
 mod feed;
 mod gate;
+mod notifications;
+mod sources;
 
 pub(super) use gate::Registration;
 
@@ -24,8 +26,8 @@ use super::leases::LEASES;
 use super::{MongoStore, db_error, oid};
 use crate::domain::now_ms;
 use crate::store::bulk::{
-    BulkStore, DeriveSettings, Derived, Exclusion, FollowRow, LikeRow, PostRow, Rows, StepReport,
-    TokenRow, UserRow,
+    BulkStore, DeriveSettings, Derived, Exclusion, FollowRow, LikeRow, PostRow, RelationRow, Rows,
+    StepReport, TokenRow, UserRow,
 };
 use crate::store::leases::initial_version;
 use crate::store::{ChangeFeed, StoreError, StoreResult};
@@ -181,7 +183,15 @@ impl BulkStore for MongoStore {
         let docs = rows
             .rows()
             .iter()
-            .map(|r| doc! { "_id": oid(r.id), "author": rows.str(r.author), "text": rows.str(r.text) })
+            .map(|r| {
+                let mut post =
+                    doc! { "_id": oid(r.id), "author": rows.str(r.author), "text": rows.str(r.text) };
+                // The parent's author is filled in when the load derives (`sources.rs`).
+                if let Some(parent) = r.reply_to {
+                    post.insert(super::threads::REPLY_TO, doc! { "post": oid(parent) });
+                }
+                post
+            })
             .collect();
         // Ids this process hands out afterwards stay above the loaded ones.
         if let Some(newest) = rows.rows().iter().map(|r| r.id).max() {
@@ -216,6 +226,10 @@ impl BulkStore for MongoStore {
             })
             .collect();
         insert_unordered(&self.collection(super::tokens::TOKENS), docs).await
+    }
+
+    async fn insert_relations(&self, rows: Rows<RelationRow>) -> StoreResult<u64> {
+        sources::insert_relations(self, &rows).await
     }
 
     async fn derive_all(

@@ -7,7 +7,7 @@
 
 use rusqlite::{Connection, OptionalExtension, params};
 
-use super::{activity, events, timelines};
+use super::{activity, events, notifications, sources, timelines};
 use crate::domain::{BucketKind, FeedStrategy};
 use crate::store::StoreResult;
 use crate::store::bulk::TimelineLayout;
@@ -36,6 +36,14 @@ pub(super) async fn derive_all(
     step: StepReport,
 ) -> StoreResult<Derived> {
     let mut derived = Derived::default();
+    step("blocks and replies");
+    derived.follows_blocked = store
+        .write(|tx| {
+            let removed = sources::remove_blocked_follows(tx)?;
+            sources::complete_replies(tx)?;
+            Ok(removed)
+        })
+        .await?;
     let max_events = settings.events.max_count;
     step("event log");
     let (written, head) = store
@@ -66,6 +74,11 @@ pub(super) async fn derive_all(
     derived.tags = store
         .write(move |tx| trends::recount_tags(tx, head, from_hour))
         .await?;
+
+    step("notifications");
+    store.write(|tx| notifications::stage(tx)).await?;
+    derived.notifications = over_users(store, LOG_USERS, notifications::write_chunk).await?;
+    store.write(|tx| notifications::unstage(tx)).await?;
 
     let timelines = derive_timelines(store, &settings.feed, step).await?;
     derived.timeline_entries = timelines.timeline_entries;

@@ -199,7 +199,10 @@ fn apply(tx: &Connection, seq: u64, effect: &NotificationEffect) -> StoreResult<
     Ok(())
 }
 
-fn insert_all(tx: &Connection, notifications: &[Notification]) -> StoreResult<()> {
+pub(in crate::store::embedded) fn insert_all(
+    tx: &Connection,
+    notifications: &[Notification],
+) -> StoreResult<()> {
     let mut insert = tx.prepare_cached(
         "INSERT OR IGNORE INTO notifications (user, type, actor, post, id, at)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6)",

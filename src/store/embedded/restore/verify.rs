@@ -23,7 +23,7 @@ use rusqlite::{Connection, OptionalExtension};
 
 use super::super::backup::manifest::{self, Verdict};
 use super::super::schema::{CORE_TABLES, check_version};
-use crate::domain::{PostId, check_time_at};
+use crate::domain::{PostId, check_time_at, check_time_ms};
 
 /// Integrity problems quoted in a refusal.
 const PROBLEMS_SHOWN: usize = 5;
@@ -105,6 +105,18 @@ pub fn check_times(conn: &Connection, now_ms: i64) -> anyhow::Result<()> {
         for ms in oldest.into_iter().chain(newest) {
             check_time_at(ms, now_ms)
                 .with_context(|| format!("its {table} hold a time the service does not keep"))?;
+        }
+    }
+    // A mute's end lies ahead of it by design: only the range is checked.
+    if has_table(conn, "mutes")? {
+        let (oldest, newest): (Option<i64>, Option<i64>) = conn.query_row(
+            "SELECT min(until_ms), max(until_ms) FROM mutes",
+            [],
+            |row| Ok((row.get(0)?, row.get(1)?)),
+        )?;
+        for ms in oldest.into_iter().chain(newest) {
+            check_time_ms(ms)
+                .context("its mutes hold an expiry (until_ms) the service does not keep")?;
         }
     }
     for order in ["ASC", "DESC"] {

@@ -34,8 +34,11 @@ pub(super) async fn derive_all(
     settings: &DeriveSettings,
     step: StepReport,
 ) -> StoreResult<Derived> {
-    let head = store.head_seq().await?;
     let mut derived = Derived::default();
+    step("blocks and replies");
+    derived.follows_blocked = super::sources::remove_blocked_follows(store).await?;
+    super::sources::complete_replies(store).await?;
+    let head = store.head_seq().await?;
     step("counters");
     derived.users_counted = counters(store, head).await?;
     step("activity logs");
@@ -55,6 +58,8 @@ pub(super) async fn derive_all(
         let from_hour = settings.now_ms.div_euclid(HOUR_MS) - (HOURS_KEPT - 1);
         derived.tags = store.write_tally(tally, head, from_hour).await?;
     }
+    step("notifications");
+    derived.notifications = super::notifications::derive(store).await?;
     let timelines = derive_timelines(store, &settings.feed, step).await?;
     derived.timeline_entries = timelines.timeline_entries;
     derived.delivered = timelines.delivered;
