@@ -350,11 +350,13 @@ fn next_request(want: usize, kept: usize, examined: usize) -> usize {
 fn spanning(so_far: Option<CacheVersion>, read: Option<CacheVersion>) -> Option<CacheVersion> {
     let (so_far, read) = (so_far?, read?);
     let adjacent = read.rows.below == Some(so_far.rows.from);
-    (adjacent && so_far.cache == read.cache && so_far.merged == read.merged).then(|| CacheVersion {
-        rows: CacheRows {
-            from: read.rows.from,
-            below: so_far.rows.below,
+    (adjacent && so_far.cache == read.cache && so_far.merged == read.merged).then_some(
+        CacheVersion {
+            rows: CacheRows {
+                from: read.rows.from,
+                below: so_far.rows.below,
+            },
+            ..so_far
         },
-        ..so_far
-    })
+    )
 }
