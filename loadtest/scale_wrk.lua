@@ -3,6 +3,7 @@
 --   healthz: GET /healthz
 --   read:    page 1 of the timeline of a random line of USERS_FILE ("id token" lines),
 --            with that user's bearer token
+--   get:     MODE PATH TOKEN: GET PATH with that bearer token (grouped_notifications.sh)
 -- Every request is formatted once, in init(): request() only picks one, in both modes,
 -- so the generator's Lua costs the shared cores the same small amount per request
 -- whichever arm runs (wrk's scripting guide advises this for fast servers).
@@ -17,6 +18,8 @@ function init(args)
       requests[#requests + 1] = wrk.format("GET", "/v1/users/" .. id .. "/timeline?limit=20",
         { ["Authorization"] = "Bearer " .. token })
     end
+  elseif mode == "get" then
+    requests[1] = wrk.format("GET", args[2], { ["Authorization"] = "Bearer " .. args[3] })
   else
     requests[1] = wrk.format("GET", "/healthz")
   end

@@ -7,6 +7,8 @@
 mod common;
 #[path = "relations/graph.rs"]
 mod graph;
+#[path = "relations/hidden.rs"]
+mod hidden;
 #[path = "relations/http.rs"]
 mod http;
 #[path = "stream/sse.rs"]

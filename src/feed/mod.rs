@@ -6,6 +6,7 @@
 mod buckets;
 mod cache;
 mod fanout_on_read;
+mod hidden;
 mod hybrid;
 mod names;
 mod page;
@@ -203,6 +204,8 @@ pub struct Timelines {
     feed: Arc<dyn FeedService>,
     settings: FeedSettings,
     clock: Arc<dyn Clock>,
+    /// Readers' hidden sets, kept under their cache versions.
+    hidden: hidden::HiddenMemo,
 }
 
 impl Timelines {
@@ -218,6 +221,7 @@ impl Timelines {
             feed,
             settings: settings.clone(),
             clock,
+            hidden: hidden::HiddenMemo::default(),
         }
     }
 

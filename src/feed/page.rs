@@ -8,11 +8,12 @@
 //! follow graph and the posts in one lookup alongside.
 
 use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
 
 use super::{Timelines, distinct};
 use crate::domain::relations::Hidden;
 use crate::domain::{PostId, TimelineEntry, reply_visible};
-use crate::store::timelines::CacheVersion;
+use crate::store::timelines::{CacheRows, CacheVersion};
 use crate::store::{StoreError, StoreResult};
 
 /// A timeline item ready to serve.
@@ -62,8 +63,9 @@ impl Timelines {
 
     /// [`Timelines::page`], with the version of the strategy's read when the page is a
     /// function of the rows that version stands for (see
-    /// [`super::FeedService::versioned_entries`]): one read filled it, and every entry came with
-    /// its text and its author's name, so nothing else was looked up.
+    /// [`super::FeedService::versioned_entries`]): every round read whole under one version
+    /// filled it, and every entry came with its text and its author's name, so nothing
+    /// else was looked up.
     ///
     /// Also when what the page hides stops holding (see [`Hidden::expires_ms`]): the
     /// page must not be served again from then on.
@@ -81,12 +83,18 @@ impl Timelines {
     ///
     /// Entries by authors hidden from the reader (blocks either way, standing mutes:
     /// [`Hidden`]) are dropped here, for every strategy, from one read of the relations
-    /// per page: materialised timelines keep them, so an unmute or an expiry shows them
-    /// again at once. A versioned read reads them *after* its entries and version: a
-    /// block or mute that lands between the two reads moved the version (so the kept
-    /// page is not served again), and one that lands before the version read is seen by
-    /// the relations read. Read beside the entries, a mute landing between the two
-    /// would leave a page kept under the new version that still shows the muted author.
+    /// per page, or none when the reader's set is kept (see `hidden`): materialised
+    /// timelines keep them, so an unmute or an expiry shows them again at once. A
+    /// versioned read reads them *after* its entries and version: a block or mute that
+    /// lands between the two reads moved the version (so the kept page is not served
+    /// again), and one that lands before the version read is seen by the relations
+    /// read. Read beside the entries, a mute landing between the two would leave a page
+    /// kept under the new version that still shows the muted author.
+    ///
+    /// A page that loses entries to the filters (hidden authors, the reply rule) is read
+    /// on in further rounds, each asking for what is missing scaled by what the filters
+    /// took so far (at most a page); it is still versioned when every round was read
+    /// whole from the cache under one version (see [`spanning`]).
     async fn read_page(
         &self,
         user: &str,
@@ -94,50 +102,23 @@ impl Timelines {
         limit: usize,
         versioned: bool,
     ) -> StoreResult<(TimelinePage, Option<CacheVersion>, Option<i64>)> {
-        let want = limit + 1;
-        let (page, version, expires, short) = self
-            .read_rounds(user, before, limit, versioned, want)
-            .await?;
-        if short {
-            // The first round read a whole page from the cache under a version, and the
-            // filters (hidden authors, the reply rule) took entries away, so the page
-            // needed more rounds and could not be kept. Read it again twice as deep, so
-            // that a reader who hides someone still gets kept pages.
-            let (page, version, expires, _) = self
-                .read_rounds(user, before, limit, versioned, want * 2)
-                .await?;
-            return Ok((page, version, expires));
-        }
-        Ok((page, version, expires))
-    }
-
-    /// [`Timelines::read_page`], with `first` entries asked for in the first round; also
-    /// whether a versioned first round was whole but came out short of the page after
-    /// the filters.
-    async fn read_rounds(
-        &self,
-        user: &str,
-        before: Option<PostId>,
-        limit: usize,
-        versioned: bool,
-        first: usize,
-    ) -> StoreResult<(TimelinePage, Option<CacheVersion>, Option<i64>, bool)> {
         let now_ms = self.clock.now_ms();
-        let mut hidden: Option<Hidden> = None;
+        let mut hidden: Option<Arc<Hidden>> = None;
         let want = limit + 1;
-        let mut short = false;
         let mut kept: Vec<TimelineEntry> = Vec::with_capacity(want);
         let mut names: HashMap<String, String> = HashMap::new();
         let mut cursor = before;
         let mut exhausted = false;
         let mut version = None;
+        let mut examined = 0;
         for round in 0..MAX_READ_ROUNDS {
-            let request = if round == 0 { first } else { want - kept.len() };
+            let request = next_request(want, kept.len(), examined);
             let (mut candidates, read) = match (versioned, &hidden) {
                 (true, _) => {
                     let read = self.feed.versioned_entries(user, cursor, request).await?;
                     if hidden.is_none() {
-                        hidden = Some(self.store.relations.hidden(user, now_ms).await?);
+                        let under = read.1.as_ref().map(|v| v.cache);
+                        hidden = Some(self.hidden_under(user, under, now_ms).await?);
                     }
                     read
                 }
@@ -147,19 +128,22 @@ impl Timelines {
                         self.feed.entries(user, cursor, request),
                         self.store.relations.hidden(user, now_ms)
                     )?;
-                    hidden = Some(found);
+                    hidden = Some(Arc::new(found));
                     (entries, None)
                 }
             };
-            version = read.filter(|_| {
-                round == 0
-                    && self.feed.serves_current()
-                    && candidates.len() >= request
-                    && candidates
-                        .iter()
-                        .all(|e| e.text.is_some() && e.name.is_some())
-            });
+            let whole = self.feed.serves_current()
+                && candidates.len() >= request
+                && candidates
+                    .iter()
+                    .all(|e| e.text.is_some() && e.name.is_some());
+            let read = read.filter(|_| whole);
+            version = match round {
+                0 => read,
+                _ => spanning(version, read),
+            };
             exhausted = candidates.len() < request;
+            examined += candidates.len();
             cursor = candidates.last().map(|e| e.id).or(cursor);
             if let Some(hidden) = hidden.as_ref().filter(|h| !h.is_empty()) {
                 // A repost's reposter is to be checked here too, once entries carry one.
@@ -167,7 +151,6 @@ impl Timelines {
             }
             let current = self.current(user, candidates, &mut names).await?;
             kept.extend(self.visible_replies(user, current).await?);
-            short |= round == 0 && version.is_some() && kept.len() < want && !exhausted;
             if kept.len() >= want || exhausted {
                 break;
             }
@@ -202,12 +185,7 @@ impl Timelines {
             })
             .collect();
         let expires_ms = hidden.and_then(|h| h.expires_ms());
-        Ok((
-            TimelinePage { items, next_cursor },
-            version,
-            expires_ms,
-            short,
-        ))
+        Ok((TimelinePage { items, next_cursor }, version, expires_ms))
     }
 
     /// Drops entries whose author the reader no longer follows (an unfollow that raced
@@ -349,4 +327,36 @@ impl Timelines {
         });
         Ok(())
     }
+}
+
+/// How many entries a round asks for: a page's worth first; then what is missing, scaled
+/// by the share of the `examined` entries the filters let through (so that a reader who
+/// hides much of their timeline is not read one entry a round), at most a page.
+fn next_request(want: usize, kept: usize, examined: usize) -> usize {
+    let missing = want - kept;
+    if examined == 0 {
+        return want;
+    }
+    let scaled = missing.saturating_mul(examined).div_ceil(kept.max(1));
+    scaled.clamp(missing, want)
+}
+
+/// The version of a page read in rounds, after a later round read under `read`: the span
+/// of the rounds so far and this one, when each was read whole from the cache and this
+/// one under the same version as the first (so nothing was written between the reads:
+/// every write moves the version to a value it never had); else none. The rounds read
+/// adjacent spans (each below the last entry of the one before), so the page is a
+/// function of the rows from this round's last entry up to the first round's bound.
+fn spanning(so_far: Option<CacheVersion>, read: Option<CacheVersion>) -> Option<CacheVersion> {
+    let (so_far, read) = (so_far?, read?);
+    let adjacent = read.rows.below == Some(so_far.rows.from);
+    (adjacent && so_far.cache == read.cache && so_far.merged == read.merged).then_some(
+        CacheVersion {
+            rows: CacheRows {
+                from: read.rows.from,
+                below: so_far.rows.below,
+            },
+            ..so_far
+        },
+    )
 }
