@@ -204,7 +204,11 @@ async fn extra(store: &Store, user: &User) -> StoreResult<Vec<(NotificationKey, 
             // kept when they pair up as a notification names them.
             let (actors, reposted): (Vec<String>, Vec<PostId>) = reposts.iter().cloned().unzip();
             let above_all = PostId::from_bytes([0xff; 12]);
-            for r in store.reposts.reposts_of(&reposted, &actors, above_all).await? {
+            for r in store
+                .reposts
+                .reposts_of(&reposted, &actors, above_all)
+                .await?
+            {
                 let pair = (r.user, r.post.post);
                 if reposts.contains(&pair) {
                     s.reposts.insert(pair, r.id.timestamp_ms());
