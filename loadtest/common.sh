@@ -1,13 +1,14 @@
 # Sourced by the scripts that measure against a seeded data set (auth_overhead.sh,
 # read_ceiling.sh, sse_latency.sh): the data set with tokens, kept in
 # target/loadtest-seed/, and release servers on port 0 over copies of it. Expects $root
-# (the working directory) and $strategy; sets $k6, $bin (built), $seeded, $tokens_file,
+# (the working directory) and $strategy; sets $k6, $bin (built, in $CARGO_TARGET_DIR when
+# set), $seeded, $tokens_file,
 # $users and $work (OUT, kept, or a
 # temporary directory removed on exit). Processes added to $pids are stopped on exit.
 source scripts/lib/listening.sh
 k6="${K6:-$(loadtest/install-k6.sh)}"
 cargo build --release --locked --quiet
-bin="$root/target/release/socialite"
+bin="${CARGO_TARGET_DIR:-$root/target}/release/socialite"
 users="${SEED_USERS:-10000}" follows="${SEED_MAX_FOLLOWS:-200}" posts="${SEED_POSTS:-20}"
 cache_dir="$root/target/loadtest-seed"
 seeded="$cache_dir/$strategy-$users-$follows-$posts-tokens.db"

@@ -4,7 +4,7 @@
 # p99 under wrk. Seeds LIKES + 1 users with tokens and nothing else (common.sh, kept in
 # target/loadtest-seed/), serves a copy with the rate limits out of reach, has u0 post
 # once through the API and u1..u{LIKES} like it through the API (loadtest/likes.js, k6),
-# since loaded likes notify no one (docs/operations.md, bulk loading), waits until the
+# so that the notifications worker builds the notifications as it does in use, waits until the
 # notifications worker has applied every change (`/v1/workers`), checks that the
 # grouped page holds one group of LIKES likes and the plain page a full page of likes,
 # then runs wrk (2 threads, 16 connections, DUR seconds) on page 1 (limit 20) of u0's
