@@ -234,6 +234,71 @@ async fn each_type_notifies_its_target_never_the_actor_and_undoing_removes_it() 
     }
 }
 
+/// A notification whose cause was undone is not served, though the worker has not
+/// removed it yet: the read checks each page against the causes it names.
+#[tokio::test]
+async fn a_notification_is_not_served_once_its_cause_is_undone() {
+    for kind in kinds("a_notification_is_not_served_once_its_cause_is_undone") {
+        let t = fresh_store(kind).await;
+        let store = &t.store;
+        for u in ["al", "bo", "cy"] {
+            create_user(store, u).await;
+        }
+        let clock = Arc::new(ManualClock::at(now_ms()));
+        let mut worker = runner(store, &clock, "W");
+        let p = post(store, "al", "mine").await;
+        let kept = post(store, "al", "kept").await;
+        store.graph.follow("bo", "al", now_ms()).await.unwrap();
+        store.graph.follow("cy", "al", now_ms()).await.unwrap();
+        store.activity.like("bo", p, now_ms()).await.unwrap();
+        store.activity.like("cy", kept, now_ms()).await.unwrap();
+        store.reposts.repost("bo", p, now_ms()).await.unwrap();
+        let m = post(store, "cy", "hi @al").await;
+        settle(&mut worker).await;
+        let service = socialite::service::Notifications::new(store.clone());
+        let served = |store_kinds: Vec<(NotificationType, String)>| {
+            let mut k = store_kinds;
+            k.sort();
+            k
+        };
+        let read = async || {
+            served(
+                service
+                    .page("al", &NotificationFilter::default(), None, 20)
+                    .await
+                    .unwrap()
+                    .items
+                    .into_iter()
+                    .map(|n| (n.kind, n.actor.id))
+                    .collect(),
+            )
+        };
+        assert_eq!(read().await.len(), 6, "{kind:?}: {:?}", read().await);
+        // Each cause undone, and the worker not run.
+        store.graph.unfollow("bo", "al").await.unwrap();
+        store.activity.unlike("bo", p).await.unwrap();
+        store.reposts.unrepost("bo", p).await.unwrap();
+        store.content.delete_post(m).await.unwrap();
+        assert_eq!(
+            keys_of(store, "al").await.len(),
+            6,
+            "{kind:?}: still stored"
+        );
+        assert_eq!(
+            read().await,
+            served(vec![(Follow, "cy".to_owned()), (Like, "cy".to_owned())]),
+            "{kind:?}"
+        );
+        // A deleted post takes its likes' notifications with it.
+        store.content.delete_post(kept).await.unwrap();
+        assert_eq!(
+            read().await,
+            served(vec![(Follow, "cy".to_owned())]),
+            "{kind:?}"
+        );
+    }
+}
+
 /// Applying a batch again changes nothing: notifications, ids and groups stay.
 #[tokio::test]
 async fn a_replayed_batch_changes_nothing() {

@@ -1,8 +1,10 @@
 //! Reading a user's notifications, plain or grouped, with their actors' display names.
 //! Notifications are written by the notifications worker from the change feed
-//! (`workers/notifications.rs`), so they trail their causes by the worker's lag.
+//! (`workers/notifications.rs`), so they trail their causes by the worker's lag; a plain
+//! page is checked against their causes when it is read (`standing`), so none is served
+//! after its cause was undone, whatever the worker has done yet.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use crate::domain::clock::{Clock, SystemClock};
@@ -120,10 +122,13 @@ impl Notifications {
             .await?;
         let more = items.len() > limit;
         items.truncate(limit);
+        // The cursor is the last notification read, so a page that loses some to the
+        // check below may be short, but never skips any.
+        let next = more.then(|| items.last().map(|n| n.id)).flatten();
+        let items = self.standing(user, items).await?;
         let names = self
             .names(user, items.iter().map(|n| n.actor.clone()).collect())
             .await?;
-        let next = more.then(|| items.last().map(|n| n.id)).flatten();
         let items = items
             .into_iter()
             .map(|n| NotificationView {
@@ -138,6 +143,81 @@ impl Notifications {
             })
             .collect();
         Ok(Page { items, next })
+    }
+
+    /// Those of `items` (notifications of `user`) whose cause stands now: the follow
+    /// edge, the like, the repost, the post (a like's, a repost's, a reply's or a
+    /// mention's). A few lookups per page, never one per item for posts, likes and
+    /// reposts; a follow's edge is one primary-key read each.
+    async fn standing(
+        &self,
+        user: &str,
+        items: Vec<Notification>,
+    ) -> StoreResult<Vec<Notification>> {
+        let mut posts = Vec::new();
+        let mut likes = Vec::new();
+        let mut reposts = Vec::new();
+        let mut follows = HashSet::new();
+        for n in &items {
+            posts.extend(n.post);
+            match n.kind {
+                NotificationType::Like => likes.extend(n.post.map(|p| (n.actor.clone(), p))),
+                NotificationType::Repost => reposts.extend(n.post.map(|p| (n.actor.clone(), p))),
+                NotificationType::Follow
+                    if self.store.graph.edge(&n.actor, user).await?.is_some() =>
+                {
+                    follows.insert(n.actor.clone());
+                }
+                _ => {}
+            }
+        }
+        posts.sort();
+        posts.dedup();
+        let live: HashSet<PostId> = self
+            .store
+            .content
+            .existing_posts(&posts, &[])
+            .await?
+            .into_iter()
+            .collect();
+        let liked: HashSet<(String, PostId)> = match likes.is_empty() {
+            true => HashSet::new(),
+            false => self
+                .store
+                .audit
+                .likes_held(&likes)
+                .await?
+                .into_iter()
+                .collect(),
+        };
+        let mut reposted = HashSet::new();
+        if !reposts.is_empty() {
+            let (actors, of): (Vec<String>, Vec<PostId>) = reposts.iter().cloned().unzip();
+            let above_all = PostId::from_bytes([0xff; 12]);
+            for r in self
+                .store
+                .reposts
+                .reposts_of(&of, &actors, above_all)
+                .await?
+            {
+                reposted.insert((r.user, r.post.post));
+            }
+        }
+        Ok(items
+            .into_iter()
+            .filter(|n| {
+                let post_stands = n.post.is_none_or(|p| live.contains(&p));
+                post_stands
+                    && match (n.kind, n.post) {
+                        (NotificationType::Follow, _) => follows.contains(&n.actor),
+                        (NotificationType::Like, Some(p)) => liked.contains(&(n.actor.clone(), p)),
+                        (NotificationType::Repost, Some(p)) => {
+                            reposted.contains(&(n.actor.clone(), p))
+                        }
+                        _ => true,
+                    }
+            })
+            .collect())
     }
 
     /// `user`'s groups (one per type and post, follows per type), newest first by their
