@@ -167,6 +167,7 @@ mod tests {
             }),
             Mark::After(token("6b0375960000000b")),
             Mark::After(token("6b0375960000000c")),
+            Mark::After(token("6b0375960000000d")),
         ];
         let position = encode(mode, &marks).unwrap();
         assert_eq!(decode(&position, mode).unwrap(), marks);
