@@ -124,27 +124,6 @@ impl Social {
         }
     }
 
-    /// [`Social::posts`] as `caller` sees it: when `author` blocks the caller, their
-    /// posts do not exist for them, and the page is empty (the user still exists).
-    pub async fn posts_as(
-        &self,
-        author: &str,
-        caller: Option<&str>,
-        before: Option<PostId>,
-        limit: usize,
-    ) -> StoreResult<Page<Post, PostId>> {
-        if let Some(caller) = caller
-            && self.store.relations.blocks(author, caller).await?
-        {
-            self.user(author).await?;
-            return Ok(Page {
-                items: Vec::new(),
-                next: None,
-            });
-        }
-        self.posts(author, before, limit).await
-    }
-
     async fn both_known(&self, user: &str, other: &str) -> StoreResult<()> {
         for id in [user, other] {
             self.user(id).await?;
