@@ -203,10 +203,9 @@ async fn extra(store: &Store, user: &User) -> StoreResult<Vec<(NotificationKey, 
             // One query for the page's reposts: those of its posts by its reposters,
             // kept when they pair up as a notification names them.
             let (actors, reposted): (Vec<String>, Vec<PostId>) = reposts.iter().cloned().unzip();
-            let above_all = PostId::from_bytes([0xff; 12]);
             for r in store
                 .reposts
-                .reposts_of(&reposted, &actors, above_all)
+                .reposts_of(&reposted, &actors, PostId::MAX)
                 .await?
             {
                 let pair = (r.user, r.post.post);

@@ -38,6 +38,8 @@ pub const MAX_LEAD_MS: i64 = 24 * 60 * 60 * 1000;
 
 impl PostId {
     pub const MIN: PostId = PostId([0; 12]);
+    /// Above every id: a bound that excludes none.
+    pub const MAX: PostId = PostId([0xff; 12]);
 
     pub fn from_bytes(bytes: [u8; 12]) -> Self {
         PostId(bytes)

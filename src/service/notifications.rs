@@ -193,11 +193,10 @@ impl Notifications {
         let mut reposted = HashSet::new();
         if !reposts.is_empty() {
             let (actors, of): (Vec<String>, Vec<PostId>) = reposts.iter().cloned().unzip();
-            let above_all = PostId::from_bytes([0xff; 12]);
             for r in self
                 .store
                 .reposts
-                .reposts_of(&of, &actors, above_all)
+                .reposts_of(&of, &actors, PostId::MAX)
                 .await?
             {
                 reposted.insert((r.user, r.post.post));
