@@ -370,3 +370,51 @@ pub async fn hide_race(world: &World, rng: &mut Rng) {
         first_page(world, &target, &reader, limit).await;
     }
 }
+
+/// A repost in a reader's first page, read twice on one process (the second served
+/// kept when nothing moved), then the original's delete, the unrepost, or a block or
+/// mute of the reposter or of the original's author, and the page again on the same
+/// process and on another: no page may show the repost once that was answered.
+pub async fn repost_race(world: &World, rng: &mut Rng) {
+    let (reader, by) = (any_user(world, rng), any_user(world, rng));
+    if reader == by {
+        return;
+    }
+    let target = world.pick(rng).await;
+    toggle_at(world, &target, &reader, by.clone(), false, true).await;
+    let original = {
+        let model = world.model();
+        let live: Vec<(String, String)> = model
+            .posts
+            .iter()
+            .filter(|p| p.deletes.is_empty() && p.author != reader)
+            .filter_map(|p| Some((p.id.clone()?, p.author.clone())))
+            .collect();
+        (!live.is_empty()).then(|| live[rng.random_range(live.len() / 2..live.len())].clone())
+    };
+    let Some((post, author)) = original else {
+        return;
+    };
+    super::reposts::repost_at(world, &target, &by, &post, true).await;
+    let limit = rng.random_range(2..=6);
+    first_page(world, &target, &reader, limit).await;
+    first_page(world, &target, &reader, limit).await;
+    match rng.random_range(0..4) {
+        0 => super::ops::delete_at(world, &target, &post, &author).await,
+        1 => super::reposts::repost_at(world, &target, &by, &post, false).await,
+        k => {
+            let kind = if k == 2 {
+                Relation::Block
+            } else {
+                Relation::Mute
+            };
+            let whom = if rng.random_bool(0.5) { &by } else { &author };
+            if *whom != reader {
+                relation_at(world, &target, &reader, whom, kind, true, None, true).await;
+            }
+        }
+    }
+    first_page(world, &target, &reader, limit).await;
+    let other = world.pick(rng).await;
+    first_page(world, &other, &reader, limit).await;
+}
