@@ -25,6 +25,8 @@ use super::world::{Reply, Rng, Stats, World};
 pub struct RepostItem {
     pub id: String,
     pub by: String,
+    /// The reposter's display name, where the item carries it.
+    pub by_name: Option<String>,
     pub original: Value,
 }
 
@@ -50,6 +52,7 @@ pub fn as_repost(item: &Value) -> Option<RepostItem> {
     Some(RepostItem {
         id: id.to_owned(),
         by: by.to_owned(),
+        by_name: item["reposted_by_display_name"].as_str().map(str::to_owned),
         original,
     })
 }
@@ -127,6 +130,23 @@ pub fn repost_fault(
                 r.id, r.by
             ));
         }
+    }
+    if let Some(name) = r.by_name.as_deref()
+        && !model.fresh_names_of(&r.by, t0, t1).contains(&name)
+    {
+        return Some(format!(
+            "repost {} by {} named {name:?}, not {}'s during [{t0}..{t1}]",
+            r.id, r.by, r.by
+        ));
+    }
+    let parent = p.reply_to.map(|r| model.posts[r].author.clone());
+    if original.get("reply_to_author").is_some()
+        && original["reply_to_author"].as_str() != parent.as_deref()
+    {
+        return Some(format!(
+            "repost {} carries {post} with reply_to_author {}, answering {parent:?}",
+            r.id, original["reply_to_author"]
+        ));
     }
     if let Some(name) = original["author_display_name"].as_str()
         && !model.fresh_names_of(author, t0, t1).contains(&name)
