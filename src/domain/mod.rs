@@ -86,6 +86,7 @@ impl Post {
             text: embed_content.then(|| self.text.clone()),
             name: name.filter(|_| embed_content).cloned(),
             reply_to_author: self.reply_to.as_ref().map(|r| r.author.clone()),
+            repost_of: None,
         }
     }
 }
@@ -134,6 +135,11 @@ impl AuthorView {
 /// embedded carry none; reads look those names up. A reply's entry carries the author
 /// of the post it answers, which the home rule (`reply_visible`) needs at every read;
 /// entries written before replies existed carry none and are no reply.
+///
+/// A repost's entry (`repost_of` set) is ordered by the repost's own id, its `author`
+/// is the reposter (so unfollows, the follow check and name stamps treat it as the
+/// reposter's), its `text` the original's when content is embedded, and it carries no
+/// `reply_to_author`: the home rule for replies does not apply to reposts.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TimelineEntry {
     pub id: PostId,
@@ -141,6 +147,24 @@ pub struct TimelineEntry {
     pub text: Option<String>,
     pub name: Option<NameStamp>,
     pub reply_to_author: Option<String>,
+    /// A repost's: the original post and its author.
+    pub repost_of: Option<ReplyTo>,
+}
+
+impl TimelineEntry {
+    /// This entry as a strategy stores it: with the text and `name` when content is
+    /// embedded, linked (id and author only) otherwise.
+    pub fn stored(&self, embed_content: bool, name: Option<&NameStamp>) -> TimelineEntry {
+        TimelineEntry {
+            text: self.text.clone().filter(|_| embed_content),
+            name: name.filter(|_| embed_content).cloned(),
+            ..self.clone()
+        }
+    }
+
+    pub fn is_repost(&self) -> bool {
+        self.repost_of.is_some()
+    }
 }
 
 /// A bucket document of a materialised timeline.

@@ -6,7 +6,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{PostId, ReplyTo};
+use super::{NameStamp, PostId, ReplyTo, TimelineEntry};
 
 /// A stored repost. As a change-feed document (on insert and on delete alike) it is
 /// `{"id", "user", "post": {"post", "author"}}`.
@@ -23,6 +23,26 @@ pub struct Repost {
 impl Repost {
     pub fn created_at_ms(&self) -> i64 {
         self.id.timestamp_ms()
+    }
+
+    /// The repost's timeline entry: under the repost's id, by the reposter, carrying
+    /// the original's `text` when content is embedded (and `text` is known), and the
+    /// reposter's name as `name` stamps it.
+    pub fn entry(
+        &self,
+        text: Option<&str>,
+        embed_content: bool,
+        name: Option<&NameStamp>,
+    ) -> TimelineEntry {
+        let text = text.filter(|_| embed_content).map(str::to_owned);
+        TimelineEntry {
+            id: self.id,
+            author: self.user.clone(),
+            name: name.filter(|_| embed_content && text.is_some()).cloned(),
+            text,
+            reply_to_author: None,
+            repost_of: Some(self.post.clone()),
+        }
     }
 }
 

@@ -149,6 +149,7 @@ impl Hub {
                                 .unwrap_or_else(|| author.clone()),
                             text: event.field("text").unwrap_or_default().to_owned(),
                             reply_to_author: event.reply_to_author().map(str::to_owned),
+                            repost_of: None,
                         });
                     }
                 }

@@ -38,9 +38,9 @@ use std::sync::Arc;
 use async_trait::async_trait;
 
 use super::fanout_on_read::read_through;
-use super::{FeedService, FeedSettings, normalise, note_read, retract_deleted};
+use super::{FeedService, FeedSettings, authored_entries, normalise, note_read, retract_gone};
 use crate::domain::clock::Clock;
-use crate::domain::{FeedStrategy, NameStamp, Post, PostId, TimelineEntry, TimelineKind};
+use crate::domain::{FeedStrategy, NameStamp, PostId, TimelineEntry, TimelineKind};
 use crate::store::timelines::{CacheRows, CacheVersion, with_retries};
 use crate::store::{Store, StoreResult};
 
@@ -75,10 +75,10 @@ impl CacheFeed {
             .collect())
     }
 
-    /// Takes out of caches the posts among `entries`, read earlier, deleted since.
+    /// Takes out of caches the posts among `entries`, read earlier, deleted since, and
+    /// the reposts undone since.
     async fn settle(&self, entries: &[TimelineEntry]) -> StoreResult<()> {
-        let ids: Vec<PostId> = entries.iter().map(|e| e.id).collect();
-        retract_deleted(&self.store, TimelineKind::Cache, &ids).await
+        retract_gone(&self.store, TimelineKind::Cache, entries).await
     }
 
     /// Fills a cache from fanout on read. The empty cache already exists, so posts
@@ -143,22 +143,22 @@ impl FeedService for CacheFeed {
         true
     }
 
-    async fn fan_out(&self, post: &Post, name: Option<&NameStamp>) -> StoreResult<u64> {
-        let entry = [post.entry(self.settings.embed_content, name)];
+    async fn fan_out(&self, item: &TimelineEntry, name: Option<&NameStamp>) -> StoreResult<u64> {
+        let entry = [item.stored(self.settings.embed_content, name)];
         let timelines = &self.store.timelines;
         with_retries(|| {
-            timelines.cache_push_to_audience(&post.author, &entry, self.settings.cache_size)
+            timelines.cache_push_to_audience(&item.author, &entry, self.settings.cache_size)
         })
         .await
     }
 
     async fn deliver(
         &self,
-        post: &Post,
+        item: &TimelineEntry,
         name: Option<&NameStamp>,
         users: &[String],
     ) -> StoreResult<u64> {
-        let entry = [post.entry(self.settings.embed_content, name)];
+        let entry = [item.stored(self.settings.embed_content, name)];
         self.store
             .timelines
             .cache_push(users, &entry, self.settings.cache_size)
@@ -183,17 +183,15 @@ impl FeedService for CacheFeed {
         // oldest entry would be trimmed by these anyway. The store keeps the coverage
         // rule, so entries a ready cache must not take are left to the fallback. A read
         // cut at its limit may leave older posts out, so the cache is no longer complete
-        // even if nothing is trimmed: else it would take a late push below them.
+        // even if nothing is trimmed: else it would take a late push below them. The
+        // followee's reposts are entries of theirs like their posts.
         let size = self.settings.cache_size;
-        let posts = self
-            .store
-            .content
-            .posts_by_author(followee, None, size as usize)
-            .await?;
-        let entries: Vec<TimelineEntry> = posts
-            .iter()
-            .map(|p| p.entry(self.settings.embed_content, name))
-            .collect();
+        let entries: Vec<TimelineEntry> =
+            authored_entries(&self.store, followee, None, size as usize)
+                .await?
+                .iter()
+                .map(|e| e.stored(self.settings.embed_content, name))
+                .collect();
         if entries.is_empty() {
             return Ok(());
         }

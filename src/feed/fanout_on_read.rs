@@ -3,8 +3,8 @@
 
 use async_trait::async_trait;
 
-use super::FeedService;
-use crate::domain::{FeedStrategy, NameStamp, Post, PostId, TimelineEntry, TimelineKind};
+use super::{FeedService, normalise, repost_entries};
+use crate::domain::{FeedStrategy, NameStamp, PostId, TimelineEntry, TimelineKind};
 use crate::store::{Store, StoreResult};
 
 pub struct FanoutOnRead {
@@ -17,20 +17,25 @@ impl FanoutOnRead {
     }
 }
 
-/// The fanout-on-read query, shared with the cache strategy's fallback.
+/// The fanout-on-read query, shared with the cache strategy's fallback: the newest
+/// posts and reposts by the user and everyone they follow, merged, `want` at most.
 pub(crate) async fn read_through(
     store: &Store,
     user: &str,
     before: Option<PostId>,
     want: usize,
 ) -> StoreResult<Vec<TimelineEntry>> {
-    Ok(store
-        .content
-        .home_posts(user, before, want)
-        .await?
-        .iter()
-        .map(|post| post.entry(true, None))
-        .collect())
+    let (posts, reposts) = tokio::try_join!(
+        store.content.home_posts(user, before, want),
+        store.reposts.home_reposts(user, before, want)
+    )?;
+    let mut entries: Vec<TimelineEntry> =
+        posts.iter().map(|post| post.entry(true, None)).collect();
+    if !reposts.is_empty() {
+        entries.extend(repost_entries(store, &reposts).await?);
+        normalise(&mut entries, before, want);
+    }
+    Ok(entries)
 }
 
 #[async_trait]
@@ -48,13 +53,13 @@ impl FeedService for FanoutOnRead {
         true
     }
 
-    async fn fan_out(&self, _post: &Post, _name: Option<&NameStamp>) -> StoreResult<u64> {
+    async fn fan_out(&self, _item: &TimelineEntry, _name: Option<&NameStamp>) -> StoreResult<u64> {
         Ok(0)
     }
 
     async fn deliver(
         &self,
-        _post: &Post,
+        _item: &TimelineEntry,
         _name: Option<&NameStamp>,
         _users: &[String],
     ) -> StoreResult<u64> {

@@ -23,7 +23,7 @@ use async_trait::async_trait;
 use super::cache::CacheFeed;
 use super::{FeedService, FeedSettings, normalise};
 use crate::domain::clock::Clock;
-use crate::domain::{FeedStrategy, NameStamp, Post, PostId, TimelineEntry, TimelineKind};
+use crate::domain::{FeedStrategy, NameStamp, PostId, TimelineEntry, TimelineKind};
 use crate::store::timelines::CacheVersion;
 use crate::store::{Store, StoreResult};
 
@@ -63,24 +63,24 @@ impl FeedService for HybridFeed {
         true
     }
 
-    /// A celebrity's post reaches their own cache only; everyone else's is a cache
-    /// fan-out. The status is read now, not at the post: either way the post is served,
-    /// merged or cached.
-    async fn fan_out(&self, post: &Post, name: Option<&NameStamp>) -> StoreResult<u64> {
-        if self.store.graph.celebrity(&post.author).await? {
-            let own = std::slice::from_ref(&post.author);
-            return self.cache.deliver(post, name, own).await;
+    /// A celebrity's post or repost reaches their own cache only; everyone else's is a
+    /// cache fan-out. The status is read now, not at the post: either way the entry is
+    /// served, merged or cached.
+    async fn fan_out(&self, item: &TimelineEntry, name: Option<&NameStamp>) -> StoreResult<u64> {
+        if self.store.graph.celebrity(&item.author).await? {
+            let own = std::slice::from_ref(&item.author);
+            return self.cache.deliver(item, name, own).await;
         }
-        self.cache.fan_out(post, name).await
+        self.cache.fan_out(item, name).await
     }
 
     async fn deliver(
         &self,
-        post: &Post,
+        item: &TimelineEntry,
         name: Option<&NameStamp>,
         users: &[String],
     ) -> StoreResult<u64> {
-        self.cache.deliver(post, name, users).await
+        self.cache.deliver(item, name, users).await
     }
 
     async fn retract(&self, post: PostId) -> StoreResult<()> {

@@ -10,6 +10,7 @@ mod hidden;
 mod hybrid;
 mod names;
 mod page;
+mod reposts;
 mod shared;
 mod sized_buckets;
 pub mod switch;
@@ -23,12 +24,18 @@ pub use cache::CacheFeed;
 pub use fanout_on_read::FanoutOnRead;
 pub use hybrid::{HybridFeed, leave_below};
 pub use page::{TimelineItem, TimelinePage};
-pub(crate) use shared::{backfill_posts, distinct, normalise, note_read, retract_deleted};
+pub use reposts::Original;
+pub(crate) use shared::{
+    authored_entries, backfill_entries, distinct, normalise, note_read, repost_entries,
+    retract_gone,
+};
 pub use sized_buckets::SizedBuckets;
 pub use timed_buckets::TimedBuckets;
 
 use crate::domain::clock::{Clock, SystemClock};
-use crate::domain::{FeedStrategy, NameStamp, Post, PostId, TimelineEntry, TimelineKind};
+use crate::domain::{
+    FeedStrategy, NameStamp, Post, PostId, Repost, TimelineEntry, TimelineKind,
+};
 use crate::store::timelines::CacheVersion;
 use crate::store::{EdgeState, Store, StoreError, StoreResult};
 
@@ -126,16 +133,17 @@ pub trait FeedService: Send + Sync {
         false
     }
 
-    /// Delivers a stored post to the timelines of its author and followers, its
-    /// entries stamped with the author's `name` when content is embedded. Returns how
-    /// many timelines were written.
-    async fn fan_out(&self, post: &Post, name: Option<&NameStamp>) -> StoreResult<u64>;
+    /// Delivers a stored post's or repost's entry (`item`, in its embedded form: see
+    /// `Post::entry` and `Repost::entry`) to the timelines of its author (the reposter
+    /// for a repost) and their followers, stamped with the author's `name` when content
+    /// is embedded (`TimelineEntry::stored`). Returns how many timelines were written.
+    async fn fan_out(&self, item: &TimelineEntry, name: Option<&NameStamp>) -> StoreResult<u64>;
 
-    /// Delivers a stored post to exactly `users`' timelines (the author's own, when the
-    /// rest of the fan-out is left to the timelines worker).
+    /// Delivers a stored post's or repost's entry to exactly `users`' timelines (the
+    /// author's own, when the rest of the fan-out is left to the timelines worker).
     async fn deliver(
         &self,
-        post: &Post,
+        item: &TimelineEntry,
         name: Option<&NameStamp>,
         users: &[String],
     ) -> StoreResult<u64>;
@@ -250,15 +258,45 @@ impl Timelines {
     /// Fans a freshly stored post out to its author and every follower, its entries
     /// stamped with `name`, the author's name as the post's insert read it.
     pub async fn post_created(&self, post: &Post, name: &NameStamp) -> StoreResult<u64> {
+        self.entry_created(&post.entry(true, None), name).await
+    }
+
+    /// Fans a fresh repost out as a post of the reposter's: to the reposter and every
+    /// follower, under the repost's id, carrying `original`'s text; marked delivered
+    /// under the repost's id like a post.
+    pub async fn repost_created(
+        &self,
+        repost: &Repost,
+        original: &str,
+        name: &NameStamp,
+    ) -> StoreResult<u64> {
+        self.entry_created(&repost.entry(Some(original), true, None), name)
+            .await
+    }
+
+    /// Delivers a fresh repost to the reposter's own timeline only (see
+    /// [`Timelines::post_created_own`]).
+    pub async fn repost_created_own(
+        &self,
+        repost: &Repost,
+        original: &str,
+        name: &NameStamp,
+    ) -> StoreResult<()> {
+        self.entry_created_own(&repost.entry(Some(original), true, None), name)
+            .await
+    }
+
+    /// [`Timelines::post_created`] for a post's or a repost's entry.
+    async fn entry_created(&self, item: &TimelineEntry, name: &NameStamp) -> StoreResult<u64> {
         let strategy = self.strategy();
         if strategy == FeedStrategy::FanoutOnRead {
             return Ok(0);
         }
-        let fanned_out = self.feed.fan_out(post, Some(name)).await;
+        let fanned_out = self.feed.fan_out(item, Some(name)).await;
         // Checked even after a failed fan-out: most batches were delivered.
-        self.settle_delivery(post, name, None).await?;
+        self.settle_delivery(item, name, None).await?;
         let written = fanned_out?;
-        self.store.deliveries.mark_delivered(post.id).await?;
+        self.store.deliveries.mark_delivered(item.id).await?;
         metrics::counter!("socialite_fanout_posts_total", "strategy" => strategy.as_str())
             .increment(1);
         metrics::counter!("socialite_fanout_timelines_total", "strategy" => strategy.as_str())
@@ -269,38 +307,46 @@ impl Timelines {
     /// Delivers a fresh post to its author's own timeline only, leaving the followers to
     /// the timelines worker (the post is not marked delivered).
     pub async fn post_created_own(&self, post: &Post, name: &NameStamp) -> StoreResult<()> {
+        self.entry_created_own(&post.entry(true, None), name).await
+    }
+
+    async fn entry_created_own(&self, item: &TimelineEntry, name: &NameStamp) -> StoreResult<()> {
         if self.strategy() == FeedStrategy::FanoutOnRead {
             return Ok(());
         }
-        let own = std::slice::from_ref(&post.author);
-        self.feed.deliver(post, Some(name), own).await?;
-        self.settle_delivery(post, name, Some(own)).await
+        let own = std::slice::from_ref(&item.author);
+        self.feed.deliver(item, Some(name), own).await?;
+        self.settle_delivery(item, name, Some(own)).await
     }
 
     /// Closes the races of a delivery that just landed, with two reads at once:
     /// - a delete that ran meanwhile may have retracted before our pushes; the delete
     ///   removes the post first, so seeing it gone now means retracting again (the id
-    ///   index only);
+    ///   index only). For a repost, its unrepost or its original's delete (which
+    ///   removes the repost first on either store) likewise;
     /// - a rename that committed after the insert read `name` may have been propagated
     ///   before our pushes; a newer version now means stamping it again, on `users` or
     ///   (`None`) the whole audience.
     async fn settle_delivery(
         &self,
-        post: &Post,
+        item: &TimelineEntry,
         name: &NameStamp,
         users: Option<&[String]>,
     ) -> StoreResult<()> {
-        let (ids, author) = ([post.id], std::slice::from_ref(&post.author));
-        let (existing, current) = tokio::try_join!(
-            self.store.content.existing_posts(&ids, author),
-            self.store.users.user(&post.author)
-        )?;
-        if existing.is_empty() {
-            self.feed.retract(post.id).await?;
+        let (ids, author) = ([item.id], std::slice::from_ref(&item.author));
+        let existence = async {
+            Ok(match item.is_repost() {
+                true => self.store.reposts.reposts_by_ids(&ids).await?.is_empty(),
+                false => self.store.content.existing_posts(&ids, author).await?.is_empty(),
+            })
+        };
+        let (gone, current) = tokio::try_join!(existence, self.store.users.user(&item.author))?;
+        if gone {
+            self.feed.retract(item.id).await?;
         }
         match current {
             Some(user) if user.version > name.version => {
-                self.stamp(&post.author, &user.name_stamp(), users).await
+                self.stamp(&item.author, &user.name_stamp(), users).await
             }
             _ => Ok(()),
         }

@@ -10,6 +10,7 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
+use super::reposts::Original;
 use super::{Timelines, distinct};
 use crate::domain::relations::Hidden;
 use crate::domain::{PostId, TimelineEntry, reply_visible};
@@ -25,6 +26,9 @@ pub struct TimelineItem {
     pub text: String,
     /// A reply's: the author of the post it answers.
     pub reply_to_author: Option<String>,
+    /// A repost's: its original post (then `id` is the repost's, `author` and
+    /// `author_display_name` the reposter's, and `text` the original's).
+    pub repost_of: Option<Original>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -111,6 +115,10 @@ impl Timelines {
         let mut exhausted = false;
         let mut version = None;
         let mut examined = 0;
+        let mut originals: HashMap<PostId, Original> = HashMap::new();
+        // A page that examined a repost entry is never kept: which of its reposts it
+        // serves depends on sources beyond the cache's rows (see `reposts`).
+        let mut reposts_seen = false;
         for round in 0..MAX_READ_ROUNDS {
             let request = next_request(want, kept.len(), examined);
             let (mut candidates, read) = match (versioned, &hidden) {
@@ -145,11 +153,19 @@ impl Timelines {
             exhausted = candidates.len() < request;
             examined += candidates.len();
             cursor = candidates.last().map(|e| e.id).or(cursor);
+            reposts_seen |= candidates.iter().any(TimelineEntry::is_repost);
             if let Some(hidden) = hidden.as_ref().filter(|h| !h.is_empty()) {
-                // A repost's reposter is to be checked here too, once entries carry one.
-                candidates.retain(|e| !hidden.hides(&e.author));
+                // A repost is hidden with its reposter or its original's author.
+                candidates.retain(|e| {
+                    !hidden.hides(&e.author)
+                        && e.repost_of.as_ref().is_none_or(|o| !hidden.hides(&o.author))
+                });
             }
             let current = self.current(user, candidates, &mut names).await?;
+            let hides = hidden.as_deref().cloned().unwrap_or_default();
+            let current = self
+                .served_reposts(user, current, &hides, &mut originals)
+                .await?;
             kept.extend(self.visible_replies(user, current).await?);
             if kept.len() >= want || exhausted {
                 break;
@@ -168,6 +184,7 @@ impl Timelines {
             cursor
         };
         kept.truncate(limit);
+        let version = version.filter(|_| !reposts_seen);
         let items = kept
             .into_iter()
             .map(|e| TimelineItem {
@@ -182,6 +199,7 @@ impl Timelines {
                 author: e.author,
                 text: e.text.unwrap_or_default(),
                 reply_to_author: e.reply_to_author,
+                repost_of: originals.remove(&e.id),
             })
             .collect();
         let expires_ms = hidden.and_then(|h| h.expires_ms());
@@ -212,9 +230,11 @@ impl Timelines {
         )
         .map(str::to_owned)
         .collect();
+        // Repost entries are checked against the reposts and their originals instead
+        // (`served_reposts`).
         let embedded: Vec<PostId> = entries
             .iter()
-            .filter(|e| checked && e.text.is_some())
+            .filter(|e| checked && e.text.is_some() && !e.is_repost())
             .map(|e| e.id)
             .collect();
         let existence = async {
@@ -236,7 +256,7 @@ impl Timelines {
         let (views, existing) = tokio::try_join!(views, existence)?;
         if let Some(existing) = existing {
             let existing: HashSet<PostId> = existing.into_iter().collect();
-            entries.retain(|e| e.text.is_none() || existing.contains(&e.id));
+            entries.retain(|e| e.text.is_none() || e.is_repost() || existing.contains(&e.id));
         }
         if checked {
             let followed: HashSet<&str> = views
@@ -293,11 +313,12 @@ impl Timelines {
         Ok(entries)
     }
 
-    /// Fills in the text of linked entries; drops those whose post is gone.
+    /// Fills in the text of linked entries; drops those whose post is gone. Repost
+    /// entries are filled from their originals by `served_reposts`.
     async fn hydrate(&self, entries: &mut Vec<TimelineEntry>) -> StoreResult<()> {
         let linked: Vec<PostId> = entries
             .iter()
-            .filter(|e| e.text.is_none())
+            .filter(|e| e.text.is_none() && !e.is_repost())
             .map(|e| e.id)
             .collect();
         if linked.is_empty() {
@@ -306,7 +327,7 @@ impl Timelines {
         let authors: Vec<String> = distinct(
             entries
                 .iter()
-                .filter(|e| e.text.is_none())
+                .filter(|e| e.text.is_none() && !e.is_repost())
                 .map(|e| e.author.as_str()),
         )
         .map(str::to_owned)
@@ -320,10 +341,10 @@ impl Timelines {
             .map(|p| (p.id, p.text))
             .collect();
         entries.retain_mut(|e| {
-            if e.text.is_none() {
+            if e.text.is_none() && !e.is_repost() {
                 e.text = texts.get(&e.id).cloned();
             }
-            e.text.is_some()
+            e.text.is_some() || e.is_repost()
         });
         Ok(())
     }

@@ -1,11 +1,11 @@
 //! Steps the strategies share: a follow's backfill, noting a cache's read, retracting
 //! deleted posts, and putting a page's entries in order.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::ops::Not;
 
 use super::FeedSettings;
-use crate::domain::{FeedStrategy, Post, PostId, TimelineEntry, TimelineKind};
+use crate::domain::{FeedStrategy, Post, PostId, Repost, TimelineEntry, TimelineKind};
 use crate::store::{Store, StoreResult};
 
 /// The posts of `followee` a follow stored at `since_ms` backfills, newest first: the
@@ -32,6 +32,28 @@ pub(crate) async fn backfill_posts(
     posts.sort_unstable_by_key(|p| std::cmp::Reverse(p.id));
     posts.dedup_by_key(|p| p.id);
     Ok(posts)
+}
+
+/// [`backfill_posts`] as entries in their embedded form (unstamped), with the
+/// followee's reposts taken by the same rule beside their posts, newest first.
+pub(crate) async fn backfill_entries(
+    store: &Store,
+    followee: &str,
+    since_ms: i64,
+    limit: usize,
+) -> StoreResult<Vec<TimelineEntry>> {
+    let posts = backfill_posts(store, followee, since_ms, limit).await?;
+    let mut reposts = store.reposts.reposts_by(followee, None, limit).await?;
+    let bound = PostId::at(since_ms.saturating_add(1), 0);
+    if reposts.len() >= limit && reposts.iter().any(|r| r.id >= bound) {
+        reposts.extend(store.reposts.reposts_by(followee, Some(bound), limit).await?);
+        reposts.sort_unstable_by_key(|r| std::cmp::Reverse(r.id));
+        reposts.dedup_by_key(|r| r.id);
+    }
+    let mut entries: Vec<TimelineEntry> = posts.iter().map(|p| p.entry(true, None)).collect();
+    entries.extend(repost_entries(store, &reposts).await?);
+    entries.sort_unstable_by_key(|e| std::cmp::Reverse(e.id));
+    Ok(entries)
 }
 
 /// [`super::Timelines::note_read`], shared with the cache strategies' reads.
@@ -81,6 +103,93 @@ pub(crate) async fn retract_deleted(
         store.timelines.remove_post_entries(kind, *id).await?;
     }
     Ok(())
+}
+
+/// The timeline entries of `reposts` in their embedded form (see `Repost::entry`),
+/// each carrying its original's text; reposts whose original is gone are left out (a
+/// delete whose removal of its reposts has not run yet). One batched read of the
+/// originals, none without reposts.
+pub(crate) async fn repost_entries(
+    store: &Store,
+    reposts: &[Repost],
+) -> StoreResult<Vec<TimelineEntry>> {
+    if reposts.is_empty() {
+        return Ok(Vec::new());
+    }
+    let originals: Vec<PostId> = reposts.iter().map(|r| r.post.post).collect();
+    let authors: Vec<String> = distinct(reposts.iter().map(|r| r.post.author.as_str()))
+        .map(str::to_owned)
+        .collect();
+    let texts: HashMap<PostId, String> = store
+        .content
+        .posts_by_ids(&originals, &authors)
+        .await?
+        .into_iter()
+        .map(|p| (p.id, p.text))
+        .collect();
+    Ok(reposts
+        .iter()
+        .filter_map(|r| {
+            let text = texts.get(&r.post.post)?;
+            Some(r.entry(Some(text), true, None))
+        })
+        .collect())
+}
+
+/// A user's newest posts and reposts below `before`, at most `limit` of both, newest
+/// first, as entries in their embedded form (unstamped): what a follow backfills.
+pub(crate) async fn authored_entries(
+    store: &Store,
+    author: &str,
+    before: Option<PostId>,
+    limit: usize,
+) -> StoreResult<Vec<TimelineEntry>> {
+    let (posts, reposts) = tokio::try_join!(
+        store.content.posts_by_author(author, before, limit),
+        store.reposts.reposts_by(author, before, limit)
+    )?;
+    let mut entries: Vec<TimelineEntry> = posts.iter().map(|p| p.entry(true, None)).collect();
+    entries.extend(repost_entries(store, &reposts).await?);
+    normalise(&mut entries, before, limit);
+    Ok(entries)
+}
+
+/// Retracts, among the repost entries `ids` just written to timelines of `kind`, those
+/// whose repost was undone (or whose original was deleted, which removes the repost
+/// first) since the read they came from; as [`retract_deleted`] for posts.
+pub(crate) async fn retract_unreposted(
+    store: &Store,
+    kind: TimelineKind,
+    ids: &[PostId],
+) -> StoreResult<()> {
+    if ids.is_empty() {
+        return Ok(());
+    }
+    let standing: HashSet<PostId> = store
+        .reposts
+        .reposts_by_ids(ids)
+        .await?
+        .into_iter()
+        .map(|r| r.id)
+        .collect();
+    for id in ids.iter().filter(|id| !standing.contains(id)) {
+        store.timelines.remove_post_entries(kind, *id).await?;
+    }
+    Ok(())
+}
+
+/// [`retract_deleted`] and [`retract_unreposted`] for `entries` of posts and reposts.
+pub(crate) async fn retract_gone(
+    store: &Store,
+    kind: TimelineKind,
+    entries: &[TimelineEntry],
+) -> StoreResult<()> {
+    let (reposts, posts): (Vec<&TimelineEntry>, Vec<&TimelineEntry>) =
+        entries.iter().partition(|e| e.is_repost());
+    let posts: Vec<PostId> = posts.iter().map(|e| e.id).collect();
+    let reposts: Vec<PostId> = reposts.iter().map(|e| e.id).collect();
+    retract_deleted(store, kind, &posts).await?;
+    retract_unreposted(store, kind, &reposts).await
 }
 
 pub(crate) fn distinct<'a>(items: impl Iterator<Item = &'a str>) -> impl Iterator<Item = &'a str> {

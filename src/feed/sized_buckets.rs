@@ -5,10 +5,8 @@
 use async_trait::async_trait;
 
 use super::buckets::read_buckets;
-use super::{FeedService, FeedSettings, backfill_posts, retract_deleted};
-use crate::domain::{
-    BucketKind, FeedStrategy, NameStamp, Post, PostId, TimelineEntry, TimelineKind,
-};
+use super::{FeedService, FeedSettings, backfill_entries, retract_gone};
+use crate::domain::{BucketKind, FeedStrategy, NameStamp, PostId, TimelineEntry, TimelineKind};
 use crate::store::timelines::deliver_to_audience;
 use crate::store::{Store, StoreResult};
 
@@ -35,11 +33,11 @@ impl FeedService for SizedBuckets {
         Some(TimelineKind::Buckets(KIND))
     }
 
-    async fn fan_out(&self, post: &Post, name: Option<&NameStamp>) -> StoreResult<u64> {
-        let entry = [post.entry(self.settings.embed_content, name)];
+    async fn fan_out(&self, item: &TimelineEntry, name: Option<&NameStamp>) -> StoreResult<u64> {
+        let entry = [item.stored(self.settings.embed_content, name)];
         let entry = &entry;
         let (store, size) = (&self.store, self.settings.bucket_size);
-        deliver_to_audience(store.graph.as_ref(), &post.author, |targets| async move {
+        deliver_to_audience(store.graph.as_ref(), &item.author, |targets| async move {
             store.timelines.sized_push(&targets, entry, size).await?;
             Ok(targets.len() as u64)
         })
@@ -48,11 +46,11 @@ impl FeedService for SizedBuckets {
 
     async fn deliver(
         &self,
-        post: &Post,
+        item: &TimelineEntry,
         name: Option<&NameStamp>,
         users: &[String],
     ) -> StoreResult<u64> {
-        let entry = [post.entry(self.settings.embed_content, name)];
+        let entry = [item.stored(self.settings.embed_content, name)];
         let size = self.settings.bucket_size;
         self.store.timelines.sized_push(users, &entry, size).await?;
         Ok(users.len() as u64)
@@ -72,24 +70,23 @@ impl FeedService for SizedBuckets {
         since_ms: i64,
         name: Option<&NameStamp>,
     ) -> StoreResult<()> {
-        let mut posts = backfill_posts(
+        let mut found = backfill_entries(
             &self.store,
             followee,
             since_ms,
             self.settings.backfill_on_follow as usize,
         )
         .await?;
-        posts.reverse();
-        let entries: Vec<TimelineEntry> = posts
+        found.reverse();
+        let entries: Vec<TimelineEntry> = found
             .iter()
-            .map(|p| p.entry(self.settings.embed_content, name))
+            .map(|e| e.stored(self.settings.embed_content, name))
             .collect();
         self.store
             .timelines
             .sized_push(&[follower.to_owned()], &entries, self.settings.bucket_size)
             .await?;
-        let ids: Vec<PostId> = entries.iter().map(|e| e.id).collect();
-        retract_deleted(&self.store, TimelineKind::Buckets(KIND), &ids).await
+        retract_gone(&self.store, TimelineKind::Buckets(KIND), &entries).await
     }
 
     async fn unfollowed(&self, follower: &str, followee: &str) -> StoreResult<()> {

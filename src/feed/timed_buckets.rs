@@ -8,10 +8,8 @@ use std::collections::BTreeMap;
 use async_trait::async_trait;
 
 use super::buckets::read_buckets;
-use super::{FeedService, FeedSettings, backfill_posts, retract_deleted};
-use crate::domain::{
-    BucketKind, FeedStrategy, NameStamp, Post, PostId, TimelineEntry, TimelineKind,
-};
+use super::{FeedService, FeedSettings, backfill_entries, retract_gone};
+use crate::domain::{BucketKind, FeedStrategy, NameStamp, PostId, TimelineEntry, TimelineKind};
 use crate::store::timelines::deliver_to_audience;
 use crate::store::{Store, StoreResult};
 
@@ -44,12 +42,12 @@ impl FeedService for TimedBuckets {
         Some(TimelineKind::Buckets(KIND))
     }
 
-    async fn fan_out(&self, post: &Post, name: Option<&NameStamp>) -> StoreResult<u64> {
-        let key = bucket_of(post.id, self.settings.bucket_span_ms);
-        let entry = [post.entry(self.settings.embed_content, name)];
+    async fn fan_out(&self, item: &TimelineEntry, name: Option<&NameStamp>) -> StoreResult<u64> {
+        let key = bucket_of(item.id, self.settings.bucket_span_ms);
+        let entry = [item.stored(self.settings.embed_content, name)];
         let entry = &entry;
         let (store, max) = (&self.store, self.settings.timed_bucket_max_entries);
-        deliver_to_audience(store.graph.as_ref(), &post.author, |targets| async move {
+        deliver_to_audience(store.graph.as_ref(), &item.author, |targets| async move {
             store
                 .timelines
                 .timed_push(&targets, key, entry, max)
@@ -61,12 +59,12 @@ impl FeedService for TimedBuckets {
 
     async fn deliver(
         &self,
-        post: &Post,
+        item: &TimelineEntry,
         name: Option<&NameStamp>,
         users: &[String],
     ) -> StoreResult<u64> {
-        let key = bucket_of(post.id, self.settings.bucket_span_ms);
-        let entry = [post.entry(self.settings.embed_content, name)];
+        let key = bucket_of(item.id, self.settings.bucket_span_ms);
+        let entry = [item.stored(self.settings.embed_content, name)];
         let max = self.settings.timed_bucket_max_entries;
         self.store
             .timelines
@@ -89,7 +87,7 @@ impl FeedService for TimedBuckets {
         since_ms: i64,
         name: Option<&NameStamp>,
     ) -> StoreResult<()> {
-        let posts = backfill_posts(
+        let found = backfill_entries(
             &self.store,
             followee,
             since_ms,
@@ -97,11 +95,11 @@ impl FeedService for TimedBuckets {
         )
         .await?;
         let mut by_bucket: BTreeMap<i64, Vec<TimelineEntry>> = BTreeMap::new();
-        for post in &posts {
+        for entry in &found {
             by_bucket
-                .entry(bucket_of(post.id, self.settings.bucket_span_ms))
+                .entry(bucket_of(entry.id, self.settings.bucket_span_ms))
                 .or_default()
-                .push(post.entry(self.settings.embed_content, name));
+                .push(entry.stored(self.settings.embed_content, name));
         }
         let follower = [follower.to_owned()];
         let max = self.settings.timed_bucket_max_entries;
@@ -111,8 +109,7 @@ impl FeedService for TimedBuckets {
                 .timed_push(&follower, key, &entries, max)
                 .await?;
         }
-        let ids: Vec<PostId> = posts.iter().map(|p| p.id).collect();
-        retract_deleted(&self.store, TimelineKind::Buckets(KIND), &ids).await
+        retract_gone(&self.store, TimelineKind::Buckets(KIND), &found).await
     }
 
     async fn unfollowed(&self, follower: &str, followee: &str) -> StoreResult<()> {

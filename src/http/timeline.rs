@@ -15,8 +15,9 @@ use crate::feed::TimelineItem;
 
 // Serialized straight from the item: the id and the time are written into the body
 // as they are formatted, with no `String` per field.
+/// A post in a home timeline.
 #[derive(Debug, Serialize, ToSchema)]
-pub struct TimelineItemBody {
+pub struct TimelinePostBody {
     #[schema(value_type = String, example = "6740a1b2000c000000000001")]
     pub id: PostId,
     #[schema(example = "bob")]
@@ -31,16 +32,61 @@ pub struct TimelineItemBody {
     pub reply_to_author: Option<String>,
 }
 
+/// A repost in a home timeline: who passed which post on, and when. Told from a post
+/// by `reposted_by`.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct TimelineRepostBody {
+    /// The repost's own id (the same id space and order as posts): the item's place
+    /// in the timeline and the cursor a page ends at.
+    #[schema(value_type = String, example = "6740a1b2000c000000000009")]
+    pub id: PostId,
+    /// The reposter.
+    #[schema(example = "carol")]
+    pub reposted_by: String,
+    #[schema(example = "Carol")]
+    pub reposted_by_display_name: String,
+    /// When the repost was made.
+    #[schema(value_type = String, example = "2026-11-22T14:05:00.000Z")]
+    pub created_at: Rfc3339Ms,
+    /// The original post.
+    pub post: TimelinePostBody,
+}
+
+/// An item of a home timeline or of its live stream: a post, or a repost (marked by
+/// `reposted_by`).
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(untagged)]
+pub enum TimelineItemBody {
+    Post(TimelinePostBody),
+    Repost(TimelineRepostBody),
+}
+
 impl From<TimelineItem> for TimelineItemBody {
     fn from(item: TimelineItem) -> Self {
-        TimelineItemBody {
+        let Some(original) = item.repost_of else {
+            return TimelineItemBody::Post(TimelinePostBody {
+                id: item.id,
+                created_at: Rfc3339Ms(item.id.timestamp_ms()),
+                author: item.author,
+                author_display_name: item.author_display_name,
+                text: item.text,
+                reply_to_author: item.reply_to_author,
+            });
+        };
+        TimelineItemBody::Repost(TimelineRepostBody {
             id: item.id,
             created_at: Rfc3339Ms(item.id.timestamp_ms()),
-            author: item.author,
-            author_display_name: item.author_display_name,
-            text: item.text,
-            reply_to_author: item.reply_to_author,
-        }
+            reposted_by: item.author,
+            reposted_by_display_name: item.author_display_name,
+            post: TimelinePostBody {
+                id: original.id,
+                created_at: Rfc3339Ms(original.id.timestamp_ms()),
+                author: original.author,
+                author_display_name: original.author_display_name,
+                text: item.text,
+                reply_to_author: original.reply_to_author,
+            },
+        })
     }
 }
 
@@ -51,7 +97,8 @@ pub struct TimelinePageBody {
     pub next_cursor: Option<String>,
 }
 
-/// The user's home timeline: their posts and those of everyone they follow, newest first.
+/// The user's home timeline: their posts and reposts and those of everyone they follow,
+/// newest first; each post at most once (see docs/timelines.md, "Reposts").
 #[utoipa::path(
     get, path = "/v1/users/{id}/timeline", tag = "timeline",
     params(("id" = String, Path, description = "Reader"), PageQuery),

@@ -18,6 +18,19 @@ impl Social {
         let reposted = self.store.reposts.repost(user, post, now_ms()).await?;
         if reposted.created {
             self.wakers.wake_all();
+            // Into home timelines as a post of the reposter's would go: the reposter's
+            // own at once, a small audience's in the request, a larger one's by the
+            // timelines worker (the repost is not marked delivered until then).
+            let (repost, name) = (&reposted.repost, &reposted.reposter_name);
+            if self.timelines.fans_out_inline(reposted.reposter_followers) {
+                self.timelines
+                    .repost_created(repost, &original.text, name)
+                    .await?;
+            } else {
+                self.timelines
+                    .repost_created_own(repost, &original.text, name)
+                    .await?;
+            }
         }
         // The count as it stands once this repost moved it.
         let original = self.store.content.post(post).await?.unwrap_or(original);

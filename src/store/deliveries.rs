@@ -17,8 +17,18 @@ pub trait DeliveryStore: Send + Sync + 'static {
     /// Up to `limit` posts that exist and are not marked, ascending by id, ids strictly
     /// after `after`: what a rebuild still has to fan out.
     async fn undelivered(&self, after: Option<PostId>, limit: usize) -> StoreResult<Vec<PostId>>;
-    /// Up to `limit` marked posts that no longer exist, ascending by id, ids strictly
-    /// after `after`: the deleted posts a rebuild retracts from every timeline.
+    /// Up to `limit` reposts that stand and are not marked, ascending by id, ids
+    /// strictly after `after`: the reposts a rebuild still has to fan out (markers of
+    /// reposts are keyed by the repost's id, in the posts' id space).
+    async fn undelivered_reposts(
+        &self,
+        after: Option<PostId>,
+        limit: usize,
+    ) -> StoreResult<Vec<PostId>>;
+    /// Up to `limit` marked posts or reposts that no longer exist (no post and no
+    /// standing repost has the marker's id), ascending by id, ids strictly after
+    /// `after`: the deleted posts and undone reposts a rebuild retracts from every
+    /// timeline.
     async fn orphaned(&self, after: Option<PostId>, limit: usize) -> StoreResult<Vec<PostId>>;
     /// Removes the marks of `posts` (deleted posts, once retracted). Idempotent.
     async fn unmark(&self, posts: &[PostId]) -> StoreResult<()>;

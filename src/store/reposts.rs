@@ -47,6 +47,14 @@ pub trait RepostStore: Send + Sync + 'static {
         before: Option<PostId>,
         limit: usize,
     ) -> StoreResult<Vec<Repost>>;
+    /// Fanout on read: the newest reposts by `user` and everyone `user` follows, newest
+    /// first, ids strictly below `before` (as `ContentStore::home_posts` for posts).
+    async fn home_reposts(
+        &self,
+        user: &str,
+        before: Option<PostId>,
+        limit: usize,
+    ) -> StoreResult<Vec<Repost>>;
     /// The reposts among `ids` (repost ids) that still stand, in no particular order.
     async fn reposts_by_ids(&self, ids: &[PostId]) -> StoreResult<Vec<Repost>>;
     /// The reposts of any of `posts` by any of `reposters` with ids strictly below

@@ -31,7 +31,7 @@ use async_trait::async_trait;
 use serde::Deserialize;
 
 use super::runtime::Worker;
-use crate::domain::{Change, ChangeOp, FeedStrategy, Fence, NameStamp, PostId, User};
+use crate::domain::{Change, ChangeOp, FeedStrategy, Fence, NameStamp, PostId, REPOSTS, User};
 use crate::feed::{FeedSettings, Timelines, leave_below};
 use crate::store::{Store, StoreError, StoreResult};
 
@@ -75,6 +75,26 @@ fn post_id(change: &Change) -> StoreResult<PostId> {
 }
 
 impl TimelinesWorker {
+    /// Fans out the repost `id` as it stands now (nothing once it was undone or its
+    /// original deleted), with the reposter's name as it stands now, and marks it
+    /// delivered; as for a post.
+    async fn deliver_repost(&self, id: PostId) -> StoreResult<bool> {
+        let Some(repost) = self.store.reposts.reposts_by_ids(&[id]).await?.pop() else {
+            tracing::debug!(repost = %id, "undone before its delivery");
+            return Ok(false);
+        };
+        let Some(original) = self.store.content.post(repost.post.post).await? else {
+            return Ok(false);
+        };
+        let Some(reposter) = self.store.users.user(&repost.user).await? else {
+            return Ok(false);
+        };
+        self.timelines
+            .repost_created(&repost, &original.text, &reposter.name_stamp())
+            .await?;
+        Ok(true)
+    }
+
     /// The upkeep of the edge `follower` → `followee` as it stands, then its backfill
     /// mark; whether an edge stood to be marked.
     async fn backfill(&self, follower: &str, followee: &str) -> StoreResult<bool> {
@@ -139,7 +159,8 @@ impl Worker for TimelinesWorker {
         }
         let inserted: Vec<PostId> = changes
             .iter()
-            .filter(|c| c.collection == "posts" && c.op == ChangeOp::Insert)
+            .filter(|c| c.collection == "posts" || c.collection == REPOSTS)
+            .filter(|c| c.op == ChangeOp::Insert)
             .map(post_id)
             .collect::<StoreResult<_>>()?;
         let renames: Vec<(String, NameStamp)> = changes
@@ -189,6 +210,18 @@ impl Worker for TimelinesWorker {
                     for repost in self.store.reposts.remove_reposts_of(id).await? {
                         self.timelines.retract(repost.id).await?;
                     }
+                }
+                (REPOSTS, ChangeOp::Insert) => {
+                    let id = post_id(change)?;
+                    if delivered.contains(&id) {
+                        continue;
+                    }
+                    self.deliver_repost(id).await?;
+                }
+                // An unrepost (or the removal of a deleted post's reposts): the repost's
+                // entries go, wherever they landed.
+                (REPOSTS, ChangeOp::Delete) => {
+                    self.timelines.retract(post_id(change)?).await?;
                 }
                 ("follows", ChangeOp::Insert) => {
                     let Some(doc) = change.document.clone() else {
@@ -262,6 +295,17 @@ impl Worker for TimelinesWorker {
                         .await?;
                     fanned_out += 1;
                 }
+            }
+            if page.len() < REBUILD_PAGE {
+                break;
+            }
+            after = page.last().copied();
+        }
+        let mut after = None;
+        loop {
+            let page = deliveries.undelivered_reposts(after, REBUILD_PAGE).await?;
+            for id in &page {
+                fanned_out += u32::from(self.deliver_repost(*id).await?);
             }
             if page.len() < REBUILD_PAGE {
                 break;

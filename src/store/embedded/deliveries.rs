@@ -17,10 +17,15 @@ CREATE TABLE IF NOT EXISTS deliveries (
 pub(super) const UNDELIVERED: &str = "SELECT id FROM posts p WHERE id > ?1
        AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.post_id = p.id)
      ORDER BY id LIMIT ?2";
-/// Markers whose post is gone, a page after `?1`.
+/// Markers whose post or repost is gone, a page after `?1`.
 pub(super) const ORPHANED: &str = "SELECT post_id FROM deliveries d WHERE post_id > ?1
        AND NOT EXISTS (SELECT 1 FROM posts p WHERE p.id = d.post_id)
+       AND NOT EXISTS (SELECT 1 FROM reposts r WHERE r.id = d.post_id)
      ORDER BY post_id LIMIT ?2";
+/// Reposts not marked delivered, a page after `?1`.
+pub(super) const UNDELIVERED_REPOSTS: &str = "SELECT id FROM reposts r WHERE id > ?1
+       AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.post_id = r.id)
+     ORDER BY id LIMIT ?2";
 
 #[async_trait]
 impl DeliveryStore for EmbeddedStore {
@@ -54,6 +59,14 @@ impl DeliveryStore for EmbeddedStore {
 
     async fn undelivered(&self, after: Option<PostId>, limit: usize) -> StoreResult<Vec<PostId>> {
         self.post_ids(UNDELIVERED, after, limit).await
+    }
+
+    async fn undelivered_reposts(
+        &self,
+        after: Option<PostId>,
+        limit: usize,
+    ) -> StoreResult<Vec<PostId>> {
+        self.post_ids(UNDELIVERED_REPOSTS, after, limit).await
     }
 
     async fn orphaned(&self, after: Option<PostId>, limit: usize) -> StoreResult<Vec<PostId>> {

@@ -29,6 +29,12 @@ pub(super) fn reposts_schema(conn: &rusqlite::Connection) -> rusqlite::Result<()
 
 const COLUMNS: &str = "id, user, post, post_author";
 
+/// Fanout on read: the newest reposts below `?2`, at most `?3`, by the user and
+/// everyone they follow, through the `(user, id)` index (as `content::HOME_POSTS`).
+pub(super) const HOME_REPOSTS: &str = "SELECT id, user, post, post_author FROM reposts
+     WHERE user IN (SELECT followee FROM follows WHERE follower = ?1 UNION ALL SELECT ?1)
+       AND id < ?2 ORDER BY id DESC LIMIT ?3";
+
 fn repost_from_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<Repost> {
     Ok(Repost {
         id: post_id_at(row, 0)?,
@@ -166,6 +172,21 @@ impl RepostStore for EmbeddedStore {
                 "SELECT {COLUMNS} FROM reposts INDEXED BY reposts_by_user_id
                  WHERE user = ?1 AND id < ?2 ORDER BY id DESC LIMIT ?3"
             ))?;
+            let rows = stmt.query_map(params![user, before, limit as i64], repost_from_row)?;
+            Ok(rows.collect::<rusqlite::Result<_>>()?)
+        })
+        .await
+    }
+
+    async fn home_reposts(
+        &self,
+        user: &str,
+        before: Option<PostId>,
+        limit: usize,
+    ) -> StoreResult<Vec<Repost>> {
+        let (user, before) = (user.to_owned(), post_before(before));
+        self.read(move |conn| {
+            let mut stmt = conn.prepare_cached(HOME_REPOSTS)?;
             let rows = stmt.query_map(params![user, before, limit as i64], repost_from_row)?;
             Ok(rows.collect::<rusqlite::Result<_>>()?)
         })

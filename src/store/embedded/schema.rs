@@ -27,8 +27,10 @@ use super::timelines::{PART_BITS, idle, names, retractions, versions};
 /// (`threads::replies_schema`), which a version-5 writer would leave out, so its
 /// replies would escape the home rule and the counts. Version 7: reposts and the posts'
 /// `reposts_count` (`reposts::reposts_schema`), which a version-6 writer would neither
-/// count nor remove with their original.
-pub const SCHEMA_VERSION: i64 = 7;
+/// count nor remove with their original. Version 8: timeline entries of reposts, whose
+/// original the entry rows carry (`timelines::entries::repost_entries_schema`), which a
+/// version-7 reader would serve as posts under the reposts' ids.
+pub const SCHEMA_VERSION: i64 = 8;
 
 /// The tables every socialite store has had since its first format: what tells a
 /// socialite store from another SQLite file.
@@ -239,6 +241,7 @@ pub fn migrate(conn: &Connection) -> anyhow::Result<()> {
     notifications_schema(conn)?;
     super::threads::replies_schema(conn)?;
     super::reposts::reposts_schema(conn)?;
+    super::timelines::entries::repost_entries_schema(conn)?;
     once(
         conn,
         "pending_renames",

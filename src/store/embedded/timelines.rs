@@ -9,7 +9,7 @@ use rusqlite::{OptionalExtension, params};
 
 mod audience;
 mod buckets;
-mod entries;
+pub(super) mod entries;
 pub(super) mod idle;
 pub(super) mod names;
 pub(super) mod retractions;
@@ -32,7 +32,7 @@ pub(super) const BUCKET_HEADS: &str = "SELECT key, n, mx FROM buckets
      ORDER BY mx DESC, key DESC LIMIT ?4 OFFSET ?5";
 /// One bucket's entries below `?4`, newest first.
 pub(super) const BUCKET_ENTRIES: &str = "SELECT post_id, author, text, name, name_v,
-     reply_to_author FROM bucket_entries WHERE kind = ?1 AND user = ?2 AND key = ?3 AND post_id < ?4
+     reply_to_author, repost_post, repost_author FROM bucket_entries WHERE kind = ?1 AND user = ?2 AND key = ?3 AND post_id < ?4
      ORDER BY post_id DESC LIMIT ?5";
 
 #[async_trait]
@@ -151,7 +151,8 @@ impl TimelineStore for EmbeddedStore {
             };
             let entries = conn
                 .prepare_cached(
-                    "SELECT post_id, author, text, name, name_v, reply_to_author FROM cache_entries
+                    "SELECT post_id, author, text, name, name_v, reply_to_author, repost_post,
+                            repost_author FROM cache_entries
                      WHERE user = ?1 ORDER BY post_id DESC",
                 )?
                 .query_map([&user], entry_from_row)?

@@ -9,7 +9,7 @@ use mongodb::bson::{Document, doc, oid::ObjectId};
 
 use super::{MongoStore, all, db_error, insert_new, oid, post_id};
 use crate::domain::PostId;
-use crate::store::{ContentStore, DeliveryStore, StoreResult};
+use crate::store::{ContentStore, DeliveryStore, RepostStore, StoreResult};
 
 const DELIVERIES: &str = "deliveries";
 
@@ -50,8 +50,31 @@ impl DeliveryStore for MongoStore {
         Ok(found)
     }
 
-    /// Pages of markers in `_id` order, each checked against the posts with one `$in`
-    /// lookup of the `_id` index, until `limit` orphans are found or the markers run out.
+    /// Pages of `reposts` ids in `_id` order, checked against the markers like posts.
+    async fn undelivered_reposts(
+        &self,
+        after: Option<PostId>,
+        limit: usize,
+    ) -> StoreResult<Vec<PostId>> {
+        let mut found = Vec::new();
+        let mut after = after;
+        let reposts = self.collection(crate::domain::REPOSTS);
+        while found.len() < limit {
+            let page = self.ids_after(&reposts, after, limit).await?;
+            let Some(last) = page.last().copied() else {
+                break;
+            };
+            let marked: HashSet<PostId> = self.delivered(&page).await?.into_iter().collect();
+            found.extend(page.into_iter().filter(|id| !marked.contains(id)));
+            after = Some(last);
+        }
+        found.truncate(limit);
+        Ok(found)
+    }
+
+    /// Pages of markers in `_id` order, each checked against the posts and the reposts
+    /// with one `$in` lookup of each `_id` index, until `limit` orphans are found or
+    /// the markers run out.
     async fn orphaned(&self, after: Option<PostId>, limit: usize) -> StoreResult<Vec<PostId>> {
         let mut found = Vec::new();
         let mut after = after;
@@ -62,8 +85,10 @@ impl DeliveryStore for MongoStore {
             let Some(last) = page.last().copied() else {
                 break;
             };
-            let existing: HashSet<PostId> =
+            let mut existing: HashSet<PostId> =
                 self.existing_posts(&page, &[]).await?.into_iter().collect();
+            let reposts = self.reposts_by_ids(&page).await?;
+            existing.extend(reposts.into_iter().map(|r| r.id));
             found.extend(page.into_iter().filter(|id| !existing.contains(id)));
             after = Some(last);
         }

@@ -292,6 +292,40 @@ impl RepostStore for MongoStore {
         docs.iter().map(repost_from).collect()
     }
 
+    /// The followee list in batches, each one query of `{user: 1, _id: -1}`, as
+    /// `home_posts` reads posts.
+    async fn home_reposts(
+        &self,
+        user: &str,
+        before: Option<PostId>,
+        limit: usize,
+    ) -> StoreResult<Vec<Repost>> {
+        let mut users = self
+            .neighbours(super::Side::Followees, user, None, usize::MAX >> 2)
+            .await?;
+        users.push(user.to_owned());
+        let mut found = Vec::new();
+        for batch in users.chunks(100) {
+            let mut filter = doc! { "user": { "$in": batch } };
+            if let Some(before) = before {
+                filter.insert("_id", doc! { "$lt": oid(before) });
+            }
+            let docs = all(self
+                .reposts_coll()
+                .find(filter)
+                .sort(doc! { "_id": -1 })
+                .limit(limit as i64))
+            .await?;
+            for doc in &docs {
+                found.push(repost_from(doc)?);
+            }
+        }
+        found.sort_unstable_by_key(|r| std::cmp::Reverse(r.id));
+        found.dedup_by_key(|r| r.id);
+        found.truncate(limit);
+        Ok(found)
+    }
+
     async fn reposts_by_ids(&self, ids: &[PostId]) -> StoreResult<Vec<Repost>> {
         if ids.is_empty() {
             return Ok(Vec::new());

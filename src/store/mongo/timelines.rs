@@ -15,7 +15,7 @@ use mongodb::bson::{Document, doc};
 
 use super::{IndexSpec, MongoStore, all, db_error, index, int, oid, post_id};
 use crate::domain::{
-    Bucket, BucketKind, CacheState, NameStamp, PostId, TimelineEntry, TimelineKind,
+    Bucket, BucketKind, CacheState, NameStamp, PostId, ReplyTo, TimelineEntry, TimelineKind,
 };
 use crate::store::timelines::deliver_to_audience;
 use crate::store::timelines::{CacheMerge, CacheView};
@@ -26,7 +26,8 @@ use buckets::Group;
 const FANOUT_CONCURRENCY: usize = 32;
 
 /// `{_id, a, m, n, v}` when embedding (`n`, `v`: the author's name stamp), `{_id, a}`
-/// when linking; a reply's entry adds `r`, the author of the post it answers.
+/// when linking; a reply's entry adds `r`, the author of the post it answers; a
+/// repost's entry `o` and `oa`, its original post and that post's author.
 fn entry_doc(entry: &TimelineEntry) -> Document {
     let mut doc = doc! { "_id": oid(entry.id), "a": &entry.author };
     if let Some(text) = &entry.text {
@@ -38,6 +39,10 @@ fn entry_doc(entry: &TimelineEntry) -> Document {
     }
     if let Some(parent_author) = &entry.reply_to_author {
         doc.insert("r", parent_author);
+    }
+    if let Some(original) = &entry.repost_of {
+        doc.insert("o", oid(original.post));
+        doc.insert("oa", &original.author);
     }
     doc
 }
@@ -57,6 +62,13 @@ fn entries_from(doc: &Document) -> StoreResult<Vec<TimelineEntry>> {
                 version: int(item, "v").max(0) as u64,
             }),
             reply_to_author: item.get_str("r").ok().map(str::to_owned),
+            repost_of: match item.get("o") {
+                Some(original) => Some(ReplyTo {
+                    post: post_id(Some(original))?,
+                    author: item.get_str("oa").unwrap_or_default().to_owned(),
+                }),
+                None => None,
+            },
         });
     }
     entries.sort_unstable_by_key(|e| std::cmp::Reverse(e.id));

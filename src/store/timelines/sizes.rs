@@ -51,13 +51,16 @@ pub fn largest_entry_bytes() -> usize {
     let author = max_valid_bytes(validate_user_id);
     let text = max_valid_bytes(validate_post_text);
     let name = max_valid_bytes(validate_display_name);
-    // `r`: a reply's parent author, a user id too.
+    // `r`: a reply's parent author, a user id too; a repost's entry carries no `r` but
+    // its original's id `o` and author `oa`, which is more.
+    let reply = string("r", author);
+    let repost = (1 + 2 + 12) + string("oa", author);
     4 + (1 + 4 + 12)
         + string("a", author)
         + string("m", text)
         + string("n", name)
         + (1 + 2 + 8)
-        + string("r", author)
+        + reply.max(repost)
         + 1
 }
 
@@ -83,18 +86,19 @@ mod tests {
     #[test]
     fn the_largest_entry_follows_the_validators() {
         // 500 four-byte characters, a 32-character id: 38 bytes of BSON around them; a
-        // name of 64 four-byte characters: 8 more, and the version, 11; a reply's parent
-        // author (another 32-character id), 40.
+        // name of 64 four-byte characters: 8 more, and the version, 11; a repost's
+        // original (an ObjectId, 15, and another 32-character id, 41), 56, more than a
+        // reply's parent author (40).
         assert_eq!(max_valid_bytes(validate_post_text), 2000);
         assert_eq!(max_valid_bytes(validate_user_id), 32);
         assert_eq!(max_valid_bytes(validate_display_name), 256);
-        assert_eq!(largest_entry_bytes(), 38 + 32 + 2000 + 8 + 256 + 11 + 40);
+        assert_eq!(largest_entry_bytes(), 38 + 32 + 2000 + 8 + 256 + 11 + 56);
         assert_eq!(largest_document_bytes(0), DOCUMENT_FIXED_BYTES);
         // Indexes 0-9 take one digit, 10-11 two.
-        assert_eq!(largest_document_bytes(12), 256 + 12 * 2385 + 10 * 3 + 2 * 4);
+        assert_eq!(largest_document_bytes(12), 256 + 12 * 2401 + 10 * 3 + 2 * 4);
         let framing = |n: u32| (0..n).map(|i| 2 + i.to_string().len()).sum::<usize>();
         for n in [1, 9, 10, 11, 99, 100, 101, 1000, 12_345] {
-            let expected = 256 + n as usize * 2385 + framing(n);
+            let expected = 256 + n as usize * 2401 + framing(n);
             assert_eq!(largest_document_bytes(n), expected, "{n} entries");
         }
     }

@@ -73,8 +73,9 @@ pub(super) fn push_group(
     )?;
     let mut entry_row = tx.prepare_cached(
         "INSERT OR IGNORE INTO bucket_entries
-             (kind, user, key, post_id, author, text, name, name_v, reply_to_author)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+             (kind, user, key, post_id, author, text, name, name_v, reply_to_author,
+              repost_post, repost_author)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
     )?;
     for entry in entries {
         let id = &entry.id.bytes()[..];
@@ -98,6 +99,7 @@ pub(super) fn push_group(
         };
         bucket.execute(params![kind, user, key, id])?;
         let (name, version) = super::name_columns(entry);
+        let (repost_post, repost_author) = super::entries::repost_columns(entry);
         entry_row.execute(params![
             kind,
             user,
@@ -107,7 +109,9 @@ pub(super) fn push_group(
             entry.text,
             name,
             version,
-            entry.reply_to_author
+            entry.reply_to_author,
+            repost_post,
+            repost_author
         ])?;
     }
     Ok(())

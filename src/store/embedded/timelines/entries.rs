@@ -4,12 +4,50 @@
 use rusqlite::{OptionalExtension, Transaction, params};
 
 use super::{retractions, versions};
-use crate::domain::{NameStamp, TimelineEntry};
+use crate::domain::{NameStamp, ReplyTo, TimelineEntry};
 use crate::store::StoreResult;
 use crate::store::embedded::post_id_at;
 use crate::store::timelines::CacheMerge;
 
-/// An entry from a row of `post_id, author, text, name, name_v, reply_to_author`.
+/// Format 8: entries of reposts carry their original; rows from before hold NULL, a
+/// post (no repost entry was ever written before this format).
+pub(in crate::store::embedded) fn repost_entries_schema(
+    conn: &rusqlite::Connection,
+) -> rusqlite::Result<()> {
+    for table in ["bucket_entries", "cache_entries"] {
+        crate::store::embedded::schema::add_column(conn, table, "repost_post", "BLOB")?;
+        crate::store::embedded::schema::add_column(conn, table, "repost_author", "TEXT")?;
+    }
+    Ok(())
+}
+
+/// The original of a repost entry as its row's `repost_post, repost_author` columns
+/// at `at` and `at + 1` hold it.
+pub(in crate::store::embedded) fn repost_at(
+    row: &rusqlite::Row<'_>,
+    at: usize,
+) -> rusqlite::Result<Option<ReplyTo>> {
+    if row.get_ref(at)?.as_blob_or_null()?.is_none() {
+        return Ok(None);
+    }
+    Ok(Some(ReplyTo {
+        post: post_id_at(row, at)?,
+        author: row.get(at + 1)?,
+    }))
+}
+
+/// An entry's original as the `repost_post, repost_author` columns store it.
+pub(in crate::store::embedded) fn repost_columns(
+    entry: &TimelineEntry,
+) -> (Option<Vec<u8>>, Option<&str>) {
+    match &entry.repost_of {
+        Some(of) => (Some(of.post.bytes().to_vec()), Some(&of.author)),
+        None => (None, None),
+    }
+}
+
+/// An entry from a row of `post_id, author, text, name, name_v, reply_to_author,
+/// repost_post, repost_author`.
 pub(super) fn entry_from_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<TimelineEntry> {
     let name: Option<String> = row.get(3)?;
     let version: Option<i64> = row.get(4)?;
@@ -22,6 +60,7 @@ pub(super) fn entry_from_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<Timeli
             version: version.unwrap_or(0).max(0) as u64,
         }),
         reply_to_author: row.get(5)?,
+        repost_of: repost_at(row, 6)?,
     })
 }
 
@@ -62,8 +101,9 @@ pub(super) fn insert_cache_entries(
     let takes = |id: &[u8]| !ready || complete || oldest.as_deref().is_some_and(|o| id > o);
     let mut insert = tx.prepare_cached(
         "INSERT OR IGNORE INTO cache_entries
-             (user, post_id, author, text, name, name_v, reply_to_author)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+             (user, post_id, author, text, name, name_v, reply_to_author,
+              repost_post, repost_author)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
     )?;
     let mut inserted = 0;
     for entry in entries {
@@ -72,6 +112,7 @@ pub(super) fn insert_cache_entries(
             continue;
         }
         let (name, version) = name_columns(entry);
+        let (repost_post, repost_author) = repost_columns(entry);
         let new = insert.execute(params![
             user,
             id,
@@ -79,7 +120,9 @@ pub(super) fn insert_cache_entries(
             entry.text,
             name,
             version,
-            entry.reply_to_author
+            entry.reply_to_author,
+            repost_post,
+            repost_author
         ])?;
         if new > 0 {
             retractions::mark_inserted(tx, user, id, &entry.author)?;

@@ -9,6 +9,10 @@
 //! > every cache entry's post exists or is in `pending_deletes`, and its author is the
 //! > owner, is followed by the owner, or is in `pending_unfollows` with the owner.
 //!
+//! A repost's entry stands for the repost (its id), which "exists" while the repost
+//! does: an unrepost, and a delete of the original (which removes its reposts in its
+//! transaction), mark the repost's id like a delete marks a post's.
+//!
 //! - A delete or an unfollow records its mark in its own transaction, when a cache holds
 //!   an entry it hides (so with no caches, nothing is ever marked).
 //! - An entry inserted whose post is already gone, or whose author the owner no longer
@@ -102,7 +106,8 @@ pub(super) fn mark_inserted(
 ) -> StoreResult<()> {
     tx.prepare_cached(
         "INSERT OR IGNORE INTO pending_deletes (post)
-         SELECT ?1 WHERE NOT EXISTS (SELECT 1 FROM posts WHERE id = ?1)",
+         SELECT ?1 WHERE NOT EXISTS (SELECT 1 FROM posts WHERE id = ?1)
+                     AND NOT EXISTS (SELECT 1 FROM reposts WHERE id = ?1)",
     )?
     .execute([post])?;
     tx.prepare_cached(
@@ -129,7 +134,8 @@ pub(super) fn settle(tx: &Transaction<'_>) -> StoreResult<usize> {
         tx,
         "SELECT user FROM cache_entries WHERE post_id IN (
              SELECT post FROM pending_deletes d
-              WHERE NOT EXISTS (SELECT 1 FROM posts WHERE id = d.post))",
+              WHERE NOT EXISTS (SELECT 1 FROM posts WHERE id = d.post)
+                AND NOT EXISTS (SELECT 1 FROM reposts WHERE id = d.post))",
         [],
     )?;
     super::versions::bump_versions_of(
@@ -142,7 +148,8 @@ pub(super) fn settle(tx: &Transaction<'_>) -> StoreResult<usize> {
     let posts = tx.execute(
         "DELETE FROM cache_entries WHERE post_id IN (
              SELECT post FROM pending_deletes d
-              WHERE NOT EXISTS (SELECT 1 FROM posts WHERE id = d.post))",
+              WHERE NOT EXISTS (SELECT 1 FROM posts WHERE id = d.post)
+                AND NOT EXISTS (SELECT 1 FROM reposts WHERE id = d.post))",
         [],
     )?;
     let authors = tx.execute(

@@ -24,7 +24,11 @@ fn the_size_model_matches_real_documents() {
             display_name: "😀".repeat(64),
             version: u64::MAX >> 1,
         }),
-        reply_to_author: Some(user.clone()),
+        reply_to_author: None,
+        repost_of: Some(crate::domain::ReplyTo {
+            post: PostId::from_bytes(id.bytes()),
+            author: user.clone(),
+        }),
     };
     assert_eq!(bytes(&entry_doc(&entry)), largest_entry_bytes());
     let skeletons = [
