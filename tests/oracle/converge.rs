@@ -424,7 +424,7 @@ async fn relations(
 
 /// Whether home timelines serve reposts (`derived/reposts.rs`): until they do, the
 /// timelines are held to the sources without them.
-pub const TIMELINES_SERVE_REPOSTS: bool = false;
+pub const TIMELINES_SERVE_REPOSTS: bool = true;
 
 /// Every derived datum against the sources. Returns what is wrong.
 pub async fn derived(world: &World, s: &Sources) -> Vec<String> {
