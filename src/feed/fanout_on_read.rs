@@ -29,8 +29,7 @@ pub(crate) async fn read_through(
         store.content.home_posts(user, before, want),
         store.reposts.home_reposts(user, before, want)
     )?;
-    let mut entries: Vec<TimelineEntry> =
-        posts.iter().map(|post| post.entry(true, None)).collect();
+    let mut entries: Vec<TimelineEntry> = posts.iter().map(|post| post.entry(true, None)).collect();
     if !reposts.is_empty() {
         entries.extend(repost_entries(store, &reposts).await?);
         normalise(&mut entries, before, want);

@@ -33,9 +33,7 @@ pub use sized_buckets::SizedBuckets;
 pub use timed_buckets::TimedBuckets;
 
 use crate::domain::clock::{Clock, SystemClock};
-use crate::domain::{
-    FeedStrategy, NameStamp, Post, PostId, Repost, TimelineEntry, TimelineKind,
-};
+use crate::domain::{FeedStrategy, NameStamp, Post, PostId, Repost, TimelineEntry, TimelineKind};
 use crate::store::timelines::CacheVersion;
 use crate::store::{EdgeState, Store, StoreError, StoreResult};
 
@@ -337,7 +335,12 @@ impl Timelines {
         let existence = async {
             Ok(match item.is_repost() {
                 true => self.store.reposts.reposts_by_ids(&ids).await?.is_empty(),
-                false => self.store.content.existing_posts(&ids, author).await?.is_empty(),
+                false => self
+                    .store
+                    .content
+                    .existing_posts(&ids, author)
+                    .await?
+                    .is_empty(),
             })
         };
         let (gone, current) = tokio::try_join!(existence, self.store.users.user(&item.author))?;

@@ -158,7 +158,9 @@ impl Timelines {
                 // A repost is hidden with its reposter or its original's author.
                 candidates.retain(|e| {
                     !hidden.hides(&e.author)
-                        && e.repost_of.as_ref().is_none_or(|o| !hidden.hides(&o.author))
+                        && e.repost_of
+                            .as_ref()
+                            .is_none_or(|o| !hidden.hides(&o.author))
                 });
             }
             let current = self.current(user, candidates, &mut names).await?;

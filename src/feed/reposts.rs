@@ -81,10 +81,8 @@ impl Timelines {
             .filter(|v| v.followed)
             .map(|v| v.id.clone())
             .collect();
-        let names: HashMap<String, String> = views
-            .into_iter()
-            .map(|v| (v.id, v.display_name))
-            .collect();
+        let names: HashMap<String, String> =
+            views.into_iter().map(|v| (v.id, v.display_name)).collect();
         entries.retain(|e| match &e.repost_of {
             Some(of) => standing.contains(&e.id) && found.contains_key(&of.post),
             None => true,

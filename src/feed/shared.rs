@@ -46,7 +46,12 @@ pub(crate) async fn backfill_entries(
     let mut reposts = store.reposts.reposts_by(followee, None, limit).await?;
     let bound = PostId::at(since_ms.saturating_add(1), 0);
     if reposts.len() >= limit && reposts.iter().any(|r| r.id >= bound) {
-        reposts.extend(store.reposts.reposts_by(followee, Some(bound), limit).await?);
+        reposts.extend(
+            store
+                .reposts
+                .reposts_by(followee, Some(bound), limit)
+                .await?,
+        );
         reposts.sort_unstable_by_key(|r| std::cmp::Reverse(r.id));
         reposts.dedup_by_key(|r| r.id);
     }

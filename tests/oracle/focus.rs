@@ -409,8 +409,13 @@ pub async fn repost_race(world: &World, rng: &mut Rng) {
                 Relation::Mute
             };
             let whom = if rng.random_bool(0.5) { &by } else { &author };
-            if *whom != reader {
-                relation_at(world, &target, &reader, whom, kind, true, None, true).await;
+            // A block either way: the reader's, or one of the reader by the other.
+            let (a, b) = match kind == Relation::Block && rng.random_bool(0.5) {
+                true => (whom.as_str(), reader.as_str()),
+                false => (reader.as_str(), whom.as_str()),
+            };
+            if a != b {
+                relation_at(world, &target, a, b, kind, true, None, true).await;
             }
         }
     }

@@ -190,7 +190,14 @@ pub async fn events(
                 .and_then(|id| s.posts.get(&id))
                 .is_none_or(|p| !p.live());
             if gone {
-                (lo, hi) = (0, hi + 1);
+                // One for the repost the delete took, when one surely stood through it
+                // (the first delete answered, no unrepost sent before its answer).
+                let delete = model
+                    .by_id
+                    .get(post)
+                    .and_then(|&i| model.posts[i].deletes.iter().find(|d| d.acked()));
+                let took = delete.is_some_and(|d| Model::surely_holds(ops, d.invoke, d.complete));
+                (lo, hi) = (usize::from(took), hi + 1);
             }
             expected.insert(
                 ("post.unreposted".into(), format!("{user}>{post}")),

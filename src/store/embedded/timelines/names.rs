@@ -22,8 +22,7 @@ pub(in crate::store::embedded) static CACHE_PAGE: LazyLock<[String; 4]> = LazyLo
                    AND (EXISTS (SELECT 1 FROM posts WHERE id = e.post_id)
                         OR EXISTS (SELECT 1 FROM reposts WHERE id = e.post_id))";
     let stale = "e.name IS NOT NULL AND u.version > IFNULL(e.name_v, -1)";
-    let stamped =
-        "e.name, e.name_v, e.reply_to_author, e.repost_post, e.repost_author FROM cache_entries AS e";
+    let stamped = "e.name, e.name_v, e.reply_to_author, e.repost_post, e.repost_author FROM cache_entries AS e";
     let restamped = format!(
         "CASE WHEN {stale} THEN u.display_name ELSE e.name END,
          CASE WHEN {stale} THEN u.version ELSE e.name_v END, e.reply_to_author,
