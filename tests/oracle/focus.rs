@@ -396,8 +396,23 @@ pub async fn repost_race(world: &World, rng: &mut Rng) {
         return;
     };
     super::reposts::repost_at(world, &target, &by, &post, true).await;
-    let limit = rng.random_range(2..=6);
-    first_page(world, &target, &reader, limit).await;
+    let id = world
+        .model()
+        .repost_ids
+        .iter()
+        .filter(|(_, r)| r.user == by && r.post == post)
+        .max_by_key(|(_, r)| r.known)
+        .map(|(id, _)| id.clone());
+    let limit = rng.random_range(2..=4);
+    // Until the repost shows (a worker delivers it to a larger audience), then once
+    // more, on the same process: the page and what it hides are read under a version.
+    for _ in 0..8 {
+        let ids = first_page(world, &target, &reader, limit).await;
+        if id.as_ref().is_none_or(|id| ids.contains(id)) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
     first_page(world, &target, &reader, limit).await;
     match rng.random_range(0..4) {
         0 => super::ops::delete_at(world, &target, &post, &author).await,
@@ -408,7 +423,9 @@ pub async fn repost_race(world: &World, rng: &mut Rng) {
             } else {
                 Relation::Mute
             };
-            let whom = if rng.random_bool(0.5) { &by } else { &author };
+            // The original's author more often: a reader who does not follow them sees
+            // their post only through the repost, so only the filter hides it.
+            let whom = if rng.random_bool(0.35) { &by } else { &author };
             // A block either way: the reader's, or one of the reader by the other.
             let (a, b) = match kind == Relation::Block && rng.random_bool(0.5) {
                 true => (whom.as_str(), reader.as_str()),
