@@ -340,6 +340,7 @@ async fn each_corrupted_datum_is_named_by_its_kind_and_repaired() {
                 text: Some(eve[0].text.clone()),
                 name: None,
                 reply_to_author: None,
+                repost_of: None,
             };
             let ann = ["ann".to_owned()];
             match strategy {

@@ -40,6 +40,7 @@ fn entry(id: PostId, author: &str, name: Option<NameStamp>) -> TimelineEntry {
         text: Some(format!("post {id}")),
         name,
         reply_to_author: None,
+        repost_of: None,
     }
 }
 

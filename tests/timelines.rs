@@ -176,6 +176,7 @@ fn entries(base: i64, n: i64) -> Vec<TimelineEntry> {
         text: Some(format!("text {i}")),
         name: None,
         reply_to_author: None,
+        repost_of: None,
     };
     (0..n).map(entry).collect()
 }

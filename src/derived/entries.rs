@@ -160,12 +160,14 @@ mod tests {
             text: Some("hello".into()),
             name: stamp("Ann", 2),
             reply_to_author: None,
+            repost_of: None,
         };
         assert!(s.entry_faults(&entry).is_empty());
         let linked = TimelineEntry {
             text: None,
             name: None,
             reply_to_author: None,
+            repost_of: None,
             ..entry.clone()
         };
         assert!(s.entry_faults(&linked).is_empty(), "nothing carried");
@@ -175,6 +177,7 @@ mod tests {
             text: Some("hullo".into()),
             name: stamp("Anne", 3),
             reply_to_author: None,
+            repost_of: None,
         };
         let faults = s.entry_faults(&wrong);
         assert_eq!(faults.len(), 4, "{faults:?}");
@@ -185,6 +188,7 @@ mod tests {
         let older = TimelineEntry {
             name: stamp("Ann", 1),
             reply_to_author: None,
+            repost_of: None,
             ..entry.clone()
         };
         assert!(s.entry_faults(&older).is_empty(), "the same name, older");

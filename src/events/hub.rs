@@ -13,7 +13,7 @@ use tokio::task::JoinHandle;
 
 use super::reader::EventReader;
 use crate::domain::{Event, EventId, EventType, PostId};
-use crate::feed::TimelineItem;
+use crate::feed::{Original, TimelineItem};
 use crate::store::{Store, StoreError, StoreResult};
 
 /// Posts of an unfollowed author named in the stream's `delete` event.
@@ -119,6 +119,14 @@ impl Hub {
             .iter()
             .filter(|e| e.kind == EventType::PostCreated)
             .filter_map(|e| e.field("author").map(str::to_owned))
+            .chain(
+                events
+                    .iter()
+                    .filter(|e| e.kind == EventType::PostReposted)
+                    .flat_map(|e| [e.field("user"), e.field("author")])
+                    .flatten()
+                    .map(str::to_owned),
+            )
             .collect();
         let names: HashMap<String, String> = if authors.is_empty() {
             HashMap::new()
@@ -150,6 +158,34 @@ impl Hub {
                             text: event.field("text").unwrap_or_default().to_owned(),
                             reply_to_author: event.reply_to_author().map(str::to_owned),
                             repost_of: None,
+                        });
+                    }
+                }
+                // A repost is an item of the reposter's carrying its original, looked
+                // up once for every stream (none once the original is gone).
+                EventType::PostReposted => {
+                    let id = event.field("repost").and_then(|p| p.parse::<PostId>().ok());
+                    let post = event.field("post").and_then(|p| p.parse::<PostId>().ok());
+                    let original = match post {
+                        Some(post) => self.store.content.post(post).await?,
+                        None => None,
+                    };
+                    let name = |user: &str| names.get(user).cloned().unwrap_or(user.to_owned());
+                    if let (Some(id), Some(user), Some(original)) =
+                        (id, event.field("user"), original)
+                    {
+                        item = Some(TimelineItem {
+                            id,
+                            author: user.to_owned(),
+                            author_display_name: name(user),
+                            text: original.text.clone(),
+                            reply_to_author: None,
+                            repost_of: Some(Original {
+                                id: original.id,
+                                author_display_name: name(&original.author),
+                                reply_to_author: original.reply_to.map(|r| r.author),
+                                author: original.author,
+                            }),
                         });
                     }
                 }

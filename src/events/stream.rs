@@ -87,12 +87,17 @@ impl Router {
     /// it expired, or when the last read is older than [`RELATIONS_RECHECK`] (changes
     /// made in other processes).
     async fn admit(&mut self, hub: &Hub, message: &StreamMessage) -> StoreResult<bool> {
+        // A repost is hidden with its original's author as with its reposter.
+        let original = match message {
+            StreamMessage::Item { item, .. } => item.repost_of.as_ref().map(|o| &o.author),
+            _ => None,
+        };
         let (other, notification) = match message {
             StreamMessage::Item { item, .. } => (&item.author, false),
             StreamMessage::Notification { actor, .. } => (actor, true),
             _ => return Ok(true),
         };
-        if *other == self.user {
+        if *other == self.user && original.is_none_or(|o| *o == self.user) {
             return Ok(true);
         }
         let epoch = hub.relations_epoch.load(Ordering::SeqCst);
@@ -107,7 +112,7 @@ impl Router {
         }
         Ok(match notification {
             true => !self.hidden.hides_notifications_of(other),
-            false => !self.hidden.hides(other),
+            false => !self.hidden.hides(other) && original.is_none_or(|o| !self.hidden.hides(o)),
         })
     }
 }
@@ -170,6 +175,29 @@ impl Router {
                 shown.then(|| StreamMessage::Item {
                     id,
                     item: item.clone(),
+                })
+            }
+            // A repost of the reposter's, unless the original itself is in the
+            // timeline (its author is the user or followed, and the reply rule lets it
+            // through): the original wins (see docs/timelines.md, "Reposts").
+            EventType::PostReposted => {
+                let item = prepared.item.as_ref()?;
+                let original = item.repost_of.as_ref()?;
+                let parent = original.reply_to_author.as_deref();
+                let follows_parent = parent.is_some_and(|p| self.following.contains(p));
+                let original_shown = mine(self, &original.author)
+                    && reply_visible(&self.user, &original.author, parent, follows_parent);
+                (mine(self, &item.author) && !original_shown).then(|| StreamMessage::Item {
+                    id,
+                    item: item.clone(),
+                })
+            }
+            EventType::PostUnreposted => {
+                let repost = event.field("repost")?.parse().ok()?;
+                mine(self, event.field("user")?).then(|| StreamMessage::Delete {
+                    id,
+                    posts: vec![repost],
+                    author: None,
                 })
             }
             EventType::PostDeleted => {

@@ -63,11 +63,12 @@ impl FeedService for HybridFeed {
         true
     }
 
-    /// A celebrity's post or repost reaches their own cache only; everyone else's is a
-    /// cache fan-out. The status is read now, not at the post: either way the entry is
-    /// served, merged or cached.
+    /// A celebrity's post reaches their own cache only; everyone else's is a cache
+    /// fan-out. The status is read now, not at the post: either way the post is served,
+    /// merged or cached. Reposts are not merged: a repost, a celebrity's too, is a
+    /// cache fan-out (by the timelines worker for a large audience, as under `cache`).
     async fn fan_out(&self, item: &TimelineEntry, name: Option<&NameStamp>) -> StoreResult<u64> {
-        if self.store.graph.celebrity(&item.author).await? {
+        if !item.is_repost() && self.store.graph.celebrity(&item.author).await? {
             let own = std::slice::from_ref(&item.author);
             return self.cache.deliver(item, name, own).await;
         }

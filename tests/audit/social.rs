@@ -188,6 +188,7 @@ async fn notifications_reply_counts_and_blocked_authors_are_audited_and_repaired
                 text: Some(dan.text.clone()),
                 name: None,
                 reply_to_author: None,
+                repost_of: None,
             };
             let eve = ["eve".to_owned()];
             match strategy {

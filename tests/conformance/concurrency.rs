@@ -128,6 +128,7 @@ async fn concurrent_sized_pushes_into_one_user_roll_over_cleanly() {
                         text: Some("t".into()),
                         name: None,
                         reply_to_author: None,
+                        repost_of: None,
                     })
                     .collect();
                 store

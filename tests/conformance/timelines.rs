@@ -310,6 +310,7 @@ async fn idle_caches_are_stamped_and_dropped_alike() {
             text: None,
             name: None,
             reply_to_author: None,
+            repost_of: None,
         };
         let users = ["a".to_owned(), "b".to_owned(), "c".to_owned()];
         assert_eq!(

@@ -156,6 +156,7 @@ async fn fan_out_skips_a_dropped_cache_and_a_read_rebuilds_it() {
             text: Some("probe".to_owned()),
             name: None,
             reply_to_author: None,
+            repost_of: None,
         };
         // Idempotent by id: a replay of an existing post writes nothing anywhere.
         let timelines = w.store.timelines.clone();
@@ -342,7 +343,7 @@ async fn an_upgraded_file_counts_its_caches_as_read_at_the_upgrade() {
     let version: i64 = conn
         .query_row("PRAGMA user_version", [], |row| row.get(0))
         .unwrap();
-    assert_eq!(version, 7, "the current format");
+    assert_eq!(version, 8, "the current format");
     let store = Store::new(Arc::new(reopened));
     let view = store
         .timelines

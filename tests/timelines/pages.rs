@@ -112,6 +112,7 @@ fn entry(id: PostId, author: &str, version: u64) -> TimelineEntry {
             version,
         }),
         reply_to_author: None,
+        repost_of: None,
     }
 }
 

@@ -72,6 +72,7 @@ async fn a_late_push_below_a_cache_never_hides_the_posts_between() {
             text: Some("p".into()),
             name: None,
             reply_to_author: None,
+            repost_of: None,
         };
         s.timelines
             .cache_push(&["reader".to_owned()], &[entry], 5)
@@ -143,6 +144,7 @@ async fn a_backfill_cut_at_the_cache_size_ends_a_caches_completeness() {
             text: Some("p".into()),
             name: None,
             reply_to_author: None,
+            repost_of: None,
         };
         s.timelines
             .cache_push(&["reader".to_owned()], &[entry], 5)

@@ -24,6 +24,7 @@ async fn post(store: &Store, author: &str, text: &str) -> TimelineEntry {
         text: Some(text.into()),
         name: None,
         reply_to_author: None,
+        repost_of: None,
     }
 }
 

@@ -10,7 +10,7 @@ use super::entries_from;
 use crate::domain::{BucketKind, NameStamp, PostId, TimelineKind};
 use crate::store::mongo::{MongoStore, all, db_error, int};
 use crate::store::timelines::CacheView;
-use crate::store::{ContentStore, StoreResult};
+use crate::store::{ContentStore, RepostStore, StoreResult};
 
 const RENAMES: &str = "renames";
 
@@ -43,7 +43,24 @@ impl MongoStore {
             .collect();
         authors.sort_unstable();
         authors.dedup();
-        let ids: Vec<PostId> = entries.iter().map(|e| e.id).collect();
+        // Repost entries stand while their repost does (a third lookup, only for a page
+        // that holds some).
+        let ids: Vec<PostId> = entries
+            .iter()
+            .filter(|e| !e.is_repost())
+            .map(|e| e.id)
+            .collect();
+        let repost_ids: Vec<PostId> = entries
+            .iter()
+            .filter(|e| e.is_repost())
+            .map(|e| e.id)
+            .collect();
+        let standing = async {
+            if repost_ids.is_empty() {
+                return Ok(Vec::new());
+            }
+            self.reposts_by_ids(&repost_ids).await
+        };
         let mut stamped: Vec<String> = entries
             .iter()
             .filter(|e| e.name.is_some())
@@ -51,13 +68,15 @@ impl MongoStore {
             .collect();
         stamped.sort_unstable();
         stamped.dedup();
-        let (followed, existing, names) = futures::try_join!(
+        let (followed, existing, names, standing) = futures::try_join!(
             self.followed_among(user, &authors),
             self.existing_posts(&ids, &[]),
-            self.name_stamps(&stamped)
+            self.name_stamps(&stamped),
+            standing
         )?;
         let followed: HashSet<String> = followed.into_iter().collect();
-        let existing: HashSet<PostId> = existing.into_iter().collect();
+        let mut existing: HashSet<PostId> = existing.into_iter().collect();
+        existing.extend(standing.into_iter().map(|r| r.id));
         entries.retain(|e| {
             existing.contains(&e.id) && (e.author == user || followed.contains(&e.author))
         });
