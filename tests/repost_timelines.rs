@@ -411,3 +411,36 @@ async fn a_repost_entry_left_behind_by_a_race_is_never_served() {
         }
     }
 }
+
+/// A strategy switch rebuilds the timelines from the sources, reposts included: each
+/// bucket strategy, started over a store written under `cache`, serves the repost.
+#[tokio::test]
+async fn a_strategy_switch_lays_out_reposts_too() {
+    for kind in kinds("a_strategy_switch_lays_out_reposts_too") {
+        for strategy in [FeedStrategy::SizedBuckets, FeedStrategy::TimedBuckets] {
+            let mut test = fresh_config(kind);
+            test.config.rate.writes_per_min = 1_000_000;
+            let at = format!("{kind:?} {strategy}");
+            let server = socialite::app::spawn(&test.config).await.unwrap();
+            let api = common::Api::new(reqwest::Client::new(), format!("http://{}", server.addr));
+            for user in ["reader", "ann", "bob"] {
+                api.user(user).await;
+            }
+            let (status, _) = api.put("/v1/users/reader/following/bob").await;
+            assert!(status.is_success(), "{at}: {status}");
+            let original = api.say("ann", "before the switch").await;
+            let (status, repost) = api.put(&format!("/v1/users/bob/reposts/{original}")).await;
+            assert_eq!(status, StatusCode::CREATED, "{at}: {repost}");
+            server.stop().await.unwrap();
+
+            test.config.feed.strategy = strategy;
+            let server = socialite::app::spawn(&test.config).await.unwrap();
+            let api = api.at(format!("http://{}", server.addr));
+            let items = api.walk("/v1/users/reader/timeline", "before").await;
+            assert_eq!(items.len(), 1, "{at}: {items:?}");
+            assert_eq!(items[0]["id"], repost["id"], "{at}: {items:?}");
+            assert_eq!(items[0]["post"]["id"], original.as_str(), "{at}: {items:?}");
+            server.stop().await.unwrap();
+        }
+    }
+}

@@ -30,6 +30,7 @@ mod notifications;
 pub mod repair;
 mod replies;
 mod report;
+mod reposts;
 mod slice;
 mod store;
 mod users;

@@ -239,6 +239,7 @@ async fn timeline(
         }
     }
     tally.checked(Kind::Timelines, 1);
+    super::reposts::check(store, settings, id, kind, &mut entries, tally).await?;
     let ids: Vec<PostId> = entries.keys().copied().collect();
     add_posts(&mut sources, &existing(store, &ids).await?);
     // The posts the bounds must name: from the oldest entry up for a cache; all of them

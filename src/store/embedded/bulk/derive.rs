@@ -153,9 +153,11 @@ pub(super) async fn derive_timelines(
         .write(move |tx| {
             // As the API does: every post fanned out under a materialising strategy is
             // marked; markers of posts that no longer exist have nothing left to retract.
+            // Reposts likewise, under their own ids.
             tx.execute(
                 "DELETE FROM deliveries
-                  WHERE NOT EXISTS (SELECT 1 FROM posts WHERE id = deliveries.post_id)",
+                  WHERE NOT EXISTS (SELECT 1 FROM posts WHERE id = deliveries.post_id)
+                    AND NOT EXISTS (SELECT 1 FROM reposts WHERE id = deliveries.post_id)",
                 [],
             )?;
             if !mark {
@@ -163,6 +165,10 @@ pub(super) async fn derive_timelines(
             }
             let added = tx.execute(
                 "INSERT INTO deliveries (post_id) SELECT id FROM posts WHERE true
+                 ON CONFLICT DO NOTHING",
+                [],
+            )? + tx.execute(
+                "INSERT INTO deliveries (post_id) SELECT id FROM reposts WHERE true
                  ON CONFLICT DO NOTHING",
                 [],
             )?;

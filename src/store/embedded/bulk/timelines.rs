@@ -1,6 +1,7 @@
 //! Timelines of a bulk load. Caches are dropped: each is built from the sources on its
 //! owner's first read, as it is for every new user. Buckets are materialised user by
-//! user: every post by the user or an account the user follows, oldest first, laid out
+//! user: every post and repost by the user or an account the user follows (a repost
+//! under its own id, carrying its original), oldest first, laid out
 //! as pushing them one by one in id order would lay them out (sized buckets of
 //! `bucket_size`; timed periods split into parts of `timed_bucket_max_entries`), each
 //! entry stamped with its author's current name when content is embedded.
@@ -67,16 +68,29 @@ pub(super) fn build_buckets(
 ) -> StoreResult<u64> {
     let code = kind_code(kind);
     let users = super::chunk_users(tx, after, through)?;
+    // Posts and reposts (by the reposter, carrying their original's text) alike.
     let mut home = tx.prepare_cached(
-        "SELECT p.id, p.author, p.text, u.display_name, u.version, p.reply_to_author
-           FROM posts AS p JOIN users AS u ON u.id = p.author
-          WHERE p.author IN (SELECT followee FROM follows WHERE follower = ?1 UNION SELECT ?1)
-          ORDER BY p.id",
+        "SELECT id, author, text, name, version, reply_to_author, repost_post, repost_author
+           FROM (
+             SELECT p.id, p.author, p.text, u.display_name AS name, u.version,
+                    p.reply_to_author, NULL AS repost_post, NULL AS repost_author
+               FROM posts AS p JOIN users AS u ON u.id = p.author
+              WHERE p.author IN (
+                  SELECT followee FROM follows WHERE follower = ?1 UNION SELECT ?1)
+             UNION ALL
+             SELECT r.id, r.user, o.text, u.display_name, u.version, NULL, r.post,
+                    r.post_author
+               FROM reposts AS r JOIN posts AS o ON o.id = r.post
+                    JOIN users AS u ON u.id = r.user
+              WHERE r.user IN (
+                  SELECT followee FROM follows WHERE follower = ?1 UNION SELECT ?1))
+          ORDER BY id",
     )?;
     let mut entry = tx.prepare_cached(
         "INSERT INTO bucket_entries
-             (kind, user, key, post_id, author, text, name, name_v, reply_to_author)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+             (kind, user, key, post_id, author, text, name, name_v, reply_to_author,
+              repost_post, repost_author)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
     )?;
     let mut bucket = tx.prepare_cached(
         "INSERT INTO buckets (kind, user, key, n, mn, mx) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
@@ -142,7 +156,9 @@ pub(super) fn build_buckets(
                 text,
                 name,
                 version,
-                row.get::<_, Option<String>>(5)?
+                row.get::<_, Option<String>>(5)?,
+                row.get::<_, Option<Vec<u8>>>(6)?,
+                row.get::<_, Option<String>>(7)?
             ])?;
             written += 1;
         }

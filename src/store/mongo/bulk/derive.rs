@@ -207,7 +207,61 @@ fn entry(post: &Document, names: &HashMap<String, (String, i64)>, embed: bool) -
     {
         entry.insert("r", parent_author);
     }
+    // A repost, as `repost_as_post` shapes it: its original's id and author.
+    if let Ok(original) = post.get_document("repost_of") {
+        entry.insert("o", original.get("post").cloned().unwrap_or(Bson::Null));
+        entry.insert("oa", original.get_str("author").unwrap_or_default());
+    }
     entry
+}
+
+/// The reposts by `authors`, each shaped as a post of its reposter's under the
+/// repost's id, carrying its original's text and `repost_of`; reposts whose original
+/// is gone are left out.
+async fn reposts_as_posts(store: &MongoStore, authors: &[&str]) -> StoreResult<Vec<Document>> {
+    let mut reposts = Vec::new();
+    for chunk in authors.chunks(AUTHORS_PER_READ) {
+        reposts.extend(
+            all(store
+                .collection(crate::domain::REPOSTS)
+                .find(doc! { "user": { "$in": chunk } }))
+            .await?,
+        );
+    }
+    let originals: Vec<Bson> = reposts
+        .iter()
+        .filter_map(|r| r.get("post").cloned())
+        .collect();
+    let mut texts: HashMap<PostId, String> = HashMap::new();
+    for chunk in originals.chunks(WRITE_BATCH) {
+        let found = all(store
+            .content_coll()
+            .find(doc! { "_id": { "$in": chunk.to_vec() } })
+            .projection(doc! { "text": 1 }))
+        .await?;
+        for post in &found {
+            texts.insert(
+                post_id(post.get("_id"))?,
+                post.get_str("text").unwrap_or_default().to_owned(),
+            );
+        }
+    }
+    let mut shaped = Vec::with_capacity(reposts.len());
+    for repost in &reposts {
+        let Some(text) = texts.get(&post_id(repost.get("post"))?) else {
+            continue;
+        };
+        shaped.push(doc! {
+            "_id": repost.get("_id").cloned().unwrap_or(Bson::Null),
+            "author": repost.get_str("user").unwrap_or_default(),
+            "text": text,
+            "repost_of": {
+                "post": repost.get("post").cloned().unwrap_or(Bson::Null),
+                "author": repost.get_str("post_author").unwrap_or_default(),
+            },
+        });
+    }
+    Ok(shaped)
 }
 
 /// A bucket document being filled: its group key, entries and bounds.
@@ -255,6 +309,7 @@ async fn buckets(store: &MongoStore, kind: BucketKind, feed: &TimelineLayout) ->
                 .await?,
             );
         }
+        posts.extend(reposts_as_posts(store, &authors).await?);
         posts.sort_by_key(|p| post_id(p.get("_id")).unwrap_or(PostId::MIN));
         // Group `(period, part)` for timed buckets, `(0, sequence)` for sized ones; a
         // group is a period, or all sized buckets.
@@ -341,6 +396,21 @@ async fn deliveries(store: &MongoStore, strategy: FeedStrategy) -> StoreResult<u
     let (mut added, mut batch) = (0, Vec::with_capacity(WRITE_BATCH));
     while let Some(post) = ids.try_next().await.map_err(db_error)? {
         batch.push(doc! { "_id": post.get("_id").cloned().unwrap_or(Bson::Null) });
+        if batch.len() == WRITE_BATCH {
+            added += insert_unordered(&markers, std::mem::take(&mut batch)).await?;
+        }
+    }
+    added += insert_unordered(&markers, batch).await?;
+    // Reposts likewise, under their own ids.
+    let mut ids = store
+        .collection(crate::domain::REPOSTS)
+        .find(doc! {})
+        .projection(doc! { "_id": 1 })
+        .await
+        .map_err(db_error)?;
+    let mut batch = Vec::with_capacity(WRITE_BATCH);
+    while let Some(repost) = ids.try_next().await.map_err(db_error)? {
+        batch.push(doc! { "_id": repost.get("_id").cloned().unwrap_or(Bson::Null) });
         if batch.len() == WRITE_BATCH {
             added += insert_unordered(&markers, std::mem::take(&mut batch)).await?;
         }
