@@ -258,7 +258,10 @@ async fn kept(social: &Social, reader: &str, step: &str) -> Vec<String> {
     }
     let fresh = social.timeline(reader, None, 2).await.unwrap();
     let fresh: Vec<String> = fresh.items.iter().map(show).collect();
-    assert_eq!(served, fresh, "{step}: a kept page differs from a fresh read");
+    assert_eq!(
+        served, fresh,
+        "{step}: a kept page differs from a fresh read"
+    );
     served
 }
 
@@ -384,12 +387,17 @@ async fn a_repost_entry_left_behind_by_a_race_is_never_served() {
                 match strategy {
                     FeedStrategy::TimedBuckets => {
                         let key = entry.id.timestamp_ms().div_euclid(settings.bucket_span_ms);
-                        timelines.timed_push(&reader, key, &[entry.clone()], 1000).await
+                        timelines
+                            .timed_push(&reader, key, &[entry.clone()], 1000)
+                            .await
                     }
                     FeedStrategy::SizedBuckets => {
                         timelines.sized_push(&reader, &[entry.clone()], 50).await
                     }
-                    _ => timelines.cache_push(&reader, &[entry.clone()], 50).await.map(|_| ()),
+                    _ => timelines
+                        .cache_push(&reader, &[entry.clone()], 50)
+                        .await
+                        .map(|_| ()),
                 }
                 .unwrap();
             };

@@ -49,21 +49,34 @@ pub(super) async fn check(
     let what = super::users::what(kind);
     for entry in &reposts {
         let (fault, fix) = match standing.get(&entry.id) {
-            None => ("names a repost that no longer stands", Fix::Retract(entry.id)),
-            Some(repost) if repost.user != entry.author || Some(&repost.post) != entry.repost_of.as_ref() => (
-                "differs from its repost's reposter or original",
-                match kind {
-                    None => Fix::DropCache(owner.to_owned()),
-                    Some(_) => Fix::None,
-                },
+            None => (
+                "names a repost that no longer stands",
+                Fix::Retract(entry.id),
             ),
-            Some(_) if entry.author != owner && !followed.get(&entry.author).copied().unwrap_or(false) => (
-                "is by an account the owner does not follow",
-                match kind {
-                    None => Fix::DropCache(owner.to_owned()),
-                    Some(_) => Fix::SyncEdge(owner.to_owned(), entry.author.clone()),
-                },
-            ),
+            Some(repost)
+                if repost.user != entry.author
+                    || Some(&repost.post) != entry.repost_of.as_ref() =>
+            {
+                (
+                    "differs from its repost's reposter or original",
+                    match kind {
+                        None => Fix::DropCache(owner.to_owned()),
+                        Some(_) => Fix::None,
+                    },
+                )
+            }
+            Some(_)
+                if entry.author != owner
+                    && !followed.get(&entry.author).copied().unwrap_or(false) =>
+            {
+                (
+                    "is by an account the owner does not follow",
+                    match kind {
+                        None => Fix::DropCache(owner.to_owned()),
+                        Some(_) => Fix::SyncEdge(owner.to_owned(), entry.author.clone()),
+                    },
+                )
+            }
             Some(_) => continue,
         };
         let detail = format!(

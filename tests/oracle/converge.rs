@@ -422,23 +422,9 @@ async fn relations(
     Ok((blocks, mutes, faults))
 }
 
-/// Whether home timelines serve reposts (`derived/reposts.rs`): until they do, the
-/// timelines are held to the sources without them.
-pub const TIMELINES_SERVE_REPOSTS: bool = true;
-
 /// Every derived datum against the sources. Returns what is wrong.
 pub async fn derived(world: &World, s: &Sources) -> Vec<String> {
     let mut faults = Vec::new();
-    let without;
-    let s = if TIMELINES_SERVE_REPOSTS {
-        s
-    } else {
-        without = Sources {
-            reposts: Default::default(),
-            ..s.clone()
-        };
-        &without
-    };
     let up = world.cluster.up();
     let rules = TimelineRules {
         strategy: world.topology.strategy,
