@@ -17,6 +17,7 @@ use crate::domain::{ActivityType, FeedStrategy, PostId, ReplyTo, hashtags, reply
 mod entries;
 mod faults;
 pub mod notifications;
+mod reposts;
 
 pub use entries::EntryFault;
 pub use faults::{
@@ -86,6 +87,9 @@ pub struct Sources {
     pub mutes: BTreeSet<(String, String)>,
     /// Every standing repost, by its own id (see `domain::reposts`).
     pub reposts: BTreeMap<PostId, crate::domain::Repost>,
+    /// When each repost's request ran, where known (the bucket strategies' lower bound
+    /// takes a repost only when it surely came after the follow that delivers it).
+    pub repost_windows: BTreeMap<PostId, Window>,
 }
 
 /// The settings the timeline rules depend on.
@@ -167,7 +171,8 @@ impl Sources {
     /// What reads of `user`'s home timeline serve: [`Sources::timeline`] (what the
     /// strategy stores, replies and muted authors included) less the replies the home
     /// rule hides by the follow graph as it is now ([`Sources::reply_shown`]) and the
-    /// posts of authors hidden from `user` ([`Sources::hides`]), which reads apply.
+    /// posts of authors hidden from `user` ([`Sources::hides`]), which reads apply; with
+    /// the reposts it shows, each original once (`derived/reposts.rs`).
     pub fn served_timeline(&self, user: &str, rules: TimelineRules) -> TimelineBounds {
         let stored = self.timeline(user, rules);
         let shown = |id: &PostId| {
@@ -177,10 +182,11 @@ impl Sources {
                     .get(id)
                     .is_none_or(|p| !self.hides(user, &p.author))
         };
-        TimelineBounds {
+        let posts = TimelineBounds {
             lower: stored.lower.into_iter().filter(shown).collect(),
             upper: stored.upper.into_iter().filter(shown).collect(),
-        }
+        };
+        self.with_reposts(user, rules, posts)
     }
 
     /// Whether `user`'s home timeline shows the post `id` as far as the reply rule

@@ -24,6 +24,7 @@ mod oracle {
     pub mod notes;
     pub mod ops;
     pub mod reads;
+    pub mod reposts;
     pub mod run;
     #[path = "../stream/sse.rs"]
     #[allow(dead_code)] // the stream tests open with `Client::open`; this uses `of`
@@ -95,7 +96,7 @@ async fn budget(kind: Kind) {
         total.workers.kept += outcome.workers.kept;
         let divergences = outcome.violations.len();
         eprintln!(
-            "oracle summary: backend={kind:?} seed={seed} runs=1 ops={} kills={} aborts={} streamed={} takeovers={} rebuilds={} history_lost={} kept={} stale_notifications={} divergences={divergences}",
+            "oracle summary: backend={kind:?} seed={seed} runs=1 ops={} kills={} aborts={} streamed={} takeovers={} rebuilds={} history_lost={} kept={} stale_notifications={} reposts={} reposts_served={} divergences={divergences}",
             outcome.ops,
             outcome.kills,
             outcome.aborts,
@@ -104,7 +105,9 @@ async fn budget(kind: Kind) {
             outcome.workers.rebuilds,
             outcome.workers.history_lost,
             outcome.workers.kept,
-            outcome.stale_notifications
+            outcome.stale_notifications,
+            outcome.reposts,
+            outcome.reposts_served
         );
         if divergences > 0 {
             let found = format!(

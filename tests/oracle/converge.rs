@@ -146,6 +146,9 @@ pub async fn sources(world: &World, target: &Target) -> Result<(Sources, Vec<Str
     let mut stored: BTreeMap<String, String> = BTreeMap::new();
     // Per stored post: its `replies_count` and the post its `reply_to` names.
     let mut threads: BTreeMap<String, (u64, Option<String>)> = BTreeMap::new();
+    // Per stored post, its `reposts_count`; every repost listed, by its reposter.
+    let mut reposts_counts: BTreeMap<String, u64> = BTreeMap::new();
+    let mut listed_reposts: Vec<(String, super::reposts::RepostItem)> = Vec::new();
     expire_timed_mutes(world).await;
     let now = world.now();
     let relations = relations(world, target, &users).await?;
@@ -173,7 +176,15 @@ pub async fn sources(world: &World, target: &Target) -> Result<(Sources, Vec<Str
         .await?
         {
             let id = post["id"].as_str().unwrap_or_default().to_owned();
+            if let Some(r) = super::reposts::as_repost(&post) {
+                listed_reposts.push((user.clone(), r));
+                continue;
+            }
             let replies = post["replies_count"].as_u64().unwrap_or(u64::MAX);
+            reposts_counts.insert(
+                id.clone(),
+                post["reposts_count"].as_u64().unwrap_or(u64::MAX),
+            );
             let parent = post["reply_to"]["post"].as_str().map(str::to_owned);
             threads.insert(id.clone(), (replies, parent));
             stored.insert(id, post["text"].as_str().unwrap_or_default().to_owned());
@@ -264,6 +275,13 @@ pub async fn sources(world: &World, target: &Target) -> Result<(Sources, Vec<Str
             ));
         }
     }
+    faults.extend(super::reposts::listed(
+        &mut model,
+        &mut s,
+        &listed_reposts,
+        &reposts_counts,
+        now,
+    ));
     for ((a, b), ops) in &model.pairs {
         let exists = s.follows.contains_key(&(a.clone(), b.clone()));
         if exists && !Model::may_hold(ops, now, now) {
@@ -428,6 +446,7 @@ pub async fn derived(world: &World, s: &Sources) -> Vec<String> {
             .iter()
             .filter_map(|i| i["id"].as_str()?.parse().ok())
             .collect();
+        faults.extend(seen_once(user, s, &items));
         if served.windows(2).any(|w| w[0] <= w[1]) {
             faults.push(format!(
                 "{user}'s timeline not newest first without duplicates: {served:?}"
@@ -456,6 +475,14 @@ pub async fn derived(world: &World, s: &Sources) -> Vec<String> {
             faults.push(what);
         }
         for item in &items {
+            let original;
+            let item = match super::reposts::as_repost(item) {
+                Some(r) => {
+                    original = r.original;
+                    &original
+                }
+                None => item,
+            };
             let author = item["author"].as_str().unwrap_or_default();
             let name = item["author_display_name"].as_str().unwrap_or_default();
             if s.users.get(author).is_some_and(|n| n != name) {
@@ -491,8 +518,39 @@ pub async fn derived(world: &World, s: &Sources) -> Vec<String> {
 }
 
 fn describe(s: &Sources, id: &PostId) -> String {
-    match s.posts.get(id) {
-        Some(p) => format!("{id} {}:{:?} created {:?}", p.author, p.text, p.created),
-        None => id.to_string(),
+    match (s.posts.get(id), s.reposts.get(id)) {
+        (Some(p), _) => format!("{id} {}:{:?} created {:?}", p.author, p.text, p.created),
+        (None, Some(r)) => format!("{id} {}'s repost of {}", r.user, describe(s, &r.post.post)),
+        (None, None) => id.to_string(),
     }
+}
+
+/// A converged walk of `user`'s timeline: each post shown once, and each repost item
+/// the repost the sources hold (its reposter and original).
+fn seen_once(user: &str, s: &Sources, items: &[Value]) -> Vec<String> {
+    let mut faults = Vec::new();
+    let mut shown = BTreeSet::new();
+    for item in items {
+        let post = super::reposts::shown_post(item);
+        if !shown.insert(post.clone()) {
+            faults.push(format!(
+                "{user}'s timeline shows {post} twice (again as {})",
+                item["id"]
+            ));
+        }
+        let Some(r) = super::reposts::as_repost(item) else {
+            continue;
+        };
+        let held =
+            r.id.parse::<PostId>()
+                .ok()
+                .and_then(|id| s.reposts.get(&id));
+        if !held.is_some_and(|h| h.user == r.by && h.post.post.to_string() == post) {
+            faults.push(format!(
+                "{user}'s timeline: repost {} by {} of {post}, the sources hold {held:?}",
+                r.id, r.by
+            ));
+        }
+    }
+    faults
 }

@@ -370,3 +370,73 @@ pub async fn hide_race(world: &World, rng: &mut Rng) {
         first_page(world, &target, &reader, limit).await;
     }
 }
+
+/// A repost in a reader's first page, read twice on one process (the second served
+/// kept when nothing moved), then the original's delete, the unrepost, or a block or
+/// mute of the reposter or of the original's author, and the page again on the same
+/// process and on another: no page may show the repost once that was answered.
+pub async fn repost_race(world: &World, rng: &mut Rng) {
+    let (reader, by) = (any_user(world, rng), any_user(world, rng));
+    if reader == by {
+        return;
+    }
+    let target = world.pick(rng).await;
+    toggle_at(world, &target, &reader, by.clone(), false, true).await;
+    let original = {
+        let model = world.model();
+        let live: Vec<(String, String)> = model
+            .posts
+            .iter()
+            .filter(|p| p.deletes.is_empty() && p.author != reader)
+            .filter_map(|p| Some((p.id.clone()?, p.author.clone())))
+            .collect();
+        (!live.is_empty()).then(|| live[rng.random_range(live.len() / 2..live.len())].clone())
+    };
+    let Some((post, author)) = original else {
+        return;
+    };
+    super::reposts::repost_at(world, &target, &by, &post, true).await;
+    let id = world
+        .model()
+        .repost_ids
+        .iter()
+        .filter(|(_, r)| r.user == by && r.post == post)
+        .max_by_key(|(_, r)| r.known)
+        .map(|(id, _)| id.clone());
+    let limit = rng.random_range(2..=4);
+    // Until the repost shows (a worker delivers it to a larger audience), then once
+    // more, on the same process: the page and what it hides are read under a version.
+    for _ in 0..8 {
+        let ids = first_page(world, &target, &reader, limit).await;
+        if id.as_ref().is_none_or(|id| ids.contains(id)) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    first_page(world, &target, &reader, limit).await;
+    match rng.random_range(0..4) {
+        0 => super::ops::delete_at(world, &target, &post, &author).await,
+        1 => super::reposts::repost_at(world, &target, &by, &post, false).await,
+        k => {
+            let kind = if k == 2 {
+                Relation::Block
+            } else {
+                Relation::Mute
+            };
+            // The original's author more often: a reader who does not follow them sees
+            // their post only through the repost, so only the filter hides it.
+            let whom = if rng.random_bool(0.35) { &by } else { &author };
+            // A block either way: the reader's, or one of the reader by the other.
+            let (a, b) = match kind == Relation::Block && rng.random_bool(0.5) {
+                true => (whom.as_str(), reader.as_str()),
+                false => (reader.as_str(), whom.as_str()),
+            };
+            if a != b {
+                relation_at(world, &target, a, b, kind, true, None, true).await;
+            }
+        }
+    }
+    first_page(world, &target, &reader, limit).await;
+    let other = world.pick(rng).await;
+    first_page(world, &other, &reader, limit).await;
+}

@@ -144,7 +144,7 @@ pub async fn events(
                 p["follower"].as_str().unwrap_or_default(),
                 p["followee"].as_str().unwrap_or_default()
             ),
-            "post.liked" => format!(
+            "post.liked" | "post.reposted" | "post.unreposted" => format!(
                 "{}>{}",
                 p["user"].as_str().unwrap_or_default(),
                 p["post"].as_str().unwrap_or_default()
@@ -179,6 +179,31 @@ pub async fn events(
         toggles("user.followed", &model.pairs, true);
         toggles("user.unfollowed", &model.pairs, false);
         toggles("post.liked", &model.likes, true);
+        // A repost's event, and an unrepost's, the original's delete's included (its
+        // reposts go with it: one more, and perhaps none of those sent after it).
+        toggles("post.reposted", &model.reposts, true);
+        for ((user, post), ops) in &model.reposts {
+            let (mut lo, mut hi) = Model::effective(ops, false);
+            let gone = post
+                .parse::<socialite::domain::PostId>()
+                .ok()
+                .and_then(|id| s.posts.get(&id))
+                .is_none_or(|p| !p.live());
+            if gone {
+                // One for the repost the delete took, when one surely stood through it
+                // (the first delete answered, no unrepost sent before its answer).
+                let delete = model
+                    .by_id
+                    .get(post)
+                    .and_then(|&i| model.posts[i].deletes.iter().find(|d| d.acked()));
+                let took = delete.is_some_and(|d| Model::surely_holds(ops, d.invoke, d.complete));
+                (lo, hi) = (usize::from(took), hi + 1);
+            }
+            expected.insert(
+                ("post.unreposted".into(), format!("{user}>{post}")),
+                (lo, hi),
+            );
+        }
         for (user, u) in &model.users {
             for (name, span) in u.names.iter().skip(1) {
                 let lo = usize::from(span.acked());

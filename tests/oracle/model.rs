@@ -47,6 +47,17 @@ pub struct PostM {
     pub reply_to: Option<usize>,
 }
 
+/// A repost id as the history knows it: who reposted which post, and the earliest time
+/// it was known to stand (the answer of the `PUT` that named it, or the end of a read
+/// that served it). An unrepost of the pair sent after that removed it for good: a new
+/// repost of the pair takes a new id.
+#[derive(Debug, Clone)]
+pub struct RepostSeen {
+    pub user: String,
+    pub post: String,
+    pub known: i64,
+}
+
 #[derive(Debug, Clone)]
 pub struct UserM {
     pub token: String,
@@ -69,6 +80,10 @@ pub struct Model {
     /// `notifications: true` is `on` (with its duration), one with `false` and every
     /// unmute `off` (a second mute replaces the first's settings).
     pub notify_mutes: BTreeMap<(String, String), Vec<TimedToggle>>,
+    /// Reposts and unreposts by `(reposter, post id)`.
+    pub reposts: BTreeMap<(String, String), Vec<Toggle>>,
+    /// Every repost id learnt (from a `PUT`'s answer or a read), and what it is.
+    pub repost_ids: HashMap<String, RepostSeen>,
     /// At the convergence check: the (muter, muted) pairs listed with `notifications`.
     pub quiet_now: std::collections::BTreeSet<(String, String)>,
     /// Every operation, as it completed: `invoke..complete op -> result`.
@@ -205,6 +220,51 @@ impl Model {
                 .unwrap_or(NEVER)
         };
         socialite::derived::Window { from, to }
+    }
+
+    /// Learns repost `id` of `post` by `user`, known to stand at `at`; what is wrong if
+    /// the id is known as another pair's.
+    pub fn learn_repost(&mut self, id: &str, user: &str, post: &str, at: i64) -> Option<String> {
+        let seen = self
+            .repost_ids
+            .entry(id.to_owned())
+            .or_insert_with(|| RepostSeen {
+                user: user.to_owned(),
+                post: post.to_owned(),
+                known: at,
+            });
+        seen.known = seen.known.min(at);
+        (seen.user != user || seen.post != post).then(|| {
+            format!(
+                "repost {id} served as {user}'s of {post}, known as {}'s of {}",
+                seen.user, seen.post
+            )
+        })
+    }
+
+    pub fn repost_ops(&self, user: &str, post: &str) -> &[Toggle] {
+        self.reposts
+            .get(&(user.to_owned(), post.to_owned()))
+            .map_or(&[], Vec::as_slice)
+    }
+
+    /// Whether repost `id` may have stood at some moment of `[t0, t1]`: a repost of the
+    /// pair was sent before `t1`, no unrepost sent after the id was known to stand was
+    /// answered before `t0`, and the original may have been live.
+    pub fn repost_may_stand(&self, id: &str, t0: i64, t1: i64) -> bool {
+        let Some(seen) = self.repost_ids.get(id) else {
+            return false;
+        };
+        let ops = self.repost_ops(&seen.user, &seen.post);
+        let sent = ops.iter().any(|t| t.on && t.span.invoke < t1);
+        let undone = ops
+            .iter()
+            .any(|t| !t.on && t.span.invoke > seen.known && t.span.complete < t0);
+        let original = self
+            .by_id
+            .get(&seen.post)
+            .is_none_or(|&i| self.post_may_be_live(i, t0, t1));
+        sent && !undone && original
     }
 
     pub fn post_may_be_live(&self, i: usize, t0: i64, t1: i64) -> bool {

@@ -73,6 +73,16 @@ fn note_fault(
             }
             Ok(gone || !Model::may_hold(&ops, t0, t1))
         }
+        "repost" => {
+            let ops = model.repost_ops(actor, post).to_vec();
+            if ops.is_empty() || p.author != user {
+                return Err(format!(
+                    "a repost by {actor} of {post} (by {}), never reposted",
+                    p.author
+                ));
+            }
+            Ok(gone || !Model::may_hold(&ops, t0, t1))
+        }
         "reply" if p.author == actor && parent_author.as_deref() == Some(user) => Ok(gone),
         "mention"
             if p.author == actor
@@ -97,6 +107,7 @@ pub async fn read(world: &World, rng: &mut Rng) {
     let grouped = rng.random_bool(0.3);
     let filter = match rng.random_range(0..6) {
         0 => "&types=like,follow",
+        2 => "&types=repost",
         1 => "&exclude_types=mention",
         _ => "",
     };
@@ -176,6 +187,7 @@ fn admitted(filter: &str, kind: &str) -> bool {
     match filter {
         "&types=like,follow" => kind == "like" || kind == "follow",
         "&exclude_types=mention" => kind != "mention",
+        "&types=repost" => kind == "repost",
         _ => true,
     }
 }
@@ -245,6 +257,12 @@ fn model_keys(
                 user.clone(),
                 Some(id),
             ));
+        }
+    }
+    for r in s.reposts.values() {
+        if ns.posts.contains_key(&r.post.post) {
+            ns.reposts
+                .insert((r.user.clone(), r.post.post), r.id.timestamp_ms());
         }
     }
     (expected(&ns).into_keys().collect(), unsure)

@@ -20,7 +20,7 @@ pub fn any_user(world: &World, rng: &mut Rng) -> String {
 
 /// `Some(complete)` for a 2xx, `None` (unknown) for a lost request or a 503, and
 /// `Err` for an answer that says it surely did nothing.
-fn outcome(world: &World, reply: &Reply) -> Result<i64, Option<StatusCode>> {
+pub fn outcome(world: &World, reply: &Reply) -> Result<i64, Option<StatusCode>> {
     match reply {
         Reply::Answer(s, _) if s.is_success() => Ok(world.now()),
         Reply::Answer(s, _) if s.is_server_error() => Ok(NEVER),

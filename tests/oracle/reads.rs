@@ -11,6 +11,7 @@ use socialite::domain::PostId;
 
 use super::model::Model;
 use super::ops::any_user;
+use super::reposts::{as_repost, repost_fault, repost_listed_fault, shown_post, surely_eligible};
 use super::world::{Rng, Stats, World};
 
 /// Checks one served timeline item of `reader`'s read over `[t0, t1]`; `None` when it is
@@ -22,6 +23,9 @@ pub fn item_fault(
     t0: i64,
     t1: i64,
 ) -> Option<String> {
+    if let Some(repost) = as_repost(item) {
+        return repost_fault(model, reader, &repost, t0, t1);
+    }
     let id = item["id"].as_str().unwrap_or_default();
     let text = item["text"].as_str().unwrap_or_default();
     let author = item["author"].as_str().unwrap_or_default();
@@ -93,6 +97,7 @@ pub async fn timeline(world: &World, rng: &mut Rng) {
     let mut before: Option<String> = None;
     let mut last: Option<String> = None;
     let mut again = rng.random_bool(0.5);
+    let mut walk = Walk::default();
     for _ in 0..rng.random_range(1..=6) {
         let cursor = before
             .as_ref()
@@ -107,6 +112,8 @@ pub async fn timeline(world: &World, rng: &mut Rng) {
             };
             let t1 = world.now();
             Stats::bump(&world.stats.reads_checked);
+            // A page read twice is checked against the walk as it stood before it.
+            let mut this = walk.clone();
             last = check_page(
                 world,
                 &reader,
@@ -115,8 +122,10 @@ pub async fn timeline(world: &World, rng: &mut Rng) {
                 &read,
                 (t0, t1),
                 above.clone(),
+                &mut this,
             );
             if !std::mem::take(&mut again) {
+                walk = this;
                 break read;
             }
         };
@@ -127,9 +136,19 @@ pub async fn timeline(world: &World, rng: &mut Rng) {
     }
 }
 
+/// What a walk's earlier pages showed: per post shown (as itself or reposted), the
+/// item that showed it and when that page's read began.
+#[derive(Debug, Clone, Default)]
+pub struct Walk {
+    pub shown: std::collections::BTreeMap<String, (String, i64)>,
+}
+
 /// Checks one page of `reader`'s timeline read over `[t0, t1]`: newest first, below
-/// `last` (the walk's previous page), once each, and every item servable then. Returns
-/// the page's last id (or `last` for an empty page).
+/// `last` (the walk's previous page), once each, every item servable then, and each
+/// post shown once (seen once): never twice in a page, and on a later page of the walk
+/// only when its older occurrence may not have been eligible since the earlier page's
+/// read began. Returns the page's last id (or `last` for an empty page).
+#[allow(clippy::too_many_arguments)]
 pub fn check_page(
     world: &World,
     reader: &str,
@@ -138,8 +157,10 @@ pub fn check_page(
     page: &Value,
     (t0, t1): (i64, i64),
     mut last: Option<String>,
+    walk: &mut Walk,
 ) -> Option<String> {
     let mut model = world.model();
+    let mut here = std::collections::BTreeSet::new();
     for item in page["items"].as_array().into_iter().flatten() {
         let id = item["id"].as_str().unwrap_or_default().to_owned();
         if last.as_ref().is_some_and(|l| *l <= id) {
@@ -150,6 +171,23 @@ pub fn check_page(
                 "{reader}'s timeline via {slot} [{t0}..{t1}]: {fault}"
             ));
         }
+        let post = shown_post(item);
+        let repost = as_repost(item).map(|r| r.id);
+        if repost.is_some() {
+            Stats::bump(&world.stats.reposts_served);
+        }
+        if !here.insert(post.clone()) {
+            model.violation(format!(
+                "{reader}'s timeline via {slot} [{t0}..{t1}]: {post} shown twice in one page (again as {id}): {path}"
+            ));
+        } else if let Some((before, since)) = walk.shown.get(&post)
+            && surely_eligible(&model, reader, &post, repost.as_deref(), (*since, t1))
+        {
+            model.violation(format!(
+                "{reader}'s timeline via {slot} [{t0}..{t1}]: {post} shown as {before} on an earlier page, and again as {id}, an occurrence eligible since that page: {path}"
+            ));
+        }
+        walk.shown.entry(post).or_insert((id.clone(), t0));
         last = Some(id);
     }
     last
@@ -162,6 +200,7 @@ pub async fn own_posts(world: &World, rng: &mut Rng) {
     let target = world.pick(rng).await;
     let t0 = world.now();
     let mut served = Vec::new();
+    let (mut reposts, mut order) = (Vec::new(), Vec::new());
     let mut before: Option<String> = None;
     loop {
         let cursor = before
@@ -173,10 +212,15 @@ pub async fn own_posts(world: &World, rng: &mut Rng) {
             return;
         };
         for item in page["items"].as_array().into_iter().flatten() {
-            served.push((
-                item["id"].as_str().unwrap_or_default().to_owned(),
-                item["text"].as_str().unwrap_or_default().to_owned(),
-            ));
+            let id = item["id"].as_str().unwrap_or_default().to_owned();
+            match as_repost(item) {
+                Some(r) => reposts.push(r),
+                None => served.push((
+                    id.clone(),
+                    item["text"].as_str().unwrap_or_default().to_owned(),
+                )),
+            }
+            order.push(id);
         }
         match page["next_cursor"].as_str() {
             Some(next) => before = Some(next.to_owned()),
@@ -186,8 +230,45 @@ pub async fn own_posts(world: &World, rng: &mut Rng) {
     let t1 = world.now();
     Stats::bump(&world.stats.reads_checked);
     let mut model = world.model();
-    if served.windows(2).any(|w| w[0].0 <= w[1].0) {
-        model.violation(format!("{author}'s posts not newest first: {served:?}"));
+    if order.windows(2).any(|w| w[0] <= w[1]) {
+        model.violation(format!("{author}'s posts not newest first: {order:?}"));
+    }
+    let mut listed = std::collections::HashSet::new();
+    for r in &reposts {
+        let fault = if r.by != author {
+            Some(format!("repost {} by {}", r.id, r.by))
+        } else if !listed.insert(r.original_id().to_owned()) {
+            Some(format!("{} reposted twice", r.original_id()))
+        } else {
+            repost_listed_fault(&mut model, r, t0, t1)
+        };
+        if let Some(fault) = fault {
+            model.violation(format!(
+                "{author}'s posts via {} [{t0}..{t1}]: {fault}",
+                target.slot
+            ));
+        }
+    }
+    let lost: Vec<&(String, String)> = model
+        .reposts
+        .iter()
+        .filter(|((user, post), ops)| {
+            *user == author
+                && !listed.contains(post)
+                && Model::surely_holds(ops, t0, t1)
+                && model
+                    .by_id
+                    .get(post)
+                    .is_some_and(|&i| model.post_surely_live(i, t0, t1))
+        })
+        .map(|(k, _)| k)
+        .collect();
+    if !lost.is_empty() {
+        let lost = format!("{lost:?}");
+        model.violation(format!(
+            "{author}'s posts via {} [{t0}..{t1}] lost acknowledged reposts: {lost}",
+            target.slot
+        ));
     }
     let mut seen = std::collections::HashSet::new();
     for (id, text) in &served {
@@ -324,8 +405,17 @@ pub fn activity_entries(body: &Value) -> Vec<((String, String), i64)> {
         .collect()
 }
 
+fn page_ids(page: &Value) -> Vec<PostId> {
+    page["items"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|i| i["id"].as_str()?.parse().ok())
+        .collect()
+}
+
 /// At quiescence: the first page of `user`'s timeline at every length a walk may ask
-/// for, from every process up, is the head of `served` (the converged timeline, as a
+/// for (walked on from its cursor while it is short), from every process up, is the head of `served` (the converged timeline, as a
 /// full walk read it). A process keeps rendered pages by owner, cursor and length
 /// (`service::pages`), so this serves every page kept during the run that its version
 /// still says stands: one a write should have moved shows here, whatever it lacks or
@@ -339,12 +429,29 @@ pub async fn kept_heads(world: &World, user: &str, served: &[PostId]) -> Vec<Str
             let Some(page) = world.read(&target, &path, Some(&token)).await else {
                 continue;
             };
-            let ids: Vec<PostId> = page["items"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .filter_map(|i| i["id"].as_str()?.parse().ok())
-                .collect();
+            let mut ids = page_ids(&page);
+            // A page may come back short with a cursor, when its read skipped many
+            // hidden entries in its rounds (docs/timelines.md, "Pages"): the walk goes
+            // on from the cursor, and what it finds must be the head all the same.
+            let mut next = page["next_cursor"].as_str().map(str::to_owned);
+            let mut more = 0;
+            while ids.len() < limit && more < 20 {
+                let Some(cursor) = next.take() else { break };
+                let path = format!("{path}&before={cursor}");
+                let Some(page) = world.read(&target, &path, Some(&token)).await else {
+                    break;
+                };
+                ids.extend(page_ids(&page));
+                next = page["next_cursor"].as_str().map(str::to_owned);
+                more += 1;
+            }
+            if more > 0 {
+                eprintln!(
+                    "oracle: {user}'s first page via {} at limit {limit} came back short with a cursor; {more} more read",
+                    target.slot
+                );
+            }
+            ids.truncate(limit);
             let head = &served[..limit.min(served.len())];
             if ids.as_slice() != head {
                 faults.push(format!(

@@ -15,7 +15,7 @@ use super::focus::{self, Focus};
 use super::model::{Clock, Model, Span, UserM};
 use super::ops::Relation;
 use super::world::{Reply, Rng, Stats, World};
-use super::{logs, notes, ops, reads, streams, threads, tokens};
+use super::{logs, notes, ops, reads, reposts, streams, threads, tokens};
 use crate::common::Kind;
 
 /// What a run did and found.
@@ -28,6 +28,9 @@ pub struct Outcome {
     pub streamed: u64,
     /// Notifications served after their cause was surely undone (`oracle::notes`).
     pub stale_notifications: u64,
+    /// Reposts acknowledged; repost items served in home timelines.
+    pub reposts: u64,
+    pub reposts_served: u64,
     pub workers: WorkerTotals,
     pub violations: Vec<String>,
     pub report: String,
@@ -60,6 +63,9 @@ fn weights(focus: Focus) -> &'static [(Op, u32)] {
             (Op::Reply, 7),
             (Op::Notes, 6),
             (Op::Context, 2),
+            (Op::Repost, 4),
+            (Op::Unrepost, 2),
+            (Op::RepostRace, 2),
         ],
         Focus::LatePush => &[(Op::LatePush, 10)],
         Focus::Flip => &[
@@ -90,6 +96,9 @@ fn weights(focus: Focus) -> &'static [(Op, u32)] {
             (Op::Like, 4),
             (Op::Unlike, 2),
             (Op::Notes, 4),
+            (Op::Repost, 5),
+            (Op::Unrepost, 2),
+            (Op::RepostRace, 3),
         ],
         Focus::Hide => &[
             (Op::HideRace, 10),
@@ -105,6 +114,9 @@ fn weights(focus: Focus) -> &'static [(Op, u32)] {
             (Op::Like, 4),
             (Op::Unlike, 2),
             (Op::Notes, 6),
+            (Op::Repost, 4),
+            (Op::Unrepost, 2),
+            (Op::RepostRace, 6),
         ],
     }
 }
@@ -138,6 +150,9 @@ enum Op {
     Reply,
     Notes,
     Context,
+    Repost,
+    Unrepost,
+    RepostRace,
 }
 
 async fn one(world: &World, rng: &mut Rng) {
@@ -181,6 +196,9 @@ async fn one(world: &World, rng: &mut Rng) {
         Op::Reply => ops::reply(world, rng).await,
         Op::Notes => notes::read(world, rng).await,
         Op::Context => threads::read(world, rng).await,
+        Op::Repost => reposts::repost(world, rng, true).await,
+        Op::Unrepost => reposts::repost(world, rng, false).await,
+        Op::RepostRace => focus::repost_race(world, rng).await,
     }
     Stats::bump(&world.stats.ops);
 }
@@ -299,6 +317,8 @@ pub async fn run(seed: u64, kind: Kind, duration: Duration) -> Outcome {
     outcome.aborts = world.stats.aborts.load(Ordering::Relaxed);
     outcome.streamed = world.stats.streamed.load(Ordering::Relaxed);
     outcome.stale_notifications = world.stats.stale_notifications.load(Ordering::Relaxed);
+    outcome.reposts = world.stats.reposts.load(Ordering::Relaxed);
+    outcome.reposts_served = world.stats.reposts_served.load(Ordering::Relaxed);
     outcome.violations = world.model().violations.clone();
     if !outcome.violations.is_empty() {
         outcome.report = report(&world, &outcome.violations);

@@ -111,6 +111,22 @@ async fn session(world: &World, rng: &mut Rng, user: &str, resume: Option<u64>) 
     let deadline = tokio::time::Instant::now() + Duration::from_millis(rng.random_range(100..1500));
     let mut got = Vec::new();
     while let Ok(Some(message)) = tokio::time::timeout_at(deadline, client.next()).await {
+        // A repost item: its own id, then its original's; the reposter as its author.
+        if message.event == "item"
+            && let Some(r) = super::reposts::as_repost(&message.data)
+        {
+            let original = r.original_id().to_owned();
+            if let Some(text) = r.original["text"].as_str() {
+                world.model().learn(&original, text);
+            }
+            got.push(Got {
+                id: message.id.as_deref().and_then(|i| i.parse().ok()),
+                kind: "repost".into(),
+                posts: vec![r.id.clone(), original],
+                author: Some(r.by),
+            });
+            continue;
+        }
         got.push(Got {
             id: message.id.as_deref().and_then(|i| i.parse().ok()),
             posts: match message.event.as_str() {
@@ -214,6 +230,33 @@ fn safety(model: &Model, s: &Session) -> Vec<String> {
                     ));
                 }
             }
+            ("repost", Some(by)) => {
+                if *by != s.user && !Model::may_hold(model.pair(&s.user, by), 0, s.close) {
+                    faults.push(format!(
+                        "{who}: repost {:?} by {by}, never followed",
+                        g.posts
+                    ));
+                }
+                let original = g.posts.get(1).and_then(|p| model.by_id.get(p));
+                let Some(&i) = original else {
+                    faults.push(format!(
+                        "{who}: repost {:?} of a post never written",
+                        g.posts
+                    ));
+                    continue;
+                };
+                let author = &model.posts[i].author;
+                for x in [by, author] {
+                    if *x != s.user
+                        && let Some(why) = model.surely_hidden(&s.user, x, s.open, s.close)
+                    {
+                        faults.push(format!(
+                            "{who}: repost {:?} by {by} of {author}'s post, while {why} throughout",
+                            g.posts
+                        ));
+                    }
+                }
+            }
             ("delete", None) => {}
             (other, _) => faults.push(format!("{who}: unknown event {other:?}")),
         }
@@ -289,6 +332,9 @@ fn matches_event(g: &Got, event: Option<&Value>) -> bool {
     match (g.kind.as_str(), event["type"].as_str(), &g.author) {
         ("item", Some("post.created"), _) => post == g.posts.first().map(String::as_str),
         ("delete", Some("post.deleted"), None) => post == g.posts.first().map(String::as_str),
+        ("delete", Some("post.unreposted"), None) | ("repost", Some("post.reposted"), _) => {
+            field(event, "repost") == g.posts.first().map(String::as_str)
+        }
         ("delete", Some("user.unfollowed"), Some(author)) => {
             field(event, "followee") == Some(author.as_str())
         }

@@ -46,6 +46,9 @@ pub struct Stats {
     pub streamed: AtomicU64,
     /// Notifications served after their cause was surely undone (see `oracle::notes`).
     pub stale_notifications: AtomicU64,
+    /// Reposts acknowledged, and repost items served in home timelines (each checked).
+    pub reposts: AtomicU64,
+    pub reposts_served: AtomicU64,
 }
 
 impl Stats {
