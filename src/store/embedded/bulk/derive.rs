@@ -36,11 +36,12 @@ pub(super) async fn derive_all(
     step: StepReport,
 ) -> StoreResult<Derived> {
     let mut derived = Derived::default();
-    step("blocks and replies");
+    step("blocks, replies and reposts");
     derived.follows_blocked = store
         .write(|tx| {
             let removed = sources::remove_blocked_follows(tx)?;
             sources::complete_replies(tx)?;
+            sources::count_reposts(tx)?;
             Ok(removed)
         })
         .await?;

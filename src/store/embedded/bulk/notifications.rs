@@ -1,5 +1,6 @@
 //! Every notification of a load on SQLite, set-based: the standing causes staged in a
-//! temporary table (follows and likes by one `INSERT ... SELECT` each; replies and
+//! temporary table (follows and likes by one `INSERT ... SELECT` each; reposts by one
+//! scan of the reposts joined to their originals, dated by their ids; replies and
 //! mentions by one scan of the posts that answer one or hold an `@`, parsed by the
 //! domain's rule), then a chunk of recipients per transaction ranked into rebuilt ids and
 //! written with their groups (`store::bulk::rebuilt_for_user`): exactly what the
@@ -57,6 +58,28 @@ pub(super) fn stage(tx: &Connection) -> StoreResult<u64> {
     let mut insert = tx.prepare_cached(
         "INSERT INTO temp.bulk_causes (user, kind, actor, post, at) VALUES (?1, ?2, ?3, ?4, ?5)",
     )?;
+    let mut reposts = tx.prepare(
+        "SELECT r.id, r.user, p.id, p.author FROM reposts AS r JOIN posts AS p ON p.id = r.post
+          WHERE p.author <> r.user",
+    )?;
+    let mut rows = reposts.query([])?;
+    while let Some(row) = rows.next()? {
+        let (id, user, post) = (
+            post_id_at(row, 0)?,
+            row.get::<_, String>(1)?,
+            post_id_at(row, 2)?,
+        );
+        let author: String = row.get(3)?;
+        let kind = code(NotificationType::Repost);
+        insert.execute(params![
+            author,
+            kind,
+            user,
+            &post.bytes()[..],
+            id.timestamp_ms()
+        ])?;
+    }
+    drop(rows);
     let mut created = tx.prepare_cached("SELECT created_at FROM users WHERE id = ?1")?;
     let mut posts = tx.prepare(
         "SELECT id, author, text, reply_to, reply_to_author FROM posts

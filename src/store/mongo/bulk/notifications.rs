@@ -121,6 +121,23 @@ pub(super) async fn derive(store: &MongoStore) -> StoreResult<u64> {
         Ok(())
     })
     .await?;
+    each(
+        store,
+        crate::domain::REPOSTS,
+        doc! { "_id": 1, "user": 1, "post": 1 },
+        |repost| {
+            let (id, post) = (post_id(repost.get("_id"))?, post_id(repost.get("post"))?);
+            let user = repost.get_str("user").unwrap_or_default();
+            if let Some(author) = authors.get(&post)
+                && notifies(author, user)
+            {
+                let at = id.timestamp_ms();
+                add(author, NotificationType::Repost, user, Some(post), at);
+            }
+            Ok(())
+        },
+    )
+    .await?;
     drop(authors);
     let (mut written, mut batch): (u64, Vec<Notification>) = (0, Vec::new());
     for (user, user_causes) in causes {
