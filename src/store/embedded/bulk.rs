@@ -14,7 +14,7 @@ pub(super) mod activity;
 mod derive;
 mod events;
 mod feed;
-mod notifications;
+pub(super) mod notifications;
 mod sources;
 mod timelines;
 
