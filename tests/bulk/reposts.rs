@@ -258,7 +258,10 @@ async fn bad_repost_lines_are_reported_by_line_and_nothing_is_written() {
                 missing.push(format!("reposts:{line} {says:?}"));
             }
         }
-        assert!(missing.is_empty(), "{kind:?}: missing {missing:?} in\n{why}");
+        assert!(
+            missing.is_empty(),
+            "{kind:?}: missing {missing:?} in\n{why}"
+        );
         assert!(
             why.contains(&format!("at {}", at("blocks", 1))),
             "{kind:?}: the block's line is named: {why}"
