@@ -50,7 +50,7 @@ pub enum Command {
         #[arg(long, value_name = "FILE")]
         tokens_out: Option<PathBuf>,
     },
-    /// Load users, follows, posts (replies too), likes, blocks and mutes from JSON Lines
+    /// Load users, follows, posts (replies too), likes, blocks, mutes and reposts from JSON Lines
     /// files in bulk, then build every derived datum, notifications included (the service
     /// must be stopped; see docs/operations.md for the formats).
     Import {
@@ -72,6 +72,9 @@ pub enum Command {
         /// Mutes: {"user", "other", "created_at"?, "notifications"?, "until"?} per line.
         #[arg(long, value_name = "FILE")]
         mutes: Option<PathBuf>,
+        /// Reposts: {"user", "post", "created_at"?, "id"?} per line.
+        #[arg(long, value_name = "FILE")]
+        reposts: Option<PathBuf>,
     },
     /// Print the OpenAPI document.
     Openapi,
@@ -182,6 +185,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             ref likes,
             ref blocks,
             ref mutes,
+            ref reposts,
         }) => {
             let config = load_config(&cli)?;
             let files = crate::bulk::import::ImportFiles {
@@ -191,6 +195,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 likes: likes.clone(),
                 blocks: blocks.clone(),
                 mutes: mutes.clone(),
+                reposts: reposts.clone(),
             };
             tokio::runtime::Runtime::new()?.block_on(async move {
                 let store = crate::app::open_store(&config).await?;

@@ -23,8 +23,10 @@ use rand_distr::{Distribution, Zipf};
 use crate::service::MuteRequest;
 use crate::service::Social;
 
+pub mod reposts;
 pub mod social;
 
+pub use reposts::{Reposts, SeedRepost};
 pub use social::{Replies, SeedMute};
 
 pub const ZIPF_THETA: f64 = 0.99;
@@ -51,6 +53,8 @@ pub struct SeedPlan {
     /// `(user, other)` index pairs.
     pub blocks: Vec<(usize, usize)>,
     pub mutes: Vec<SeedMute>,
+    /// Reposts by followers of the posts' authors (`seed/reposts.rs`), in follow order.
+    pub reposts: Vec<SeedRepost>,
 }
 
 impl SeedPlan {
@@ -152,6 +156,11 @@ pub fn plan(args: &SeedArgs) -> SeedPlan {
         }
     }
     let (blocks, mutes) = social::relations(args);
+    let mut drawer = Reposts::new(args, &blocks);
+    let reposts = follows
+        .iter()
+        .filter_map(|&(follower, followee)| drawer.of_follow(follower, followee))
+        .collect();
     SeedPlan {
         users,
         follows,
@@ -159,6 +168,7 @@ pub fn plan(args: &SeedArgs) -> SeedPlan {
         replies,
         blocks,
         mutes,
+        reposts,
     }
 }
 
@@ -169,6 +179,7 @@ pub struct SeedReport {
     pub posts: usize,
     pub blocks: usize,
     pub mutes: usize,
+    pub reposts: usize,
     pub seconds: f64,
 }
 
@@ -291,6 +302,17 @@ pub async fn run_with_tokens(
         let post = social.post_reply(&user_id(*author), text, parent).await?;
         ids.lock().unwrap_or_else(|p| p.into_inner())[k] = Some(post.id);
     }
+    phase("reposts", plan.reposts.clone(), |repost| {
+        let (social, ids) = (social.clone(), ids.clone());
+        async move {
+            let post = ids.lock().unwrap_or_else(|p| p.into_inner())[repost.post];
+            let post = post.ok_or_else(|| {
+                crate::store::StoreError::Backend(anyhow::anyhow!("a repost before its post"))
+            })?;
+            social.repost(&user_id(repost.user), post).await.map(drop)
+        }
+    })
+    .await?;
     phase("blocks", plan.blocks.clone(), |(user, other)| {
         let social = social.clone();
         async move {
@@ -319,6 +341,7 @@ pub async fn run_with_tokens(
         posts: plan.posts.len(),
         blocks: plan.blocks.len(),
         mutes: plan.mutes.len(),
+        reposts: plan.reposts.len(),
         seconds: started.elapsed().as_secs_f64(),
     })
 }

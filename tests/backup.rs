@@ -8,13 +8,16 @@
 //! still held, a damaged or foreign copy) and restores onto stopped and killed stores are
 //! in `backup/restore.rs`; copies cut short, changed or without a manifest in
 //! `backup/verify.rs`; event ids across a restore in `backup/ids.rs`; blocks, mutes,
-//! replies and notifications carried by a restore in `backup/social.rs`.
+//! replies and notifications carried by a restore in `backup/social.rs`; reposts in
+//! `backup/reposts.rs`.
 
 mod common;
 #[path = "backup/ids.rs"]
 mod ids;
 #[path = "backup/load.rs"]
 mod load;
+#[path = "backup/reposts.rs"]
+mod reposts;
 #[path = "backup/restore.rs"]
 mod restore;
 #[path = "backup/social.rs"]

@@ -5,7 +5,8 @@
 //! truncated files, and a live server beside the import are in `bulk/failures.rs`; the
 //! seeder's data set in `bulk/seed.rs`; serve and load excluding each other in
 //! `bulk/guard.rs`; the time range, post ids and repeated keys in `bulk/times.rs`;
-//! blocks, mutes, replies and the derived notifications in `bulk/social.rs`.
+//! blocks, mutes, replies and the derived notifications in `bulk/social.rs`; reposts in
+//! `bulk/reposts.rs`.
 
 mod common;
 
@@ -13,6 +14,8 @@ mod common;
 mod failures;
 #[path = "bulk/guard.rs"]
 mod guard;
+#[path = "bulk/reposts.rs"]
+mod reposts;
 #[path = "bulk/seed.rs"]
 mod seed;
 #[path = "bulk/social.rs"]

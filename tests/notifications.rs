@@ -2,13 +2,16 @@
 //! the right user and never the actor, undoing removes, a re-like is new, replays change
 //! nothing, a fenced-off holder is refused, history lost rebuilds the derived
 //! definition), the grouped view with hundreds of likers, type filters and paging; and
-//! the HTTP API on a real server (`notifications/http.rs`).
+//! the HTTP API on a real server (`notifications/http.rs`); the rebuild in small bounds
+//! (`notifications/rebuild.rs`).
 
 mod common;
 #[path = "notifications/http.rs"]
 mod http;
 #[path = "notifications/live.rs"]
 mod live;
+#[path = "notifications/rebuild.rs"]
+mod rebuild;
 #[path = "stream/sse.rs"]
 mod sse;
 

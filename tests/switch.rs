@@ -16,8 +16,8 @@ use socialite::derived::{FollowSource, PostSource, Sources, TimelineRules, Windo
 use socialite::domain::{FeedStrategy, PostId, now_ms};
 use socialite::feed::FeedSettings;
 use socialite::store::bulk::{
-    BulkStore, DeriveSettings, Derived, Exclusion, FollowRow, LikeRow, PostRow, RelationRow, Rows,
-    StepReport, TimelineLayout, TokenRow, UserRow,
+    BulkStore, DeriveSettings, Derived, Exclusion, FollowRow, LikeRow, PostRow, RelationRow,
+    RepostRow, Rows, StepReport, TimelineLayout, TokenRow, UserRow,
 };
 use socialite::store::{Store, StoreError, StoreResult};
 
@@ -273,6 +273,9 @@ impl BulkStore for CrashingRebuild {
     }
     async fn insert_relations(&self, rows: Rows<RelationRow>) -> StoreResult<u64> {
         self.0.insert_relations(rows).await
+    }
+    async fn insert_reposts(&self, rows: Rows<RepostRow>) -> StoreResult<u64> {
+        self.0.insert_reposts(rows).await
     }
     async fn derive_all(
         &self,

@@ -14,7 +14,9 @@ use crate::store::Store;
 use crate::store::bulk::Rows;
 
 /// The files, in the order of [`ImportFiles`]' fields.
-pub(super) const FILES: [&str; 6] = ["users", "follows", "posts", "likes", "blocks", "mutes"];
+pub(super) const FILES: [&str; 7] = [
+    "users", "follows", "posts", "likes", "blocks", "mutes", "reposts",
+];
 
 /// A pair of users, lesser id first: a block's pair either way.
 fn pair(a: &str, b: &str) -> (String, String) {
@@ -29,7 +31,7 @@ fn pair(a: &str, b: &str) -> (String, String) {
 #[derive(Default)]
 pub(super) struct Check {
     pub(super) errors: Vec<String>,
-    pub(super) rows: [u64; 6],
+    pub(super) rows: [u64; 7],
     /// The blocks file's pairs, lesser id first, with where each was first seen.
     blocked: HashMap<(String, String), String>,
     users: HashSet<String>,
@@ -37,6 +39,8 @@ pub(super) struct Check {
     /// References to users and posts not in the files, with where they were first seen.
     other_users: HashMap<String, String>,
     other_posts: HashMap<PostId, String>,
+    /// What the reposts' checks need: kept only when there is a reposts file.
+    pub(super) reposts: super::check_reposts::RepostCheck,
 }
 
 impl Check {
@@ -66,28 +70,37 @@ impl Check {
 
 /// The first read: parses and checks every line, collecting keys and references.
 pub(super) fn check_all(
-    inputs: &[Option<Input>; 6],
+    inputs: &[Option<Input>; 7],
     progress: &super::Progress,
     now: i64,
 ) -> Check {
     let mut check = Check::default();
+    let with_reposts = inputs[6].is_some();
     // Users, then posts, then blocks, so that the others find them.
-    for slot in [0, 2, 4, 5, 1, 3] {
+    for slot in [0, 2, 4, 5, 1, 3, 6] {
         let Some(input) = &inputs[slot] else { continue };
         let size = std::fs::metadata(&input.path).map_or(0, |m| m.len());
         let bar = progress.bar(&format!("check {}", FILES[slot]), size);
         let (mut users, mut follows) = (Rows::default(), Rows::default());
         let (mut posts, mut likes) = (Rows::default(), Rows::default());
-        let mut relations = Rows::default();
+        let (mut relations, mut reposts) = (Rows::default(), Rows::default());
         let mut seen = Seen::default();
         let outcome = for_each_line(
             input,
             |line, text| {
+                // Cleared before each line, not after: a refused line returns early.
+                users.clear();
+                follows.clear();
+                posts.clear();
+                likes.clear();
+                relations.clear();
+                reposts.clear();
                 let parsed = match slot {
                     0 => lines::user(text, &mut users, now),
                     1 => lines::follow(text, &mut follows, now),
                     2 => lines::post(text, &mut posts, now),
                     3 => lines::like(text, &mut likes, now),
+                    6 => lines::repost(text, &mut reposts, now),
                     _ => lines::relation(text, &mut relations, now, slot == 5),
                 };
                 if let Err(why) = parsed {
@@ -129,6 +142,9 @@ pub(super) fn check_all(
                 } else if let Some(row) = posts.rows().first() {
                     check.user_ref(posts.str(row.author), input, line);
                     check.posts.insert(row.id);
+                    if with_reposts {
+                        check.reposts.note_author(row.id, posts.str(row.author));
+                    }
                     if let Some(parent) = row.reply_to {
                         check.post_ref(parent, input, line);
                     }
@@ -158,7 +174,10 @@ pub(super) fn check_all(
                     check.user_ref(other, input, line);
                     if row.mute.is_none() {
                         let at = format!("{}:{line}", input.label);
-                        check.blocked.entry(pair(user, other)).or_insert(at);
+                        check.blocked.entry(pair(user, other)).or_insert(at.clone());
+                        if with_reposts {
+                            check.reposts.note_block(user, other, at);
+                        }
                     }
                     let values = (
                         row.created_at_ms,
@@ -169,14 +188,33 @@ pub(super) fn check_all(
                         format!("{what} of {other:?} by {user:?} again, with other values")
                     });
                 }
+                if let Some(row) = reposts.rows().first() {
+                    let user = reposts.str(row.user);
+                    check.user_ref(user, input, line);
+                    check.post_ref(row.post, input, line);
+                    if check.posts.contains(&row.id) {
+                        let why = format!(
+                            "repost id {} is also a post's id in the posts file: an id names \
+                             one post or repost",
+                            row.id
+                        );
+                        return check.refuse(input, line, why);
+                    }
+                    note(seen.note(&(user, row.post), &row.id, line), &|| {
+                        format!(
+                            "repost of {} by {user:?} again, with another id or created_at",
+                            row.post
+                        )
+                    });
+                    if conflict.is_none()
+                        && let Err(why) = check.reposts.note_repost(row, user, input, line)
+                    {
+                        return check.refuse(input, line, why);
+                    }
+                }
                 if let Some(why) = conflict {
                     return check.refuse(input, line, why);
                 }
-                users.clear();
-                follows.clear();
-                posts.clear();
-                likes.clear();
-                relations.clear();
                 Ok(())
             },
             |bytes| bar.inc(bytes),
@@ -219,5 +257,5 @@ pub(super) async fn check_references(store: &Store, check: &mut Check) -> anyhow
             ));
         }
     }
-    Ok(())
+    check.reposts.check(store, &mut check.errors).await
 }

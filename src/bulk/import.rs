@@ -1,5 +1,5 @@
 //! `socialite import --users FILE --follows FILE --posts FILE --likes FILE --blocks FILE
-//! --mutes FILE`: JSON Lines files (formats in `lines.rs`; `-` reads one of them from
+//! --mutes FILE --reposts FILE`: JSON Lines files (formats in `lines.rs`; `-` reads one of them from
 //! standard input) loaded in bulk.
 //!
 //! **Validate first, then write.** Every file is read twice: first every line is parsed
@@ -21,6 +21,9 @@
 //! API refuses a follow while a block stands, and a block removes the follows). A block
 //! loaded beside a follow already in the store removes that follow, as the API's block
 //! does; so does a loaded follow beside a stored block (the load's report counts them).
+//! A repost of a post whose author blocks the reposter, by a block in the files (both
+//! lines named) or in the store, refuses the import, as the API refuses such a repost;
+//! so do repost ids that name another repost or a post (`check_reposts.rs`).
 //!
 //! Memory: the ids of the users file and of the posts file are kept for the reference
 //! checks, the pairs of the blocks file, and a hash of every key for the repeats.
@@ -49,6 +52,7 @@ pub struct ImportFiles {
     pub likes: Option<PathBuf>,
     pub blocks: Option<PathBuf>,
     pub mutes: Option<PathBuf>,
+    pub reposts: Option<PathBuf>,
 }
 
 /// A file to read: its name as given, and where its bytes are.
@@ -166,17 +170,19 @@ pub async fn run(
     super::ensure_stopped(&store).await?;
     let now = now_ms();
     let mut stdin_taken = false;
-    let inputs: [Option<Input>; 6] = [
+    let inputs: [Option<Input>; 7] = [
         input(&files.users, &mut stdin_taken)?,
         input(&files.follows, &mut stdin_taken)?,
         input(&files.posts, &mut stdin_taken)?,
         input(&files.likes, &mut stdin_taken)?,
         input(&files.blocks, &mut stdin_taken)?,
         input(&files.mutes, &mut stdin_taken)?,
+        input(&files.reposts, &mut stdin_taken)?,
     ];
     anyhow::ensure!(
         inputs.iter().any(Option::is_some),
-        "nothing to import: give --users, --follows, --posts, --likes, --blocks or --mutes"
+        "nothing to import: give --users, --follows, --posts, --likes, --blocks, --mutes or \
+         --reposts"
     );
     let progress = super::Progress::new();
     let (inputs, mut check) = tokio::task::spawn_blocking(move || {
@@ -200,7 +206,7 @@ pub async fn run(
             check.errors.join("\n  ")
         );
     }
-    let [users, follows, posts, likes, blocks, mutes] = inputs;
+    let [users, follows, posts, likes, blocks, mutes, reposts] = inputs;
     let mut loader = Loader::begin(store, settings).await?;
     if let Some(input) = users {
         let produce = move |send: &mut dyn FnMut(_) -> _| {
@@ -268,6 +274,20 @@ pub async fn run(
             .load(source, expected, produce, |s, rows| async move {
                 s.bulk.insert_relations(rows).await
             })
+            .await?;
+    }
+    // After the posts, whose authors each repost takes.
+    if let Some(input) = reposts {
+        let produce = move |send: &mut dyn FnMut(_) -> _| {
+            batches(&input, |text, rows| lines::repost(text, rows, now), send)
+        };
+        loader
+            .load(
+                Source::Reposts,
+                check.rows[6],
+                produce,
+                |s, rows| async move { s.bulk.insert_reposts(rows).await },
+            )
             .await?;
     }
     loader.finish().await

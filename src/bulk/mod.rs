@@ -18,6 +18,7 @@
 //!   store writes the previous one.
 
 mod check;
+mod check_reposts;
 mod duplicates;
 pub mod import;
 mod lines;
@@ -58,6 +59,7 @@ pub enum Source {
     Likes,
     Blocks,
     Mutes,
+    Reposts,
     /// API tokens: loaded, but not counted as source rows.
     Tokens,
 }
@@ -71,6 +73,7 @@ impl Source {
             Source::Likes => "likes",
             Source::Blocks => "blocks",
             Source::Mutes => "mutes",
+            Source::Reposts => "reposts",
             Source::Tokens => "tokens",
         }
     }
@@ -85,6 +88,7 @@ pub struct LoadReport {
     pub likes: u64,
     pub blocks: u64,
     pub mutes: u64,
+    pub reposts: u64,
     /// Rows handed to the store but not written: their key was already stored (a
     /// re-run), or repeated an earlier row of the same values.
     pub not_written: u64,
@@ -95,7 +99,13 @@ pub struct LoadReport {
 
 impl LoadReport {
     pub fn rows(&self) -> u64 {
-        self.users + self.follows + self.posts + self.likes + self.blocks + self.mutes
+        self.users
+            + self.follows
+            + self.posts
+            + self.likes
+            + self.blocks
+            + self.mutes
+            + self.reposts
     }
 
     pub fn rows_per_second(&self) -> f64 {
@@ -107,7 +117,7 @@ impl std::fmt::Display for LoadReport {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "{} users, {} follows, {} posts, {} likes, {} blocks, {} mutes written ({} source \
+            "{} users, {} follows, {} posts, {} likes, {} blocks, {} mutes, {} reposts written ({} source \
              rows; {} more already stored or repeated) in {:.1} s: {:.0} rows/s, \
              derived data included ({} activity entries, {} timeline entries, {} events, \
              {} notifications; {} follows removed beside blocks)",
@@ -117,6 +127,7 @@ impl std::fmt::Display for LoadReport {
             self.likes,
             self.blocks,
             self.mutes,
+            self.reposts,
             self.rows(),
             self.not_written,
             self.seconds,
@@ -255,6 +266,7 @@ impl Loader {
             Source::Likes => self.report.likes += rows,
             Source::Blocks => self.report.blocks += rows,
             Source::Mutes => self.report.mutes += rows,
+            Source::Reposts => self.report.reposts += rows,
             Source::Tokens => {}
         }
         Ok(rows)

@@ -5,7 +5,11 @@
 //! Times: every user is created at the seed's base time, every follow, block and mute
 //! 1 ms later (a timed mute lasting from there), and
 //! post `k` of the plan (round by round, every user in turn) at `base + 2 + k` ms, so
-//! posts are 1 ms apart, in plan order, and the newest is about now. A re-run keeps the
+//! posts are 1 ms apart, in plan order, and the newest is about now. A repost is made
+//! its plan's delay after its post, at the latest 1 ms after the newest post, with an id
+//! at that time whose tail is unique per (reposter, post) and never 0 (the posts').
+//! The reposts are drawn beside the follows (`seed/reposts.rs`) and held, a few bytes
+//! each, until the posts are written. A re-run keeps the
 //! base of the first run (it reads `u0`'s creation time), so it writes the same ids,
 //! which the store skips: an interrupted seed finishes when run again.
 
@@ -19,10 +23,10 @@ use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use super::{BATCH, LoadReport, Loader, Source};
 use crate::domain::relations::MuteSettings;
 use crate::domain::{PostId, now_ms};
-use crate::seed::{Draws, Replies, SeedArgs, user_id};
+use crate::seed::{Draws, Replies, Reposts, SeedArgs, SeedRepost, user_id};
 use crate::store::Store;
 use crate::store::bulk::{
-    DeriveSettings, FollowRow, PostRow, RelationRow, Rows, TokenRow, UserRow,
+    DeriveSettings, FollowRow, PostRow, RelationRow, RepostRow, Rows, TokenRow, UserRow,
 };
 
 /// Writes a user id into `rows` without a temporary `String`.
@@ -81,13 +85,19 @@ pub async fn run(
     // producer holds it while it runs, one after the other.
     let draws = Arc::new(Mutex::new(Draws::new(&args)));
     let shared = draws.clone();
+    let (blocks, mutes) = crate::seed::social::relations(&args);
+    let mut drawer = Reposts::new(&args, &blocks);
+    let reposts: Arc<Mutex<Vec<SeedRepost>>> = Arc::default();
+    let drawn = reposts.clone();
     let produce = move |send: &mut dyn FnMut(Rows<FollowRow>) -> anyhow::Result<()>| {
         let mut draws = shared.lock().unwrap_or_else(|p| p.into_inner());
+        let mut drawn = drawn.lock().unwrap_or_else(|p| p.into_inner());
         let mut rows = Rows::with_capacity(BATCH, 12);
         let mut chosen = Vec::new();
         for follower in 1..users {
             draws.follows_of(follower, &mut chosen);
             for &followee in &chosen {
+                drawn.extend(drawer.of_follow(follower, followee));
                 let (follower, followee) = (
                     intern_user(&mut rows, follower),
                     intern_user(&mut rows, followee),
@@ -145,13 +155,52 @@ pub async fn run(
             s.bulk.insert_posts(rows).await
         })
         .await?;
-    relations(&mut loader, &args, base).await?;
+    let reposts = std::mem::take(&mut *reposts.lock().unwrap_or_else(|p| p.into_inner()));
+    write_reposts(&mut loader, &args, base, reposts).await?;
+    relations(&mut loader, base, blocks, mutes).await?;
     loader.finish().await
 }
 
+/// The plan's reposts (`seed/reposts.rs`), after the posts whose authors they take.
+async fn write_reposts(
+    loader: &mut Loader,
+    args: &SeedArgs,
+    base: i64,
+    reposts: Vec<SeedRepost>,
+) -> anyhow::Result<()> {
+    let users = args.users;
+    let expected = reposts.len() as u64;
+    let produce = move |send: &mut dyn FnMut(Rows<RepostRow>) -> anyhow::Result<()>| {
+        let post_ms = |k: usize| base + 2 + k as i64;
+        for chunk in reposts.chunks(BATCH) {
+            let mut rows = Rows::with_capacity(chunk.len(), 8);
+            for repost in chunk {
+                let user = intern_user(&mut rows, repost.user);
+                rows.push(RepostRow {
+                    id: PostId::at(repost.at_ms(post_ms), repost.id_tail(users)),
+                    user,
+                    post: PostId::at(post_ms(repost.post), 0),
+                });
+            }
+            send(rows)?;
+        }
+        Ok(())
+    };
+    loader
+        .load(Source::Reposts, expected, produce, |s, rows| async move {
+            s.bulk.insert_reposts(rows).await
+        })
+        .await?;
+    Ok(())
+}
+
 /// The plan's blocks and mutes (`seed/social.rs`), made 1 ms after the users.
-async fn relations(loader: &mut Loader, args: &SeedArgs, base: i64) -> anyhow::Result<()> {
-    let (blocks, mutes) = crate::seed::social::relations(args);
+async fn relations(
+    loader: &mut Loader,
+    base: i64,
+    blocks: Vec<(usize, usize)>,
+    mutes: Vec<crate::seed::SeedMute>,
+) -> anyhow::Result<()> {
     let at = base + 1;
     for (source, mute) in [(Source::Blocks, false), (Source::Mutes, true)] {
         let mut rows = Rows::with_capacity(blocks.len().max(mutes.len()), 12);

@@ -150,6 +150,16 @@ pub struct RelationRow {
     pub mute: Option<MuteSettings>,
 }
 
+/// A repost of `post` by `user`. Its id is minted like a post id at the repost's time
+/// (`id.timestamp_ms()`); the original's author is read from the stored post when the
+/// row is written, and the posts' `reposts_count` is derived by the load.
+#[derive(Debug, Clone, Copy)]
+pub struct RepostRow {
+    pub id: PostId,
+    pub user: Span,
+    pub post: PostId,
+}
+
 /// An API token, by the SHA-256 of its value (see the tokens port).
 #[derive(Debug, Clone, Copy)]
 pub struct TokenRow {
@@ -280,9 +290,14 @@ pub trait BulkStore: Send + Sync + 'static {
     async fn insert_tokens(&self, rows: Rows<TokenRow>) -> StoreResult<u64>;
     /// Blocks and mutes; a row whose (user, other) is stored as the same kind is skipped.
     async fn insert_relations(&self, rows: Rows<RelationRow>) -> StoreResult<u64>;
+    /// Reposts, each with its original's author read from the stored post (so the posts
+    /// go first); a row whose id or (user, post) is stored, or whose post is not, is
+    /// skipped.
+    async fn insert_reposts(&self, rows: Rows<RepostRow>) -> StoreResult<u64>;
     /// Builds every derived datum from all the sources the store holds, replacing what
     /// was there: first the sources' own consequences (the follows beside a block
-    /// removed, each reply's parent author filled in, every `replies_count` recounted),
+    /// removed, each reply's parent author filled in, every `replies_count` and
+    /// `reposts_count` recounted),
     /// then counters, activity logs, the configured strategy's timelines (caches
     /// are dropped, to be rebuilt on first read; buckets are materialised), delivery
     /// markers, tag counts, a bounded event log, and every notification with its groups

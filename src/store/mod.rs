@@ -42,7 +42,7 @@ pub use deliveries::DeliveryStore;
 pub use events::{EventStore, LogBounds};
 pub use graph::{EdgeState, GraphStore, in_follower_batches};
 pub use leases::{Lease, LeaseStore};
-pub use notifications::{NotificationEffect, NotificationStore, Recipient};
+pub use notifications::{NotificationEffect, NotificationStore, RebuildBounds, Recipient};
 pub use relations::{Blocked, RelationStore};
 pub use reposts::{RepostStore, Reposted};
 pub use threads::ThreadStore;

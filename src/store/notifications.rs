@@ -51,6 +51,26 @@ pub enum NotificationEffect {
     RemovePost(PostId),
 }
 
+/// What a notifications rebuild holds in memory at once.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RebuildBounds {
+    /// Recipients whose notifications are written together (embedded), or notifications
+    /// written together, of whole recipients (MongoDB).
+    pub per_write: usize,
+    /// MongoDB: causes sorted in memory before a run of them is written to a temporary
+    /// file.
+    pub causes_in_memory: usize,
+}
+
+impl Default for RebuildBounds {
+    fn default() -> Self {
+        RebuildBounds {
+            per_write: 2_000,
+            causes_in_memory: 100_000,
+        }
+    }
+}
+
 #[async_trait]
 pub trait NotificationStore: Send + Sync + 'static {
     /// Applies the effect of the change at feed order `seq`, fenced by `fence`; a replay
@@ -61,15 +81,19 @@ pub trait NotificationStore: Send + Sync + 'static {
         seq: u64,
         effect: &NotificationEffect,
     ) -> StoreResult<()>;
-    /// Everything notifications derive from, as the store holds it now.
+    /// Everything notifications derive from, as the store holds it now, in memory at
+    /// once: for tests and checkers over small stores; the rebuild does not use it.
     async fn notification_sources(&self) -> StoreResult<NotifySources>;
-    /// Replaces every notification and group with `notifications` (the derived
-    /// definition's), fenced by `fence`: the worker's rebuild after history lost.
-    async fn replace_notifications(
-        &self,
-        fence: &Fence,
-        notifications: Vec<Notification>,
-    ) -> StoreResult<()>;
+    /// Replaces every notification and group with those the sources imply, exactly
+    /// `derived::notifications::rebuilt` (ids and groups included), fenced by `fence`:
+    /// the worker's rebuild after history lost, and the audit's repair. Its memory is
+    /// bounded by `bounds`, not by the data set: a range of recipients at a time, each
+    /// range's old notifications replaced by its new ones (embedded: one transaction per
+    /// range, from causes staged in a temporary table on disk; MongoDB: from an external
+    /// sort of the causes by recipient, each range deleted then inserted). Returns how
+    /// many notifications it wrote.
+    async fn rebuild_notifications(&self, fence: &Fence, bounds: RebuildBounds)
+    -> StoreResult<u64>;
     /// `user`'s notifications that `filter` admits, newest first, with ids below
     /// `before`, at most `limit`.
     async fn notifications(

@@ -7,7 +7,8 @@
 //! use. Each change is one or a few effects (`NotificationStore::apply_notification`),
 //! each fenced and idempotent by the notification's key, so a replayed batch changes
 //! nothing. After history lost the rebuild recomputes every notification from the
-//! sources (`derived::notifications::rebuilt`) and replaces them, under the fence.
+//! sources (`derived::notifications::rebuilt`) and replaces them, under the fence, a
+//! range of recipients at a time (`NotificationStore::rebuild_notifications`).
 //!
 //! A post's change document may carry `"reply_to": {"post": "<hex>", "author": "<id>"}`;
 //! it is read from the raw document, so this worker does not depend on how `Post` spells
@@ -20,12 +21,11 @@ use serde::Deserialize;
 
 use super::events::{document, poison};
 use super::runtime::Worker;
-use crate::derived::notifications::rebuilt;
 use crate::domain::{
     Change, ChangeOp, Fence, NotificationType, PostId, REPOSTS, ReplyTo, Repost, notifies,
     post_notifies,
 };
-use crate::store::{NotificationEffect, NotificationStore, Recipient, StoreResult};
+use crate::store::{NotificationEffect, NotificationStore, RebuildBounds, Recipient, StoreResult};
 
 pub const NAME: &str = "notifications";
 
@@ -199,17 +199,17 @@ impl Worker for NotificationsWorker {
         Ok(())
     }
 
-    /// Every notification recomputed from the sources as they stand and written in place
-    /// of the old ones. Changes after the head the runner noted are applied afterwards;
+    /// Every notification recomputed from the sources as they stand
+    /// (`derived::notifications::rebuilt`) and written in place of the old ones, a range
+    /// of recipients at a time in bounded memory (`NotificationStore::rebuild_notifications`). Changes after the head the runner noted are applied afterwards;
     /// each is idempotent against the rebuilt state (an add finds its key, a removal
     /// removes what the sources no longer hold).
     async fn rebuild(&self, fence: &Fence) -> StoreResult<()> {
-        let sources = self.store.notification_sources().await?;
-        let notifications = rebuilt(&sources);
-        tracing::info!(
-            notifications = notifications.len(),
-            "notifications rebuilt from the sources"
-        );
-        self.store.replace_notifications(fence, notifications).await
+        let notifications = self
+            .store
+            .rebuild_notifications(fence, RebuildBounds::default())
+            .await?;
+        tracing::info!(notifications, "notifications rebuilt from the sources");
+        Ok(())
     }
 }

@@ -1,7 +1,7 @@
 //! `socialite seed` through the bulk loader writes exactly the data set `seed::plan`
-//! draws (replies, blocks and mutes included, the follows beside a block removed, the
-//! notifications the worker's rebuild would write), and a second run (an interrupted
-//! seed finished) adds nothing.
+//! draws (replies, blocks, mutes and reposts included, the follows beside a block
+//! removed, the reposts' counts, the notifications the worker's rebuild would write), and
+//! a second run (an interrupted seed finished) adds nothing.
 
 use socialite::domain::FeedStrategy;
 use socialite::seed::{SeedArgs, plan};
@@ -28,6 +28,7 @@ async fn the_bulk_seed_writes_the_planned_data_set_and_a_rerun_adds_nothing() {
             .unwrap();
         let standing = want.standing_follows();
         assert!(!want.replies.is_empty() && !want.mutes.is_empty());
+        assert!(!want.reposts.is_empty());
         assert!(want.mutes.iter().any(|m| m.lasts_ms.is_some()));
         let test = config(kind, FeedStrategy::Cache);
         for run in 1..=2 {
@@ -57,6 +58,8 @@ async fn the_bulk_seed_writes_the_planned_data_set_and_a_rerun_adds_nothing() {
                 relations,
                 "{label}"
             );
+            let reposts = if run == 1 { want.reposts.len() } else { 0 };
+            assert_eq!(report.reposts as usize, reposts, "{label}");
             if run == 2 {
                 assert!(report.not_written as usize >= standing.len(), "{label}");
             }
@@ -71,10 +74,16 @@ async fn the_bulk_seed_writes_the_planned_data_set_and_a_rerun_adds_nothing() {
                 }
                 let mut mine = store.content.posts_by_author(id, None, 100).await.unwrap();
                 mine.reverse();
-                posts.extend(
-                    mine.into_iter()
-                        .map(|p| (p.id, index, p.text, p.reply_to, p.replies_count)),
-                );
+                posts.extend(mine.into_iter().map(|p| {
+                    (
+                        p.id,
+                        index,
+                        p.text,
+                        p.reply_to,
+                        p.replies_count,
+                        p.reposts_count,
+                    )
+                }));
             }
             follows.sort_unstable();
             let mut planned = standing.clone();
@@ -99,9 +108,26 @@ async fn the_bulk_seed_writes_the_planned_data_set_and_a_rerun_adds_nothing() {
             for (k, post) in posts.iter().enumerate() {
                 let count = want.replies.iter().filter(|(_, p)| *p == k).count();
                 assert_eq!(post.4 as usize, count, "{label}: post {k}'s replies_count");
+                let count = want.reposts.iter().filter(|r| r.post == k).count();
+                assert_eq!(post.5 as usize, count, "{label}: post {k}'s reposts_count");
             }
+            // Every planned repost, by its reposter, later than its post.
+            let mut reposted = Vec::new();
+            for (index, id) in want.users.iter().enumerate() {
+                for r in store.reposts.reposts_by(id, None, 100).await.unwrap() {
+                    let k = ids.binary_search(&r.post.post).unwrap();
+                    assert_eq!(r.post.author, want.users[k % want.users.len()], "{label}");
+                    assert!(r.id > r.post.post, "{label}: {r:?}");
+                    reposted.push((index, k));
+                }
+            }
+            reposted.sort_unstable();
+            let mut planned: Vec<(usize, usize)> =
+                want.reposts.iter().map(|r| (r.user, r.post)).collect();
+            planned.sort_unstable();
+            assert_eq!(reposted, planned, "{label}");
             let texts: Vec<(usize, String)> =
-                posts.into_iter().map(|(_, a, t, _, _)| (a, t)).collect();
+                posts.into_iter().map(|(_, a, t, _, _, _)| (a, t)).collect();
             assert_eq!(texts, want.posts, "{label}");
             for &(user, other) in &want.blocks {
                 let (user, other) = (&want.users[user], &want.users[other]);

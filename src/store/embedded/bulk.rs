@@ -14,7 +14,7 @@ pub(super) mod activity;
 mod derive;
 mod events;
 mod feed;
-mod notifications;
+pub(super) mod notifications;
 mod sources;
 mod timelines;
 
@@ -27,8 +27,8 @@ use super::lock::{LockError, StoreLock};
 use super::{EmbeddedStore, Synchronous, run_blocking};
 use crate::domain::ChangePosition;
 use crate::store::bulk::{
-    BulkStore, DeriveSettings, Derived, Exclusion, FollowRow, LikeRow, PostRow, RelationRow, Rows,
-    StepReport, TokenRow, UserRow,
+    BulkStore, DeriveSettings, Derived, Exclusion, FollowRow, LikeRow, PostRow, RelationRow,
+    RepostRow, Rows, StepReport, TokenRow, UserRow,
 };
 use crate::store::leases::initial_version;
 use crate::store::{StoreError, StoreResult};
@@ -320,6 +320,11 @@ impl BulkStore for EmbeddedStore {
 
     async fn insert_relations(&self, rows: Rows<RelationRow>) -> StoreResult<u64> {
         self.write(move |tx| sources::insert_relations(tx, &rows))
+            .await
+    }
+
+    async fn insert_reposts(&self, rows: Rows<RepostRow>) -> StoreResult<u64> {
+        self.write(move |tx| sources::insert_reposts(tx, &rows))
             .await
     }
 

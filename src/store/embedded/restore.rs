@@ -159,6 +159,7 @@ pub fn restore(
         verify::verify(temp.path(), &conn, options.allow_no_manifest).with_context(refusing)?;
     // Against the machine's clock: `now_ms` may be held back (tests of the id floor).
     verify::check_times(&conn, crate::domain::now_ms()).with_context(refusing)?;
+    verify::check_reposts(&conn).with_context(refusing)?;
     progress(Progress::Phase("preparing"));
     conn.execute_batch("BEGIN IMMEDIATE")?;
     manifest::remove(&conn)?;

@@ -26,8 +26,8 @@ use super::leases::LEASES;
 use super::{MongoStore, db_error, oid};
 use crate::domain::now_ms;
 use crate::store::bulk::{
-    BulkStore, DeriveSettings, Derived, Exclusion, FollowRow, LikeRow, PostRow, RelationRow, Rows,
-    StepReport, TokenRow, UserRow,
+    BulkStore, DeriveSettings, Derived, Exclusion, FollowRow, LikeRow, PostRow, RelationRow,
+    RepostRow, Rows, StepReport, TokenRow, UserRow,
 };
 use crate::store::leases::initial_version;
 use crate::store::{ChangeFeed, StoreError, StoreResult};
@@ -230,6 +230,10 @@ impl BulkStore for MongoStore {
 
     async fn insert_relations(&self, rows: Rows<RelationRow>) -> StoreResult<u64> {
         sources::insert_relations(self, &rows).await
+    }
+
+    async fn insert_reposts(&self, rows: Rows<RepostRow>) -> StoreResult<u64> {
+        sources::insert_reposts(self, &rows).await
     }
 
     async fn derive_all(

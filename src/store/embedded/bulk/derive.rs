@@ -24,7 +24,11 @@ const BUCKET_USERS: i64 = 200;
 
 /// The last id of the chunk of `size` users after `after`; `None` when the chunk runs
 /// to the last user.
-fn chunk_end(conn: &Connection, after: &str, size: i64) -> rusqlite::Result<Option<String>> {
+pub(super) fn chunk_end(
+    conn: &Connection,
+    after: &str,
+    size: i64,
+) -> rusqlite::Result<Option<String>> {
     conn.prepare_cached("SELECT id FROM users WHERE id > ?1 ORDER BY id LIMIT 1 OFFSET ?2")?
         .query_row(params![after, size - 1], |row| row.get(0))
         .optional()
@@ -36,11 +40,12 @@ pub(super) async fn derive_all(
     step: StepReport,
 ) -> StoreResult<Derived> {
     let mut derived = Derived::default();
-    step("blocks and replies");
+    step("blocks, replies and reposts");
     derived.follows_blocked = store
         .write(|tx| {
             let removed = sources::remove_blocked_follows(tx)?;
             sources::complete_replies(tx)?;
+            sources::count_reposts(tx)?;
             Ok(removed)
         })
         .await?;
@@ -76,7 +81,12 @@ pub(super) async fn derive_all(
         .await?;
 
     step("notifications");
-    store.write(|tx| notifications::stage(tx)).await?;
+    store
+        .write(|tx| {
+            notifications::clear(tx)?;
+            notifications::stage(tx)
+        })
+        .await?;
     derived.notifications = over_users(store, LOG_USERS, notifications::write_chunk).await?;
     store.write(|tx| notifications::unstage(tx)).await?;
 

@@ -18,7 +18,9 @@ use crate::domain::{
     Fence, GROUP_ACTORS, Notification, NotificationFilter, NotificationGroup, NotificationType,
     NotifySources, PostId, group_notifications, mention_counts, notification_id, notifies,
 };
-use crate::store::notifications::{NotificationEffect, NotificationStore, Recipient};
+use crate::store::notifications::{
+    NotificationEffect, NotificationStore, RebuildBounds, Recipient,
+};
 use crate::store::{StoreError, StoreResult};
 
 pub(super) const SCHEMA: &str = "
@@ -263,18 +265,12 @@ impl NotificationStore for EmbeddedStore {
         self.read(read::sources).await
     }
 
-    async fn replace_notifications(
+    async fn rebuild_notifications(
         &self,
         fence: &Fence,
-        notifications: Vec<Notification>,
-    ) -> StoreResult<()> {
-        let fence = fence.clone();
-        self.write(move |tx| {
-            check_fence(tx, &fence.lease, &fence.holder, fence.version)?;
-            tx.execute_batch("DELETE FROM notifications; DELETE FROM notification_groups;")?;
-            insert_all(tx, &notifications)
-        })
-        .await
+        bounds: RebuildBounds,
+    ) -> StoreResult<u64> {
+        super::bulk::notifications::rebuild(self, fence, bounds).await
     }
 
     async fn notifications(

@@ -14,6 +14,9 @@
 //!    the manifest `socialite backup` wrote into it (`backup/manifest.rs`). A copy
 //!    without a manifest (taken by an older socialite) is refused unless the operator
 //!    allowed it, and then restored with a warning.
+//!
+//! Then (`check_times`, `check_reposts`) its content is data the service keeps: times
+//! in the kept range and not in the future, and reposts of posts and by users it holds.
 
 use std::io::Read;
 use std::path::Path;
@@ -78,7 +81,7 @@ pub fn verify(file: &Path, conn: &Connection, allow_no_manifest: bool) -> anyhow
 
 /// Every time the copy holds lies in the range the service keeps and is no later than
 /// `now_ms` plus the clock skew (`domain::time`), as for data any other way in: the
-/// oldest and newest of each table's `created_at`, and of the post ids' times.
+/// oldest and newest of each table's `created_at`, and of the post and repost ids' times.
 pub fn check_times(conn: &Connection, now_ms: i64) -> anyhow::Result<()> {
     let times = [
         ("users", "created_at"),
@@ -119,10 +122,18 @@ pub fn check_times(conn: &Connection, now_ms: i64) -> anyhow::Result<()> {
                 .context("its mutes hold an expiry (until_ms) the service does not keep")?;
         }
     }
-    for order in ["ASC", "DESC"] {
+    for (table, order) in [
+        ("posts", "ASC"),
+        ("posts", "DESC"),
+        ("reposts", "ASC"),
+        ("reposts", "DESC"),
+    ] {
+        if !has_table(conn, table)? {
+            continue;
+        }
         let id: Option<Vec<u8>> = conn
             .query_row(
-                &format!("SELECT id FROM posts ORDER BY id {order} LIMIT 1"),
+                &format!("SELECT id FROM {table} ORDER BY id {order} LIMIT 1"),
                 [],
                 |row| row.get(0),
             )
@@ -131,11 +142,39 @@ pub fn check_times(conn: &Connection, now_ms: i64) -> anyhow::Result<()> {
         let id = PostId::from_bytes(
             bytes
                 .try_into()
-                .map_err(|_| anyhow::anyhow!("its posts hold an id that is not 12 bytes"))?,
+                .map_err(|_| anyhow::anyhow!("its {table} hold an id that is not 12 bytes"))?,
         );
         id.check_at(now_ms).with_context(|| {
-            format!("its posts hold id {id}, whose time the service does not keep")
+            format!("its {table} hold id {id}, whose time the service does not keep")
         })?;
+    }
+    Ok(())
+}
+
+/// Every repost the copy holds names a user and a post it holds, the post by its
+/// author, and is later than its post: the store never keeps another (a post's delete
+/// removes its reposts in its transaction), so one that does not is a copy the service
+/// would serve wrongly (a repost no read can show, a count that disagrees).
+pub fn check_reposts(conn: &Connection) -> anyhow::Result<()> {
+    if !has_table(conn, "reposts")? {
+        return Ok(()); // a copy of a format before reposts
+    }
+    let (count, example): (i64, Option<String>) = conn.query_row(
+        "SELECT count(*), min(lower(hex(r.id)) || ' of post ' || lower(hex(r.post)) || ' by ' || r.user)
+           FROM reposts AS r
+          WHERE NOT EXISTS (SELECT 1 FROM users AS u WHERE u.id = r.user)
+             OR NOT EXISTS (SELECT 1 FROM posts AS p
+                             WHERE p.id = r.post AND p.author = r.post_author)
+             OR r.id <= r.post",
+        [],
+        |row| Ok((row.get(0)?, row.get(1)?)),
+    )?;
+    if count > 0 {
+        bail!(
+            "its reposts hold {count} repost(s) whose user or post it does not hold (or whose \
+             post's author differs, or that are not later than their post), e.g. repost {}",
+            example.unwrap_or_default()
+        );
     }
     Ok(())
 }

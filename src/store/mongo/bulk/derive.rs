@@ -35,9 +35,10 @@ pub(super) async fn derive_all(
     step: StepReport,
 ) -> StoreResult<Derived> {
     let mut derived = Derived::default();
-    step("blocks and replies");
+    step("blocks, replies and reposts");
     derived.follows_blocked = super::sources::remove_blocked_follows(store).await?;
     super::sources::complete_replies(store).await?;
+    super::sources::count_reposts(store).await?;
     let head = store.head_seq().await?;
     step("counters");
     derived.users_counted = counters(store, head).await?;

@@ -1,7 +1,8 @@
 //! What a load's sources imply of each other on MongoDB, made true before anything is
 //! derived from them: blocks and mutes written, the follows beside a block removed (no
 //! follow stands beside a block), and replies completed (each loaded reply's parent
-//! author, every post's `replies_count`). Every write carries its shard key.
+//! author, every post's `replies_count`), reposts written with their originals' authors
+//! and every post's `reposts_count` counted. Every write carries its shard key.
 
 use std::collections::HashMap;
 
@@ -10,8 +11,9 @@ use mongodb::bson::{Bson, Document, doc};
 
 use super::insert_unordered;
 use crate::domain::PostId;
+use crate::domain::REPOSTS;
 use crate::store::StoreResult;
-use crate::store::bulk::{RelationRow, Rows};
+use crate::store::bulk::{RelationRow, RepostRow, Rows};
 use crate::store::mongo::graph::FOLLOWS;
 use crate::store::mongo::relations::{BLOCKS, MUTES};
 use crate::store::mongo::threads::{REPLIES_COUNT, REPLY_TO, reply_from};
@@ -124,6 +126,92 @@ pub(super) async fn complete_replies(store: &MongoStore) -> StoreResult<()> {
                 "q": { "_id": oid(*parent), "author": author },
                 "u": { "$set": { REPLIES_COUNT: *n } },
             });
+        }
+    }
+    store.update_batches("content", statements).await
+}
+
+/// The authors of the stored posts among `posts`, read `$in` [`PARENTS_PER_READ`] at a
+/// time.
+async fn authors_of(
+    store: &MongoStore,
+    posts: impl IntoIterator<Item = PostId>,
+) -> StoreResult<HashMap<PostId, String>> {
+    let posts: Vec<PostId> = posts.into_iter().collect();
+    let mut authors = HashMap::with_capacity(posts.len());
+    for chunk in posts.chunks(PARENTS_PER_READ) {
+        let ids: Vec<Bson> = chunk.iter().map(|p| Bson::ObjectId(oid(*p))).collect();
+        let mut found = store
+            .content_coll()
+            .find(doc! { "_id": { "$in": ids } })
+            .projection(doc! { "_id": 1, "author": 1 })
+            .await
+            .map_err(db_error)?;
+        while let Some(post) = found.try_next().await.map_err(db_error)? {
+            let author = post.get_str("author").unwrap_or_default().to_owned();
+            authors.insert(post_id(post.get("_id"))?, author);
+        }
+    }
+    Ok(authors)
+}
+
+/// One batch of reposts, each with its original's author from the stored post; rows
+/// whose id or (user, post) is stored (a duplicate key), or whose post is not, are
+/// skipped.
+pub(super) async fn insert_reposts(store: &MongoStore, rows: &Rows<RepostRow>) -> StoreResult<u64> {
+    let posts: std::collections::HashSet<PostId> = rows.rows().iter().map(|r| r.post).collect();
+    let authors = authors_of(store, posts).await?;
+    let docs = rows
+        .rows()
+        .iter()
+        .filter_map(|row| {
+            let author = authors.get(&row.post)?;
+            Some(doc! {
+                "_id": oid(row.id), "user": rows.str(row.user), "post": oid(row.post),
+                "post_author": author,
+            })
+        })
+        .collect();
+    insert_unordered(&store.collection(REPOSTS), docs).await
+}
+
+/// Recounts every post's reposts: one `$group` over the reposts, streamed into batched
+/// updates (each by the post's id and author, its shard key).
+pub(super) async fn count_reposts(store: &MongoStore) -> StoreResult<()> {
+    const COUNT: &str = "reposts_count";
+    store
+        .content_coll()
+        .update_many(
+            doc! { COUNT: { "$gt": 0_i64 } },
+            doc! { "$set": { COUNT: 0_i64 } },
+        )
+        .await
+        .map_err(db_error)?;
+    let pipeline = [doc! { "$group": {
+        "_id": { "post": "$post", "author": "$post_author" },
+        "n": { "$sum": 1_i64 },
+    } }];
+    let mut counted = store
+        .collection(REPOSTS)
+        .aggregate(pipeline)
+        .await
+        .map_err(db_error)?;
+    let mut statements = Vec::new();
+    while let Some(group) = counted.try_next().await.map_err(db_error)? {
+        let key = group.get_document("_id").map_err(|e| {
+            crate::store::StoreError::Backend(anyhow::anyhow!(
+                "a repost count without its key: {e}"
+            ))
+        })?;
+        statements.push(doc! {
+            "q": { "_id": key.get("post").cloned().unwrap_or(Bson::Null),
+                   "author": key.get("author").cloned().unwrap_or(Bson::Null) },
+            "u": { "$set": { COUNT: crate::store::mongo::int(&group, "n") } },
+        });
+        if statements.len() == super::WRITE_BATCH {
+            store
+                .update_batches("content", std::mem::take(&mut statements))
+                .await?;
         }
     }
     store.update_batches("content", statements).await

@@ -23,6 +23,8 @@ use mongodb::bson::{Bson, Document, doc};
 use mongodb::{Collection, IndexModel};
 
 mod read;
+mod rebuild;
+mod spill;
 
 use super::leases::LEASES;
 use super::{IndexSpec, MongoStore, all, db_error, index, insert_new, int, is_duplicate_key, oid};
@@ -30,7 +32,9 @@ use crate::domain::{
     Fence, GROUP_ACTORS, Notification, NotificationFilter, NotificationGroup, NotificationType,
     NotifySources, PostId, group_notifications, mention_counts, notification_id, notifies,
 };
-use crate::store::notifications::{NotificationEffect, NotificationStore, Recipient};
+use crate::store::notifications::{
+    NotificationEffect, NotificationStore, RebuildBounds, Recipient,
+};
 use crate::store::{StoreError, StoreResult};
 
 const NOTIFICATIONS: &str = "notifications";
@@ -119,13 +123,6 @@ impl MongoStore {
     }
 
     /// Deletes every notification and group (a rebuild's or a bulk load's first step).
-    pub(in crate::store::mongo) async fn clear_notifications(&self) -> StoreResult<()> {
-        for coll in [self.notifications_coll(), self.groups_coll()] {
-            coll.delete_many(doc! {}).await.map_err(db_error)?;
-        }
-        Ok(())
-    }
-
     /// Inserts rebuilt notifications (`seq` 0) and the groups they make, per user.
     pub(in crate::store::mongo) async fn insert_rebuilt(
         &self,
@@ -391,14 +388,12 @@ impl NotificationStore for MongoStore {
         self.sources().await
     }
 
-    async fn replace_notifications(
+    async fn rebuild_notifications(
         &self,
         fence: &Fence,
-        notifications: Vec<Notification>,
-    ) -> StoreResult<()> {
-        self.check_notification_fence(fence).await?;
-        self.clear_notifications().await?;
-        self.insert_rebuilt(&notifications).await
+        bounds: RebuildBounds,
+    ) -> StoreResult<u64> {
+        self.rebuild_all_notifications(Some(fence), bounds).await
     }
 
     async fn notifications(
