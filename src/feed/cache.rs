@@ -225,7 +225,8 @@ impl FeedService for CacheFeed {
         self.store.timelines.cache_stands(user, kept).await
     }
 
-    /// Versioned when the cache alone filled the page.
+    /// Versioned when the cache alone answered the read: it filled it, or the cache is
+    /// complete (no fallback: nothing exists below a complete cache).
     async fn versioned_entries(
         &self,
         user: &str,
@@ -266,12 +267,21 @@ impl FeedService for CacheFeed {
         };
         // The owner read it: recorded coarsely, so that warm reads write nothing.
         note_read(store, &self.settings, user, cache.read_ms, now_ms()).await;
-        let (oldest, version) = (cache.oldest, cache.version);
+        let (oldest, version, complete) = (cache.oldest, cache.version, cache.complete);
         let mut entries = cache.entries;
         normalise(&mut entries, before, want);
-        if let Some(last) = entries.last().filter(|_| entries.len() >= want) {
+        // Served from the cache alone when it filled the read, or when it is complete:
+        // a complete cache holds the whole timeline, so nothing exists below it and a
+        // short read of it is the rest of the timeline (its span of rows reaches down to
+        // the bottom). Either way the read is a function of the rows its version covers.
+        let full = entries.len() >= want;
+        if full || complete {
+            let from = match entries.last() {
+                Some(last) if full => last.id,
+                _ => PostId::MIN,
+            };
             let rows = CacheRows {
-                from: last.id,
+                from,
                 below: before,
             };
             let version = version.map(|cache| CacheVersion {
