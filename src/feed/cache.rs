@@ -37,7 +37,7 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 
-use super::fanout_on_read::read_through;
+use super::fanout_on_read::{read_shown, read_through};
 use super::{FeedService, FeedSettings, normalise, note_read, retract_deleted};
 use crate::domain::clock::Clock;
 use crate::domain::{FeedStrategy, NameStamp, Post, PostId, TimelineEntry, TimelineKind};
@@ -246,13 +246,13 @@ impl FeedService for CacheFeed {
                 {
                     self.build(user).await?;
                 }
-                return Ok((read_through(store, user, before, want).await?, None));
+                return Ok((read_shown(store, user, before, want, now_ms()).await?, None));
             }
             Some(cache) => {
                 if now_ms() - cache.started_at_ms > STALE_BUILD_MS {
                     self.build(user).await?;
                 }
-                return Ok((read_through(store, user, before, want).await?, None));
+                return Ok((read_shown(store, user, before, want, now_ms()).await?, None));
             }
             None => {
                 // Caches are for existing users only; the page reports the unknown user.
@@ -262,7 +262,7 @@ impl FeedService for CacheFeed {
                 if store.timelines.cache_start(user, now_ms()).await? {
                     self.build(user).await?;
                 }
-                return Ok((read_through(store, user, before, want).await?, None));
+                return Ok((read_shown(store, user, before, want, now_ms()).await?, None));
             }
         };
         // The owner read it: recorded coarsely, so that warm reads write nothing.
@@ -295,7 +295,7 @@ impl FeedService for CacheFeed {
             (Some(before), Some(oldest)) => Some(before.min(oldest)),
             (before, oldest) => before.or(oldest),
         };
-        let rest = read_through(store, user, below, want - entries.len()).await?;
+        let rest = read_shown(store, user, below, want - entries.len(), now_ms()).await?;
         metrics::counter!("socialite_cache_fallbacks_total").increment(1);
         entries.extend(rest);
         Ok((entries, None))

@@ -33,6 +33,26 @@ pub(crate) async fn read_through(
         .collect())
 }
 
+/// [`read_through`] without the authors hidden from `user` at `now_ms`, left out by the
+/// store before it reads posts (`ContentStore::shown_home_posts`): what a cache's
+/// fallback reads, since the page drops those authors' entries anyway. A cache's build
+/// reads everything.
+pub(crate) async fn read_shown(
+    store: &Store,
+    user: &str,
+    before: Option<PostId>,
+    want: usize,
+    now_ms: i64,
+) -> StoreResult<Vec<TimelineEntry>> {
+    Ok(store
+        .content
+        .shown_home_posts(user, before, want, now_ms)
+        .await?
+        .iter()
+        .map(|post| post.entry(true, None))
+        .collect())
+}
+
 #[async_trait]
 impl FeedService for FanoutOnRead {
     fn strategy(&self) -> FeedStrategy {
