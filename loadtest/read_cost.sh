@@ -14,7 +14,8 @@
 # (`socialite_page_memo_hits_total`). With HIDDEN=N, every reader hides N accounts
 # before the reads: N/2 blocks of accounts they do not follow and N/2 mutes, a tenth of
 # those of accounts they follow (so that pages lose entries to the filter), written
-# into the seeded file directly, as a load of blocks and mutes would.
+# into the seeded file directly, as a load of blocks and mutes would (where one
+# collides with a block or mute the seed made itself, the seed's stands).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
@@ -70,9 +71,9 @@ for line in open(users):
         if other == reader or other in followed or other in muted or other in blocked:
             continue
         (muted if len(muted) < n // 2 else blocked).add(other)
-    con.executemany("INSERT INTO mutes (user, other, created_ms, notifications, until_ms) "
+    con.executemany("INSERT OR IGNORE INTO mutes (user, other, created_ms, notifications, until_ms) "
                     "VALUES (?, ?, 0, 1, NULL)", [(reader, o) for o in muted])
-    con.executemany("INSERT INTO blocks (user, other, created_ms) VALUES (?, ?, 0)",
+    con.executemany("INSERT OR IGNORE INTO blocks (user, other, created_ms) VALUES (?, ?, 0)",
                     [(reader, o) for o in blocked])
 con.commit()
 PY

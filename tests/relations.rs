@@ -5,6 +5,8 @@
 //! (`relations/http.rs`), and the live stream (`relations/stream.rs`).
 
 mod common;
+#[path = "relations/fallback.rs"]
+mod fallback;
 #[path = "relations/graph.rs"]
 mod graph;
 #[path = "relations/hidden.rs"]

@@ -37,7 +37,7 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 
-use super::fanout_on_read::read_through;
+use super::fanout_on_read::{read_shown, read_through};
 use super::{FeedService, FeedSettings, authored_entries, normalise, note_read, retract_gone};
 use crate::domain::clock::Clock;
 use crate::domain::{FeedStrategy, NameStamp, PostId, TimelineEntry, TimelineKind};
@@ -223,7 +223,8 @@ impl FeedService for CacheFeed {
         self.store.timelines.cache_stands(user, kept).await
     }
 
-    /// Versioned when the cache alone filled the page.
+    /// Versioned when the cache alone answered the read: it filled it, or the cache is
+    /// complete (no fallback: nothing exists below a complete cache).
     async fn versioned_entries(
         &self,
         user: &str,
@@ -243,13 +244,13 @@ impl FeedService for CacheFeed {
                 {
                     self.build(user).await?;
                 }
-                return Ok((read_through(store, user, before, want).await?, None));
+                return Ok((read_shown(store, user, before, want, now_ms()).await?, None));
             }
             Some(cache) => {
                 if now_ms() - cache.started_at_ms > STALE_BUILD_MS {
                     self.build(user).await?;
                 }
-                return Ok((read_through(store, user, before, want).await?, None));
+                return Ok((read_shown(store, user, before, want, now_ms()).await?, None));
             }
             None => {
                 // Caches are for existing users only; the page reports the unknown user.
@@ -259,17 +260,26 @@ impl FeedService for CacheFeed {
                 if store.timelines.cache_start(user, now_ms()).await? {
                     self.build(user).await?;
                 }
-                return Ok((read_through(store, user, before, want).await?, None));
+                return Ok((read_shown(store, user, before, want, now_ms()).await?, None));
             }
         };
         // The owner read it: recorded coarsely, so that warm reads write nothing.
         note_read(store, &self.settings, user, cache.read_ms, now_ms()).await;
-        let (oldest, version) = (cache.oldest, cache.version);
+        let (oldest, version, complete) = (cache.oldest, cache.version, cache.complete);
         let mut entries = cache.entries;
         normalise(&mut entries, before, want);
-        if let Some(last) = entries.last().filter(|_| entries.len() >= want) {
+        // Served from the cache alone when it filled the read, or when it is complete:
+        // a complete cache holds the whole timeline, so nothing exists below it and a
+        // short read of it is the rest of the timeline (its span of rows reaches down to
+        // the bottom). Either way the read is a function of the rows its version covers.
+        let full = entries.len() >= want;
+        if full || complete {
+            let from = match entries.last() {
+                Some(last) if full => last.id,
+                _ => PostId::MIN,
+            };
             let rows = CacheRows {
-                from: last.id,
+                from,
                 below: before,
             };
             let version = version.map(|cache| CacheVersion {
@@ -283,7 +293,7 @@ impl FeedService for CacheFeed {
             (Some(before), Some(oldest)) => Some(before.min(oldest)),
             (before, oldest) => before.or(oldest),
         };
-        let rest = read_through(store, user, below, want - entries.len()).await?;
+        let rest = read_shown(store, user, below, want - entries.len(), now_ms()).await?;
         metrics::counter!("socialite_cache_fallbacks_total").increment(1);
         entries.extend(rest);
         Ok((entries, None))

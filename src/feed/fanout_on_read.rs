@@ -29,9 +29,39 @@ pub(crate) async fn read_through(
         store.content.home_posts(user, before, want),
         store.reposts.home_reposts(user, before, want)
     )?;
+    with_reposts(store, &posts, &reposts, before, want).await
+}
+
+/// [`read_through`] without the posts of authors hidden from `user` at `now_ms`, left
+/// out by the store before it reads them (`ContentStore::shown_home_posts`): what a
+/// cache's fallback reads, since the page drops those authors' entries anyway. Reposts
+/// are read as [`read_through`] reads them (the page filters them by either author). A
+/// cache's build reads everything.
+pub(crate) async fn read_shown(
+    store: &Store,
+    user: &str,
+    before: Option<PostId>,
+    want: usize,
+    now_ms: i64,
+) -> StoreResult<Vec<TimelineEntry>> {
+    let (posts, reposts) = tokio::try_join!(
+        store.content.shown_home_posts(user, before, want, now_ms),
+        store.reposts.home_reposts(user, before, want)
+    )?;
+    with_reposts(store, &posts, &reposts, before, want).await
+}
+
+/// `posts`' entries and `reposts`' merged, newest first, `want` at most below `before`.
+async fn with_reposts(
+    store: &Store,
+    posts: &[crate::domain::Post],
+    reposts: &[crate::domain::Repost],
+    before: Option<PostId>,
+    want: usize,
+) -> StoreResult<Vec<TimelineEntry>> {
     let mut entries: Vec<TimelineEntry> = posts.iter().map(|post| post.entry(true, None)).collect();
     if !reposts.is_empty() {
-        entries.extend(repost_entries(store, &reposts).await?);
+        entries.extend(repost_entries(store, reposts).await?);
         normalise(&mut entries, before, want);
     }
     Ok(entries)

@@ -11,9 +11,14 @@
 //! set, read after, already holds it. A set is also gone from the earliest expiry of a
 //! timed mute it holds (by the feed's clock), since it would hide what now shows.
 //!
-//! Without a version (no ready cache, a read that fell back, strategies and stores that
-//! keep none: MongoDB keeps none) the set is read from the store as before, once per
-//! page.
+//! A page read that carried no version (it read on below the cache, by fanout on read)
+//! reads the reader's cache version alone first, in one light statement, and uses that:
+//! a version read before the set is all the rule above needs, whatever the page's
+//! entries were read from. So a reader whose pages fall back below their cache does not
+//! read their whole block and mute lists at every page either.
+//!
+//! Without any version (no ready cache, a removal pending, strategies and stores that
+//! keep none: MongoDB keeps none) the set is read from the store, once per page.
 
 use std::sync::Arc;
 
@@ -22,7 +27,9 @@ use quick_cache::sync::Cache;
 
 use super::Timelines;
 use crate::domain::relations::Hidden;
+use crate::domain::{PostId, TimelineKind};
 use crate::store::StoreResult;
+use crate::store::timelines::CacheRows;
 
 /// The bytes of sets each process keeps at most; a set of 1,000 accounts weighs about
 /// 150 KB, so some hundred of the largest sets, and tens of thousands of small ones.
@@ -60,15 +67,19 @@ impl Default for HiddenMemo {
 
 impl Timelines {
     /// What is hidden from `reader` at `now_ms`: kept when `version` (the reader's cache
-    /// version, read by the page *before* this call) is the one the kept set was read
-    /// beside and no timed mute in it has expired; else read from the store, and kept
-    /// under `version` when there is one.
+    /// version, read by the page *before* this call, or else read here first) is the
+    /// one the kept set was read beside and no timed mute in it has expired; else read
+    /// from the store, and kept under that version when there is one.
     pub(super) async fn hidden_under(
         &self,
         reader: &str,
         version: Option<u64>,
         now_ms: i64,
     ) -> StoreResult<Arc<Hidden>> {
+        let version = match version {
+            Some(version) => Some(version),
+            None => self.reader_version(reader).await?,
+        };
         let Some(version) = version else {
             return Ok(Arc::new(self.store.relations.hidden(reader, now_ms).await?));
         };
@@ -91,5 +102,24 @@ impl Timelines {
             },
         );
         Ok(hidden)
+    }
+
+    /// The reader's cache version alone (a span of no rows, so no rename holds it back),
+    /// for strategies with a cache; `None` without a ready cache, while a removal is
+    /// pending, and from a store that keeps no versions.
+    async fn reader_version(&self, reader: &str) -> StoreResult<Option<u64>> {
+        if self.feed.kind() != Some(TimelineKind::Cache) {
+            return Ok(None);
+        }
+        let none = CacheRows {
+            from: PostId::MAX,
+            below: Some(PostId::MAX),
+        };
+        let read = self
+            .store
+            .timelines
+            .cache_version(reader, none, false)
+            .await?;
+        Ok(read.map(|v| v.cache))
     }
 }

@@ -173,8 +173,9 @@ pub trait FeedService: Send + Sync {
     ) -> StoreResult<Vec<TimelineEntry>>;
 
     /// [`FeedService::entries`], with a version when they are, as read, a function of
-    /// stored rows that every write moves to a new version (a page read whole from the
-    /// cache, see `TimelineStore::cache_version`). `None` by default.
+    /// stored rows that every write moves to a new version (a read the cache answered
+    /// alone: it filled it, or the cache is complete and holds the whole timeline, see
+    /// `TimelineStore::cache_version`). `None` by default.
     async fn versioned_entries(
         &self,
         user: &str,

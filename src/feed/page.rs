@@ -67,9 +67,9 @@ impl Timelines {
 
     /// [`Timelines::page`], with the version of the strategy's read when the page is a
     /// function of the rows that version stands for (see
-    /// [`super::FeedService::versioned_entries`]): every round read whole under one version
-    /// filled it, and every entry came with its text and its author's name, so nothing
-    /// else was looked up.
+    /// [`super::FeedService::versioned_entries`]): every round was answered by the cache
+    /// alone under one version, and every entry came with its text and its author's
+    /// name, so nothing else was looked up.
     ///
     /// Also when what the page hides stops holding (see [`Hidden::expires_ms`]): the
     /// page must not be served again from then on.
@@ -140,8 +140,9 @@ impl Timelines {
                     (entries, None)
                 }
             };
+            // A strategy versions only a read the cache answered alone (see
+            // `FeedService::versioned_entries`): filled, or short from a complete cache.
             let whole = self.feed.serves_current()
-                && candidates.len() >= request
                 && candidates
                     .iter()
                     .all(|e| e.text.is_some() && e.name.is_some());

@@ -169,3 +169,100 @@ async fn a_page_read_in_several_rounds_is_kept() {
     assert_eq!(next.items.len(), 1, "{next:?}");
     assert!(next.items.iter().all(|i| i.author == "cat"));
 }
+
+/// Reads `reader`'s first page of `limit` through the kept pages, counting renders.
+async fn counted(
+    social: &Social,
+    reader: &str,
+    limit: usize,
+    renders: &AtomicUsize,
+) -> Vec<String> {
+    let body = social
+        .rendered_timeline(reader, None, limit, |page| {
+            renders.fetch_add(1, Ordering::SeqCst);
+            render(page)
+        })
+        .await
+        .unwrap();
+    serde_json::from_slice(&body).unwrap()
+}
+
+/// A reader whose visible timeline ends inside a complete cache (one that holds the
+/// whole timeline) is served a short page from the cache alone, with no read below it,
+/// and that page is kept, with blocks and mutes or without; a kept one is not served
+/// past a post, a delete, an unmute or a block. Before, a short read of a cache always
+/// read on by fanout on read and its page was never kept. (The embedded store keeps
+/// pages; MongoDB keeps none.)
+#[tokio::test]
+async fn a_short_page_of_a_complete_cache_is_kept_until_a_change() {
+    for strategy in [FeedStrategy::Cache, FeedStrategy::Hybrid] {
+        let t = fresh_store(Kind::Embedded).await;
+        let social = social(&t.store, &settings(strategy));
+        for id in ["reader", "bob", "cat", "dan"] {
+            social.create_user(id, id).await.unwrap();
+        }
+        for author in ["bob", "cat"] {
+            social.follow("reader", author).await.unwrap();
+        }
+        let mut cats = Vec::new();
+        for _ in 0..2 {
+            cats.push(social.post("cat", "hi").await.unwrap().id);
+            for _ in 0..2 {
+                social.post("bob", "hi").await.unwrap();
+            }
+        }
+        social.post("dan", "hi").await.unwrap();
+        social.mute("reader", "bob", FOREVER).await.unwrap();
+        // The first reads build the caches (from fanout on read: nothing kept yet).
+        for user in ["reader", "dan"] {
+            social.timeline(user, None, 5).await.unwrap();
+        }
+        let fresh = social.timeline("reader", None, 5).await.unwrap();
+        assert_eq!(fresh.items.len(), 2, "{strategy:?}: {fresh:?}");
+        assert_eq!(
+            fresh.next_cursor, None,
+            "{strategy:?}: nothing older exists"
+        );
+        // Kept until a change, then rendered once again and kept.
+        let renders = AtomicUsize::new(0);
+        let expect = |step: &str, served: Vec<String>, want: &[&str], rendered: usize| {
+            assert_eq!(served, want, "{strategy:?}: {step}");
+            assert_eq!(
+                renders.load(Ordering::SeqCst),
+                rendered,
+                "{strategy:?}: {step}"
+            );
+        };
+        for _ in 0..3 {
+            let served = counted(&social, "reader", 5, &renders).await;
+            expect("muted", served, &["cat", "cat"], 1);
+        }
+        social.post("cat", "hi").await.unwrap();
+        for _ in 0..2 {
+            let served = counted(&social, "reader", 5, &renders).await;
+            expect("posted", served, &["cat", "cat", "cat"], 2);
+        }
+        social.delete_post(cats[0]).await.unwrap();
+        for _ in 0..2 {
+            let served = counted(&social, "reader", 5, &renders).await;
+            expect("deleted", served, &["cat", "cat"], 3);
+        }
+        social.unmute("reader", "bob").await.unwrap();
+        for _ in 0..2 {
+            let served = counted(&social, "reader", 5, &renders).await;
+            expect("unmuted", served, &["cat", "bob", "bob", "cat", "bob"], 4);
+        }
+        social.block("cat", "reader").await.unwrap();
+        for _ in 0..2 {
+            let served = counted(&social, "reader", 5, &renders).await;
+            expect("blocked", served, &["bob", "bob", "bob", "bob"], 5);
+        }
+        // With nothing hidden: a reader of their own single post.
+        let renders = AtomicUsize::new(0);
+        for _ in 0..3 {
+            let served = counted(&social, "dan", 5, &renders).await;
+            assert_eq!(served, ["dan"], "{strategy:?}");
+        }
+        assert_eq!(renders.load(Ordering::SeqCst), 1, "{strategy:?}: kept");
+    }
+}

@@ -181,6 +181,23 @@ impl ContentStore for EmbeddedStore {
             .await
     }
 
+    async fn shown_home_posts(
+        &self,
+        user: &str,
+        before: Option<PostId>,
+        limit: usize,
+        now_ms: i64,
+    ) -> StoreResult<Vec<Post>> {
+        let (user, before) = (user.to_owned(), post_before(before));
+        self.read(move |conn| {
+            let mut stmt = conn.prepare_cached(SHOWN_HOME_POSTS)?;
+            let rows =
+                stmt.query_map(params![user, before, limit as i64, now_ms], post_from_row)?;
+            Ok(rows.collect::<rusqlite::Result<_>>()?)
+        })
+        .await
+    }
+
     /// Bounded by the page, so read inline like a cache page.
     async fn merged_posts(
         &self,
@@ -300,6 +317,22 @@ pub(super) const HOME_POSTS: &str =
     "SELECT id, author, text, reply_to, reply_to_author, replies_count, reposts_count
      FROM posts
      WHERE author IN (SELECT followee FROM follows WHERE follower = ?1 UNION ALL SELECT ?1)
+       AND id < ?2 ORDER BY id DESC LIMIT ?3";
+/// [`HOME_POSTS`] without the authors hidden from the user at `?4`: each followee is
+/// looked up once in the user's mutes and in the blocks both ways (primary keys and
+/// `blocks_by_other`), and only the others' posts are read. The user is never hidden
+/// from themself.
+pub(super) const SHOWN_HOME_POSTS: &str =
+    "SELECT id, author, text, reply_to, reply_to_author, replies_count, reposts_count
+     FROM posts
+     WHERE author IN (
+         SELECT f.followee FROM follows AS f
+          WHERE f.follower = ?1
+            AND NOT EXISTS (SELECT 1 FROM mutes AS m WHERE m.user = ?1 AND m.other = f.followee
+                             AND (m.until_ms IS NULL OR m.until_ms > ?4))
+            AND NOT EXISTS (SELECT 1 FROM blocks AS b WHERE b.user = ?1 AND b.other = f.followee)
+            AND NOT EXISTS (SELECT 1 FROM blocks AS b WHERE b.user = f.followee AND b.other = ?1)
+         UNION ALL SELECT ?1)
        AND id < ?2 ORDER BY id DESC LIMIT ?3";
 /// `hybrid`: the followees whose edge is flagged merged, with their names as this read
 /// finds them and their newest post id below `?2` (one seek of the `(author, id)` index

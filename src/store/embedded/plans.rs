@@ -49,6 +49,7 @@ fn every_paged_read_seeks_its_index() {
         content::POSTS_BY_AUTHOR.into(),
         content::POST_IDS_BY_AUTHOR.into(),
         content::HOME_POSTS.into(),
+        content::SHOWN_HOME_POSTS.into(),
         content::MERGED_FOLLOWEES.into(),
         timelines::BUCKET_HEADS.into(),
         timelines::BUCKET_ENTRIES.into(),

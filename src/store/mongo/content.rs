@@ -17,7 +17,7 @@ use super::{
     IndexSpec, MongoStore, Side, all, db_error, index, insert_new, int, oid, post_from, post_id,
 };
 use crate::domain::{NameStamp, Post, PostId};
-use crate::store::{ContentStore, Inserted, StoreError, StoreResult};
+use crate::store::{ContentStore, Inserted, RelationStore, StoreError, StoreResult};
 
 /// Authors per fanout-on-read query. Past about 200 values in one `$in`, the planner
 /// stops merging the `{author, _id}` index ranges in order and sorts instead.
@@ -214,9 +214,7 @@ impl ContentStore for MongoStore {
         docs.iter().map(|d| post_id(d.get("_id"))).collect()
     }
 
-    /// The followee list in batches of [`AUTHORS_PER_QUERY`], each batch one query that
-    /// the `{author, _id}` index answers in order, a few at once; the newest `limit`
-    /// of their union is the answer, since each batch returns its own newest `limit`.
+    /// The followees and the user (see [`MongoStore::posts_of_authors`]).
     async fn home_posts(
         &self,
         user: &str,
@@ -227,25 +225,25 @@ impl ContentStore for MongoStore {
             .neighbours(Side::Followees, user, None, usize::MAX >> 2)
             .await?;
         authors.push(user.to_owned());
-        let queries: Vec<_> = authors
-            .chunks(AUTHORS_PER_QUERY)
-            .map(|batch| {
-                let mut filter = doc! { "author": { "$in": batch } };
-                if let Some(before) = before {
-                    filter.insert("_id", doc! { "$lt": oid(before) });
-                }
-                self.find_posts(filter, limit)
-            })
-            .collect();
-        let batches: Vec<Vec<Post>> = futures::stream::iter(queries)
-            .buffer_unordered(HOME_QUERIES_IN_FLIGHT)
-            .try_collect()
-            .await?;
-        let mut posts: Vec<Post> = batches.into_iter().flatten().collect();
-        posts.sort_unstable_by_key(|p| std::cmp::Reverse(p.id));
-        posts.dedup_by_key(|p| p.id);
-        posts.truncate(limit);
-        Ok(posts)
+        self.posts_of_authors(&authors, before, limit).await
+    }
+
+    /// The followees and the reader's hidden set read at once, the hidden followees
+    /// left out before any post is read.
+    async fn shown_home_posts(
+        &self,
+        user: &str,
+        before: Option<PostId>,
+        limit: usize,
+        now_ms: i64,
+    ) -> StoreResult<Vec<Post>> {
+        let (mut authors, hidden) = tokio::try_join!(
+            self.neighbours(Side::Followees, user, None, usize::MAX >> 2),
+            RelationStore::hidden(self, user, now_ms)
+        )?;
+        authors.retain(|a| !hidden.hides(a));
+        authors.push(user.to_owned());
+        self.posts_of_authors(&authors, before, limit).await
     }
 
     /// Two queries: the flagged followees (`{from, merged}` index), then their posts
@@ -321,5 +319,38 @@ impl MongoStore {
             .await
             .map_err(db_error)?;
         Ok(())
+    }
+}
+
+impl MongoStore {
+    /// The newest `limit` posts by `authors` below `before`, newest first: the list in
+    /// batches of [`AUTHORS_PER_QUERY`], each batch one query that the `{author, _id}`
+    /// index answers in order, a few at once; the newest `limit` of their union is the
+    /// answer, since each batch returns its own newest `limit`.
+    async fn posts_of_authors(
+        &self,
+        authors: &[String],
+        before: Option<PostId>,
+        limit: usize,
+    ) -> StoreResult<Vec<Post>> {
+        let queries: Vec<_> = authors
+            .chunks(AUTHORS_PER_QUERY)
+            .map(|batch| {
+                let mut filter = doc! { "author": { "$in": batch } };
+                if let Some(before) = before {
+                    filter.insert("_id", doc! { "$lt": oid(before) });
+                }
+                self.find_posts(filter, limit)
+            })
+            .collect();
+        let batches: Vec<Vec<Post>> = futures::stream::iter(queries)
+            .buffer_unordered(HOME_QUERIES_IN_FLIGHT)
+            .try_collect()
+            .await?;
+        let mut posts: Vec<Post> = batches.into_iter().flatten().collect();
+        posts.sort_unstable_by_key(|p| std::cmp::Reverse(p.id));
+        posts.dedup_by_key(|p| p.id);
+        posts.truncate(limit);
+        Ok(posts)
     }
 }
