@@ -27,8 +27,10 @@ use super::timelines::{PART_BITS, idle, names, retractions, versions};
 /// (`threads::replies_schema`), which a version-5 writer would leave out, so its
 /// replies would escape the home rule and the counts. Version 7: reposts and the posts'
 /// `reposts_count` (`reposts::reposts_schema`), which a version-6 writer would neither
-/// count nor remove with their original.
-pub const SCHEMA_VERSION: i64 = 7;
+/// count nor remove with their original. Version 9 (8 is reserved for another branch):
+/// users' password hashes and the OAuth tables (`oauth::oauth_schema`), which a
+/// version-7 binary would not know, so its users could not sign in there.
+pub const SCHEMA_VERSION: i64 = 9;
 
 /// The tables every socialite store has had since its first format: what tells a
 /// socialite store from another SQLite file.
@@ -239,6 +241,7 @@ pub fn migrate(conn: &Connection) -> anyhow::Result<()> {
     notifications_schema(conn)?;
     super::threads::replies_schema(conn)?;
     super::reposts::reposts_schema(conn)?;
+    super::oauth::oauth_schema(conn)?;
     once(
         conn,
         "pending_renames",
