@@ -59,7 +59,11 @@ impl Scopes {
     /// Parses a space-separated list (`+` too, as some clients send it in forms).
     /// Refuses an unknown scope, naming it; an empty list is `default`.
     pub fn parse(text: &str, default: &str) -> Result<Scopes, String> {
-        let text = if text.trim().is_empty() { default } else { text };
+        let text = if text.trim().is_empty() {
+            default
+        } else {
+            text
+        };
         let mut set = BTreeSet::new();
         for scope in text.split([' ', '+', '\t', '\n']).filter(|s| !s.is_empty()) {
             if !is_scope(scope) {
@@ -152,9 +156,11 @@ mod tests {
         assert!(granular.satisfies("read:statuses"));
         assert!(!granular.satisfies("read"));
         assert!(!granular.satisfies("read:accounts"));
-        assert!(Scopes::parse("read:statuses write", "").unwrap().within(
-            &Scopes::parse("read write follow", "").unwrap()
-        ));
+        assert!(
+            Scopes::parse("read:statuses write", "")
+                .unwrap()
+                .within(&Scopes::parse("read write follow", "").unwrap())
+        );
         assert!(!Scopes::parse("push", "").unwrap().within(&read));
         assert!(Scopes::parse("admin:read", "").is_err());
         assert_eq!(Scopes::parse("", "read").unwrap().to_string(), "read");

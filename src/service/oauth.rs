@@ -139,7 +139,9 @@ fn valid_redirect_uri(uri: &str) -> bool {
         && scheme
             .chars()
             .all(|c| c.is_ascii_alphanumeric() || "+-.".contains(c))
-        && !uri.chars().any(|c| c.is_whitespace() || c.is_control() || c == '#')
+        && !uri
+            .chars()
+            .any(|c| c.is_whitespace() || c.is_control() || c == '#')
 }
 
 fn scopes_of(text: &str, default: &str) -> OAuthResult<Scopes> {
@@ -247,12 +249,10 @@ impl Social {
         redirect_uri: Option<&str>,
         scope: Option<&str>,
     ) -> OAuthResult<AuthorizeRequest> {
-        let app = self
-            .store
-            .oauth
-            .app(client_id)
-            .await?
-            .ok_or_else(|| OAuthError::InvalidRequest("no app has this client_id".to_owned()))?;
+        let app =
+            self.store.oauth.app(client_id).await?.ok_or_else(|| {
+                OAuthError::InvalidRequest("no app has this client_id".to_owned())
+            })?;
         let redirect_uri = match redirect_uri.filter(|u| !u.is_empty()) {
             Some(uri) => app
                 .redirect_uris
@@ -264,8 +264,7 @@ impl Social {
         }
         .ok_or_else(|| {
             OAuthError::InvalidRequest(
-                "redirect_uri is not one the app registered (an exact match is needed)"
-                    .to_owned(),
+                "redirect_uri is not one the app registered (an exact match is needed)".to_owned(),
             )
         })?;
         let scopes = requested_scopes(&app, scope)?;
@@ -345,7 +344,10 @@ impl Social {
             challenge: challenge.map(str::to_owned),
             expires_at_ms: now + CODE_TTL_MS,
         };
-        self.store.oauth.insert_code(&hash(&code), &record, now).await?;
+        self.store
+            .oauth
+            .insert_code(&hash(&code), &record, now)
+            .await?;
         Ok(code)
     }
 
@@ -371,7 +373,9 @@ impl Social {
             return Err(invalid("the code has expired"));
         }
         if redirect_uri.unwrap_or(&record.redirect_uri) != record.redirect_uri {
-            return Err(invalid("redirect_uri differs from the authorization request's"));
+            return Err(invalid(
+                "redirect_uri differs from the authorization request's",
+            ));
         }
         match (&record.challenge, verifier) {
             (None, None) => {}
@@ -442,7 +446,11 @@ impl Social {
     /// `auth.token_cache_ttl`. An unknown token is no error (RFC 7009).
     pub async fn revoke_access(&self, client: &AppRecord, token: &str) -> StoreResult<()> {
         let hash = grants::token_hash(token);
-        let revoked = self.store.oauth.revoke_access(&hash, &client.client_id).await;
+        let revoked = self
+            .store
+            .oauth
+            .revoke_access(&hash, &client.client_id)
+            .await;
         self.oauth.grants.revoked(&hash);
         revoked.map(|_| ())
     }

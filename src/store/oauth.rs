@@ -66,8 +66,12 @@ pub trait OAuthStore: Send + Sync + 'static {
 
     /// Stores a code, and deletes the codes that expired before `now_ms`. `Conflict`
     /// when the hash is taken.
-    async fn insert_code(&self, hash: &TokenHash, code: &CodeRecord, now_ms: i64)
-    -> StoreResult<()>;
+    async fn insert_code(
+        &self,
+        hash: &TokenHash,
+        code: &CodeRecord,
+        now_ms: i64,
+    ) -> StoreResult<()>;
     /// Deletes the code and returns what it was, in one atomic write: of any number of
     /// calls with one hash, at most one gets `Some`. The caller checks the record (its
     /// client, redirect URI, expiry, PKCE verifier); a code presented once is spent

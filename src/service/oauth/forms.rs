@@ -55,7 +55,9 @@ impl FormKey {
         if !(0..=FORM_TTL_MS).contains(&age) {
             return false;
         }
-        self.mac(issued_ms, fields).verify_slice(&bytes[8..]).is_ok()
+        self.mac(issued_ms, fields)
+            .verify_slice(&bytes[8..])
+            .is_ok()
     }
 }
 
@@ -70,7 +72,11 @@ mod tests {
         assert!(key.check(&token, &["app", "https://a.example/cb"], 2000));
         assert!(!key.check(&token, &["app", "https://evil.example/cb"], 2000));
         assert!(!key.check(&token, &["ap", "phttps://a.example/cb"], 2000));
-        assert!(!key.check(&token, &["app", "https://a.example/cb"], 1000 + FORM_TTL_MS + 1));
+        assert!(!key.check(
+            &token,
+            &["app", "https://a.example/cb"],
+            1000 + FORM_TTL_MS + 1
+        ));
         assert!(!FormKey::default().check(&token, &["app", "https://a.example/cb"], 2000));
         assert!(!key.check("", &[], 0));
     }

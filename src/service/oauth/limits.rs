@@ -112,7 +112,11 @@ mod tests {
         assert_eq!(limits.attempt("ann", ip, 2), Err(Refused::Account));
         assert!(limits.attempt("bo", ip, 3).is_ok());
         assert_eq!(limits.attempt("cy", ip, 4), Err(Refused::Address));
-        assert!(limits.attempt("ann", "10.0.0.2".parse().unwrap(), 1000).is_ok());
+        assert!(
+            limits
+                .attempt("ann", "10.0.0.2".parse().unwrap(), 1000)
+                .is_ok()
+        );
         limits.succeeded("ann", "10.0.0.2".parse().unwrap());
         assert!(limits.attempt("ann", ip, 1001).is_ok());
     }

@@ -53,7 +53,9 @@ fn code_from(d: &Document) -> CodeRecord {
 }
 
 fn or_null(value: &Option<String>) -> Bson {
-    value.as_ref().map_or(Bson::Null, |v| Bson::String(v.clone()))
+    value
+        .as_ref()
+        .map_or(Bson::Null, |v| Bson::String(v.clone()))
 }
 
 #[async_trait]
