@@ -16,7 +16,10 @@ async fn the_oauth_port_keeps_secrets_by_hash_and_spends_codes_once() {
         assert_eq!(oauth.password_hash("ann").await.unwrap(), None, "{kind:?}");
         assert!(oauth.set_password("ann", "$argon2id$one").await.unwrap());
         assert!(oauth.set_password("ann", "$argon2id$two").await.unwrap());
-        assert_eq!(oauth.password_hash("ann").await.unwrap().as_deref(), Some("$argon2id$two"));
+        assert_eq!(
+            oauth.password_hash("ann").await.unwrap().as_deref(),
+            Some("$argon2id$two")
+        );
         assert_eq!(oauth.password_hash("nobody").await.unwrap(), None);
         let user = store.users.user("ann").await.unwrap().unwrap();
         assert_eq!(user.id, "ann", "{kind:?}: the profile reads as before");
@@ -25,14 +28,24 @@ async fn the_oauth_port_keeps_secrets_by_hash_and_spends_codes_once() {
             client_id: "c1".into(),
             secret_hash: [7; 32],
             name: "App".into(),
-            redirect_uris: vec!["https://a.example/cb".into(), "urn:ietf:wg:oauth:2.0:oob".into()],
+            redirect_uris: vec![
+                "https://a.example/cb".into(),
+                "urn:ietf:wg:oauth:2.0:oob".into(),
+            ],
             scopes: "read write".into(),
             website: None,
             created_at_ms: 1_700_000_000_000,
         };
         oauth.insert_app(&app).await.unwrap();
-        assert!(matches!(oauth.insert_app(&app).await, Err(StoreError::Conflict(_))));
-        assert_eq!(oauth.app("c1").await.unwrap(), Some(app.clone()), "{kind:?}");
+        assert!(matches!(
+            oauth.insert_app(&app).await,
+            Err(StoreError::Conflict(_))
+        ));
+        assert_eq!(
+            oauth.app("c1").await.unwrap(),
+            Some(app.clone()),
+            "{kind:?}"
+        );
         assert_eq!(oauth.app("c2").await.unwrap(), None);
         // Codes: taken once; an expired one swept by the next insert.
         let code = |expires: i64| CodeRecord {
@@ -43,14 +56,34 @@ async fn the_oauth_port_keeps_secrets_by_hash_and_spends_codes_once() {
             challenge: Some("x".repeat(43)),
             expires_at_ms: expires,
         };
-        oauth.insert_code(&[1; 32], &code(2_000), 1_000).await.unwrap();
-        oauth.insert_code(&[2; 32], &code(1_500), 1_000).await.unwrap();
-        assert!(matches!(oauth.insert_code(&[1; 32], &code(2_000), 1_000).await, Err(StoreError::Conflict(_))));
+        oauth
+            .insert_code(&[1; 32], &code(2_000), 1_000)
+            .await
+            .unwrap();
+        oauth
+            .insert_code(&[2; 32], &code(1_500), 1_000)
+            .await
+            .unwrap();
+        assert!(matches!(
+            oauth.insert_code(&[1; 32], &code(2_000), 1_000).await,
+            Err(StoreError::Conflict(_))
+        ));
         let (one, two) = tokio::join!(oauth.take_code(&[1; 32]), oauth.take_code(&[1; 32]));
         let taken: Vec<_> = [one.unwrap(), two.unwrap()].into_iter().flatten().collect();
-        assert_eq!(taken, vec![code(2_000)], "{kind:?}: one of two racing takes gets it");
-        oauth.insert_code(&[3; 32], &code(9_000), 1_600).await.unwrap();
-        assert_eq!(oauth.take_code(&[2; 32]).await.unwrap(), None, "{kind:?}: swept once expired");
+        assert_eq!(
+            taken,
+            vec![code(2_000)],
+            "{kind:?}: one of two racing takes gets it"
+        );
+        oauth
+            .insert_code(&[3; 32], &code(9_000), 1_600)
+            .await
+            .unwrap();
+        assert_eq!(
+            oauth.take_code(&[2; 32]).await.unwrap(),
+            None,
+            "{kind:?}: swept once expired"
+        );
         assert_eq!(oauth.take_code(&[3; 32]).await.unwrap(), Some(code(9_000)));
         // Access tokens.
         let access = AccessRecord {
@@ -61,9 +94,18 @@ async fn the_oauth_port_keeps_secrets_by_hash_and_spends_codes_once() {
             created_at_ms: 5,
         };
         oauth.insert_access(&[4; 32], &access).await.unwrap();
-        assert!(matches!(oauth.insert_access(&[4; 32], &access).await, Err(StoreError::Conflict(_))));
-        assert_eq!(oauth.access_by_hash(&[4; 32]).await.unwrap(), Some(access.clone()));
-        assert!(!oauth.revoke_access(&[4; 32], "c2").await.unwrap(), "{kind:?}");
+        assert!(matches!(
+            oauth.insert_access(&[4; 32], &access).await,
+            Err(StoreError::Conflict(_))
+        ));
+        assert_eq!(
+            oauth.access_by_hash(&[4; 32]).await.unwrap(),
+            Some(access.clone())
+        );
+        assert!(
+            !oauth.revoke_access(&[4; 32], "c2").await.unwrap(),
+            "{kind:?}"
+        );
         assert!(oauth.access_by_hash(&[4; 32]).await.unwrap().is_some());
         assert!(oauth.revoke_access(&[4; 32], "c1").await.unwrap());
         assert_eq!(oauth.access_by_hash(&[4; 32]).await.unwrap(), None);

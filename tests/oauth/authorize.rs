@@ -208,6 +208,7 @@ async fn the_code_flow_holds_to_pkce_and_each_code_is_used_once_before_it_expire
 
 #[tokio::test]
 async fn the_authorize_page_refuses_forged_forms_and_foreign_redirects() {
+    let shown_code = regex::Regex::new(r#"<code id="code">([^<]+)</code>"#).unwrap();
     for (kind, server) in servers("authorize_page", |_| {}).await {
         let client = Client::of(&server);
         let app = client
@@ -309,11 +310,7 @@ async fn the_authorize_page_refuses_forged_forms_and_foreign_redirects() {
         )
         .await;
         assert_eq!(oob.status, StatusCode::OK, "{}", oob.text);
-        let code = regex::Regex::new(r#"<code id="code">([^<]+)</code>"#)
-            .unwrap()
-            .captures(&oob.text)
-            .unwrap()[1]
-            .to_owned();
+        let code = shown_code.captures(&oob.text).unwrap()[1].to_owned();
         let token = exchange(&client, &app, &code, "urn:ietf:wg:oauth:2.0:oob", VERIFIER).await;
         assert_eq!(token.status, StatusCode::OK, "{}", token.text);
         server.stop().await;
