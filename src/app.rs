@@ -124,6 +124,15 @@ pub async fn build_state_with_clock(
     });
     let social = Social::new(store.clone(), &config.feed.settings(), limits, wakers)
         .with_auth(auth)
+        .with_oauth(crate::service::oauth::OAuthSettings {
+            limits: crate::service::oauth::LimitSettings {
+                per_account: config.mastodon.signin_failures_per_account,
+                per_address: config.mastodon.signin_failures_per_address,
+                window_ms: i64::try_from(config.mastodon.signin_failure_window.0.as_millis())
+                    .unwrap_or(i64::MAX),
+            },
+            token_cache_ttl: config.auth.token_cache_ttl.0,
+        })
         .with_clock(clock.clone())
         .with_streams(hub.clone());
     Ok(AppState {

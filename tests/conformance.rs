@@ -13,6 +13,8 @@ mod common;
 mod concurrency;
 #[path = "conformance/counters.rs"]
 mod counters;
+#[path = "conformance/oauth.rs"]
+mod oauth;
 #[path = "conformance/timelines.rs"]
 mod timelines;
 #[path = "conformance/tokens.rs"]

@@ -55,8 +55,8 @@ async fn the_instance_documents_say_what_clients_parse() {
         );
         assert_eq!(v2["api_versions"]["mastodon"], 2);
         assert_eq!(v2["domain"], host.as_str());
-        // Accounts cannot be registered through this API yet, and it says so.
-        assert_eq!(v2["registrations"]["enabled"], false);
+        // Accounts are registered through `POST /api/v1/accounts`.
+        assert_eq!(v2["registrations"]["enabled"], true);
     }
     server.stop().await;
 }

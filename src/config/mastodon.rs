@@ -1,7 +1,11 @@
 //! The Mastodon-compatible client API's settings (`[mastodon]`).
 
+use std::time::Duration;
+
 use anyhow::bail;
 use serde::{Deserialize, Serialize};
+
+use super::HumanDuration;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -15,6 +19,14 @@ pub struct MastodonConfig {
     pub public_url: Option<String>,
     /// The instance's title.
     pub title: String,
+    /// Failed sign-ins (authorize page, password grant) one account may have within
+    /// `signin_failure_window` before every sign-in to it is refused until the window
+    /// ends. Counted in each process on its own.
+    pub signin_failures_per_account: u32,
+    /// The same, per client address.
+    pub signin_failures_per_address: u32,
+    /// How long failed sign-ins count, from the first.
+    pub signin_failure_window: HumanDuration,
 }
 
 impl Default for MastodonConfig {
@@ -23,6 +35,9 @@ impl Default for MastodonConfig {
             enabled: true,
             public_url: None,
             title: "socialite".to_owned(),
+            signin_failures_per_account: 5,
+            signin_failures_per_address: 20,
+            signin_failure_window: HumanDuration(Duration::from_secs(15 * 60)),
         }
     }
 }
@@ -46,6 +61,13 @@ impl MastodonConfig {
         let title = self.title.trim();
         if title.is_empty() || title.chars().count() > 100 {
             bail!("mastodon.title must be 1-100 characters, not all whitespace");
+        }
+        if self.signin_failures_per_account == 0 || self.signin_failures_per_address == 0 {
+            bail!("mastodon.signin_failures_per_account and _per_address must be at least 1");
+        }
+        let window = self.signin_failure_window.0;
+        if window < Duration::from_secs(1) || window > Duration::from_secs(24 * 3600) {
+            bail!("mastodon.signin_failure_window must be 1s to 24h");
         }
         Ok(())
     }

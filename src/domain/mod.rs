@@ -8,6 +8,7 @@ mod ids;
 mod notifications;
 pub mod relations;
 mod reposts;
+pub mod scopes;
 mod threads;
 mod time;
 mod validate;

@@ -85,6 +85,7 @@ pub fn router(state: AppState, settings: &HttpSettings) -> Router {
             "/v1/users/{id}/following/{target}",
             put(follows::follow).delete(follows::unfollow),
         )
+        .route("/v1/users/{id}/password", put(users::set_password))
         .route("/v1/users/{id}/following", get(follows::list_following))
         .route("/v1/users/{id}/followers", get(follows::list_followers))
         .route(

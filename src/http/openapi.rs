@@ -31,6 +31,11 @@ use super::{
         notifications::list_notifications,
         ops::healthz, ops::readyz, ops::metrics, ops::openapi, ops::meta, ops::workers,
         mastodon::instance_v1, mastodon::instance_v2, mastodon::nodeinfo_links, mastodon::nodeinfo,
+        mastodon::apps::create_app, mastodon::apps::verify_app,
+        mastodon::oauth::token_endpoint, mastodon::oauth::revoke, mastodon::oauth::metadata,
+        mastodon::authorize::authorize_page, mastodon::authorize::authorize_submit,
+        mastodon::registration::register, mastodon::registration::verify_credentials,
+        users::set_password,
     ),
     components(schemas(error::Problem, mastodon::error::MastoErrorBody)),
     modifiers(&SecuritySchemes),
@@ -90,7 +95,34 @@ pub fn api_doc() -> utoipa::openapi::OpenApi {
     document_header_limit(&mut doc);
     document_auth_and_limits(&mut doc);
     document_json_bodies(&mut doc);
+    document_mastodon_errors(&mut doc);
     doc
+}
+
+/// Under the Mastodon API's paths every error is `{"error": ...}` as `application/json`
+/// (`mastodon::error::rewrite_problems`), including the shared ones added above.
+fn document_mastodon_errors(doc: &mut utoipa::openapi::OpenApi) {
+    use utoipa::openapi::{ContentBuilder, Ref, RefOr};
+    let json = ContentBuilder::new()
+        .schema(Some(Ref::from_schema_name("MastoErrorBody")))
+        .build();
+    for (path, operation) in operations(doc) {
+        if !mastodon::error::is_mastodon_path(path) {
+            continue;
+        }
+        for response in operation.responses.responses.values_mut() {
+            if let RefOr::T(response) = response
+                && response
+                    .content
+                    .shift_remove("application/problem+json")
+                    .is_some()
+            {
+                response
+                    .content
+                    .insert("application/json".to_owned(), json.clone());
+            }
+        }
+    }
 }
 
 fn problem_response(description: &str, headers: &[(&str, &str)]) -> utoipa::openapi::Response {

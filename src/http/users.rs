@@ -10,7 +10,7 @@ use super::error::{ApiError, ApiResult, Json, Problem};
 use super::{AppState, known_user_id};
 use crate::domain::{User, format_time_ms, validate_display_name, validate_user_id};
 
-#[derive(Debug, Deserialize, ToSchema)]
+#[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CreateUser {
     /// 1–32 characters of `[A-Za-z0-9_]`.
@@ -24,6 +24,35 @@ pub struct CreateUser {
         pattern = "[^\\t\\n\\u000b\\f\\r \\u0085\\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000]"
     )]
     pub display_name: Option<String>,
+    /// Optional: 8–128 characters, for signing in to the Mastodon API (docs/mastodon.md).
+    /// Stored as an Argon2id hash only.
+    #[schema(example = "correct horse battery", min_length = 8, max_length = 128, format = Password)]
+    pub password: Option<String>,
+}
+
+/// Never prints the password.
+impl std::fmt::Debug for CreateUser {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CreateUser")
+            .field("id", &self.id)
+            .field("display_name", &self.display_name)
+            .finish_non_exhaustive()
+    }
+}
+
+#[derive(Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SetPassword {
+    /// 8–128 characters. Stored as an Argon2id hash only.
+    #[schema(example = "correct horse battery", min_length = 8, max_length = 128, format = Password)]
+    pub password: String,
+}
+
+/// Never prints the password.
+impl std::fmt::Debug for SetPassword {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("SetPassword { .. }")
+    }
 }
 
 #[derive(Debug, Deserialize, ToSchema)]
@@ -88,7 +117,7 @@ impl From<User> for UserBody {
     responses(
         (status = 201, description = "Created", body = CreatedUser),
         (status = 409, description = "The id is taken", body = Problem, content_type = "application/problem+json"),
-        (status = 422, description = "Invalid id or display name", body = Problem, content_type = "application/problem+json"),
+        (status = 422, description = "Invalid id, display name or password", body = Problem, content_type = "application/problem+json"),
     )
 )]
 pub async fn create_user(
@@ -98,7 +127,15 @@ pub async fn create_user(
     validate_user_id(&body.id).map_err(ApiError::invalid)?;
     let display_name = body.display_name.unwrap_or_else(|| body.id.clone());
     validate_display_name(&display_name).map_err(ApiError::invalid)?;
-    let (user, token) = state.social.register(&body.id, &display_name).await?;
+    let (user, token) = match body.password.as_deref() {
+        Some(password) => {
+            state
+                .social
+                .register_with_password(&body.id, &display_name, Some(password))
+                .await?
+        }
+        None => state.social.register(&body.id, &display_name).await?,
+    };
     Ok((
         StatusCode::CREATED,
         Json(CreatedUser {
@@ -148,4 +185,26 @@ pub async fn update_user(
     Ok(Json(
         state.social.rename(&id, &body.display_name).await?.into(),
     ))
+}
+
+/// Set or replace the user's password (for the Mastodon API's sign-in).
+#[utoipa::path(
+    put, path = "/v1/users/{id}/password", tag = "users",
+    params(("id" = String, Path, description = "User id")),
+    request_body = SetPassword,
+    security(("bearer" = [])),
+    responses(
+        (status = 204, description = "Set"),
+        (status = 404, description = "Unknown user", body = Problem, content_type = "application/problem+json"),
+        (status = 422, description = "A password of the wrong length", body = Problem, content_type = "application/problem+json"),
+    )
+)]
+pub async fn set_password(
+    State(state): State<AppState>,
+    Owner(id): Owner,
+    Json(body): Json<SetPassword>,
+) -> ApiResult<StatusCode> {
+    known_user_id(&id)?;
+    state.social.set_password(&id, &body.password).await?;
+    Ok(StatusCode::NO_CONTENT)
 }

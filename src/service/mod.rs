@@ -9,6 +9,7 @@ mod activity;
 pub mod auth;
 pub mod events;
 pub mod notifications;
+pub mod oauth;
 mod pages;
 mod relations;
 mod reposts;
@@ -66,6 +67,8 @@ pub struct Social {
     wakers: Arc<Wakers>,
     /// This process's live streams, told of block and mute changes.
     streams: Option<Arc<crate::events::Hub>>,
+    /// Sign-in state: limits, the authorize form's key, cached OAuth grants.
+    oauth: oauth::OAuthState,
 }
 
 fn user_not_found(id: &str) -> StoreError {
@@ -89,6 +92,7 @@ impl Social {
             store,
             wakers,
             streams: None,
+            oauth: oauth::OAuthState::new(oauth::OAuthSettings::default()),
         }
     }
 
@@ -103,7 +107,16 @@ impl Social {
     pub fn with_clock(mut self, clock: Arc<dyn Clock>) -> Self {
         let settings = self.timelines.settings().clone();
         self.timelines = Timelines::with_clock(self.store.clone(), &settings, clock.clone());
-        self.notifications = Notifications::with_clock(self.store.clone(), clock);
+        self.notifications = Notifications::with_clock(self.store.clone(), clock.clone());
+        self.oauth.clock = clock;
+        self
+    }
+
+    /// Signs in to the Mastodon API under `settings`.
+    pub fn with_oauth(mut self, settings: oauth::OAuthSettings) -> Self {
+        let clock = self.oauth.clock.clone();
+        self.oauth = oauth::OAuthState::new(settings);
+        self.oauth.clock = clock;
         self
     }
 

@@ -21,6 +21,7 @@ pub mod graph;
 pub mod leases;
 pub mod mongo;
 pub mod notifications;
+pub mod oauth;
 pub mod relations;
 pub mod reposts;
 pub mod threads;
@@ -43,6 +44,7 @@ pub use events::{EventStore, LogBounds};
 pub use graph::{EdgeState, GraphStore, in_follower_batches};
 pub use leases::{Lease, LeaseStore};
 pub use notifications::{NotificationEffect, NotificationStore, RebuildBounds, Recipient};
+pub use oauth::{AccessRecord, AppRecord, CodeRecord, OAuthStore};
 pub use relations::{Blocked, RelationStore};
 pub use reposts::{RepostStore, Reposted};
 pub use threads::ThreadStore;
@@ -119,6 +121,7 @@ pub trait Adapter:
     + RelationStore
     + NotificationStore
     + RepostStore
+    + OAuthStore
 {
 }
 
@@ -141,6 +144,7 @@ impl<T> Adapter for T where
         + RelationStore
         + NotificationStore
         + RepostStore
+        + OAuthStore
 {
 }
 
@@ -169,6 +173,8 @@ pub struct Store {
     pub notifications: Arc<dyn NotificationStore>,
     /// Reposts (`reposts.rs`).
     pub reposts: Arc<dyn RepostStore>,
+    /// Passwords and OAuth 2 apps, codes and tokens (`oauth.rs`).
+    pub oauth: Arc<dyn OAuthStore>,
 }
 
 impl Store {
@@ -191,7 +197,8 @@ impl Store {
             relations: adapter.clone(),
             audit: adapter.clone(),
             notifications: adapter.clone(),
-            reposts: adapter,
+            reposts: adapter.clone(),
+            oauth: adapter,
         }
     }
 

@@ -11,17 +11,24 @@ use axum::response::{IntoResponse, Response};
 use serde::Serialize;
 use utoipa::ToSchema;
 
+use crate::service::oauth::OAuthError;
+use crate::store::StoreError;
+
 /// An error as Mastodon renders it.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct MastoErrorBody {
     #[schema(example = "Record not found")]
     pub error: String,
+    /// OAuth errors (`/oauth/*`): the RFC 6749 code is `error`, the reason here.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error_description: Option<String>,
 }
 
 #[derive(Debug)]
 pub struct MastoError {
     status: StatusCode,
     message: String,
+    description: Option<String>,
 }
 
 impl MastoError {
@@ -29,18 +36,103 @@ impl MastoError {
         MastoError {
             status,
             message: message.into(),
+            description: None,
         }
     }
 
     pub fn not_found() -> Self {
         MastoError::new(StatusCode::NOT_FOUND, "Record not found")
     }
+
+    /// An OAuth error: `{"error": code, "error_description": why}`.
+    pub fn oauth(status: StatusCode, code: &str, why: impl Into<String>) -> Self {
+        MastoError {
+            status,
+            message: code.to_owned(),
+            description: Some(why.into()),
+        }
+    }
+
+    /// 401, as Mastodon words it.
+    pub fn unauthorized() -> Self {
+        MastoError::new(StatusCode::UNAUTHORIZED, "The access token is invalid")
+    }
+
+    /// 403, as Mastodon words it.
+    pub fn outside_scopes() -> Self {
+        MastoError::new(
+            StatusCode::FORBIDDEN,
+            "This action is outside the authorized scopes",
+        )
+    }
+
+    /// 422, Mastodon's answer to a request it cannot take.
+    pub fn unprocessable(message: impl Into<String>) -> Self {
+        MastoError::new(StatusCode::UNPROCESSABLE_ENTITY, message)
+    }
+
+    pub fn status(&self) -> StatusCode {
+        self.status
+    }
+}
+
+impl From<StoreError> for MastoError {
+    fn from(error: StoreError) -> Self {
+        match error {
+            StoreError::NotFound(_) => MastoError::not_found(),
+            StoreError::Conflict(what) => {
+                MastoError::unprocessable(format!("Validation failed: {what} is taken"))
+            }
+            StoreError::Invalid(why) => {
+                MastoError::unprocessable(format!("Validation failed: {why}"))
+            }
+            StoreError::Forbidden(why) => MastoError::new(StatusCode::FORBIDDEN, why),
+            cause => {
+                // The cause goes to the log, never to the client.
+                tracing::error!(error = %format!("{cause:#}"), "storage failure");
+                MastoError::new(StatusCode::SERVICE_UNAVAILABLE, "Service unavailable")
+            }
+        }
+    }
+}
+
+impl From<OAuthError> for MastoError {
+    /// Outside `/oauth/*` (apps, registration): a 422 that says why.
+    fn from(error: OAuthError) -> Self {
+        match error {
+            OAuthError::Store(error) => error.into(),
+            OAuthError::TooManyAttempts => {
+                MastoError::new(StatusCode::TOO_MANY_REQUESTS, error.to_string())
+            }
+            OAuthError::InvalidClient => MastoError::unauthorized(),
+            other => MastoError::unprocessable(format!("Validation failed: {other}")),
+        }
+    }
+}
+
+/// An OAuth error as `/oauth/token` and `/oauth/revoke` answer it (RFC 6749 5.2).
+pub fn oauth_error(error: OAuthError) -> MastoError {
+    let (status, code) = match &error {
+        OAuthError::InvalidRequest(_) => (StatusCode::BAD_REQUEST, "invalid_request"),
+        OAuthError::InvalidClient => (StatusCode::UNAUTHORIZED, "invalid_client"),
+        OAuthError::InvalidGrant(_) => (StatusCode::BAD_REQUEST, "invalid_grant"),
+        OAuthError::InvalidScope(_) => (StatusCode::BAD_REQUEST, "invalid_scope"),
+        OAuthError::TooManyAttempts => (StatusCode::TOO_MANY_REQUESTS, "too_many_attempts"),
+        OAuthError::Store(_) => {
+            let OAuthError::Store(error) = error else {
+                unreachable!()
+            };
+            return error.into();
+        }
+    };
+    MastoError::oauth(status, code, error.to_string())
 }
 
 impl IntoResponse for MastoError {
     fn into_response(self) -> Response {
         let body = MastoErrorBody {
             error: self.message,
+            error_description: self.description,
         };
         (self.status, axum::Json(body)).into_response()
     }
@@ -77,7 +169,11 @@ pub async fn rewrite_problems(request: Request, next: Next) -> Response {
             .unwrap_or_else(|| status_text(parts.status)),
         Err(_) => status_text(parts.status),
     };
-    let body = serde_json::to_vec(&MastoErrorBody { error: detail }).unwrap_or_default();
+    let body = serde_json::to_vec(&MastoErrorBody {
+        error: detail,
+        error_description: None,
+    })
+    .unwrap_or_default();
     parts.headers.insert(
         header::CONTENT_TYPE,
         HeaderValue::from_static("application/json"),

@@ -45,7 +45,7 @@ pub struct InstanceV1 {
     pub urls: UrlsV1,
     pub thumbnail: Option<String>,
     pub languages: Vec<String>,
-    /// `false`: accounts are not created through the Mastodon API (yet).
+    /// `true`: `POST /api/v1/accounts` registers users (with an app's token).
     pub registrations: bool,
     pub approval_required: bool,
     pub invites_enabled: bool,
@@ -168,7 +168,7 @@ pub async fn instance_v1(State(state): State<AppState>, headers: HeaderMap) -> J
         },
         thumbnail: None,
         languages: vec!["en".to_owned()],
-        registrations: false,
+        registrations: true,
         approval_required: false,
         invites_enabled: false,
         configuration: configuration(&origin),
@@ -192,7 +192,7 @@ pub async fn instance_v2(State(state): State<AppState>, headers: HeaderMap) -> J
         languages: vec!["en".to_owned()],
         configuration: configuration(&origin),
         registrations: Registrations {
-            enabled: false,
+            enabled: true,
             approval_required: false,
             message: None,
         },
@@ -296,7 +296,7 @@ pub async fn nodeinfo(State(state): State<AppState>) -> Json<NodeInfo> {
             inbound: Vec::new(),
             outbound: Vec::new(),
         },
-        open_registrations: false,
+        open_registrations: true,
         usage: Usage {
             users: serde_json::Map::new(),
         },

@@ -4,8 +4,14 @@
 //! since its credentials travel in headers, never in cookies. The compatibility table is
 //! docs/mastodon.md.
 
+pub mod apps;
+pub mod auth;
+pub mod authorize;
 pub mod error;
+pub mod form;
 mod instance;
+pub mod oauth;
+pub mod registration;
 
 use std::convert::Infallible;
 use std::sync::LazyLock;
@@ -15,7 +21,7 @@ use axum::extract::Request;
 use axum::http::{HeaderMap, HeaderName, Method, header};
 use axum::middleware::Next;
 use axum::response::Response;
-use axum::routing::get;
+use axum::routing::{get, post};
 use tower::{Layer, ServiceExt, service_fn};
 use tower_http::cors::{Any, CorsLayer};
 
@@ -154,6 +160,27 @@ pub fn routes() -> Router<AppState> {
         .route("/api/v2/instance/", get(instance_v2))
         .route("/.well-known/nodeinfo", get(nodeinfo_links))
         .route("/nodeinfo/2.0", get(nodeinfo))
+        .route("/api/v1/apps", post(apps::create_app))
+        .route("/api/v1/apps/verify_credentials", get(apps::verify_app))
+        .route("/oauth/token", post(oauth::token_endpoint))
+        .route("/oauth/revoke", post(oauth::revoke))
+        .route(
+            "/.well-known/oauth-authorization-server",
+            get(oauth::metadata),
+        )
+        .route(
+            "/oauth/authorize",
+            get(authorize::authorize_page).post(authorize::authorize_submit),
+        )
+        .route(
+            "/oauth/authorize/",
+            get(authorize::authorize_page).post(authorize::authorize_submit),
+        )
+        .route("/api/v1/accounts", post(registration::register))
+        .route(
+            "/api/v1/accounts/verify_credentials",
+            get(registration::verify_credentials),
+        )
 }
 
 #[cfg(test)]

@@ -21,6 +21,7 @@ mod graph;
 mod leases;
 pub mod lock;
 mod notifications;
+mod oauth;
 #[cfg(test)]
 mod plans;
 #[cfg(test)]

@@ -30,7 +30,9 @@ use super::timelines::{PART_BITS, idle, names, retractions, versions};
 /// count nor remove with their original. Version 8: timeline entries of reposts, whose
 /// original the entry rows carry (`timelines::entries::repost_entries_schema`), which a
 /// version-7 reader would serve as posts under the reposts' ids.
-pub const SCHEMA_VERSION: i64 = 8;
+/// Version 9: users' password hashes and the OAuth tables (`oauth::oauth_schema`),
+/// which a version-8 binary would not know, so its users could not sign in there.
+pub const SCHEMA_VERSION: i64 = 9;
 
 /// The tables every socialite store has had since its first format: what tells a
 /// socialite store from another SQLite file.
@@ -242,6 +244,7 @@ pub fn migrate(conn: &Connection) -> anyhow::Result<()> {
     super::threads::replies_schema(conn)?;
     super::reposts::reposts_schema(conn)?;
     super::timelines::entries::repost_entries_schema(conn)?;
+    super::oauth::oauth_schema(conn)?;
     once(
         conn,
         "pending_renames",

@@ -17,6 +17,7 @@ mod events;
 mod graph;
 mod leases;
 mod notifications;
+mod oauth;
 mod readonly;
 mod relations;
 mod reposts;
@@ -258,6 +259,7 @@ impl MongoStore {
             audit::indexes(),
             relations::indexes(),
             reposts::indexes(),
+            oauth::indexes(),
         ];
         graph::migrate(&db)
             .await
