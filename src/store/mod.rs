@@ -13,6 +13,7 @@ pub mod activity;
 pub mod audit;
 pub mod bulk;
 pub mod changes;
+pub mod claims;
 pub mod content;
 pub mod deliveries;
 pub mod embedded;
@@ -37,6 +38,7 @@ pub use activity::ActivityStore;
 pub use audit::AuditStore;
 pub use bulk::BulkStore;
 pub use changes::ChangeFeed;
+pub use claims::{ClaimStore, Claimed, Counter};
 pub use content::{ContentStore, Inserted};
 pub use deliveries::DeliveryStore;
 pub use events::{EventStore, LogBounds};
@@ -119,6 +121,7 @@ pub trait Adapter:
     + RelationStore
     + NotificationStore
     + RepostStore
+    + ClaimStore
 {
 }
 
@@ -141,6 +144,7 @@ impl<T> Adapter for T where
         + RelationStore
         + NotificationStore
         + RepostStore
+        + ClaimStore
 {
 }
 
@@ -169,6 +173,8 @@ pub struct Store {
     pub notifications: Arc<dyn NotificationStore>,
     /// Reposts (`reposts.rs`).
     pub reposts: Arc<dyn RepostStore>,
+    /// Claims left by writers that died mid-write (`claims.rs`).
+    pub claims: Arc<dyn ClaimStore>,
 }
 
 impl Store {
@@ -191,7 +197,8 @@ impl Store {
             relations: adapter.clone(),
             audit: adapter.clone(),
             notifications: adapter.clone(),
-            reposts: adapter,
+            reposts: adapter.clone(),
+            claims: adapter,
         }
     }
 
