@@ -48,8 +48,8 @@ def get(path):
     return json.load(urllib.request.urlopen(request))
 page = get(plain)
 assert len(page["items"]) == 20 and all(i["type"] == "like" for i in page["items"]), page
-groups = get(grouped)["items"]
-assert len(groups) == 1 and groups[0]["post"] == post, groups
+groups = get(grouped)["groups"]
+assert len(groups) == 1 and groups[0]["post_id"] == post, groups
 assert groups[0]["count"] == int(likes), f"the group counts {groups[0]['count']} likes, not {likes}"
 PY
 arm() {

@@ -141,7 +141,7 @@ fn runner_over(
     holder: &str,
 ) -> Runner {
     Runner::new(
-        Arc::new(CountersWorker::new(users)),
+        Arc::new(CountersWorker::new(users, store.claims.clone())),
         store.leases.clone(),
         store.change_feed.clone(),
         clock.clone(),

@@ -175,7 +175,13 @@ async fn the_counters_rebuild_recounts_every_user() {
             .insert_post("ada", "one", None, now_ms())
             .await
             .unwrap();
-        let mut worker = runner(store, Arc::new(CountersWorker::new(store.users.clone())));
+        let mut worker = runner(
+            store,
+            Arc::new(CountersWorker::new(
+                store.users.clone(),
+                store.claims.clone(),
+            )),
+        );
         catch_up(&mut worker).await;
 
         f.lose_history(async {

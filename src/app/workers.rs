@@ -109,7 +109,10 @@ pub(super) fn start_workers(
             activity_limits(config),
         ));
         let timelines = Arc::new(TimelinesWorker::new(store.clone(), &config.feed.settings()));
-        let counters = Arc::new(CountersWorker::new(store.users.clone()));
+        let counters = Arc::new(CountersWorker::new(
+            store.users.clone(),
+            store.claims.clone(),
+        ));
         let notifications = Arc::new(NotificationsWorker::new(store.notifications.clone()));
         let mut workers = vec![
             activity as Arc<dyn Worker>,

@@ -12,7 +12,8 @@
 //!   likes and posts should have made (missing), and those stored for them whose cause
 //!   no longer stands (extra); and their timeline holds no author in a block with them.
 //! - **Once** (`store.rs`): every post in id order (its delivery marker, its
-//!   `replies_count` against the posts answering it (`replies.rs`), and its tags
+//!   `replies_count` against the posts answering it and its `reposts_count` against
+//!   the reposts standing of it (`replies.rs`), and its tags
 //!   summed into one count per tag), the markers of deleted posts, the tag totals, and
 //!   the event log's order against the change feed.
 //! - **The eventual window** (`window.rs`): beside a live server a discrepancy may be a
@@ -57,10 +58,11 @@ pub enum Kind {
     Events,
     Notifications,
     Replies,
+    Reposts,
 }
 
 impl Kind {
-    pub const ALL: [Kind; 8] = [
+    pub const ALL: [Kind; 9] = [
         Kind::Counters,
         Kind::Activity,
         Kind::Timelines,
@@ -69,6 +71,7 @@ impl Kind {
         Kind::Events,
         Kind::Notifications,
         Kind::Replies,
+        Kind::Reposts,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -81,6 +84,7 @@ impl Kind {
             Kind::Events => "events",
             Kind::Notifications => "notifications",
             Kind::Replies => "replies",
+            Kind::Reposts => "reposts",
         }
     }
 
@@ -95,8 +99,9 @@ impl Kind {
             Kind::Events => &["events"],
             Kind::Notifications => &["notifications"],
             // A reply's count moves with the reply itself (embedded: in its transaction;
-            // MongoDB: an `$inc` right after), never by a worker.
-            Kind::Replies => &[],
+            // MongoDB: an `$inc` right after), and a repost's likewise; on MongoDB the
+            // counters worker settles what a writer that died before its `$inc` left.
+            Kind::Replies | Kind::Reposts => &["counters"],
         }
     }
 }

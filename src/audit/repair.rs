@@ -47,10 +47,16 @@ pub async fn repair(
         rebuild(config, store, worker, &holder).await?;
         done.push("timelines: rebuilt (delivery markers)".to_owned());
     }
-    if kinds.contains(&Kind::Counters) || kinds.contains(&Kind::Replies) {
-        let worker = Arc::new(CountersWorker::new(store.users.clone()));
+    if kinds.contains(&Kind::Counters)
+        || kinds.contains(&Kind::Replies)
+        || kinds.contains(&Kind::Reposts)
+    {
+        let worker = Arc::new(CountersWorker::new(
+            store.users.clone(),
+            store.claims.clone(),
+        ));
         rebuild(config, store, worker, &holder).await?;
-        done.push("counters: recounted every user and every post's replies".to_owned());
+        done.push("counters: recounted every user and every post's replies and reposts".to_owned());
     }
     if kinds.contains(&Kind::Notifications) {
         // The worker's rebuild after history lost: every notification derived from the

@@ -1,9 +1,11 @@
-//! Every post's `replies_count` against the posts answering it, a page of posts at a
-//! time in the posts pass (one grouped count per page), and one post again in the
-//! eventual window. What the count should be is the derived definition's
+//! Every post's `replies_count` against the posts answering it, and its
+//! `reposts_count` against the reposts standing of it, a page of posts at a time in the
+//! posts pass (one grouped count each per page), and one post again in the eventual
+//! window. What the counts should be is the derived definitions'
 //! ([`crate::derived::Sources::replies_count`]: the live posts whose `reply_to` names
-//! it); the store counts them (`AuditStore::reply_counts`) rather than handing every
-//! reply of a long thread over.
+//! it; [`crate::derived::Sources::reposts_count`]: the standing reposts of a live post);
+//! the store counts them (`AuditStore::reply_counts`, `AuditStore::repost_counts`)
+//! rather than handing every reply of a long thread or repost of a popular post over.
 
 use std::collections::BTreeMap;
 
@@ -11,7 +13,7 @@ use super::{Finding, Fix, Kind, Settings, Tally, Unit};
 use crate::domain::{Post, PostId};
 use crate::store::{Store, StoreResult};
 
-/// `posts`' counts against their replies, into `tally`.
+/// `posts`' counts against their replies and reposts, into `tally`.
 pub(super) async fn check(
     store: &Store,
     settings: &Settings,
@@ -19,23 +21,32 @@ pub(super) async fn check(
     tally: &mut Tally,
 ) -> StoreResult<()> {
     let ids: Vec<PostId> = posts.iter().map(|p| p.id).collect();
-    let counted: BTreeMap<PostId, u64> =
+    let replies: BTreeMap<PostId, u64> =
         store.audit.reply_counts(&ids).await?.into_iter().collect();
+    let reposts: BTreeMap<PostId, u64> =
+        store.audit.repost_counts(&ids).await?.into_iter().collect();
     tally.checked(Kind::Replies, posts.len() as u64);
+    tally.checked(Kind::Reposts, posts.len() as u64);
     for post in posts {
-        let want = counted.get(&post.id).copied().unwrap_or(0);
-        if post.replies_count != want {
-            let detail = format!(
-                "post {} by {}: replies_count is {}, the sources say {want}",
-                post.id, post.author, post.replies_count
-            );
-            let finding = Finding {
-                kind: Kind::Replies,
-                unit: Unit::Post(post.id),
-                detail,
-                fix: Fix::Rebuild,
-            };
-            tally.found(finding, settings.keep);
+        let counts = [
+            (Kind::Replies, "replies_count", post.replies_count, &replies),
+            (Kind::Reposts, "reposts_count", post.reposts_count, &reposts),
+        ];
+        for (kind, field, held, counted) in counts {
+            let want = counted.get(&post.id).copied().unwrap_or(0);
+            if held != want {
+                let detail = format!(
+                    "post {} by {}: {field} is {held}, the sources say {want}",
+                    post.id, post.author
+                );
+                let finding = Finding {
+                    kind,
+                    unit: Unit::Post(post.id),
+                    detail,
+                    fix: Fix::Rebuild,
+                };
+                tally.found(finding, settings.keep);
+            }
         }
     }
     Ok(())

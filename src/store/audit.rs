@@ -70,6 +70,8 @@ pub trait AuditStore: Send + Sync + 'static {
     async fn likes_held(&self, likes: &[(String, PostId)]) -> StoreResult<Vec<(String, PostId)>>;
     /// How many stored posts answer each of `parents`, for those with any, in no order.
     async fn reply_counts(&self, parents: &[PostId]) -> StoreResult<Vec<(PostId, u64)>>;
+    /// How many reposts stand of each of `posts`, for those with any, in no order.
+    async fn repost_counts(&self, posts: &[PostId]) -> StoreResult<Vec<(PostId, u64)>>;
     /// Deletes `user`'s cache and its entries; returns whether there was one.
     async fn drop_cache(&self, user: &str) -> StoreResult<bool>;
 }

@@ -13,6 +13,7 @@ pub mod activity;
 pub mod audit;
 pub mod bulk;
 pub mod changes;
+pub mod claims;
 pub mod content;
 pub mod deliveries;
 pub mod embedded;
@@ -38,6 +39,7 @@ pub use activity::ActivityStore;
 pub use audit::AuditStore;
 pub use bulk::BulkStore;
 pub use changes::ChangeFeed;
+pub use claims::{ClaimStore, Claimed, Counter};
 pub use content::{ContentStore, Inserted};
 pub use deliveries::DeliveryStore;
 pub use events::{EventStore, LogBounds};
@@ -122,6 +124,7 @@ pub trait Adapter:
     + NotificationStore
     + RepostStore
     + OAuthStore
+    + ClaimStore
 {
 }
 
@@ -145,6 +148,7 @@ impl<T> Adapter for T where
         + NotificationStore
         + RepostStore
         + OAuthStore
+        + ClaimStore
 {
 }
 
@@ -175,6 +179,8 @@ pub struct Store {
     pub reposts: Arc<dyn RepostStore>,
     /// Passwords and OAuth 2 apps, codes and tokens (`oauth.rs`).
     pub oauth: Arc<dyn OAuthStore>,
+    /// Claims left by writers that died mid-write (`claims.rs`).
+    pub claims: Arc<dyn ClaimStore>,
 }
 
 impl Store {
@@ -198,7 +204,8 @@ impl Store {
             audit: adapter.clone(),
             notifications: adapter.clone(),
             reposts: adapter.clone(),
-            oauth: adapter,
+            oauth: adapter.clone(),
+            claims: adapter,
         }
     }
 

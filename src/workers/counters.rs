@@ -24,6 +24,14 @@
 //! moved), and, for a user-document change, a count that differs, so the worker's own
 //! writes (user updates on MongoDB) settle after one more round.
 //! The rebuild recounts every user; its fence is described at `UserStore::recount_all`.
+//!
+//! A reply moves its parent's `replies_count`, and a repost its original's
+//! `reposts_count`, the same way (embedded: in the write's transaction; MongoDB: an
+//! `$inc` under a claim mark on the reply or repost). For every reply or repost insert
+//! in a batch, the worker asks the store to settle what a writer killed between its
+//! insert and its `$inc` left behind (`ClaimStore::settle_claims`: a stale mark taken
+//! over and the count recounted from the sources), so such a count is exact once the
+//! worker has applied the insert, where nothing else would ever have recounted it.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -32,8 +40,8 @@ use async_trait::async_trait;
 use serde::Deserialize;
 
 use super::runtime::Worker;
-use crate::domain::{COUNTER_UPDATES, Change, ChangeOp, Fence, Post};
-use crate::store::{Recount, StoreError, StoreResult, UserStore};
+use crate::domain::{COUNTER_UPDATES, Change, ChangeOp, Fence, Post, REPOSTS, Repost};
+use crate::store::{ClaimStore, Claimed, Counter, Recount, StoreError, StoreResult, UserStore};
 
 pub const NAME: &str = "counters";
 
@@ -43,12 +51,49 @@ const RECOUNT_ATTEMPTS: usize = 3;
 
 pub struct CountersWorker {
     users: Arc<dyn UserStore>,
+    claims: Arc<dyn ClaimStore>,
 }
 
 impl CountersWorker {
-    pub fn new(users: Arc<dyn UserStore>) -> Self {
-        CountersWorker { users }
+    pub fn new(users: Arc<dyn UserStore>, claims: Arc<dyn ClaimStore>) -> Self {
+        CountersWorker { users, claims }
     }
+}
+
+/// The reply or repost `change` inserted, whose count's move a dead writer may have
+/// left undone.
+fn claimed(change: &Change) -> StoreResult<Option<Claimed>> {
+    if change.op != ChangeOp::Insert {
+        return Ok(None);
+    }
+    let Some(document) = &change.document else {
+        return Ok(None);
+    };
+    let malformed = |e: serde_json::Error| {
+        StoreError::Poison(format!(
+            "change {} on {} is malformed: {e}",
+            change.position.0, change.collection
+        ))
+    };
+    Ok(match change.collection.as_str() {
+        "posts" => {
+            let post: Post = serde_json::from_value(document.clone()).map_err(malformed)?;
+            post.reply_to.is_some().then_some(Claimed {
+                counter: Counter::Replies,
+                id: post.id,
+                owner: post.author,
+            })
+        }
+        REPOSTS => {
+            let repost: Repost = serde_json::from_value(document.clone()).map_err(malformed)?;
+            Some(Claimed {
+                counter: Counter::Reposts,
+                id: repost.id,
+                owner: repost.user,
+            })
+        }
+        _ => None,
+    })
 }
 
 #[derive(Deserialize)]
@@ -115,11 +160,19 @@ impl Worker for CountersWorker {
 
     async fn apply(&self, changes: &[Change], _fence: &Fence) -> StoreResult<()> {
         let mut users: BTreeMap<String, (u64, bool)> = BTreeMap::new();
+        let mut sources = Vec::new();
         for change in changes {
+            sources.extend(claimed(change)?);
             for (user, source) in touched(change)? {
                 let entry = users.entry(user).or_insert((change.seq, source));
                 entry.0 = entry.0.max(change.seq);
                 entry.1 |= source;
+            }
+        }
+        if !sources.is_empty() {
+            let taken = self.claims.settle_claims(&sources).await?;
+            if taken > 0 {
+                metrics::counter!("socialite_claims_taken_over_total").increment(taken);
             }
         }
         if users.is_empty() {

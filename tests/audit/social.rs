@@ -109,10 +109,12 @@ impl Raw {
         }
     }
 
-    async fn bump_replies(&self, post: PostId) {
+    /// Moves `post`'s `field` (`replies_count`, `reposts_count`) up by one.
+    async fn bump(&self, post: PostId, field: &str) {
         match self {
             Raw::Embedded(conn) => {
-                let sql = "UPDATE posts SET replies_count = replies_count + 1 WHERE id = ?1";
+                let sql = format!("UPDATE posts SET {field} = {field} + 1 WHERE id = ?1");
+                let sql = sql.as_str();
                 let n = conn.execute(sql, [post.bytes().to_vec()]).unwrap();
                 assert_eq!(n, 1);
             }
@@ -121,7 +123,7 @@ impl Raw {
                     .collection::<Document>("content")
                     .update_one(
                         doc! { "_id": ObjectId::from_bytes(post.bytes()) },
-                        doc! { "$inc": { "replies_count": 1 } },
+                        doc! { "$inc": { field: 1 } },
                     )
                     .await
                     .unwrap();
@@ -141,7 +143,7 @@ async fn notifications_reply_counts_and_blocked_authors_are_audited_and_repaired
             skip_the_workers_past_it(&store).await;
             let report = audit_of(&store, &config).await;
             assert_clean(&report, &label);
-            for kind in [Audited::Notifications, Audited::Replies] {
+            for kind in [Audited::Notifications, Audited::Replies, Audited::Reposts] {
                 assert!(
                     report.checked.get(&kind).is_some_and(|n| *n > 0),
                     "{label}: {report}"
@@ -174,12 +176,20 @@ async fn notifications_reply_counts_and_blocked_authors_are_audited_and_repaired
             named_and_repaired(&store, &config, Audited::Notifications, named).await;
 
             // A reply count off by one.
-            raw.bump_replies(ann.id).await;
+            raw.bump(ann.id, "replies_count").await;
             let named = format!(
                 "post {} by ann: replies_count is 2, the sources say 1",
                 ann.id
             );
             named_and_repaired(&store, &config, Audited::Replies, &named).await;
+
+            // A repost count off by one.
+            raw.bump(ann.id, "reposts_count").await;
+            let named = format!(
+                "post {} by ann: reposts_count is 1, the sources say 0",
+                ann.id
+            );
+            named_and_repaired(&store, &config, Audited::Reposts, &named).await;
 
             // An entry of dan's in eve's timeline, though dan blocks eve.
             let entry = TimelineEntry {

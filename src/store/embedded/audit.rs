@@ -28,6 +28,7 @@ pub(super) const NOTIFICATION_HELD: &str = "SELECT 1 FROM notifications
      WHERE user = ?1 AND type = ?2 AND actor = ?3 AND post = ?4";
 pub(super) const LIKE_HELD: &str = "SELECT 1 FROM likes WHERE user = ?1 AND post = ?2";
 pub(super) const REPLY_COUNT: &str = "SELECT count(*) FROM posts WHERE reply_to = ?1";
+const REPOST_COUNT: &str = "SELECT count(*) FROM reposts WHERE post = ?1";
 pub(super) const TAGS_AFTER: &str =
     "SELECT tag, total FROM tags WHERE tag > ?1 ORDER BY tag LIMIT ?2";
 
@@ -169,19 +170,11 @@ impl AuditStore for EmbeddedStore {
     }
 
     async fn reply_counts(&self, parents: &[PostId]) -> StoreResult<Vec<(PostId, u64)>> {
-        let parents = parents.to_vec();
-        self.read(move |conn| {
-            let mut stmt = conn.prepare_cached(REPLY_COUNT)?;
-            let mut counts = Vec::new();
-            for parent in parents {
-                let n: i64 = stmt.query_row([&parent.bytes()[..]], |r| r.get(0))?;
-                if n > 0 {
-                    counts.push((parent, n as u64));
-                }
-            }
-            Ok(counts)
-        })
-        .await
+        self.counts_by_post(REPLY_COUNT, parents).await
+    }
+
+    async fn repost_counts(&self, posts: &[PostId]) -> StoreResult<Vec<(PostId, u64)>> {
+        self.counts_by_post(REPOST_COUNT, posts).await
     }
 
     async fn drop_cache(&self, user: &str) -> StoreResult<bool> {
@@ -197,6 +190,29 @@ impl AuditStore for EmbeddedStore {
                     .execute([])?;
             }
             Ok(deleted > 0)
+        })
+        .await
+    }
+}
+
+impl EmbeddedStore {
+    /// `count` (one `?1`, a post id) for each of `parents`, for those with any.
+    async fn counts_by_post(
+        &self,
+        count: &'static str,
+        parents: &[PostId],
+    ) -> StoreResult<Vec<(PostId, u64)>> {
+        let parents = parents.to_vec();
+        self.read(move |conn| {
+            let mut stmt = conn.prepare_cached(count)?;
+            let mut counts = Vec::new();
+            for parent in parents {
+                let n: i64 = stmt.query_row([&parent.bytes()[..]], |r| r.get(0))?;
+                if n > 0 {
+                    counts.push((parent, n as u64));
+                }
+            }
+            Ok(counts)
         })
         .await
     }

@@ -14,6 +14,7 @@ mod audit;
 pub mod backup;
 mod bulk;
 mod changes;
+mod claims;
 mod content;
 mod deliveries;
 mod events;

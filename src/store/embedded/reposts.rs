@@ -53,6 +53,17 @@ fn count_repost(tx: &Transaction<'_>, post: PostId, delta: i64) -> StoreResult<(
     Ok(())
 }
 
+/// Sets every post's `reposts_count` that differs from the reposts standing of it: the
+/// counters' rebuild (`UserStore::recount_all`). Returns how many it wrote.
+pub(super) fn recount_every_repost(tx: &rusqlite::Connection) -> rusqlite::Result<usize> {
+    tx.execute(
+        "UPDATE posts SET reposts_count =
+             (SELECT count(*) FROM reposts r WHERE r.post = posts.id)
+         WHERE reposts_count != (SELECT count(*) FROM reposts r WHERE r.post = posts.id)",
+        [],
+    )
+}
+
 fn record(tx: &Transaction<'_>, op: ChangeOp, repost: &Repost) -> StoreResult<()> {
     record_change(tx, REPOSTS, op, &repost.id.to_string(), Some(repost))
 }

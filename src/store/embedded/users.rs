@@ -205,9 +205,11 @@ impl UserStore for EmbeddedStore {
             let newest: Option<i64> =
                 tx.query_row("SELECT max(pos) FROM changes", [], |row| row.get(0))?;
             let users = recount_every_user(tx, newest.unwrap_or(-1))?;
-            // Every post's `replies_count` too, in the same transaction.
+            // Every post's `replies_count` and `reposts_count` too, in the same
+            // transaction.
             let replies = super::threads::recount_every_reply(tx)?;
-            Ok((users + replies) as u64)
+            let reposts = super::reposts::recount_every_repost(tx)?;
+            Ok((users + replies + reposts) as u64)
         })
         .await
     }

@@ -208,6 +208,14 @@ impl AuditStore for MongoStore {
         Ok(counts)
     }
 
+    async fn repost_counts(&self, posts: &[PostId]) -> StoreResult<Vec<(PostId, u64)>> {
+        let mut counts = Vec::new();
+        for chunk in posts.chunks(1000) {
+            counts.extend(self.repost_counts_of(chunk).await?);
+        }
+        Ok(counts)
+    }
+
     async fn drop_cache(&self, user: &str) -> StoreResult<bool> {
         let deleted = self
             .cache_coll()

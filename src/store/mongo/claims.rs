@@ -22,9 +22,14 @@ use std::time::Duration;
 use mongodb::Collection;
 use mongodb::bson::{Document, doc};
 
-use super::{MongoStore, db_error, int};
+use async_trait::async_trait;
+
+use super::reposts::{REPOSTS_COLL, repost_from};
+use super::threads::reply_from;
+use super::{MongoStore, all, db_error, int, oid};
 use crate::domain::{ReplyTo, now_ms};
-use crate::store::StoreResult;
+use crate::store::claims::{ClaimStore, Claimed, Counter};
+use crate::store::{ContentStore, RepostStore, StoreResult};
 
 /// The counters one document stands for: `(user, field)`, each moved by one.
 pub(super) type Counters<'a> = [(&'a str, &'static str)];
@@ -75,18 +80,20 @@ pub(super) async fn wait(coll: &Collection<Document>, filter: &Document) -> Stor
     }
 }
 
-/// Removes the mark `token` from the document `filter` matches, if it is still there.
+/// Removes the mark `token` from the document `filter` matches, if it is still there:
+/// whether it was (false: another call took the document over, see `ClaimStore`).
 pub(super) async fn settle(
     coll: &Collection<Document>,
     filter: &Document,
     token: i64,
-) -> StoreResult<()> {
+) -> StoreResult<bool> {
     let mut filter = filter.clone();
     filter.insert(TOKEN, token);
-    coll.update_one(filter, doc! { "$unset": { PENDING: "" } })
+    let done = coll
+        .update_one(filter, doc! { "$unset": { PENDING: "" } })
         .await
         .map_err(db_error)?;
-    Ok(())
+    Ok(done.matched_count > 0)
 }
 
 impl MongoStore {
@@ -167,6 +174,115 @@ impl MongoStore {
                         }
                         return Ok(true);
                     }
+                }
+            }
+        }
+    }
+}
+
+/// The insert marks a dead writer left (see `crate::store::claims`): each one still
+/// carrying its mark is waited for until settled or stale; a stale insert mark is taken
+/// over by removing it with its token (one conditional write, so of two settlers only
+/// one recounts), then the count it moves is recounted; a stale removal mark is
+/// finished as a second removal would finish it (`delete_post`, `unrepost`: the dead
+/// call's removal was never answered, so completing it is one of its allowed outcomes).
+#[async_trait]
+impl ClaimStore for MongoStore {
+    async fn settle_claims(&self, sources: &[Claimed]) -> StoreResult<u64> {
+        let mut taken = 0;
+        for counter in [Counter::Replies, Counter::Reposts] {
+            let ids: Vec<_> = sources
+                .iter()
+                .filter(|s| s.counter == counter)
+                .map(|s| oid(s.id))
+                .collect();
+            if ids.is_empty() {
+                continue;
+            }
+            let (coll, owner) = match counter {
+                Counter::Replies => (self.content_coll(), "author"),
+                Counter::Reposts => (self.collection(REPOSTS_COLL), "user"),
+            };
+            // One read finds the few still marked; almost always none.
+            let marked =
+                all(coll.find(doc! { "_id": { "$in": ids }, PENDING: { "$exists": true } }))
+                    .await?;
+            for found in &marked {
+                let filter = doc! {
+                    "_id": found.get("_id").cloned().unwrap_or_default(),
+                    owner: found.get_str(owner).unwrap_or_default(),
+                };
+                if self.settle_one(&coll, &filter, counter, found).await? {
+                    taken += 1;
+                }
+            }
+        }
+        Ok(taken)
+    }
+}
+
+impl MongoStore {
+    /// Settles the mark on one source (see [`ClaimStore::settle_claims`]): whether this
+    /// call took it over.
+    async fn settle_one(
+        &self,
+        coll: &Collection<Document>,
+        filter: &Document,
+        counter: Counter,
+        found: &Document,
+    ) -> StoreResult<bool> {
+        loop {
+            let token = match wait(coll, filter).await? {
+                Seen::Gone | Seen::Settled => return Ok(false),
+                Seen::Stale(token) => token,
+            };
+            let mut held = filter.clone();
+            held.insert(TOKEN, token);
+            let op = coll
+                .find_one(held)
+                .projection(doc! { PENDING: 1 })
+                .await
+                .map_err(db_error)?
+                .and_then(|d| {
+                    d.get_document(PENDING)
+                        .ok()
+                        .map(|p| p.get_str("op").unwrap_or_default().to_owned())
+                });
+            match (op.as_deref(), counter) {
+                // The mark moved on meanwhile: look again.
+                (None, _) => continue,
+                (Some("insert"), _) => {
+                    if !settle(coll, filter, token).await? {
+                        continue;
+                    }
+                    match counter {
+                        Counter::Replies => {
+                            if let Some(parent) = reply_from(found)? {
+                                self.recount_replies(&parent).await?;
+                            }
+                        }
+                        Counter::Reposts => {
+                            let repost = repost_from(found)?;
+                            self.recount_reposts(&repost.post).await?;
+                        }
+                    }
+                    tracing::warn!(
+                        source = %found.get("_id").map(ToString::to_string).unwrap_or_default(),
+                        ?counter,
+                        "a writer died between its insert and its count's move; took its claim over and recounted"
+                    );
+                    return Ok(true);
+                }
+                (Some(_), Counter::Replies) => {
+                    let id = super::post_id(found.get("_id"))?;
+                    return Ok(self.delete_post(id).await?.is_some());
+                }
+                (Some(_), Counter::Reposts) => {
+                    let repost = repost_from(found)?;
+                    return Ok(self
+                        .unrepost(&repost.user, repost.post.post)
+                        .await?
+                        .is_some());
                 }
             }
         }

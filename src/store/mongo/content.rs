@@ -129,7 +129,13 @@ impl ContentStore for MongoStore {
                     self.move_replies(parent, 1).await?;
                 }
                 let filter = doc! { "_id": oid(id), "author": author };
-                claims::settle(&self.content_coll(), &filter, token).await?;
+                if !claims::settle(&self.content_coll(), &filter, token).await? {
+                    // Taken over after a stall (see `store::claims`): the taker's recount
+                    // may have run before this `$inc`; one more, after it, is exact.
+                    if let Some(parent) = &reply_to {
+                        self.recount_replies(parent).await?;
+                    }
+                }
                 return Ok(Inserted {
                     post,
                     author_followers,

@@ -23,6 +23,8 @@ use crate::store::{RepostStore, Reposted, StoreError, StoreResult};
 
 pub(super) const REPOSTS_COUNT: &str = "reposts_count";
 const DELETED_REPOSTS: &str = "deleted_reposts";
+/// The reposts collection (the change-feed name, [`REPOSTS`]).
+pub(super) const REPOSTS_COLL: &str = REPOSTS;
 /// As long as a deleted post's tombstone (see `content::TOMBSTONE_TTL`).
 const TOMBSTONE_TTL: std::time::Duration = std::time::Duration::from_secs(30 * 24 * 3600);
 
@@ -95,7 +97,7 @@ impl MongoStore {
     }
 
     /// Moves the original's repost count by `delta`; nothing when it no longer exists.
-    async fn move_reposts(&self, post: &ReplyTo, delta: i64) -> StoreResult<()> {
+    pub(super) async fn move_reposts(&self, post: &ReplyTo, delta: i64) -> StoreResult<()> {
         self.collection("content")
             .update_one(
                 doc! { "_id": oid(post.post), "author": &post.author },
@@ -107,7 +109,7 @@ impl MongoStore {
     }
 
     /// Sets the original's repost count from its reposts, after a takeover.
-    async fn recount_reposts(&self, post: &ReplyTo) -> StoreResult<()> {
+    pub(super) async fn recount_reposts(&self, post: &ReplyTo) -> StoreResult<()> {
         let count = self
             .reposts_coll()
             .count_documents(doc! { "post": oid(post.post) })
@@ -121,6 +123,34 @@ impl MongoStore {
             .await
             .map_err(db_error)?;
         Ok(())
+    }
+
+    /// How many reposts stand of each of `posts`, for those with any: one grouped query.
+    pub(super) async fn repost_counts_of(
+        &self,
+        posts: &[PostId],
+    ) -> StoreResult<std::collections::HashMap<PostId, u64>> {
+        let mut counts = std::collections::HashMap::new();
+        if posts.is_empty() {
+            return Ok(counts);
+        }
+        let ids: Vec<_> = posts.iter().map(|id| oid(*id)).collect();
+        let pipeline = [
+            doc! { "$match": { "post": { "$in": ids } } },
+            doc! { "$group": { "_id": "$post", "n": { "$sum": 1 } } },
+        ];
+        let mut cursor = self
+            .reposts_coll()
+            .aggregate(pipeline)
+            .await
+            .map_err(db_error)?;
+        while let Some(row) = futures::TryStreamExt::try_next(&mut cursor)
+            .await
+            .map_err(db_error)?
+        {
+            counts.insert(post_id(row.get("_id"))?, int(&row, "n").max(0) as u64);
+        }
+        Ok(counts)
     }
 
     async fn tombstone_repost(&self, repost: &Repost) -> StoreResult<()> {
@@ -243,7 +273,11 @@ impl RepostStore for MongoStore {
             };
             if insert_new(&self.reposts_coll(), doc, &["user"]).await? {
                 self.move_reposts(&repost.post, 1).await?;
-                claims::settle(&self.reposts_coll(), &filter_of(&repost), token).await?;
+                if !claims::settle(&self.reposts_coll(), &filter_of(&repost), token).await? {
+                    // Taken over after a stall (see `store::claims`): the taker's recount
+                    // may have run before this `$inc`; one more, after it, is exact.
+                    self.recount_reposts(&repost.post).await?;
+                }
                 return Ok(answer(repost, true));
             }
             // A repost of the same post by the same user won the unique index (or,

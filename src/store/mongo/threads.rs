@@ -15,7 +15,7 @@ use mongodb::bson::{Document, doc};
 
 use super::{IndexSpec, MongoStore, all, db_error, oid, post_from};
 use crate::domain::{Post, PostId, ReplyTo};
-use crate::store::{StoreError, StoreResult, ThreadStore};
+use crate::store::{Counter, StoreError, StoreResult, ThreadStore};
 
 pub(super) const REPLY_TO: &str = "reply_to";
 pub(super) const REPLIES_COUNT: &str = "replies_count";
@@ -127,10 +127,15 @@ impl MongoStore {
         Ok(counts)
     }
 
-    /// Sets every post's `replies_count` that differs from its replies, a page of posts
-    /// at a time, each write guarded by the count it replaces (a reply's `$inc` landing
-    /// in between leaves it for the next recount); returns how many it wrote.
-    pub(super) async fn recount_every_reply(&self) -> StoreResult<u64> {
+    /// Sets every post's `counter` (`replies_count`, `reposts_count`) that differs from
+    /// its sources, a page of posts at a time, each write guarded by the count it
+    /// replaces (a reply's or repost's `$inc` landing in between leaves it for the next
+    /// recount); returns how many it wrote.
+    pub(super) async fn recount_every_post(&self, counter: Counter) -> StoreResult<u64> {
+        let field = match counter {
+            Counter::Replies => REPLIES_COUNT,
+            Counter::Reposts => super::reposts::REPOSTS_COUNT,
+        };
         let mut written = 0;
         let mut after: Option<PostId> = None;
         loop {
@@ -143,29 +148,32 @@ impl MongoStore {
                 .find(filter)
                 .sort(doc! { "_id": 1 })
                 .limit(RECOUNT_PAGE)
-                .projection(doc! { "_id": 1, "author": 1, REPLIES_COUNT: 1 }))
+                .projection(doc! { "_id": 1, "author": 1, field: 1 }))
             .await?;
             let ids = page
                 .iter()
                 .map(|d| super::post_id(d.get("_id")))
                 .collect::<StoreResult<Vec<_>>>()?;
-            let counts = self.reply_counts_of(&ids).await?;
+            let counts = match counter {
+                Counter::Replies => self.reply_counts_of(&ids).await?,
+                Counter::Reposts => self.repost_counts_of(&ids).await?,
+            };
             for (doc, id) in page.iter().zip(&ids) {
                 let want = counts.get(id).copied().unwrap_or(0) as i64;
                 // No field reads as 0, as `post_from` reads it.
-                if super::int(doc, REPLIES_COUNT) == want {
+                if super::int(doc, field) == want {
                     continue;
                 }
-                let held = doc.get(REPLIES_COUNT).cloned();
+                let held = doc.get(field).cloned();
                 let mut guard =
                     doc! { "_id": oid(*id), "author": doc.get_str("author").unwrap_or_default() };
                 match held {
-                    Some(value) => guard.insert(REPLIES_COUNT, value),
-                    None => guard.insert(REPLIES_COUNT, doc! { "$exists": false }),
+                    Some(value) => guard.insert(field, value),
+                    None => guard.insert(field, doc! { "$exists": false }),
                 };
                 let done = self
                     .content_coll()
-                    .update_one(guard, doc! { "$set": { REPLIES_COUNT: want } })
+                    .update_one(guard, doc! { "$set": { field: want } })
                     .await
                     .map_err(db_error)?;
                 written += done.modified_count;

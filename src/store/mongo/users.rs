@@ -12,7 +12,7 @@ use mongodb::bson::{Bson, Document, doc};
 
 use super::{COUNTER_VERSION, MongoStore, all, db_error, insert_new, int, user_from};
 use crate::domain::{AuthorView, Fence, NewUser, User};
-use crate::store::{Counted, Recount, StoreError, StoreResult, UserStore};
+use crate::store::{Counted, Counter, Recount, StoreError, StoreResult, UserStore};
 
 /// Users recounted at once.
 const RECOUNTS_IN_FLIGHT: usize = 8;
@@ -320,7 +320,10 @@ impl UserStore for MongoStore {
                 break;
             }
         }
-        // Every post's `replies_count` too (see `threads.rs`).
-        Ok(written + self.recount_every_reply().await?)
+        // Every post's `replies_count` and `reposts_count` too (see `threads.rs`,
+        // `reposts.rs`).
+        let posts = self.recount_every_post(Counter::Replies).await?
+            + self.recount_every_post(Counter::Reposts).await?;
+        Ok(written + posts)
     }
 }

@@ -66,6 +66,9 @@ impl AuditStore for HoldingAudit {
     async fn reply_counts(&self, parents: &[PostId]) -> StoreResult<Vec<(PostId, u64)>> {
         self.inner.reply_counts(parents).await
     }
+    async fn repost_counts(&self, posts: &[PostId]) -> StoreResult<Vec<(PostId, u64)>> {
+        self.inner.repost_counts(posts).await
+    }
     async fn drop_cache(&self, user: &str) -> StoreResult<bool> {
         self.inner.drop_cache(user).await
     }
