@@ -196,7 +196,7 @@ async fn extra(store: &Store, user: &User) -> StoreResult<Vec<(NotificationKey, 
                 _ => posts.extend(n.post),
             }
         }
-        for like in store.audit.likes_held(&likes).await? {
+        for like in store.activity.likes_standing(&likes).await? {
             s.likes.insert(like, 0);
         }
         if !reposts.is_empty() {

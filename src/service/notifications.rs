@@ -184,8 +184,8 @@ impl Notifications {
             true => HashSet::new(),
             false => self
                 .store
-                .audit
-                .likes_held(&likes)
+                .activity
+                .likes_standing(&likes)
                 .await?
                 .into_iter()
                 .collect(),

@@ -48,4 +48,11 @@ pub trait ActivityStore: Send + Sync + 'static {
     async fn like(&self, user: &str, post: PostId, now_ms: i64) -> StoreResult<bool>;
     /// Returns whether a like was removed.
     async fn unlike(&self, user: &str, post: PostId) -> StoreResult<bool>;
+    /// Those of `likes` (user, post) that stand, in no order: one read (embedded: the
+    /// primary key per pair, in one read transaction; MongoDB: one `$in` on `_id`).
+    /// What a notifications page and the audit ask of the likes its notifications name.
+    async fn likes_standing(
+        &self,
+        likes: &[(String, PostId)],
+    ) -> StoreResult<Vec<(String, PostId)>>;
 }

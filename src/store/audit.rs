@@ -66,8 +66,6 @@ pub trait AuditStore: Send + Sync + 'static {
         &self,
         keys: &[NotificationKey],
     ) -> StoreResult<Vec<NotificationKey>>;
-    /// Those of `likes` (user, post) that are stored, in no order.
-    async fn likes_held(&self, likes: &[(String, PostId)]) -> StoreResult<Vec<(String, PostId)>>;
     /// How many stored posts answer each of `parents`, for those with any, in no order.
     async fn reply_counts(&self, parents: &[PostId]) -> StoreResult<Vec<(PostId, u64)>>;
     /// How many reposts stand of each of `posts`, for those with any, in no order.

@@ -13,6 +13,9 @@ use crate::domain::{
 };
 use crate::store::{ActivityStore, StoreError, StoreResult};
 
+/// Whether one like stands (the primary key).
+pub(super) const LIKE_HELD: &str = "SELECT 1 FROM likes WHERE user = ?1 AND post = ?2";
+
 struct Head {
     limits: ActivityLimits,
     primary_count: u64,
@@ -298,6 +301,27 @@ impl ActivityStore for EmbeddedStore {
                 )?;
             }
             Ok(removed > 0)
+        })
+        .await
+    }
+
+    async fn likes_standing(
+        &self,
+        likes: &[(String, PostId)],
+    ) -> StoreResult<Vec<(String, PostId)>> {
+        let likes = likes.to_vec();
+        self.read(move |conn| {
+            let mut stmt = conn.prepare_cached(LIKE_HELD)?;
+            let mut held = Vec::new();
+            for (user, post) in likes {
+                let found = stmt
+                    .query_row(params![user, &post.bytes()[..]], |_| Ok(()))
+                    .optional()?;
+                if found.is_some() {
+                    held.push((user, post));
+                }
+            }
+            Ok(held)
         })
         .await
     }

@@ -26,7 +26,6 @@ pub(super) const POSTS_AFTER: &str =
      WHERE id > ?1 ORDER BY id LIMIT ?2";
 pub(super) const NOTIFICATION_HELD: &str = "SELECT 1 FROM notifications
      WHERE user = ?1 AND type = ?2 AND actor = ?3 AND post = ?4";
-pub(super) const LIKE_HELD: &str = "SELECT 1 FROM likes WHERE user = ?1 AND post = ?2";
 pub(super) const REPLY_COUNT: &str = "SELECT count(*) FROM posts WHERE reply_to = ?1";
 const REPOST_COUNT: &str = "SELECT count(*) FROM reposts WHERE post = ?1";
 pub(super) const TAGS_AFTER: &str =
@@ -151,23 +150,6 @@ impl AuditStore for EmbeddedStore {
         .await
     }
 
-    async fn likes_held(&self, likes: &[(String, PostId)]) -> StoreResult<Vec<(String, PostId)>> {
-        let likes = likes.to_vec();
-        self.read(move |conn| {
-            let mut stmt = conn.prepare_cached(LIKE_HELD)?;
-            let mut held = Vec::new();
-            for (user, post) in likes {
-                let found = stmt
-                    .query_row(params![user, &post.bytes()[..]], |_| Ok(()))
-                    .optional()?;
-                if found.is_some() {
-                    held.push((user, post));
-                }
-            }
-            Ok(held)
-        })
-        .await
-    }
 
     async fn reply_counts(&self, parents: &[PostId]) -> StoreResult<Vec<(PostId, u64)>> {
         self.counts_by_post(REPLY_COUNT, parents).await

@@ -185,20 +185,6 @@ impl AuditStore for MongoStore {
         Ok(held)
     }
 
-    async fn likes_held(&self, likes: &[(String, PostId)]) -> StoreResult<Vec<(String, PostId)>> {
-        let mut held = Vec::new();
-        for (user, post) in likes {
-            let found = super::exists(
-                &self.collection(LIKES),
-                doc! { "_id": { "u": user, "p": oid(*post) } },
-            )
-            .await?;
-            if found {
-                held.push((user.clone(), *post));
-            }
-        }
-        Ok(held)
-    }
 
     async fn reply_counts(&self, parents: &[PostId]) -> StoreResult<Vec<(PostId, u64)>> {
         let mut counts = Vec::new();

@@ -97,6 +97,31 @@ pub(super) async fn settle(
 }
 
 impl MongoStore {
+    /// Moves `post`'s `counter` by `delta`; nothing when the post no longer exists.
+    pub(super) async fn move_post_count(
+        &self,
+        counter: Counter,
+        post: &ReplyTo,
+        delta: i64,
+    ) -> StoreResult<()> {
+        match counter {
+            Counter::Replies => self.move_replies(post, delta).await,
+            Counter::Reposts => self.move_reposts(post, delta).await,
+        }
+    }
+
+    /// Sets `post`'s `counter` from its sources, after a takeover.
+    pub(super) async fn recount_post_count(
+        &self,
+        counter: Counter,
+        post: &ReplyTo,
+    ) -> StoreResult<()> {
+        match counter {
+            Counter::Replies => self.recount_replies(post).await,
+            Counter::Reposts => self.recount_reposts(post).await,
+        }
+    }
+
     /// Moves every one of `counters` by `delta`.
     pub(super) async fn move_counters(
         &self,
@@ -116,14 +141,15 @@ impl MongoStore {
     /// waits for it, and one that finds a stale claim deletes and recounts. Returns
     /// whether this call removed the document.
     ///
-    /// `parent`: the post a removed reply answers, whose `replies_count` moves with
-    /// `counters` (and is recounted where they are).
+    /// `parent`: the post whose count the removed document moves (a reply's parent's
+    /// `replies_count`, a repost's original's `reposts_count`), moved with `counters`
+    /// (and recounted where they are).
     pub(super) async fn remove_claimed<F, Fut>(
         &self,
         coll: &Collection<Document>,
         filter: &Document,
         counters: &Counters<'_>,
-        parent: Option<&ReplyTo>,
+        parent: Option<(Counter, &ReplyTo)>,
         before: F,
     ) -> StoreResult<bool>
     where
@@ -146,15 +172,15 @@ impl MongoStore {
             if claimed.matched_count > 0 {
                 before().await?;
                 self.move_counters(counters, -1).await?;
-                if let Some(parent) = parent {
-                    self.move_replies(parent, -1).await?;
+                if let Some((counter, parent)) = parent {
+                    self.move_post_count(counter, parent, -1).await?;
                 }
                 let removed = coll.delete_one(holding(token)).await.map_err(db_error)?;
                 if removed.deleted_count == 0 {
                     // Taken over after a stall: the taker finished and recounted.
                     self.move_counters(counters, 1).await?;
-                    if let Some(parent) = parent {
-                        self.move_replies(parent, 1).await?;
+                    if let Some((counter, parent)) = parent {
+                        self.move_post_count(counter, parent, 1).await?;
                     }
                     return Ok(false);
                 }
@@ -169,8 +195,8 @@ impl MongoStore {
                     if removed.deleted_count > 0 {
                         let users: Vec<&str> = counters.iter().map(|(user, _)| *user).collect();
                         self.recount_now(&users).await?;
-                        if let Some(parent) = parent {
-                            self.recount_replies(parent).await?;
+                        if let Some((counter, parent)) = parent {
+                            self.recount_post_count(counter, parent).await?;
                         }
                         return Ok(true);
                     }

@@ -17,7 +17,7 @@ use super::{
     IndexSpec, MongoStore, Side, all, db_error, index, insert_new, int, oid, post_from, post_id,
 };
 use crate::domain::{NameStamp, Post, PostId};
-use crate::store::{ContentStore, Inserted, RelationStore, StoreError, StoreResult};
+use crate::store::{ContentStore, Counter, Inserted, RelationStore, StoreError, StoreResult};
 
 /// Authors per fanout-on-read query. Past about 200 values in one `$in`, the planner
 /// stops merging the `{author, _id}` index ranges in order and sorts instead.
@@ -178,7 +178,7 @@ impl ContentStore for MongoStore {
                 &self.content_coll(),
                 &filter,
                 &counters,
-                post.reply_to.as_ref(),
+                post.reply_to.as_ref().map(|r| (Counter::Replies, r)),
                 tombstone,
             )
             .await?;

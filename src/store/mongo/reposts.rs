@@ -16,10 +16,10 @@ use async_trait::async_trait;
 use mongodb::Database;
 use mongodb::bson::{Document, doc, oid::ObjectId};
 
-use super::claims::{self, PENDING, Seen, TOKEN};
+use super::claims::{self, PENDING, Seen};
 use super::{IndexSpec, MongoStore, all, db_error, index, insert_new, int, oid, post_id};
 use crate::domain::{Change, ChangeOp, NameStamp, PostId, REPOSTS, ReplyTo, Repost};
-use crate::store::{RepostStore, Reposted, StoreError, StoreResult};
+use crate::store::{Counter, RepostStore, Reposted, StoreError, StoreResult};
 
 pub(super) const REPOSTS_COUNT: &str = "reposts_count";
 const DELETED_REPOSTS: &str = "deleted_reposts";
@@ -176,55 +176,13 @@ impl MongoStore {
     }
 
     /// Removes `repost` if this call is the one that removes it, moving the count down
-    /// (`claims::remove_claimed`'s protocol); returns whether it did.
+    /// (`claims::remove_claimed`'s protocol, with no user counters); returns whether it
+    /// did.
     async fn remove_repost(&self, repost: &Repost) -> StoreResult<bool> {
-        let filter = filter_of(repost);
-        let holding = |token: i64| {
-            let mut held = filter.clone();
-            held.insert(TOKEN, token);
-            held
-        };
-        loop {
-            let (pending, token) = claims::mark("remove");
-            let mut unclaimed = filter.clone();
-            unclaimed.insert(PENDING, doc! { "$exists": false });
-            let claimed = self
-                .reposts_coll()
-                .update_one(unclaimed, doc! { "$set": { PENDING: pending } })
-                .await
-                .map_err(db_error)?;
-            if claimed.matched_count > 0 {
-                self.tombstone_repost(repost).await?;
-                self.move_reposts(&repost.post, -1).await?;
-                let removed = self
-                    .reposts_coll()
-                    .delete_one(holding(token))
-                    .await
-                    .map_err(db_error)?;
-                if removed.deleted_count == 0 {
-                    // Taken over after a stall: the taker finished and recounted.
-                    self.move_reposts(&repost.post, 1).await?;
-                    return Ok(false);
-                }
-                return Ok(true);
-            }
-            match claims::wait(&self.reposts_coll(), &filter).await? {
-                Seen::Gone => return Ok(false),
-                Seen::Settled => continue,
-                Seen::Stale(token) => {
-                    self.tombstone_repost(repost).await?;
-                    let removed = self
-                        .reposts_coll()
-                        .delete_one(holding(token))
-                        .await
-                        .map_err(db_error)?;
-                    if removed.deleted_count > 0 {
-                        self.recount_reposts(&repost.post).await?;
-                        return Ok(true);
-                    }
-                }
-            }
-        }
+        let parent = Some((Counter::Reposts, &repost.post));
+        let tombstone = || self.tombstone_repost(repost);
+        self.remove_claimed(&self.reposts_coll(), &filter_of(repost), &[], parent, tombstone)
+            .await
     }
 }
 

@@ -60,9 +60,6 @@ impl AuditStore for HoldingAudit {
     ) -> StoreResult<Vec<NotificationKey>> {
         self.inner.notifications_held(keys).await
     }
-    async fn likes_held(&self, likes: &[(String, PostId)]) -> StoreResult<Vec<(String, PostId)>> {
-        self.inner.likes_held(likes).await
-    }
     async fn reply_counts(&self, parents: &[PostId]) -> StoreResult<Vec<(PostId, u64)>> {
         self.inner.reply_counts(parents).await
     }
