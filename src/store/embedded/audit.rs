@@ -150,7 +150,6 @@ impl AuditStore for EmbeddedStore {
         .await
     }
 
-
     async fn reply_counts(&self, parents: &[PostId]) -> StoreResult<Vec<(PostId, u64)>> {
         self.counts_by_post(REPLY_COUNT, parents).await
     }

@@ -185,7 +185,6 @@ impl AuditStore for MongoStore {
         Ok(held)
     }
 
-
     async fn reply_counts(&self, parents: &[PostId]) -> StoreResult<Vec<(PostId, u64)>> {
         let mut counts = Vec::new();
         for chunk in parents.chunks(1000) {

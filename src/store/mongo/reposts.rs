@@ -181,8 +181,14 @@ impl MongoStore {
     async fn remove_repost(&self, repost: &Repost) -> StoreResult<bool> {
         let parent = Some((Counter::Reposts, &repost.post));
         let tombstone = || self.tombstone_repost(repost);
-        self.remove_claimed(&self.reposts_coll(), &filter_of(repost), &[], parent, tombstone)
-            .await
+        self.remove_claimed(
+            &self.reposts_coll(),
+            &filter_of(repost),
+            &[],
+            parent,
+            tombstone,
+        )
+        .await
     }
 }
 
