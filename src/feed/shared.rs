@@ -104,10 +104,7 @@ pub(crate) async fn retract_deleted(
         .await?
         .into_iter()
         .collect();
-    for id in ids.iter().filter(|id| !existing.contains(id)) {
-        store.timelines.remove_post_entries(kind, *id).await?;
-    }
-    Ok(())
+    remove_all_but(store, kind, ids, &existing).await
 }
 
 /// The timeline entries of `reposts` in their embedded form (see `Repost::entry`),
@@ -177,7 +174,17 @@ pub(crate) async fn retract_unreposted(
         .into_iter()
         .map(|r| r.id)
         .collect();
-    for id in ids.iter().filter(|id| !standing.contains(id)) {
+    remove_all_but(store, kind, ids, &standing).await
+}
+
+/// Removes from every timeline of `kind` the entries of those of `ids` not in `keep`.
+async fn remove_all_but(
+    store: &Store,
+    kind: TimelineKind,
+    ids: &[PostId],
+    keep: &HashSet<PostId>,
+) -> StoreResult<()> {
+    for id in ids.iter().filter(|id| !keep.contains(id)) {
         store.timelines.remove_post_entries(kind, *id).await?;
     }
     Ok(())
