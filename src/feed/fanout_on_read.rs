@@ -3,7 +3,7 @@
 
 use async_trait::async_trait;
 
-use super::{FeedService, normalise, repost_entries};
+use super::{FeedService, merged_entries};
 use crate::domain::{FeedStrategy, NameStamp, PostId, TimelineEntry, TimelineKind};
 use crate::store::{Store, StoreResult};
 
@@ -29,7 +29,7 @@ pub(crate) async fn read_through(
         store.content.home_posts(user, before, want),
         store.reposts.home_reposts(user, before, want)
     )?;
-    with_reposts(store, &posts, &reposts, before, want).await
+    merged_entries(store, &posts, &reposts, before, want).await
 }
 
 /// [`read_through`] without the posts of authors hidden from `user` at `now_ms`, left
@@ -48,23 +48,7 @@ pub(crate) async fn read_shown(
         store.content.shown_home_posts(user, before, want, now_ms),
         store.reposts.home_reposts(user, before, want)
     )?;
-    with_reposts(store, &posts, &reposts, before, want).await
-}
-
-/// `posts`' entries and `reposts`' merged, newest first, `want` at most below `before`.
-async fn with_reposts(
-    store: &Store,
-    posts: &[crate::domain::Post],
-    reposts: &[crate::domain::Repost],
-    before: Option<PostId>,
-    want: usize,
-) -> StoreResult<Vec<TimelineEntry>> {
-    let mut entries: Vec<TimelineEntry> = posts.iter().map(|post| post.entry(true, None)).collect();
-    if !reposts.is_empty() {
-        entries.extend(repost_entries(store, reposts).await?);
-        normalise(&mut entries, before, want);
-    }
-    Ok(entries)
+    merged_entries(store, &posts, &reposts, before, want).await
 }
 
 #[async_trait]

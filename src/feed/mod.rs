@@ -26,7 +26,7 @@ pub use hybrid::{HybridFeed, leave_below};
 pub use page::{TimelineItem, TimelinePage};
 pub use reposts::Original;
 pub(crate) use shared::{
-    authored_entries, backfill_entries, distinct, normalise, note_read, repost_entries,
+    authored_entries, backfill_entries, distinct, merged_entries, normalise, note_read,
     retract_gone,
 };
 pub use sized_buckets::SizedBuckets;

@@ -150,9 +150,24 @@ pub(crate) async fn authored_entries(
         store.content.posts_by_author(author, before, limit),
         store.reposts.reposts_by(author, before, limit)
     )?;
+    merged_entries(store, &posts, &reposts, before, limit).await
+}
+
+/// `posts`' and `reposts`' entries in their embedded form (unstamped), merged newest
+/// first, at most `limit` below `before`; `posts` come sorted, so only reposts need a
+/// merge.
+pub(crate) async fn merged_entries(
+    store: &Store,
+    posts: &[crate::domain::Post],
+    reposts: &[Repost],
+    before: Option<PostId>,
+    limit: usize,
+) -> StoreResult<Vec<TimelineEntry>> {
     let mut entries: Vec<TimelineEntry> = posts.iter().map(|p| p.entry(true, None)).collect();
-    entries.extend(repost_entries(store, &reposts).await?);
-    normalise(&mut entries, before, limit);
+    if !reposts.is_empty() {
+        entries.extend(repost_entries(store, reposts).await?);
+        normalise(&mut entries, before, limit);
+    }
     Ok(entries)
 }
 
