@@ -131,36 +131,13 @@ pub(super) async fn complete_replies(store: &MongoStore) -> StoreResult<()> {
     store.update_batches("content", statements).await
 }
 
-/// The authors of the stored posts among `posts`, read `$in` [`PARENTS_PER_READ`] at a
-/// time.
-async fn authors_of(
-    store: &MongoStore,
-    posts: impl IntoIterator<Item = PostId>,
-) -> StoreResult<HashMap<PostId, String>> {
-    let posts: Vec<PostId> = posts.into_iter().collect();
-    let mut authors = HashMap::with_capacity(posts.len());
-    for chunk in posts.chunks(PARENTS_PER_READ) {
-        let ids: Vec<Bson> = chunk.iter().map(|p| Bson::ObjectId(oid(*p))).collect();
-        let mut found = store
-            .content_coll()
-            .find(doc! { "_id": { "$in": ids } })
-            .projection(doc! { "_id": 1, "author": 1 })
-            .await
-            .map_err(db_error)?;
-        while let Some(post) = found.try_next().await.map_err(db_error)? {
-            let author = post.get_str("author").unwrap_or_default().to_owned();
-            authors.insert(post_id(post.get("_id"))?, author);
-        }
-    }
-    Ok(authors)
-}
-
 /// One batch of reposts, each with its original's author from the stored post; rows
 /// whose id or (user, post) is stored (a duplicate key), or whose post is not, are
 /// skipped.
 pub(super) async fn insert_reposts(store: &MongoStore, rows: &Rows<RepostRow>) -> StoreResult<u64> {
     let posts: std::collections::HashSet<PostId> = rows.rows().iter().map(|r| r.post).collect();
-    let authors = authors_of(store, posts).await?;
+    let posts: Vec<PostId> = posts.into_iter().collect();
+    let authors = store.authors_of(&posts).await?;
     let docs = rows
         .rows()
         .iter()

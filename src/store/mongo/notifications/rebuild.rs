@@ -84,7 +84,10 @@ fn notifications_of(user: &str, records: Vec<Record>) -> Vec<Notification> {
 
 impl MongoStore {
     /// The authors of the stored posts among `posts`.
-    async fn authors_of(&self, posts: &[PostId]) -> StoreResult<HashMap<PostId, String>> {
+    pub(in crate::store::mongo) async fn authors_of(
+        &self,
+        posts: &[PostId],
+    ) -> StoreResult<HashMap<PostId, String>> {
         let mut authors = HashMap::with_capacity(posts.len());
         for chunk in posts.chunks(PER_IN) {
             let ids: Vec<Bson> = chunk.iter().map(|p| Bson::ObjectId(oid(*p))).collect();
