@@ -8,6 +8,8 @@
 mod common;
 #[path = "notifications/http.rs"]
 mod http;
+#[path = "notifications/late.rs"]
+mod late;
 #[path = "notifications/live.rs"]
 mod live;
 #[path = "notifications/rebuild.rs"]

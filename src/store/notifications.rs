@@ -51,6 +51,26 @@ pub enum NotificationEffect {
     RemovePost(PostId),
 }
 
+impl NotificationEffect {
+    /// What a test holds this effect by (`faults::gate`): its recipient when it names
+    /// one, else its actor; a post's removal is not held.
+    pub fn gate_key(&self) -> &str {
+        match self {
+            NotificationEffect::Add {
+                to: Recipient::User(user) | Recipient::Mentioned { user, .. },
+                ..
+            }
+            | NotificationEffect::Remove {
+                user: Some(user), ..
+            } => user,
+            NotificationEffect::Add { actor, .. } | NotificationEffect::Remove { actor, .. } => {
+                actor
+            }
+            NotificationEffect::RemovePost(_) => "",
+        }
+    }
+}
+
 /// What a notifications rebuild holds in memory at once.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RebuildBounds {

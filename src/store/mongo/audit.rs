@@ -169,7 +169,9 @@ impl AuditStore for MongoStore {
             let users: Vec<&str> = chunk.iter().map(|k| k.0.as_str()).collect();
             let docs = all(self
                 .collection("notifications")
-                .find(doc! { "user": { "$in": users }, "_id": { "$in": &ids } })
+                .find(doc! {
+                    "user": { "$in": users }, "_id": { "$in": &ids }, "removed": { "$ne": true },
+                })
                 .projection(doc! { "_id": 1 }))
             .await?;
             let found: std::collections::HashSet<&str> =

@@ -253,6 +253,7 @@ impl NotificationStore for EmbeddedStore {
         seq: u64,
         effect: &NotificationEffect,
     ) -> StoreResult<()> {
+        crate::faults::gate("notification.fenced", effect.gate_key()).await;
         let (fence, effect) = (fence.clone(), effect.clone());
         self.write(move |tx| {
             check_fence(tx, &fence.lease, &fence.holder, fence.version)?;

@@ -8,33 +8,44 @@
 //!   `{user, type, latest_id}` and `{post}`.
 //!
 //! Effects (no multi-document transaction): the fence is checked just before each
-//! effect, as the event log's appends do. A notification is inserted once by its `_id`
-//! (`insert_new`) carrying the `seq` of the change that made it; its group moves by
-//! `$inc`, guarded by the group's `seq` watermark (`seq < change`, set in the same
-//! command), and only when the notification was made by this change, so a replay after a
-//! crash between the two moves it exactly once. A removal moves the group first (same
-//! guard) and deletes the notification after, so a replay finds the notification still
-//! there and the group already moved. The latest actors are then re-read from the
-//! notifications (at most `GROUP_ACTORS`), which is idempotent. A rebuild writes `seq` 0
-//! everywhere, so a change replayed after it moves a group only by what it removes.
+//! effect, as the event log's appends do. That check is an optimisation; the guarantee
+//! is that every write is guarded by the `seq` watermark of the document it changes, so
+//! a write that lands late (from a holder that passed the check and then stalled, or a
+//! request of a `kill -9`ed process that the server runs after its successor's) changes
+//! nothing its successor already moved past:
+//! - a notification is made by its `_id` carrying the `seq` of the change that made it,
+//!   only where none stands and no later change touched the key; a removal leaves a
+//!   tombstone (`removed: true`, its `seq`, no `id`) instead of deleting, so that a late
+//!   add of an earlier change finds the key taken;
+//! - its group moves by `$inc`, guarded by the group's `seq` watermark (`seq < change`,
+//!   set in the same command), and only when the notification was made by this change,
+//!   so a replay after a crash between the two moves it exactly once; an emptied group
+//!   stays as a tombstone (`count` 0, no actors) for the same reason;
+//! - a removal moves the group first (same guard) and marks the notification after, so
+//!   a replay finds the notification still standing and the group already moved;
+//! - the latest actors are re-read from the notifications (at most `GROUP_ACTORS`) and
+//!   written only while the group's watermark is not past the change, so a late refresh
+//!   cannot name an actor a later change removed.
+//!
+//! Reads leave tombstones out. A rebuild deletes everything, tombstones included, and
+//! writes `seq` 0, so a change replayed after it moves a group only by what it removes.
 
 use async_trait::async_trait;
 use mongodb::bson::{Bson, Document, doc};
 use mongodb::{Collection, IndexModel};
 
+mod effects;
 mod read;
 mod rebuild;
 mod spill;
 
 use super::leases::LEASES;
-use super::{IndexSpec, MongoStore, all, db_error, index, insert_new, int, is_duplicate_key, oid};
+use super::{IndexSpec, MongoStore, db_error, index, int, oid};
 use crate::domain::{
-    Fence, GROUP_ACTORS, Notification, NotificationFilter, NotificationGroup, NotificationType,
-    NotifySources, PostId, group_notifications, mention_counts, notification_id, notifies,
+    Fence, Notification, NotificationFilter, NotificationGroup, NotificationType, NotifySources,
+    PostId, group_notifications,
 };
-use crate::store::notifications::{
-    NotificationEffect, NotificationStore, RebuildBounds, Recipient,
-};
+use crate::store::notifications::{NotificationEffect, NotificationStore, RebuildBounds};
 use crate::store::{StoreError, StoreResult};
 
 const NOTIFICATIONS: &str = "notifications";
@@ -168,182 +179,6 @@ impl MongoStore {
             Err(StoreError::Fenced(fence.lease.clone()))
         }
     }
-
-    async fn resolve(&self, to: &Recipient) -> StoreResult<Option<String>> {
-        Ok(match to {
-            Recipient::User(user) => self
-                .exists("users", doc! { "_id": user })
-                .await?
-                .then(|| user.clone()),
-            Recipient::Mentioned { user, post_ms } => self
-                .users_coll()
-                .find_one(doc! { "_id": user })
-                .projection(doc! { "created_at": 1 })
-                .await
-                .map_err(db_error)?
-                .filter(|u| mention_counts(int(u, "created_at"), *post_ms))
-                .map(|_| user.clone()),
-            Recipient::AuthorOf(post) => self
-                .content_coll()
-                .find_one(doc! { "_id": oid(*post) })
-                .projection(doc! { "author": 1 })
-                .await
-                .map_err(db_error)?
-                .and_then(|p| p.get_str("author").ok().map(str::to_owned)),
-        })
-    }
-
-    /// Moves the group by `delta` unless it already applied change `seq` or a later one.
-    async fn move_group(
-        &self,
-        user: &str,
-        kind: NotificationType,
-        post: Option<PostId>,
-        seq: u64,
-        delta: i64,
-        first: Option<&Notification>,
-    ) -> StoreResult<()> {
-        let filter = doc! {
-            "_id": group_key(user, kind, post), "user": user, "seq": { "$lt": seq as i64 },
-        };
-        let update = doc! {
-            "$inc": { "count": delta },
-            "$set": { "seq": seq as i64 },
-        };
-        let mut update = update;
-        // A new group is complete from its first write: its one notification.
-        if let Some(n) = first {
-            update.insert(
-                "$setOnInsert",
-                doc! { "type": kind.as_str(), "post": post_bson(post), "actors": [&n.actor],
-                "latest_id": oid(n.id), "latest_at": n.at_ms },
-            );
-        }
-        match self
-            .groups_coll()
-            .update_one(filter, update)
-            .upsert(first.is_some())
-            .await
-        {
-            Ok(_) => Ok(()),
-            // The group exists with a watermark at or past `seq`: already applied.
-            Err(error) if is_duplicate_key(&error) => Ok(()),
-            Err(error) => Err(db_error(error)),
-        }
-    }
-
-    /// Sets the group's latest few from the notifications, or drops it when none is left.
-    async fn refresh_group(
-        &self,
-        user: &str,
-        kind: NotificationType,
-        post: Option<PostId>,
-    ) -> StoreResult<()> {
-        let id = group_key(user, kind, post);
-        let latest = all(self
-            .notifications_coll()
-            .find(doc! { "user": user, "type": kind.as_str(), "post": post_bson(post) })
-            .sort(doc! { "id": -1 })
-            .limit(GROUP_ACTORS as i64)
-            .projection(doc! { "actor": 1, "id": 1, "at": 1 }))
-        .await?;
-        let groups = self.groups_coll();
-        let Some(first) = latest.first() else {
-            groups
-                .delete_one(doc! { "_id": &id, "user": user })
-                .await
-                .map_err(db_error)?;
-            return Ok(());
-        };
-        let actors: Vec<&str> = latest
-            .iter()
-            .map(|d| d.get_str("actor").unwrap_or_default())
-            .collect();
-        groups
-            .update_one(
-                doc! { "_id": &id, "user": user },
-                doc! { "$set": {
-                    "actors": actors, "latest_id": first.get("id").cloned().unwrap_or(Bson::Null),
-                    "latest_at": int(first, "at"),
-                } },
-            )
-            .await
-            .map_err(db_error)?;
-        Ok(())
-    }
-
-    async fn add(
-        &self,
-        seq: u64,
-        to: &Recipient,
-        kind: NotificationType,
-        actor: &str,
-        post: Option<PostId>,
-        at_ms: i64,
-    ) -> StoreResult<()> {
-        let Some(user) = self.resolve(to).await? else {
-            return Ok(());
-        };
-        if !notifies(&user, actor) {
-            return Ok(());
-        }
-        let n = Notification {
-            id: notification_id(at_ms, seq),
-            user: user.clone(),
-            kind,
-            actor: actor.to_owned(),
-            post,
-            at_ms,
-        };
-        let doc = notification_doc(&n, seq);
-        let inserted = insert_new(&self.notifications_coll(), doc, &["user"]).await?;
-        // Made by this change (now, or before a crash that this is the replay of).
-        let made_here = inserted || {
-            let found = self
-                .notifications_coll()
-                .find_one(doc! { "_id": key(&user, kind, actor, post), "user": &user })
-                .projection(doc! { "seq": 1 })
-                .await
-                .map_err(db_error)?;
-            found.is_some_and(|d| int(&d, "seq") == seq as i64)
-        };
-        if made_here {
-            self.move_group(&user, kind, post, seq, 1, Some(&n)).await?;
-            self.refresh_group(&user, kind, post).await?;
-        }
-        Ok(())
-    }
-
-    async fn remove(
-        &self,
-        seq: u64,
-        user: Option<&str>,
-        kind: NotificationType,
-        actor: &str,
-        post: Option<PostId>,
-    ) -> StoreResult<()> {
-        let filter = match user {
-            Some(user) => doc! { "_id": key(user, kind, actor, post), "user": user },
-            None => doc! { "post": post_bson(post), "type": kind.as_str(), "actor": actor },
-        };
-        let found = all(self
-            .notifications_coll()
-            .find(filter)
-            .projection(doc! { "user": 1 }))
-        .await?;
-        for doc in found {
-            let user = doc.get_str("user").unwrap_or_default().to_owned();
-            self.move_group(&user, kind, post, seq, -1, None).await?;
-            self.notifications_coll()
-                .delete_one(
-                    doc! { "_id": doc.get("_id").cloned().unwrap_or(Bson::Null), "user": &user },
-                )
-                .await
-                .map_err(db_error)?;
-            self.refresh_group(&user, kind, post).await?;
-        }
-        Ok(())
-    }
 }
 
 #[async_trait]
@@ -355,6 +190,7 @@ impl NotificationStore for MongoStore {
         effect: &NotificationEffect,
     ) -> StoreResult<()> {
         self.check_notification_fence(fence).await?;
+        crate::faults::gate("notification.fenced", effect.gate_key()).await;
         match effect {
             NotificationEffect::Add {
                 to,
@@ -369,18 +205,7 @@ impl NotificationStore for MongoStore {
                 actor,
                 post,
             } => self.remove(seq, user.as_deref(), *kind, actor, *post).await,
-            NotificationEffect::RemovePost(post) => {
-                let filter = doc! { "post": oid(*post) };
-                self.notifications_coll()
-                    .delete_many(filter.clone())
-                    .await
-                    .map_err(db_error)?;
-                self.groups_coll()
-                    .delete_many(filter)
-                    .await
-                    .map_err(db_error)?;
-                Ok(())
-            }
+            NotificationEffect::RemovePost(post) => self.remove_post(seq, *post).await,
         }
     }
 

@@ -124,7 +124,7 @@ impl MongoStore {
         before: Option<PostId>,
         limit: usize,
     ) -> StoreResult<Vec<Notification>> {
-        let mut query = doc! { "user": user };
+        let mut query = doc! { "user": user, "removed": { "$ne": true } };
         if let Some(before) = before {
             query.insert("id", doc! { "$lt": oid(before) });
         }
@@ -151,7 +151,8 @@ impl MongoStore {
         let mut out = Vec::new();
         // Refilled while hidden actors empty groups out, one page of rows per round.
         loop {
-            let mut query = doc! { "user": user };
+            // Emptied groups stay as tombstones (`count` 0), out of the page.
+            let mut query = doc! { "user": user, "count": { "$gt": 0 } };
             if let Some(before) = before {
                 query.insert("latest_id", doc! { "$lt": oid(before) });
             }

@@ -1,0 +1,255 @@
+//! The notifications' effects on MongoDB, each write guarded by the `seq` watermark of
+//! the document it changes (see the module above).
+
+use mongodb::bson::{Bson, Document, doc};
+
+use super::{group_key, key, oid, post_bson};
+use crate::domain::{
+    GROUP_ACTORS, Notification, NotificationType, PostId, mention_counts, notification_id, notifies,
+};
+use crate::store::StoreResult;
+use crate::store::mongo::{MongoStore, all, db_error, int, is_duplicate_key};
+use crate::store::notifications::Recipient;
+
+/// A removed notification: marked with the removing change's `seq`, out of every read.
+fn tombstone(seq: u64) -> Document {
+    doc! {
+        "$set": { "removed": true, "seq": seq as i64 },
+        "$unset": { "id": "", "at": "" },
+    }
+}
+
+impl MongoStore {
+    async fn resolve(&self, to: &Recipient) -> StoreResult<Option<String>> {
+        Ok(match to {
+            Recipient::User(user) => self
+                .exists("users", doc! { "_id": user })
+                .await?
+                .then(|| user.clone()),
+            Recipient::Mentioned { user, post_ms } => self
+                .users_coll()
+                .find_one(doc! { "_id": user })
+                .projection(doc! { "created_at": 1 })
+                .await
+                .map_err(db_error)?
+                .filter(|u| mention_counts(int(u, "created_at"), *post_ms))
+                .map(|_| user.clone()),
+            Recipient::AuthorOf(post) => self
+                .content_coll()
+                .find_one(doc! { "_id": oid(*post) })
+                .projection(doc! { "author": 1 })
+                .await
+                .map_err(db_error)?
+                .and_then(|p| p.get_str("author").ok().map(str::to_owned)),
+        })
+    }
+
+    /// Moves the group by `delta` unless it already applied change `seq` or a later one.
+    async fn move_group(
+        &self,
+        user: &str,
+        kind: NotificationType,
+        post: Option<PostId>,
+        seq: u64,
+        delta: i64,
+        first: Option<&Notification>,
+    ) -> StoreResult<()> {
+        let filter = doc! {
+            "_id": group_key(user, kind, post), "user": user, "seq": { "$lt": seq as i64 },
+        };
+        let update = doc! {
+            "$inc": { "count": delta },
+            "$set": { "seq": seq as i64 },
+        };
+        let mut update = update;
+        // A new group is complete from its first write: its one notification; one made
+        // again over a tombstone has its latest from this write, its actors from the
+        // refresh that follows.
+        if let Some(n) = first {
+            update.insert(
+                "$setOnInsert",
+                doc! { "type": kind.as_str(), "post": post_bson(post), "actors": [&n.actor] },
+            );
+            update.insert(
+                "$max",
+                doc! { "latest_id": oid(n.id), "latest_at": n.at_ms },
+            );
+        }
+        match self
+            .groups_coll()
+            .update_one(filter, update)
+            .upsert(first.is_some())
+            .await
+        {
+            Ok(_) => Ok(()),
+            // The group exists with a watermark at or past `seq`: already applied.
+            Err(error) if is_duplicate_key(&error) => Ok(()),
+            Err(error) => Err(db_error(error)),
+        }
+    }
+
+    /// Sets the group's latest few from the notifications, or drops it when none is left.
+    /// Sets the group's latest few from the notifications, or empties it to a tombstone
+    /// when none is left; written only while no change after `seq` moved the group.
+    async fn refresh_group(
+        &self,
+        user: &str,
+        kind: NotificationType,
+        post: Option<PostId>,
+        seq: u64,
+    ) -> StoreResult<()> {
+        let latest = all(self
+            .notifications_coll()
+            .find(doc! {
+                "user": user, "type": kind.as_str(), "post": post_bson(post),
+                "removed": { "$ne": true },
+            })
+            .sort(doc! { "id": -1 })
+            .limit(GROUP_ACTORS as i64)
+            .projection(doc! { "actor": 1, "id": 1, "at": 1 }))
+        .await?;
+        crate::faults::gate("notification.refresh", user).await;
+        let update = match latest.first() {
+            None => doc! {
+                "$set": { "count": 0_i64, "actors": [] },
+                "$unset": { "latest_id": "", "latest_at": "" },
+            },
+            Some(first) => {
+                let actors: Vec<&str> = latest
+                    .iter()
+                    .map(|d| d.get_str("actor").unwrap_or_default())
+                    .collect();
+                doc! { "$set": {
+                    "actors": actors, "latest_id": first.get("id").cloned().unwrap_or(Bson::Null),
+                    "latest_at": int(first, "at"),
+                } }
+            }
+        };
+        let filter = doc! {
+            "_id": group_key(user, kind, post), "user": user, "seq": { "$lte": seq as i64 },
+        };
+        self.groups_coll()
+            .update_one(filter, update)
+            .await
+            .map_err(db_error)?;
+        Ok(())
+    }
+
+    pub(super) async fn add(
+        &self,
+        seq: u64,
+        to: &Recipient,
+        kind: NotificationType,
+        actor: &str,
+        post: Option<PostId>,
+        at_ms: i64,
+    ) -> StoreResult<()> {
+        let Some(user) = self.resolve(to).await? else {
+            return Ok(());
+        };
+        if !notifies(&user, actor) {
+            return Ok(());
+        }
+        let n = Notification {
+            id: notification_id(at_ms, seq),
+            user: user.clone(),
+            kind,
+            actor: actor.to_owned(),
+            post,
+            at_ms,
+        };
+        let id = key(&user, kind, actor, post);
+        // Made where no notification stands: new, or over the tombstone of an earlier
+        // change's removal. A key that stands, or that a later change touched, is taken.
+        let made = self
+            .notifications_coll()
+            .update_one(
+                doc! {
+                    "_id": &id, "user": &user, "removed": true, "seq": { "$lt": seq as i64 },
+                },
+                doc! { "$set": {
+                    "type": kind.as_str(), "actor": actor, "post": post_bson(post),
+                    "id": oid(n.id), "at": at_ms, "seq": seq as i64, "removed": false,
+                } },
+            )
+            .upsert(true)
+            .await;
+        let made_now = match made {
+            Ok(result) => result.upserted_id.is_some() || result.modified_count == 1,
+            Err(error) if is_duplicate_key(&error) => false,
+            Err(error) => return Err(db_error(error)),
+        };
+        // Made by this change (now, or before a crash that this is the replay of).
+        let made_here = made_now || {
+            let found = self
+                .notifications_coll()
+                .find_one(doc! { "_id": &id, "user": &user })
+                .projection(doc! { "seq": 1, "removed": 1 })
+                .await
+                .map_err(db_error)?;
+            found.is_some_and(|d| {
+                int(&d, "seq") == seq as i64 && !d.get_bool("removed").unwrap_or(false)
+            })
+        };
+        if made_here {
+            self.move_group(&user, kind, post, seq, 1, Some(&n)).await?;
+            self.refresh_group(&user, kind, post, seq).await?;
+        }
+        Ok(())
+    }
+
+    pub(super) async fn remove(
+        &self,
+        seq: u64,
+        user: Option<&str>,
+        kind: NotificationType,
+        actor: &str,
+        post: Option<PostId>,
+    ) -> StoreResult<()> {
+        let mut filter = match user {
+            Some(user) => doc! { "_id": key(user, kind, actor, post), "user": user },
+            None => doc! { "post": post_bson(post), "type": kind.as_str(), "actor": actor },
+        };
+        // Standing, and made by an earlier change than this one.
+        filter.insert("removed", doc! { "$ne": true });
+        filter.insert("seq", doc! { "$lt": seq as i64 });
+        let found = all(self
+            .notifications_coll()
+            .find(filter.clone())
+            .projection(doc! { "user": 1 }))
+        .await?;
+        for doc in found {
+            let user = doc.get_str("user").unwrap_or_default().to_owned();
+            self.move_group(&user, kind, post, seq, -1, None).await?;
+            let mut one = filter.clone();
+            one.insert("_id", doc.get("_id").cloned().unwrap_or(Bson::Null));
+            one.insert("user", &user);
+            self.notifications_coll()
+                .update_one(one, tombstone(seq))
+                .await
+                .map_err(db_error)?;
+            self.refresh_group(&user, kind, post, seq).await?;
+        }
+        Ok(())
+    }
+
+    /// Every notification about `post` (deleted) and its groups, made tombstones.
+    pub(super) async fn remove_post(&self, seq: u64, post: PostId) -> StoreResult<()> {
+        let before = doc! { "post": oid(post), "seq": { "$lt": seq as i64 } };
+        self.notifications_coll()
+            .update_many(before.clone(), tombstone(seq))
+            .await
+            .map_err(db_error)?;
+        self.groups_coll()
+            .update_many(
+                before,
+                doc! {
+                    "$set": { "count": 0_i64, "actors": [], "seq": seq as i64 },
+                    "$unset": { "latest_id": "", "latest_at": "" },
+                },
+            )
+            .await
+            .map_err(db_error)?;
+        Ok(())
+    }
+}
