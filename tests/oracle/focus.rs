@@ -353,7 +353,13 @@ pub async fn hide_race(world: &World, rng: &mut Rng) {
         Relation::Mute
     };
     let lasts_s = (kind == Relation::Mute && rng.random_bool(0.3)).then_some(1);
-    relation_at(world, &target, &reader, &author, kind, true, lasts_s, true).await;
+    // A block either way: the reader's, or one of the reader by the author, which hides
+    // the author from the reader just the same.
+    let (by, of) = match kind == Relation::Block && rng.random_bool(0.5) {
+        true => (author.as_str(), reader.as_str()),
+        false => (reader.as_str(), author.as_str()),
+    };
+    relation_at(world, &target, by, of, kind, true, lasts_s, true).await;
     first_page(world, &target, &reader, limit).await;
     let other = world.pick(rng).await;
     first_page(world, &other, &reader, limit).await;
@@ -363,7 +369,7 @@ pub async fn hide_race(world: &World, rng: &mut Rng) {
         first_page(world, &target, &reader, limit).await;
     }
     if rng.random_bool(0.5) {
-        relation_at(world, &target, &reader, &author, kind, false, None, true).await;
+        relation_at(world, &target, by, of, kind, false, None, true).await;
         if kind == Relation::Block {
             toggle_at(world, &target, &reader, author.clone(), false, true).await;
         }
@@ -427,7 +433,7 @@ pub async fn repost_race(world: &World, rng: &mut Rng) {
             // their post only through the repost, so only the filter hides it.
             let whom = if rng.random_bool(0.35) { &by } else { &author };
             // A block either way: the reader's, or one of the reader by the other.
-            let (a, b) = match kind == Relation::Block && rng.random_bool(0.5) {
+            let (a, b) = match kind == Relation::Block && rng.random_bool(0.6) {
                 true => (whom.as_str(), reader.as_str()),
                 false => (reader.as_str(), whom.as_str()),
             };

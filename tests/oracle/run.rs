@@ -116,7 +116,7 @@ fn weights(focus: Focus) -> &'static [(Op, u32)] {
             (Op::Notes, 6),
             (Op::Repost, 4),
             (Op::Unrepost, 2),
-            (Op::RepostRace, 6),
+            (Op::RepostRace, 10),
         ],
     }
 }
