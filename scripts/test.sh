@@ -1,7 +1,13 @@
 #!/usr/bin/env bash
 # Runs every test: unit, conformance, HTTP, activity, durability, OpenAPI drift, on the
-# embedded backend and, through the MongoDB stand-in (mongo-java-server), on MongoDB.
+# embedded backend and, through the MongoDB stand-in (mongo-java-server), on MongoDB,
+# and the real Mastodon clients (tests/clients.rs) against a fresh server.
 # Extra arguments go to `cargo test`.
+#
+# The clients are installed first by scripts/clients-setup.sh (pinned, idempotent; as
+# root it installs Debian's chromium and chromium-driver when missing), and a client
+# that is missing fails its test. SOCIALITE_TEST_CLIENTS=skip skips the installation and
+# lets the client tests print SKIPPED instead (on a machine without root or a network).
 #
 # With SOCIALITE_TEST_MONGODB_URI already set (say, to a real replica set), that server
 # is used and no stand-in is started.
@@ -25,6 +31,11 @@ if [[ -z "${SOCIALITE_TEST_MONGODB_URI:-}" ]]; then
   rm -f "$pidfile"
   export SOCIALITE_TEST_MONGODB_URI
   echo "MongoDB stand-in (mongo-java-server) at $SOCIALITE_TEST_MONGODB_URI" >&2
+fi
+
+if [[ "${SOCIALITE_TEST_CLIENTS:-}" != skip ]]; then
+  scripts/clients-setup.sh
+  export SOCIALITE_TEST_CLIENTS=required
 fi
 
 log="$(mktemp)"
