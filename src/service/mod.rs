@@ -8,6 +8,7 @@
 mod activity;
 pub mod auth;
 pub mod events;
+mod listings;
 pub mod notifications;
 pub mod oauth;
 mod pages;
