@@ -5,6 +5,7 @@ pub mod auth;
 pub mod error;
 mod events;
 mod follows;
+mod listings;
 pub mod mastodon;
 mod notifications;
 mod openapi;
@@ -114,6 +115,8 @@ pub fn router(state: AppState, settings: &HttpSettings) -> Router {
         )
         .route("/v1/events", get(events::list_events))
         .route("/v1/tags/{tag}", get(trends::tag))
+        .route("/v1/tags/{tag}/posts", get(listings::tag_posts))
+        .route("/v1/timelines/public", get(listings::public_timeline))
         .route("/v1/trends", get(trends::trends))
         .route(
             "/v1/users/{id}/likes/{post_id}",

@@ -6,8 +6,8 @@
 use utoipa::OpenApi;
 
 use super::{
-    activity, error, events, follows, mastodon, notifications, ops, posts, relations, reposts,
-    threads, timeline, tokens, trends, users,
+    activity, error, events, follows, listings, mastodon, notifications, ops, posts, relations,
+    reposts, threads, timeline, tokens, trends, users,
 };
 
 #[derive(OpenApi)]
@@ -26,7 +26,7 @@ use super::{
         reposts::repost, reposts::unrepost,
         threads::context,
         timeline::timeline, events::timeline_stream, events::list_events,
-        trends::tag, trends::trends,
+        trends::tag, trends::trends, listings::tag_posts, listings::public_timeline,
         activity::like, activity::unlike, activity::list_activity,
         notifications::list_notifications,
         ops::healthz, ops::readyz, ops::metrics, ops::openapi, ops::meta, ops::workers,

@@ -5,6 +5,15 @@ use async_trait::async_trait;
 use super::StoreResult;
 use crate::domain::{NameStamp, Post, PostId};
 
+/// Which part of the posts, in id (creation) order, a listing reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PostRange {
+    /// The newest posts below the id (from the newest when `None`), read newest first.
+    Older(Option<PostId>),
+    /// The oldest posts above the id, read oldest first (a page just newer than it).
+    Newer(PostId),
+}
+
 /// Changes here are appended to the change feed atomically with the change, and keep
 /// the author's post counter.
 /// A stored post, with what the insert learnt of its author on the way.
@@ -87,4 +96,18 @@ pub trait ContentStore: Send + Sync + 'static {
         above: Option<PostId>,
         limit: usize,
     ) -> StoreResult<Vec<(Post, NameStamp)>>;
+    /// Every post, replies included (reposts are not posts), in `range`, at most
+    /// `limit`, in the range's order: the public timeline. Embedded: the posts' primary
+    /// key; MongoDB: `_id`.
+    async fn public_posts(&self, range: PostRange, limit: usize) -> StoreResult<Vec<Post>>;
+    /// [`ContentStore::public_posts`] of the posts carrying the hashtag `tag` (as
+    /// `domain::hashtags` parses a post's text; `tag` as `domain::is_tag` accepts it),
+    /// from the tag index: embedded `post_tags (tag, post)`, MongoDB the posts' `tags`
+    /// with `{tags: 1, _id: -1}`.
+    async fn tagged_posts(
+        &self,
+        tag: &str,
+        range: PostRange,
+        limit: usize,
+    ) -> StoreResult<Vec<Post>>;
 }

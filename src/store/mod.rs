@@ -40,7 +40,7 @@ pub use audit::AuditStore;
 pub use bulk::BulkStore;
 pub use changes::ChangeFeed;
 pub use claims::{ClaimStore, Claimed, Counter};
-pub use content::{ContentStore, Inserted};
+pub use content::{ContentStore, Inserted, PostRange};
 pub use deliveries::DeliveryStore;
 pub use events::{EventStore, LogBounds};
 pub use graph::{EdgeState, GraphStore, in_follower_batches};

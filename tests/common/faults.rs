@@ -9,7 +9,7 @@ use socialite::domain::{
     Bucket, BucketKind, CacheState, NameStamp, Post, PostId, TimelineEntry, TimelineKind,
 };
 use socialite::store::timelines::{CacheRows, CacheVersion, CacheView};
-use socialite::store::{ContentStore, Inserted, StoreError, StoreResult, TimelineStore};
+use socialite::store::{ContentStore, Inserted, PostRange, StoreError, StoreResult, TimelineStore};
 use socialite::workers::{Hooks, Point};
 use tokio::sync::{Notify, oneshot};
 
@@ -103,6 +103,21 @@ impl ContentStore for FailingContent {
         self.check()?;
         self.inner.merged_posts(user, before, above, limit).await
     }
+
+    async fn public_posts(&self, range: PostRange, limit: usize) -> StoreResult<Vec<Post>> {
+        self.check()?;
+        self.inner.public_posts(range, limit).await
+    }
+
+    async fn tagged_posts(
+        &self,
+        tag: &str,
+        range: PostRange,
+        limit: usize,
+    ) -> StoreResult<Vec<Post>> {
+        self.check()?;
+        self.inner.tagged_posts(tag, range, limit).await
+    }
 }
 
 /// Content that holds the first `home_posts` of `user` after it has read, until told to
@@ -189,6 +204,19 @@ impl ContentStore for PausingContent {
         limit: usize,
     ) -> StoreResult<Vec<(Post, NameStamp)>> {
         self.inner.merged_posts(user, before, above, limit).await
+    }
+
+    async fn public_posts(&self, range: PostRange, limit: usize) -> StoreResult<Vec<Post>> {
+        self.inner.public_posts(range, limit).await
+    }
+
+    async fn tagged_posts(
+        &self,
+        tag: &str,
+        range: PostRange,
+        limit: usize,
+    ) -> StoreResult<Vec<Post>> {
+        self.inner.tagged_posts(tag, range, limit).await
     }
 }
 

@@ -260,12 +260,17 @@ impl BulkStore for EmbeddedStore {
             )?;
             let mut added = 0;
             for row in rows.rows() {
-                added += insert.execute(params![
+                let inserted = insert.execute(params![
                     &row.id.bytes()[..],
                     rows.str(row.author),
                     rows.str(row.text),
                     row.reply_to.map(|p| p.bytes().to_vec()),
                 ])?;
+                // The tag index, as a post's insert writes it.
+                if inserted > 0 {
+                    super::content::tags::index_post(tx, row.id, rows.str(row.text))?;
+                }
+                added += inserted;
             }
             if let Some(newest) = rows.rows().iter().map(|r| r.id).max() {
                 tx.prepare_cached(

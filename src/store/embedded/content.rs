@@ -1,5 +1,8 @@
 //! Posts on SQLite. Ids come from the last one handed out, kept in `meta`.
 
+mod listings;
+pub(super) mod tags;
+
 use async_trait::async_trait;
 use rusqlite::{OptionalExtension, params};
 
@@ -10,7 +13,7 @@ use super::{
 };
 use super::{POST_COLUMNS, threads};
 use crate::domain::{ChangeOp, NameStamp, Post, PostId};
-use crate::store::{ContentStore, Inserted, StoreError, StoreResult};
+use crate::store::{ContentStore, Inserted, PostRange, StoreError, StoreResult};
 
 #[async_trait]
 impl ContentStore for EmbeddedStore {
@@ -51,6 +54,7 @@ impl ContentStore for EmbeddedStore {
                 reply_to.as_ref().map(|r| r.author.as_str()),
             ])?;
             add_to_counter(tx, "posts_count", &author, 1)?;
+            tags::index_post(tx, id, &text)?;
             if let Some(parent) = &reply_to {
                 threads::count_reply(tx, parent.post, 1)?;
             }
@@ -96,6 +100,7 @@ impl ContentStore for EmbeddedStore {
                 .optional()?;
             if let Some(post) = &post {
                 retractions::mark_delete(tx, post.id)?;
+                tags::unindex_post(tx, post.id, &post.text)?;
                 add_to_counter(tx, "posts_count", &post.author, -1)?;
                 // The parent, if it still exists, counts one reply fewer; the replies of
                 // this post keep naming it.
@@ -268,6 +273,21 @@ impl ContentStore for EmbeddedStore {
             Ok(posts)
         })
         .await
+    }
+
+    async fn public_posts(&self, range: PostRange, limit: usize) -> StoreResult<Vec<Post>> {
+        self.read_inline(move |conn| listings::public_posts(conn, range, limit))
+            .await
+    }
+
+    async fn tagged_posts(
+        &self,
+        tag: &str,
+        range: PostRange,
+        limit: usize,
+    ) -> StoreResult<Vec<Post>> {
+        self.read_inline(move |conn| tags::tagged_posts(conn, tag, range, limit))
+            .await
     }
 }
 

@@ -190,6 +190,7 @@ impl BulkStore for MongoStore {
                 if let Some(parent) = r.reply_to {
                     post.insert(super::threads::REPLY_TO, doc! { "post": oid(parent) });
                 }
+                super::content::tags::with_tags(&mut post, rows.str(r.text));
                 post
             })
             .collect();

@@ -7,6 +7,9 @@
 //! never have counted it: it waits for the mark to go stale, deletes and recounts,
 //! instead of moving the count down below the author's other posts.
 
+mod listings;
+pub(super) mod tags;
+
 use async_trait::async_trait;
 use futures::{StreamExt, TryStreamExt};
 use mongodb::bson::{Document, doc, oid::ObjectId};
@@ -17,7 +20,9 @@ use super::{
     IndexSpec, MongoStore, Side, all, db_error, index, insert_new, int, oid, post_from, post_id,
 };
 use crate::domain::{NameStamp, Post, PostId};
-use crate::store::{ContentStore, Counter, Inserted, RelationStore, StoreError, StoreResult};
+use crate::store::{
+    ContentStore, Counter, Inserted, PostRange, RelationStore, StoreError, StoreResult,
+};
 
 /// Authors per fanout-on-read query. Past about 200 values in one `$in`, the planner
 /// stops merging the `{author, _id}` index ranges in order and sorts instead.
@@ -49,6 +54,7 @@ pub(super) fn indexes() -> Vec<IndexSpec> {
         .build();
     vec![
         ("content", index(doc! { "author": 1, "_id": -1 }, false)),
+        tags::tag_index(),
         (DELETED_POSTS, ttl),
     ]
 }
@@ -120,6 +126,7 @@ impl ContentStore for MongoStore {
             if let Some(parent) = &reply_to {
                 doc.insert(threads::REPLY_TO, threads::reply_doc(parent));
             }
+            tags::with_tags(&mut doc, text);
             if insert_new(&self.content_coll(), doc, &["author"]).await? {
                 // Where a crash here leaves the post counted by no `$inc` (see above).
                 crate::faults::point("post.stored").await;
@@ -305,6 +312,19 @@ impl ContentStore for MongoStore {
                 (post, name)
             })
             .collect())
+    }
+
+    async fn public_posts(&self, range: PostRange, limit: usize) -> StoreResult<Vec<Post>> {
+        self.listed_posts(range, limit).await
+    }
+
+    async fn tagged_posts(
+        &self,
+        tag: &str,
+        range: PostRange,
+        limit: usize,
+    ) -> StoreResult<Vec<Post>> {
+        self.tag_listing(tag, range, limit).await
     }
 }
 

@@ -270,6 +270,9 @@ impl MongoStore {
                 .await
                 .with_context(|| format!("creating an index on {collection}"))?;
         }
+        content::tags::backfill(&db)
+            .await
+            .context("indexing the hashtags of earlier posts")?;
         changes::record_birth(&db)
             .await
             .context("recording the database's birth")?;
