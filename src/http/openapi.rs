@@ -6,8 +6,8 @@
 use utoipa::OpenApi;
 
 use super::{
-    activity, error, events, follows, mastodon, notifications, ops, posts, relations, reposts,
-    threads, timeline, tokens, trends, users,
+    activity, engagement, error, events, follows, mastodon, notifications, ops, posts, relations,
+    reposts, threads, timeline, tokens, trends, users,
 };
 
 #[derive(OpenApi)]
@@ -24,6 +24,7 @@ use super::{
         relations::mute, relations::unmute, relations::list_mutes,
         posts::create_post, posts::get_post, posts::delete_post, posts::list_posts,
         reposts::repost, reposts::unrepost,
+        engagement::list_likers, engagement::list_reposters,
         threads::context,
         timeline::timeline, events::timeline_stream, events::list_events,
         trends::tag, trends::trends,

@@ -7,6 +7,7 @@
 
 mod activity;
 pub mod auth;
+mod engagement;
 pub mod events;
 mod idempotency;
 pub mod notifications;
@@ -28,6 +29,7 @@ use crate::workers::Wakers;
 
 pub use activity::ActivityLog;
 pub use auth::{Auth, AuthError, AuthSettings, IssuedToken};
+pub use engagement::{liker_cursor, parse_liker_cursor};
 pub use events::{EventPage, EventsService, Window};
 pub use idempotency::{KeyedPost, POST_KEY_TTL_MS};
 pub use notifications::Notifications;

@@ -36,7 +36,7 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 
-pub use activity::ActivityStore;
+pub use activity::{ActivityStore, Liker};
 pub use audit::AuditStore;
 pub use bulk::BulkStore;
 pub use changes::ChangeFeed;

@@ -33,7 +33,8 @@ use super::timelines::{PART_BITS, idle, names, retractions, versions};
 /// Version 9: users' password hashes and the OAuth tables (`oauth::oauth_schema`),
 /// which a version-8 binary would not know, so its users could not sign in there.
 /// Version 11: posts' idempotency keys (`idempotency::post_keys_schema`), which an
-/// older binary would not check, so a client's retry would post twice.
+/// older binary would not check, so a client's retry would post twice; and the likes of
+/// a post by time (`activity::likes_by_post_schema`), an index only.
 pub const SCHEMA_VERSION: i64 = 11;
 
 /// The tables every socialite store has had since its first format: what tells a
@@ -248,6 +249,7 @@ pub fn migrate(conn: &Connection) -> anyhow::Result<()> {
     super::timelines::entries::repost_entries_schema(conn)?;
     super::oauth::oauth_schema(conn)?;
     super::idempotency::post_keys_schema(conn)?;
+    super::activity::likes_by_post_schema(conn)?;
     once(
         conn,
         "pending_renames",
