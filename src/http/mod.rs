@@ -132,7 +132,11 @@ pub fn router(state: AppState, settings: &HttpSettings) -> Router {
         .route("/v1/users/{id}/activity", get(activity::list_activity))
         .route(
             "/v1/users/{id}/notifications",
-            get(notifications::list_notifications),
+            get(notifications::list_notifications).delete(notifications::clear_notifications),
+        )
+        .route(
+            "/v1/users/{id}/notifications/{notification_id}",
+            get(notifications::get_notification).delete(notifications::dismiss_notification),
         )
         .route(
             "/v1/users/{id}/tokens",

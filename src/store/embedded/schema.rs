@@ -34,7 +34,9 @@ use super::timelines::{PART_BITS, idle, names, retractions, versions};
 /// which a version-8 binary would not know, so its users could not sign in there.
 /// Version 11: posts' idempotency keys (`idempotency::post_keys_schema`), which an
 /// older binary would not check, so a client's retry would post twice; and the likes of
-/// a post by time (`activity::likes_by_post_schema`), an index only.
+/// a post by time (`activity::likes_by_post_schema`), an index only; and what users
+/// dismissed and cleared of their notifications (`notifications::dismissals`), which an
+/// older worker or rebuild would bring back.
 pub const SCHEMA_VERSION: i64 = 11;
 
 /// The tables every socialite store has had since its first format: what tells a
@@ -250,6 +252,7 @@ pub fn migrate(conn: &Connection) -> anyhow::Result<()> {
     super::oauth::oauth_schema(conn)?;
     super::idempotency::post_keys_schema(conn)?;
     super::activity::likes_by_post_schema(conn)?;
+    conn.execute_batch(super::notifications::dismissals::SCHEMA)?;
     once(
         conn,
         "pending_renames",
