@@ -48,7 +48,7 @@ pub use graph::{EdgeState, GraphStore, in_follower_batches};
 pub use idempotency::{IdempotencyStore, KeyedInsert, PostKey};
 pub use leases::{Lease, LeaseStore};
 pub use notifications::{NotificationEffect, NotificationStore, RebuildBounds, Recipient};
-pub use oauth::{AccessRecord, AppRecord, CodeRecord, OAuthStore};
+pub use oauth::{AccessRecord, AppRecord, CodeRecord, OAuthStore, RefreshRecord};
 pub use relations::{Blocked, RelationStore};
 pub use reposts::{RepostStore, Reposted};
 pub use threads::ThreadStore;

@@ -36,7 +36,8 @@ use super::timelines::{PART_BITS, idle, names, retractions, versions};
 /// older binary would not check, so a client's retry would post twice; and the likes of
 /// a post by time (`activity::likes_by_post_schema`), an index only; and what users
 /// dismissed and cleared of their notifications (`notifications::dismissals`), which an
-/// older worker or rebuild would bring back.
+/// older worker or rebuild would bring back; and OAuth refresh tokens
+/// (`oauth::refresh_schema`).
 pub const SCHEMA_VERSION: i64 = 11;
 
 /// The tables every socialite store has had since its first format: what tells a
@@ -253,6 +254,7 @@ pub fn migrate(conn: &Connection) -> anyhow::Result<()> {
     super::idempotency::post_keys_schema(conn)?;
     super::activity::likes_by_post_schema(conn)?;
     conn.execute_batch(super::notifications::dismissals::SCHEMA)?;
+    super::oauth::refresh_schema(conn)?;
     once(
         conn,
         "pending_renames",
