@@ -35,7 +35,13 @@ use super::timelines::{PART_BITS, idle, names, retractions, versions};
 /// Version 10: the tag index (`content::tags::tags_schema`, `post_tags`), filled from
 /// the posts at the upgrade, which a version-9 writer would not keep, so the tag
 /// timeline would miss its posts and serve deleted ones.
-pub const SCHEMA_VERSION: i64 = 10;
+/// Version 11: posts' idempotency keys (`idempotency::post_keys_schema`), which an
+/// older binary would not check, so a client's retry would post twice; and the likes of
+/// a post by time (`activity::likes_by_post_schema`), an index only; and what users
+/// dismissed and cleared of their notifications (`notifications::dismissals`), which an
+/// older worker or rebuild would bring back; and OAuth refresh tokens
+/// (`oauth::refresh_schema`).
+pub const SCHEMA_VERSION: i64 = 11;
 
 /// The tables every socialite store has had since its first format: what tells a
 /// socialite store from another SQLite file.
@@ -249,6 +255,10 @@ pub fn migrate(conn: &Connection) -> anyhow::Result<()> {
     super::timelines::entries::repost_entries_schema(conn)?;
     super::oauth::oauth_schema(conn)?;
     super::content::tags::tags_schema(conn)?;
+    super::idempotency::post_keys_schema(conn)?;
+    super::activity::likes_by_post_schema(conn)?;
+    conn.execute_batch(super::notifications::dismissals::SCHEMA)?;
+    super::oauth::refresh_schema(conn)?;
     once(
         conn,
         "pending_renames",

@@ -91,7 +91,7 @@ impl MongoStore {
     /// Sets the group's latest few from the notifications, or drops it when none is left.
     /// Sets the group's latest few from the notifications, or empties it to a tombstone
     /// when none is left; written only while no change after `seq` moved the group.
-    async fn refresh_group(
+    pub(super) async fn refresh_group(
         &self,
         user: &str,
         kind: NotificationType,
@@ -150,6 +150,14 @@ impl MongoStore {
         if !notifies(&user, actor) {
             return Ok(());
         }
+        // A dismissed or cleared cause is not notified again (see `dismissals`).
+        if self
+            .dismissals_of(&user)
+            .await?
+            .hides(kind, actor, post, at_ms)
+        {
+            return Ok(());
+        }
         let n = Notification {
             id: notification_id(at_ms, seq),
             user: user.clone(),
@@ -194,6 +202,14 @@ impl MongoStore {
         if made_here {
             self.move_group(&user, kind, post, seq, 1, Some(&n)).await?;
             self.refresh_group(&user, kind, post, seq).await?;
+            // A dismissal that landed since the read above found nothing to remove.
+            if self
+                .dismissals_of(&user)
+                .await?
+                .hides(kind, actor, post, at_ms)
+            {
+                self.take_away(&user, kind, actor, post, at_ms).await?;
+            }
         }
         Ok(())
     }

@@ -34,6 +34,7 @@ use async_trait::async_trait;
 use mongodb::bson::{Bson, Document, doc};
 use mongodb::{Collection, IndexModel};
 
+mod dismissals;
 mod effects;
 mod read;
 mod rebuild;
@@ -42,8 +43,8 @@ mod spill;
 use super::leases::LEASES;
 use super::{IndexSpec, MongoStore, db_error, index, int, oid};
 use crate::domain::{
-    Fence, Notification, NotificationFilter, NotificationGroup, NotificationType, NotifySources,
-    PostId, group_notifications,
+    Dismissals, Fence, Notification, NotificationFilter, NotificationGroup, NotificationType,
+    NotifySources, PostId, group_notifications,
 };
 use crate::store::notifications::{NotificationEffect, NotificationStore, RebuildBounds};
 use crate::store::{StoreError, StoreResult};
@@ -68,6 +69,9 @@ pub(super) fn indexes() -> Vec<IndexSpec> {
         (GROUPS, desc(doc! { "user": 1, "type": 1, "latest_id": -1 })),
         (GROUPS, desc(doc! { "post": 1 })),
     ]
+    .into_iter()
+    .chain(dismissals::indexes())
+    .collect()
 }
 
 fn post_part(post: Option<PostId>) -> String {
@@ -239,5 +243,34 @@ impl NotificationStore for MongoStore {
         limit: usize,
     ) -> StoreResult<Vec<NotificationGroup>> {
         self.groups_page(user, filter, before, limit).await
+    }
+
+    async fn notification(&self, user: &str, id: PostId) -> StoreResult<Option<Notification>> {
+        self.notifications_coll()
+            .find_one(doc! { "user": user, "id": oid(id) })
+            .await
+            .map_err(db_error)?
+            .as_ref()
+            .map(notification_from)
+            .transpose()
+    }
+
+    async fn dismissals(&self, user: &str) -> StoreResult<Dismissals> {
+        self.dismissals_of(user).await
+    }
+
+    async fn dismiss_notification(
+        &self,
+        user: &str,
+        kind: NotificationType,
+        actor: &str,
+        post: Option<PostId>,
+        upto_ms: i64,
+    ) -> StoreResult<()> {
+        self.dismiss(user, kind, actor, post, upto_ms).await
+    }
+
+    async fn clear_notifications(&self, user: &str, upto_ms: i64) -> StoreResult<()> {
+        self.clear(user, upto_ms).await
     }
 }
