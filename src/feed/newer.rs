@@ -38,6 +38,19 @@ pub struct NewerPage {
 /// tried.
 const WINDOW_CAP: usize = 4;
 
+/// Windows tried before the whole range above the bound is walked without a cap: the
+/// search halves a span of at most a few centuries of milliseconds, so it ends well
+/// before this unless posts come and go between its probes.
+const MAX_PROBES: usize = 64;
+
+/// The `limit` oldest of a window's `items` (newest first), and whether more are newer.
+fn newer_page(items: Vec<TimelineItem>, limit: usize) -> NewerPage {
+    let more_newer = items.len() > limit;
+    let start = items.len().saturating_sub(limit);
+    let items = items.into_iter().skip(start).collect();
+    NewerPage { items, more_newer }
+}
+
 /// What walking one window found.
 enum Window {
     /// Every item of the window, newest first.
@@ -63,7 +76,7 @@ impl Timelines {
         // Spans known to hold fewer than `want` items, and more than `cap`.
         let mut few: i64 = 0;
         let mut many: Option<i64> = None;
-        loop {
+        for _ in 0..MAX_PROBES {
             let upper = span.map(|s| PostId::at(from_ms.saturating_add(s), 0));
             // A window one millisecond above one that held too few is walked whole,
             // however much that millisecond holds.
@@ -73,15 +86,21 @@ impl Timelines {
                 .await?;
             match found {
                 Window::Whole(items) if items.len() >= want || span.is_none() => {
-                    let more_newer = items.len() > limit;
-                    let start = items.len().saturating_sub(limit);
-                    let items = items.into_iter().skip(start).collect();
-                    return Ok(NewerPage { items, more_newer });
+                    return Ok(newer_page(items, limit));
                 }
                 Window::Whole(_) => few = span.unwrap_or(few),
                 Window::TooMany => many = Some(span.unwrap_or_else(|| self.gap_ms(from_ms))),
             }
-            span = next_span(few, many, self.gap_ms(from_ms));
+            match next_span(few, many, self.gap_ms(from_ms)) {
+                Some(next) if next > few => span = Some(next),
+                // The bounds crossed (posts deleted between probes): stop searching.
+                _ => break,
+            }
+        }
+        // The search gave up: the whole range above `after`, walked without a cap.
+        match self.window(user, after, None, limit, None).await? {
+            Window::Whole(items) => Ok(newer_page(items, limit)),
+            Window::TooMany => unreachable!("a window walked without a cap"),
         }
     }
 
