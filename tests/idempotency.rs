@@ -7,7 +7,7 @@ mod common;
 
 use std::sync::Arc;
 
-use common::{Kind, TestServer, fresh_config, fresh_store, kinds};
+use common::{TestServer, fresh_config, fresh_store, kinds};
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 use socialite::domain::PostId;
@@ -222,5 +222,4 @@ async fn a_retry_completes_a_claim_left_by_a_crash() {
         store.users.user("ann").await.unwrap().unwrap().posts_count,
         1
     );
-    let _ = Kind::Mongo;
 }

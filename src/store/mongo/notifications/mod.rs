@@ -44,7 +44,7 @@ use super::leases::LEASES;
 use super::{IndexSpec, MongoStore, db_error, index, int, oid};
 use crate::domain::{
     Dismissals, Fence, Notification, NotificationFilter, NotificationGroup, NotificationType,
-    NotifySources, PostId, group_notifications,
+    NotifySources, PostId,
 };
 use crate::store::notifications::{NotificationEffect, NotificationStore, RebuildBounds};
 use crate::store::{StoreError, StoreResult};
@@ -135,43 +135,6 @@ impl MongoStore {
 
     fn groups_coll(&self) -> Collection<Document> {
         self.db.collection(GROUPS)
-    }
-
-    /// Deletes every notification and group (a rebuild's or a bulk load's first step).
-    /// Inserts rebuilt notifications (`seq` 0) and the groups they make, per user.
-    pub(in crate::store::mongo) async fn insert_rebuilt(
-        &self,
-        notifications: &[Notification],
-    ) -> StoreResult<()> {
-        for chunk in notifications.chunks(super::bulk::WRITE_BATCH) {
-            let docs: Vec<Document> = chunk.iter().map(|n| notification_doc(n, 0)).collect();
-            self.notifications_coll()
-                .insert_many(docs)
-                .await
-                .map_err(db_error)?;
-        }
-        let mut by_user: std::collections::BTreeMap<&str, Vec<Notification>> = Default::default();
-        for n in notifications {
-            by_user.entry(&n.user).or_default().push(n.clone());
-        }
-        let mut groups = Vec::new();
-        for (user, items) in by_user {
-            for g in group_notifications(&items) {
-                groups.push(doc! {
-                    "_id": group_key(user, g.kind, g.post), "user": user,
-                    "type": g.kind.as_str(), "post": post_bson(g.post), "count": g.count as i64,
-                    "actors": g.actors, "latest_id": oid(g.latest_id),
-                    "latest_at": g.latest_at_ms, "seq": 0_i64,
-                });
-            }
-        }
-        for chunk in groups.chunks(super::bulk::WRITE_BATCH) {
-            self.groups_coll()
-                .insert_many(chunk.to_vec())
-                .await
-                .map_err(db_error)?;
-        }
-        Ok(())
     }
 
     async fn check_notification_fence(&self, fence: &Fence) -> StoreResult<()> {

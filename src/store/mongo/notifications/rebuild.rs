@@ -21,9 +21,10 @@ use futures::TryStreamExt;
 use mongodb::bson::{Bson, Document, doc};
 
 use super::spill::{EXISTS, Record, Spill};
+use super::{group_key, notification_doc, post_bson};
 use crate::domain::{
-    Dismissals, Fence, Notification, NotificationType, PostId, mention_counts, notifies,
-    post_notifies,
+    Dismissals, Fence, Notification, NotificationType, PostId, group_notifications, mention_counts,
+    notifies, post_notifies,
 };
 use crate::store::bulk::{Cause, rebuilt_for_user};
 use crate::store::mongo::graph::FOLLOWS;
@@ -287,5 +288,44 @@ impl MongoStore {
         }
         self.replace_range(fence, &after, None, &batch).await?;
         Ok(written + batch.len() as u64)
+    }
+}
+
+impl MongoStore {
+    /// Deletes every notification and group (a rebuild's or a bulk load's first step).
+    /// Inserts rebuilt notifications (`seq` 0) and the groups they make, per user.
+    pub(in crate::store::mongo) async fn insert_rebuilt(
+        &self,
+        notifications: &[Notification],
+    ) -> StoreResult<()> {
+        for chunk in notifications.chunks(crate::store::mongo::bulk::WRITE_BATCH) {
+            let docs: Vec<Document> = chunk.iter().map(|n| notification_doc(n, 0)).collect();
+            self.notifications_coll()
+                .insert_many(docs)
+                .await
+                .map_err(db_error)?;
+        }
+        let mut by_user: std::collections::BTreeMap<&str, Vec<Notification>> = Default::default();
+        for n in notifications {
+            by_user.entry(&n.user).or_default().push(n.clone());
+        }
+        let mut groups = Vec::new();
+        for (user, items) in by_user {
+            for g in group_notifications(&items) {
+                groups.push(doc! {
+                    "_id": group_key(user, g.kind, g.post), "user": user,
+                    "type": g.kind.as_str(), "post": post_bson(g.post), "count": g.count as i64,
+                    "actors": g.actors, "latest_id": oid(g.latest_id),
+                    "latest_at": g.latest_at_ms, "seq": 0_i64,
+                });
+            }
+        }
+        for chunk in groups.chunks(crate::store::mongo::bulk::WRITE_BATCH) {
+            self.groups_coll()
+                .insert_many(chunk.to_vec())
+                .await
+                .map_err(db_error)?;
+        }
+        Ok(())
     }
 }
