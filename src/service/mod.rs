@@ -8,6 +8,8 @@
 mod activity;
 pub mod auth;
 pub mod events;
+pub mod masto_notifications;
+pub mod mastodon;
 pub mod notifications;
 pub mod oauth;
 mod pages;
