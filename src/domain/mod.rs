@@ -18,7 +18,7 @@ pub use activity::{
 };
 pub use events::{Event, EventId, EventType};
 pub use hashtags::{MAX_TAGS_PER_POST, hashtags, is_tag};
-pub use ids::{PostId, PostIdError, PostIdGenerator, PostIdTimeError};
+pub use ids::{MAX_LEAD_MS, PostId, PostIdError, PostIdGenerator, PostIdTimeError};
 pub use notifications::{
     GROUP_ACTORS, MAX_MENTIONS_PER_POST, Notification, NotificationFilter, NotificationGroup,
     NotificationType, NotifyPost, NotifySources, group_notifications, mention_counts, mentions,

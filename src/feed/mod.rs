@@ -9,6 +9,7 @@ mod fanout_on_read;
 mod hidden;
 mod hybrid;
 mod names;
+mod newer;
 mod page;
 mod reposts;
 mod shared;
@@ -23,6 +24,7 @@ use async_trait::async_trait;
 pub use cache::CacheFeed;
 pub use fanout_on_read::FanoutOnRead;
 pub use hybrid::{HybridFeed, leave_below};
+pub use newer::NewerPage;
 pub use page::{TimelineItem, TimelinePage};
 pub use reposts::Original;
 pub(crate) use shared::{

@@ -23,7 +23,7 @@ use bytes::Bytes;
 
 use crate::domain::clock::Clock;
 use crate::domain::{ActivityLimits, FeedStrategy, NewUser, Post, PostId, User, now_ms};
-use crate::feed::{FeedSettings, TimelinePage, Timelines};
+use crate::feed::{FeedSettings, NewerPage, TimelinePage, Timelines};
 use crate::store::{Inserted, Store, StoreError, StoreResult};
 use crate::workers::Wakers;
 
@@ -384,6 +384,21 @@ impl Social {
         limit: usize,
     ) -> StoreResult<TimelinePage> {
         self.timelines.page(user, before, limit).await
+    }
+
+    /// The page of `user`'s home timeline immediately newer than `after` (Mastodon's
+    /// `min_id`): its `limit` oldest items with ids above `after`, newest first, served
+    /// exactly as a `before` walk serves them (filters, merge, each post once at the
+    /// same occurrence; see `feed::newer`). Never from kept pages. `NotFound` for an
+    /// unknown user. (`since_id`, the newest page cut at an id, is the first `before`
+    /// page with the items at or below that id left out: a view's truncation.)
+    pub async fn timeline_after(
+        &self,
+        user: &str,
+        after: PostId,
+        limit: usize,
+    ) -> StoreResult<NewerPage> {
+        self.timelines.page_after(user, after, limit).await
     }
 
     /// A page of `user`'s home timeline as `render` writes it. A page the store gives a

@@ -115,6 +115,16 @@ async fn timelines_follow_the_same_semantics_under_every_strategy() {
             social.timeline("nobody", None, 10).await,
             Err(StoreError::NotFound(_))
         ));
+
+        // Newer pages: the page just above each item is the walk's, oldest end.
+        let full = model.expected(&["a", "c"]);
+        for (at, cut) in full.iter().enumerate() {
+            let page = social.timeline_after("a", cut.0, 2).await.unwrap();
+            let got: Vec<PostId> = page.items.iter().map(|i| i.id).collect();
+            let want: Vec<PostId> = full[at.saturating_sub(2)..at].iter().map(|p| p.0).collect();
+            assert_eq!(got, want, "{label}: after {}", cut.0);
+            assert_eq!(page.more_newer, at > 2, "{label}: after {}", cut.0);
+        }
     }
 }
 
