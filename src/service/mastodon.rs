@@ -68,6 +68,20 @@ pub struct ContextView {
     pub descendants: Vec<StatusView>,
 }
 
+/// Which page of a home timeline: the newest below `before` (all when `None`), without
+/// the items at or below `since` (Mastodon's `max_id` and `since_id`); or the page just
+/// above `after` (`min_id`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HomeRange {
+    Older {
+        before: Option<PostId>,
+        since: Option<PostId>,
+    },
+    Newer {
+        after: PostId,
+    },
+}
+
 /// A page of a timeline as statuses; `next` is the cursor of the following page.
 #[derive(Debug, Clone)]
 pub struct StatusPage {
@@ -263,18 +277,36 @@ impl Social {
         })
     }
 
-    /// One page of `user`'s home timeline as statuses, newest first, below `before`.
-    /// An entry whose post was deleted after the page was read is left out.
+    /// One page of `user`'s home timeline as statuses, newest first: the newest below
+    /// `before` (cut at `since` when given), or the page just above `after`. An entry
+    /// whose post was deleted after the page was read is left out.
     pub async fn home_statuses(
         &self,
         user: &str,
-        before: Option<PostId>,
+        range: HomeRange,
         limit: usize,
     ) -> StoreResult<StatusPage> {
-        let page = self.timelines.page(user, before, limit).await?;
-        let mut ids = Vec::with_capacity(page.items.len());
-        let mut authors = Vec::with_capacity(page.items.len());
-        for item in &page.items {
+        let (items, next) = match range {
+            HomeRange::Older { before, since } => {
+                let page = self.timelines.page(user, before, limit).await?;
+                let mut items = page.items;
+                let whole = items.len();
+                if let Some(since) = since {
+                    items.retain(|item| item.id > since);
+                }
+                // A page cut at `since` reached it: nothing older is asked for.
+                let next = page.next_cursor.filter(|_| items.len() == whole);
+                (items, next)
+            }
+            HomeRange::Newer { after } => {
+                let page = self.timelines.page_after(user, after, limit).await?;
+                let next = page.items.last().map(|item| item.id);
+                (page.items, next)
+            }
+        };
+        let mut ids = Vec::with_capacity(items.len());
+        let mut authors = Vec::with_capacity(items.len());
+        for item in &items {
             match &item.repost_of {
                 Some(original) => {
                     ids.push(original.id);
@@ -294,8 +326,7 @@ impl Social {
             .into_iter()
             .map(|p| (p.id, p))
             .collect();
-        let entries = page
-            .items
+        let entries = items
             .into_iter()
             .filter_map(|item| match item.repost_of {
                 Some(original) => Some(Entry::Repost {
@@ -308,7 +339,7 @@ impl Social {
             .collect();
         Ok(StatusPage {
             items: self.views(Some(user), entries).await?,
-            next: page.next_cursor,
+            next,
         })
     }
 }

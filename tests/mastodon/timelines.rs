@@ -1,7 +1,8 @@
 //! The home timeline on real servers, both stores: a walk through `Link` pages (next
 //! first) finds every status once, newest first, with ids that sort by (length, then
 //! lexically) in creation order as Tusky assumes; reposts wrap their original; the
-//! viewer's flags are right per status; newer-than pages are refused until served.
+//! viewer's flags are right per status; `min_id` and `since_id` pages, and a walk up
+//! by `prev` links.
 
 use reqwest::StatusCode;
 use serde_json::Value;
@@ -114,16 +115,72 @@ async fn a_link_walk_of_the_home_timeline_finds_every_status_in_order() {
             assert_eq!(status["account"]["statuses_count"], 7);
         }
 
-        // Newer-than pages are not served yet: refused, not answered as older ones.
-        for param in ["since_id", "min_id"] {
-            let answer = masto
-                .get(
-                    &format!("/api/v1/timelines/home?{param}={}", posted[0]),
-                    Some(&al),
-                )
-                .await;
-            assert_eq!(answer.status, StatusCode::UNPROCESSABLE_ENTITY, "{param}");
+        // Newer pages: min_id is the page just above it, still newest first; since_id
+        // cuts the newest page there.
+        let ids_of = |answer: &super::client::Answer| -> Vec<String> {
+            answer
+                .body
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|s| s["id"].as_str().unwrap().to_owned())
+                .collect()
+        };
+        let above = masto
+            .get(
+                &format!("/api/v1/timelines/home?limit=2&min_id={}", posted[2]),
+                Some(&al),
+            )
+            .await;
+        assert_eq!(above.status, StatusCode::OK, "{}", above.body);
+        assert_eq!(
+            ids_of(&above),
+            [posted[4].as_str(), posted[3].as_str()],
+            "{kind:?}"
+        );
+        let since = masto
+            .get(
+                &format!("/api/v1/timelines/home?since_id={}", posted[4]),
+                Some(&al),
+            )
+            .await;
+        let boost_id = boost.body["id"].as_str().unwrap();
+        assert_eq!(
+            ids_of(&since),
+            [boost_id, posted[6].as_str(), posted[5].as_str()],
+            "{kind:?}"
+        );
+        assert!(
+            since.link_path("next", masto.base()).is_none(),
+            "{}",
+            since.link()
+        );
+        // A walk up by prev links, from the oldest, finds everything above it.
+        let mut up = Vec::new();
+        let mut path = format!("/api/v1/timelines/home?limit=3&min_id={}", posted[0]);
+        for _ in 0..6 {
+            let page = masto.get(&path, Some(&al)).await;
+            let mut ids = ids_of(&page);
+            if ids.is_empty() {
+                break;
+            }
+            ids.reverse();
+            up.extend(ids);
+            path = page.link_path("prev", masto.base()).expect("a prev link");
         }
+        let mut expected: Vec<String> = posted[1..].to_vec();
+        expected.push(boost_id.to_owned());
+        assert_eq!(up, expected, "{kind:?}");
+        let both = masto
+            .get(
+                &format!(
+                    "/api/v1/timelines/home?min_id={}&max_id={}",
+                    posted[0], posted[3]
+                ),
+                Some(&al),
+            )
+            .await;
+        assert_eq!(both.status, StatusCode::UNPROCESSABLE_ENTITY);
         for bad in ["limit=0", "limit=x", "max_id=zz"] {
             let answer = masto
                 .get(&format!("/api/v1/timelines/home?{bad}"), Some(&al))

@@ -9,6 +9,7 @@ use utoipa::IntoParams;
 use super::Origin;
 use super::error::MastoError;
 use crate::domain::PostId;
+use crate::service::mastodon::HomeRange;
 
 /// The largest page: Mastodon's for statuses and notifications.
 pub const MAX_LIMIT: usize = 40;
@@ -21,10 +22,12 @@ pub struct PageParams {
     /// Only items older than this id (exclusive).
     #[param(value_type = Option<String>, pattern = "^[0-9a-f]{24}$")]
     pub max_id: Option<String>,
-    /// Only items newer than this id: not yet supported (422).
+    /// Only items newer than this id (the newest page, cut there). Not supported on
+    /// notifications yet (422).
     #[param(value_type = Option<String>, pattern = "^[0-9a-f]{24}$")]
     pub since_id: Option<String>,
-    /// The items right after this id: not yet supported (422).
+    /// The page right after this id (its oldest items above it, newest first). Not with
+    /// `max_id`; not supported on notifications yet (422).
     #[param(value_type = Option<String>, pattern = "^[0-9a-f]{24}$")]
     pub min_id: Option<String>,
     /// 1–40, default 20; larger values are taken as 40, as Mastodon does.
@@ -50,10 +53,41 @@ fn id(name: &str, raw: Option<&str>) -> Result<Option<PostId>, MastoError> {
 }
 
 impl PageParams {
-    /// The page asked for. `since_id` and `min_id` (pages newer than an id) answer 422
-    /// until the timelines can read above an id.
+    /// The page of a home timeline asked for, and its length.
+    pub fn home_range(&self) -> Result<(HomeRange, usize), MastoError> {
+        let limit = self.limit()?;
+        let before = id("max_id", self.max_id.as_deref())?;
+        let since = id("since_id", self.since_id.as_deref())?;
+        let range = match id("min_id", self.min_id.as_deref())? {
+            Some(_) if before.is_some() => {
+                return Err(MastoError::unprocessable(
+                    "min_id with max_id is not supported: page with one of them",
+                ));
+            }
+            // `since_id` lies at or below `min_id` on any page above `min_id`.
+            Some(after) => HomeRange::Newer { after },
+            None => HomeRange::Older { before, since },
+        };
+        Ok((range, limit))
+    }
+
+    /// The page asked for, older items only: `since_id` and `min_id` (pages newer than
+    /// an id) answer 422 where no engine read serves them yet.
     pub fn paging(&self) -> Result<Paging, MastoError> {
-        let limit = match self.limit.as_deref().filter(|l| !l.is_empty()) {
+        let limit = self.limit()?;
+        let max_id = id("max_id", self.max_id.as_deref())?;
+        for (name, value) in [("since_id", &self.since_id), ("min_id", &self.min_id)] {
+            if id(name, value.as_deref())?.is_some() {
+                return Err(MastoError::unprocessable(format!(
+                    "{name} is not yet supported here: page with max_id"
+                )));
+            }
+        }
+        Ok(Paging { max_id, limit })
+    }
+
+    fn limit(&self) -> Result<usize, MastoError> {
+        Ok(match self.limit.as_deref().filter(|l| !l.is_empty()) {
             None => DEFAULT_LIMIT,
             Some(raw) => match raw.parse::<u64>() {
                 Ok(n) if n >= 1 => usize::try_from(n).unwrap_or(MAX_LIMIT).min(MAX_LIMIT),
@@ -63,16 +97,7 @@ impl PageParams {
                     )));
                 }
             },
-        };
-        let max_id = id("max_id", self.max_id.as_deref())?;
-        for (name, value) in [("since_id", &self.since_id), ("min_id", &self.min_id)] {
-            if id(name, value.as_deref())?.is_some() {
-                return Err(MastoError::unprocessable(format!(
-                    "{name} is not yet supported: page with max_id"
-                )));
-            }
-        }
-        Ok(Paging { max_id, limit })
+        })
     }
 }
 
@@ -148,7 +173,7 @@ mod tests {
     }
 
     #[test]
-    fn limits_are_clamped_and_newer_pages_refused_for_now() {
+    fn limits_are_clamped_and_newer_pages_read_where_served() {
         let params = |limit: &str| PageParams {
             limit: Some(limit.to_owned()),
             ..Default::default()

@@ -1,5 +1,5 @@
 //! `GET /api/v1/timelines/home`: the engine's home timeline as statuses, paged with
-//! `max_id` and a `Link` header (next first).
+//! `max_id`, `since_id` or `min_id` and a `Link` header (next first).
 
 use axum::extract::State;
 use axum::http::{HeaderMap, header};
@@ -14,8 +14,8 @@ use crate::http::AppState;
 use crate::http::error::{Json, Query};
 
 /// The caller's home timeline: their posts and reposts and those of everyone they
-/// follow, newest first, each post at most once. `since_id` and `min_id` are not yet
-/// supported (422).
+/// follow, newest first, each post at most once: the newest below `max_id` (cut at
+/// `since_id`), or with `min_id` the page just above it, still newest first.
 #[utoipa::path(get, path = "/api/v1/timelines/home", tag = "mastodon",
     params(PageParams),
     security(("bearer" = [])),
@@ -24,7 +24,7 @@ use crate::http::error::{Json, Query};
             body = Vec<Status>, headers(("Link" = String, description = "`<...max_id=X>; rel=\"next\", <...min_id=Y>; rel=\"prev\"`"))),
         (status = 401, description = "No valid token", body = MastoErrorBody),
         (status = 403, description = "The token lacks read:statuses", body = MastoErrorBody),
-        (status = 422, description = "A bad limit or id, since_id or min_id (not yet supported), or an app's token", body = MastoErrorBody),
+        (status = 422, description = "A bad limit or id, min_id with max_id, or an app's token", body = MastoErrorBody),
     ))]
 pub async fn home(
     State(state): State<AppState>,
@@ -33,17 +33,14 @@ pub async fn home(
     Query(params): Query<PageParams>,
 ) -> Result<Response, MastoError> {
     let user = auth.user()?;
-    let paging = params.paging()?;
-    let page = state
-        .social
-        .home_statuses(user, paging.max_id, paging.limit)
-        .await?;
+    let (range, limit) = params.home_range()?;
+    let page = state.social.home_statuses(user, range, limit).await?;
     let origin = Origin::of(&state.mastodon, &headers);
     let link = link_header(
         &origin,
         "/api/v1/timelines/home",
         &[],
-        paging.limit,
+        limit,
         page.next,
         page.items.first().map(|s| s.id()),
     );
