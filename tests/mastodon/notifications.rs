@@ -131,6 +131,28 @@ async fn notifications_come_in_mastodon_types_plain_and_grouped() {
             ["mention", "mention", "favourite", "reblog", "favourite"]
         );
 
+        // since_id: the newest page cut there; min_id is not served here (422).
+        let newest_two: Vec<&str> = n.as_array().unwrap()[..2]
+            .iter()
+            .map(|i| i["id"].as_str().unwrap())
+            .collect();
+        let since = only(&format!("since_id={}", n[2]["id"].as_str().unwrap())).await;
+        let since_ids: Vec<&str> = since
+            .body
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|i| i["id"].as_str().unwrap())
+            .collect();
+        assert_eq!(since_ids, newest_two);
+        assert!(
+            since.link_path("next", masto.base()).is_none(),
+            "{}",
+            since.link()
+        );
+        let min = only(&format!("min_id={}", n[2]["id"].as_str().unwrap())).await;
+        assert_eq!(min.status, StatusCode::UNPROCESSABLE_ENTITY);
+
         // Grouped: both likes make one group; mentions stay one each.
         let grouped = masto.get("/api/v2/notifications", Some(&al)).await;
         assert_eq!(grouped.status, StatusCode::OK, "{}", grouped.body);

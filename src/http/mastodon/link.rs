@@ -22,8 +22,7 @@ pub struct PageParams {
     /// Only items older than this id (exclusive).
     #[param(value_type = Option<String>, pattern = "^[0-9a-f]{24}$")]
     pub max_id: Option<String>,
-    /// Only items newer than this id (the newest page, cut there). Not supported on
-    /// notifications yet (422).
+    /// Only items newer than this id (the newest page, cut there).
     #[param(value_type = Option<String>, pattern = "^[0-9a-f]{24}$")]
     pub since_id: Option<String>,
     /// The page right after this id (its oldest items above it, newest first). Not with
@@ -35,10 +34,12 @@ pub struct PageParams {
     pub limit: Option<String>,
 }
 
-/// Parsed [`PageParams`]: newest first, below `max_id`.
+/// Parsed [`PageParams`]: newest first, below `max_id`, above `since_id`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Paging {
     pub max_id: Option<PostId>,
+    /// Items at or below it are left out of the page.
+    pub since_id: Option<PostId>,
     pub limit: usize,
 }
 
@@ -71,19 +72,23 @@ impl PageParams {
         Ok((range, limit))
     }
 
-    /// The page asked for, older items only: `since_id` and `min_id` (pages newer than
-    /// an id) answer 422 where no engine read serves them yet.
+    /// The page asked for where only older pages are read (notifications): `since_id`
+    /// cuts the page there (the view's own), `min_id` answers 422 as no engine read
+    /// serves the page just above an id there yet.
     pub fn paging(&self) -> Result<Paging, MastoError> {
         let limit = self.limit()?;
         let max_id = id("max_id", self.max_id.as_deref())?;
-        for (name, value) in [("since_id", &self.since_id), ("min_id", &self.min_id)] {
-            if id(name, value.as_deref())?.is_some() {
-                return Err(MastoError::unprocessable(format!(
-                    "{name} is not yet supported here: page with max_id"
-                )));
-            }
+        let since_id = id("since_id", self.since_id.as_deref())?;
+        if id("min_id", self.min_id.as_deref())?.is_some() {
+            return Err(MastoError::unprocessable(
+                "min_id is not yet supported here: page with max_id or since_id",
+            ));
         }
-        Ok(Paging { max_id, limit })
+        Ok(Paging {
+            max_id,
+            since_id,
+            limit,
+        })
     }
 
     fn limit(&self) -> Result<usize, MastoError> {
@@ -183,6 +188,11 @@ mod tests {
         assert_eq!(PageParams::default().paging().unwrap().limit, 20);
         assert!(params("0").paging().is_err());
         assert!(params("x").paging().is_err());
+        let since = PageParams {
+            since_id: Some("6740a1b2000c000000000001".to_owned()),
+            ..Default::default()
+        };
+        assert!(since.paging().unwrap().since_id.is_some());
         let newer = PageParams {
             min_id: Some("6740a1b2000c000000000001".to_owned()),
             ..Default::default()

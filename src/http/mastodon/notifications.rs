@@ -1,6 +1,7 @@
 //! `GET /api/v1/notifications` and the grouped `GET /api/v2/notifications`: the
 //! engine's notifications in Mastodon's shapes, filtered by `types[]` and
-//! `exclude_types[]`, paged with `max_id` and a `Link` header (next first).
+//! `exclude_types[]`, paged with `max_id` (and `since_id`, a cut of the newest page)
+//! and a `Link` header with the next page.
 
 use axum::extract::{RawQuery, State};
 use axum::http::{HeaderMap, header};
@@ -102,9 +103,9 @@ fn with_link(
     path: &str,
     parsed: &Parsed,
     next: Option<crate::domain::PostId>,
-    first: Option<crate::domain::PostId>,
 ) -> Response {
-    match link_header(origin, path, &parsed.kept, parsed.paging.limit, next, first) {
+    // No `prev` link: it would name a `min_id` page, not served here yet.
+    match link_header(origin, path, &parsed.kept, parsed.paging.limit, next, None) {
         Some(link) => ([(header::LINK, link)], body).into_response(),
         None => body.into_response(),
     }
@@ -115,11 +116,11 @@ fn with_link(
     params(NotificationParams, PageParams),
     security(("bearer" = [])),
     responses(
-        (status = 200, description = "A page of notifications; `Link` has the next page first",
-            body = Vec<Notification>, headers(("Link" = String, description = "next first, then prev"))),
+        (status = 200, description = "A page of notifications; `Link` has the next page (no prev: min_id is not served here)",
+            body = Vec<Notification>, headers(("Link" = String, description = "`<...max_id=X>; rel=\"next\"`"))),
         (status = 401, description = "No valid token", body = MastoErrorBody),
         (status = 403, description = "The token lacks read:notifications", body = MastoErrorBody),
-        (status = 422, description = "A bad limit or id, since_id or min_id (not yet supported), account_id, or an app's token", body = MastoErrorBody),
+        (status = 422, description = "A bad limit or id, min_id or account_id (not yet supported), or an app's token", body = MastoErrorBody),
     ))]
 pub async fn notifications(
     State(state): State<AppState>,
@@ -131,11 +132,18 @@ pub async fn notifications(
     let parsed = parse(query.as_deref())?;
     let page = match &parsed.filter {
         Some(filter) => {
-            let Paging { max_id, limit } = parsed.paging;
-            state
+            let Paging { max_id, limit, .. } = parsed.paging;
+            let mut page = state
                 .social
                 .notification_statuses(user, filter, max_id, limit)
-                .await?
+                .await?;
+            if let Some(since) = parsed.paging.since_id {
+                let whole = page.items.len();
+                page.items.retain(|n| n.id > since);
+                // A page cut at `since_id` reached it: nothing older is asked for.
+                page.next = page.next.filter(|_| page.items.len() == whole);
+            }
+            page
         }
         None => NotificationPage {
             items: Vec::new(),
@@ -148,16 +156,8 @@ pub async fn notifications(
         .iter()
         .map(|n| Notification::new(&origin, n))
         .collect();
-    let first = page.items.first().map(|n| n.id);
     let path = "/api/v1/notifications";
-    Ok(with_link(
-        Json(body),
-        &origin,
-        path,
-        &parsed,
-        page.next,
-        first,
-    ))
+    Ok(with_link(Json(body), &origin, path, &parsed, page.next))
 }
 
 /// The caller's notifications grouped (Mastodon 4.3's shape): one group per type and
@@ -167,11 +167,11 @@ pub async fn notifications(
     params(NotificationParams, PageParams),
     security(("bearer" = [])),
     responses(
-        (status = 200, description = "A page of groups; `Link` has the next page first",
-            body = GroupedNotifications, headers(("Link" = String, description = "next first, then prev"))),
+        (status = 200, description = "A page of groups; `Link` has the next page (no prev: min_id is not served here)",
+            body = GroupedNotifications, headers(("Link" = String, description = "`<...max_id=X>; rel=\"next\"`"))),
         (status = 401, description = "No valid token", body = MastoErrorBody),
         (status = 403, description = "The token lacks read:notifications", body = MastoErrorBody),
-        (status = 422, description = "A bad limit or id, since_id or min_id (not yet supported), account_id, or an app's token", body = MastoErrorBody),
+        (status = 422, description = "A bad limit or id, min_id or account_id (not yet supported), or an app's token", body = MastoErrorBody),
     ))]
 pub async fn grouped_notifications(
     State(state): State<AppState>,
@@ -183,11 +183,17 @@ pub async fn grouped_notifications(
     let parsed = parse(query.as_deref())?;
     let page = match &parsed.filter {
         Some(filter) => {
-            let Paging { max_id, limit } = parsed.paging;
-            state
+            let Paging { max_id, limit, .. } = parsed.paging;
+            let mut page = state
                 .social
                 .notification_group_statuses(user, filter, max_id, limit)
-                .await?
+                .await?;
+            if let Some(since) = parsed.paging.since_id {
+                let whole = page.groups.len();
+                page.groups.retain(|g| g.latest_id > since);
+                page.next = page.next.filter(|_| page.groups.len() == whole);
+            }
+            page
         }
         None => GroupPage {
             groups: Vec::new(),
@@ -197,10 +203,9 @@ pub async fn grouped_notifications(
         },
     };
     let origin = Origin::of(&state.mastodon, &headers);
-    let first = page.groups.first().map(|g| g.latest_id);
     let body = Json(GroupedNotifications::new(&origin, &page));
     let path = "/api/v2/notifications";
-    Ok(with_link(body, &origin, path, &parsed, page.next, first))
+    Ok(with_link(body, &origin, path, &parsed, page.next))
 }
 
 #[cfg(test)]
