@@ -12,6 +12,8 @@
 //! `backup/reposts.rs`.
 
 mod common;
+#[path = "backup/dismissals.rs"]
+mod dismissals;
 #[path = "backup/ids.rs"]
 mod ids;
 #[path = "backup/load.rs"]

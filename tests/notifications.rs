@@ -6,6 +6,8 @@
 //! (`notifications/rebuild.rs`).
 
 mod common;
+#[path = "notifications/dismiss.rs"]
+mod dismiss;
 #[path = "notifications/http.rs"]
 mod http;
 #[path = "notifications/live.rs"]

@@ -8,6 +8,8 @@ mod authorize;
 mod common;
 #[path = "oauth/grants.rs"]
 mod grants;
+#[path = "oauth/refresh.rs"]
+mod refresh;
 
 use common::{Kind, TestConfig, TestServer, fresh_config, kinds};
 use reqwest::StatusCode;

@@ -8,7 +8,7 @@
 //! - **Extra**, from the user as recipient: their stored notifications a page at a time,
 //!   each page against the sources its notifications name (the follow edge, the like,
 //!   the repost, the post, the user's creation time); one the definition does not imply
-//!   has a cause that no longer stands.
+//!   has a cause that no longer stands, or was dismissed or cleared by the user.
 //!
 //! Every notification is one user's as recipient and another's as actor, so the pass over
 //! every user covers both ways of each one. Memory: one page, and the user's own slice.
@@ -145,9 +145,11 @@ async fn missing(
         }
     }
     // The liked posts' own replies and mentions are their authors' acts, not this user's.
-    let want: Vec<NotificationKey> = expected(&s)
-        .into_keys()
+    let implied = expected(&s);
+    let want: Vec<NotificationKey> = implied
+        .keys()
         .filter(|(_, _, actor, _)| actor == id)
+        .cloned()
         .collect();
     let mut absent = Vec::new();
     for chunk in want.chunks(PAGE) {
@@ -159,13 +161,32 @@ async fn missing(
             .collect();
         absent.extend(chunk.iter().filter(|k| !held.contains(*k)).cloned());
     }
-    Ok(absent)
+    // Those their recipients dismissed or cleared are not missing. This slice dates
+    // follows and likes at 0, so any dismissal of the cause, or any clear, covers them:
+    // a cause done again after its dismissal is not checked this way (the recipient's
+    // own pass, `extra`, still checks what is stored).
+    let mut dismissals: std::collections::BTreeMap<String, crate::domain::Dismissals> =
+        Default::default();
+    let mut out = Vec::new();
+    for key in absent {
+        let (user, kind, actor, post) = &key;
+        if !dismissals.contains_key(user) {
+            let d = store.notifications.dismissals(user).await?;
+            dismissals.insert(user.clone(), d);
+        }
+        let at = implied.get(&key).copied().unwrap_or(0);
+        if !dismissals[user].hides(*kind, actor, *post, at) {
+            out.push(key);
+        }
+    }
+    Ok(out)
 }
 
 /// `user`'s stored notifications whose cause no longer stands, with their ids.
 async fn extra(store: &Store, user: &User) -> StoreResult<Vec<(NotificationKey, PostId)>> {
     let id = user.id.as_str();
     let all = NotificationFilter::default();
+    let dismissals = store.notifications.dismissals(id).await?;
     let mut out = Vec::new();
     let mut before = None;
     loop {
@@ -218,10 +239,12 @@ async fn extra(store: &Store, user: &User) -> StoreResult<Vec<(NotificationKey, 
             s.posts.insert(post.id, notify_post(&post));
         }
         let implied = expected(&s);
+        // A stored notification the user dismissed or cleared is held as wrongly as
+        // one whose cause is gone.
         out.extend(
             page.iter()
-                .map(|n| (key_of(n), n.id))
-                .filter(|(key, _)| !implied.contains_key(key)),
+                .filter(|n| !implied.contains_key(&key_of(n)) || dismissals.hides_notification(n))
+                .map(|n| (key_of(n), n.id)),
         );
         if page.len() < PAGE {
             return Ok(out);

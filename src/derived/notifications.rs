@@ -23,8 +23,21 @@ pub fn key_of(n: &Notification) -> NotificationKey {
     (n.user.clone(), n.kind, n.actor.clone(), n.post)
 }
 
-/// Every notification the sources imply, with the time of its cause, keyed.
+/// Every notification the sources imply, with the time of its cause, keyed: one per
+/// standing cause, less those its recipient dismissed or cleared (`Dismissals`).
 pub fn expected(sources: &NotifySources) -> BTreeMap<NotificationKey, i64> {
+    let mut out = implied(sources);
+    out.retain(|(user, kind, actor, post), at| {
+        sources
+            .dismissals
+            .get(user)
+            .is_none_or(|d| !d.hides(*kind, actor, *post, *at))
+    });
+    out
+}
+
+/// Every notification the standing causes imply, dismissed or not.
+fn implied(sources: &NotifySources) -> BTreeMap<NotificationKey, i64> {
     let mut out = BTreeMap::new();
     for ((follower, followee), at) in &sources.follows {
         if notifies(followee, follower) {

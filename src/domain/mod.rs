@@ -20,9 +20,9 @@ pub use events::{Event, EventId, EventType};
 pub use hashtags::{MAX_TAGS_PER_POST, hashtags, is_tag};
 pub use ids::{MAX_LEAD_MS, PostId, PostIdError, PostIdGenerator, PostIdTimeError};
 pub use notifications::{
-    GROUP_ACTORS, MAX_MENTIONS_PER_POST, Notification, NotificationFilter, NotificationGroup,
-    NotificationType, NotifyPost, NotifySources, group_notifications, mention_counts, mentions,
-    notification_id, notifies, post_notifies, rebuilt_notification_id,
+    Dismissals, GROUP_ACTORS, MAX_MENTIONS_PER_POST, Notification, NotificationFilter,
+    NotificationGroup, NotificationType, NotifyPost, NotifySources, group_notifications,
+    mention_counts, mentions, notification_id, notifies, post_notifies, rebuilt_notification_id,
 };
 pub use reposts::{REPOSTS, Repost};
 pub use threads::{MAX_ANCESTORS, MAX_DESCENDANTS, ReplyTo, reply_visible};

@@ -242,6 +242,50 @@ pub struct NotifySources {
     /// (reposter, post) → the repost's time (its id's).
     pub reposts: BTreeMap<(String, PostId), i64>,
     pub posts: BTreeMap<PostId, NotifyPost>,
+    /// What each user took away from their notifications (absent: nothing).
+    pub dismissals: BTreeMap<String, Dismissals>,
+}
+
+/// What a user took away from their notifications: a source of its own, which the
+/// worker, every rebuild, the audit and every view respect, so a rebuild never brings a
+/// dismissed notification back. A notification is hidden when its time is at or before
+/// the user's clear (`cleared_ms`), or at or before the dismissal of its cause (its
+/// type, actor and post): a cause done again after its dismissal (a like undone and
+/// given again) notifies again. Times are the causes' (a rebuilt notification's) or
+/// their changes' (the worker's, a little later): both at or before the instant of the
+/// dismissal of a notification that was shown.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Dismissals {
+    /// Every notification at or before this time is cleared.
+    pub cleared_ms: Option<i64>,
+    /// (type, actor, post) → the time up to which that cause's notification is dismissed.
+    pub dismissed: BTreeMap<(NotificationType, String, Option<PostId>), i64>,
+}
+
+impl Dismissals {
+    /// Whether the notification of this cause, made at `at_ms`, is taken away.
+    pub fn hides(
+        &self,
+        kind: NotificationType,
+        actor: &str,
+        post: Option<PostId>,
+        at_ms: i64,
+    ) -> bool {
+        self.cleared_ms.is_some_and(|c| at_ms <= c)
+            || self
+                .dismissed
+                .get(&(kind, actor.to_owned(), post))
+                .is_some_and(|d| at_ms <= *d)
+    }
+
+    /// Whether it hides `n`.
+    pub fn hides_notification(&self, n: &Notification) -> bool {
+        self.hides(n.kind, &n.actor, n.post, n.at_ms)
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.cleared_ms.is_none() && self.dismissed.is_empty()
+    }
 }
 
 #[cfg(test)]

@@ -2,6 +2,7 @@
 
 mod activity;
 pub mod auth;
+mod engagement;
 pub mod error;
 mod events;
 mod follows;
@@ -107,6 +108,11 @@ pub fn router(state: AppState, settings: &HttpSettings) -> Router {
         )
         .route("/v1/users/{id}/mutes", get(relations::list_mutes))
         .route("/v1/posts/{post_id}/context", get(threads::context))
+        .route("/v1/posts/{post_id}/likes", get(engagement::list_likers))
+        .route(
+            "/v1/posts/{post_id}/reposts",
+            get(engagement::list_reposters),
+        )
         .route("/v1/users/{id}/timeline", get(timeline::timeline))
         .route(
             "/v1/users/{id}/timeline/stream",
@@ -126,7 +132,11 @@ pub fn router(state: AppState, settings: &HttpSettings) -> Router {
         .route("/v1/users/{id}/activity", get(activity::list_activity))
         .route(
             "/v1/users/{id}/notifications",
-            get(notifications::list_notifications),
+            get(notifications::list_notifications).delete(notifications::clear_notifications),
+        )
+        .route(
+            "/v1/users/{id}/notifications/{notification_id}",
+            get(notifications::get_notification).delete(notifications::dismiss_notification),
         )
         .route(
             "/v1/users/{id}/tokens",

@@ -1,6 +1,8 @@
-//! A user's notifications: `GET /v1/users/{id}/notifications`, plain or grouped.
+//! A user's notifications: `GET /v1/users/{id}/notifications`, plain or grouped; one by
+//! id, its dismissal, and clearing them all.
 
-use axum::extract::State;
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
@@ -210,4 +212,77 @@ pub async fn list_notifications(
             next_cursor: page.next.map(|id| id.to_string()),
         }))
     }
+}
+
+/// A notification id in a path: 24 hex characters, else it names none (404).
+fn known_notification_id(raw: &str) -> ApiResult<crate::domain::PostId> {
+    raw.parse()
+        .map_err(|_| ApiError::not_found(format!("notification {raw} not found")))
+}
+
+/// One of the user's notifications, as a page serves it.
+#[utoipa::path(
+    get, path = "/v1/users/{id}/notifications/{notification_id}", tag = "notifications",
+    params(("id" = String, Path, description = "The notified user"), ("notification_id" = String, Path, description = "Notification id")),
+    security(("bearer" = [])),
+    responses(
+        (status = 200, description = "The notification", body = NotificationBody),
+        (status = 404, description = "Unknown user, or no such notification of theirs: never made, dismissed, cleared, its cause undone, or its actor hidden from them", body = Problem, content_type = "application/problem+json"),
+    )
+)]
+pub async fn get_notification(
+    State(state): State<AppState>,
+    Owner(id): Owner,
+    Path((_owner, notification)): Path<(String, String)>,
+) -> ApiResult<Json<NotificationBody>> {
+    known_user_id(&id)?;
+    let notification = known_notification_id(&notification)?;
+    let view = state.social.notifications().get(&id, notification).await?;
+    Ok(Json(view.into()))
+}
+
+/// Dismiss one notification for good: neither the worker nor a rebuild brings it back;
+/// the same cause done again later (a like undone and given again) notifies again.
+#[utoipa::path(
+    delete, path = "/v1/users/{id}/notifications/{notification_id}", tag = "notifications",
+    params(("id" = String, Path, description = "The notified user"), ("notification_id" = String, Path, description = "Notification id")),
+    security(("bearer" = [])),
+    responses(
+        (status = 204, description = "Dismissed"),
+        (status = 404, description = "Unknown user, or no such notification stored for them (never made, or dismissed or cleared already)", body = Problem, content_type = "application/problem+json"),
+    )
+)]
+pub async fn dismiss_notification(
+    State(state): State<AppState>,
+    Owner(id): Owner,
+    Path((_owner, notification)): Path<(String, String)>,
+) -> ApiResult<StatusCode> {
+    known_user_id(&id)?;
+    let notification = known_notification_id(&notification)?;
+    state
+        .social
+        .notifications()
+        .dismiss(&id, notification)
+        .await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// Clear every notification the user has now, for good (as a dismissal of each);
+/// causes done later notify as usual.
+#[utoipa::path(
+    delete, path = "/v1/users/{id}/notifications", tag = "notifications",
+    params(("id" = String, Path, description = "The notified user")),
+    security(("bearer" = [])),
+    responses(
+        (status = 204, description = "Cleared"),
+        (status = 404, description = "Unknown user", body = Problem, content_type = "application/problem+json"),
+    )
+)]
+pub async fn clear_notifications(
+    State(state): State<AppState>,
+    Owner(id): Owner,
+) -> ApiResult<StatusCode> {
+    known_user_id(&id)?;
+    state.social.notifications().clear(&id).await?;
+    Ok(StatusCode::NO_CONTENT)
 }

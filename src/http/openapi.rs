@@ -6,8 +6,8 @@
 use utoipa::OpenApi;
 
 use super::{
-    activity, error, events, follows, mastodon, notifications, ops, posts, relations, reposts,
-    threads, timeline, tokens, trends, users,
+    activity, engagement, error, events, follows, mastodon, notifications, ops, posts, relations,
+    reposts, threads, timeline, tokens, trends, users,
 };
 
 #[derive(OpenApi)]
@@ -24,11 +24,13 @@ use super::{
         relations::mute, relations::unmute, relations::list_mutes,
         posts::create_post, posts::get_post, posts::delete_post, posts::list_posts,
         reposts::repost, reposts::unrepost,
+        engagement::list_likers, engagement::list_reposters,
         threads::context,
         timeline::timeline, events::timeline_stream, events::list_events,
         trends::tag, trends::trends,
         activity::like, activity::unlike, activity::list_activity,
-        notifications::list_notifications,
+        notifications::list_notifications, notifications::get_notification,
+        notifications::dismiss_notification, notifications::clear_notifications,
         ops::healthz, ops::readyz, ops::metrics, ops::openapi, ops::meta, ops::workers,
         mastodon::instance_v1, mastodon::instance_v2, mastodon::nodeinfo_links, mastodon::nodeinfo,
         mastodon::apps::create_app, mastodon::apps::verify_app,

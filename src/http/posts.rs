@@ -1,7 +1,7 @@
 //! Posts: `/v1/users/{id}/posts` and `/v1/posts/{post_id}`.
 
 use axum::extract::{Path, State};
-use axum::http::StatusCode;
+use axum::http::{HeaderMap, StatusCode};
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
@@ -101,18 +101,23 @@ pub struct PageQuery {
 /// merged at read time).
 #[utoipa::path(
     post, path = "/v1/users/{id}/posts", tag = "posts",
-    params(("id" = String, Path, description = "Author")),
+    params(
+        ("id" = String, Path, description = "Author"),
+        ("Idempotency-Key" = Option<String>, Header, description = "1–256 bytes. The same author and key within an hour answer the first post (200) and create nothing, whatever the body"),
+    ),
     request_body = CreatePost,
     security(("bearer" = [])),
     responses(
         (status = 201, description = "Created", body = PostBody),
-        (status = 404, description = "Unknown user, or `in_reply_to` names no existing post", body = Problem, content_type = "application/problem+json"),
-        (status = 422, description = "Invalid text, or a malformed `in_reply_to`", body = Problem, content_type = "application/problem+json"),
+        (status = 200, description = "The post created earlier under the same `Idempotency-Key`", body = PostBody),
+        (status = 404, description = "Unknown user, `in_reply_to` names no existing post, or the post of this `Idempotency-Key` was deleted", body = Problem, content_type = "application/problem+json"),
+        (status = 422, description = "Invalid text, a malformed `in_reply_to`, or an `Idempotency-Key` that is empty, over 256 bytes or not visible ASCII", body = Problem, content_type = "application/problem+json"),
     )
 )]
 pub async fn create_post(
     State(state): State<AppState>,
     Owner(id): Owner,
+    headers: HeaderMap,
     Json(body): Json<CreatePost>,
 ) -> ApiResult<(StatusCode, Json<PostBody>)> {
     known_user_id(&id)?;
@@ -123,6 +128,20 @@ pub async fn create_post(
         })?),
         None => None,
     };
+    if let Some(key) = headers.get("idempotency-key") {
+        let key = key
+            .to_str()
+            .map_err(|_| ApiError::invalid("Idempotency-Key must be visible ASCII"))?;
+        let keyed = state
+            .social
+            .post_once(&id, &body.text, in_reply_to, key)
+            .await?;
+        let status = match keyed.created {
+            true => StatusCode::CREATED,
+            false => StatusCode::OK,
+        };
+        return Ok((status, Json(keyed.post.into())));
+    }
     let post = state
         .social
         .post_reply(&id, &body.text, in_reply_to)

@@ -183,18 +183,23 @@ impl Social {
         self.view(viewer, Entry::Post(post)).await
     }
 
-    /// [`Social::post_reply`], as its author sees the new post.
+    /// [`Social::post_reply`], as its author sees the new post; under an
+    /// `Idempotency-Key`, [`Social::post_once`]: a retry answers the key's first post.
     pub async fn post_status(
         &self,
         author: &str,
         text: &str,
         in_reply_to: Option<PostId>,
+        idempotency_key: Option<&str>,
     ) -> StoreResult<StatusView> {
         if let Some(parent) = in_reply_to {
             // Answering a post one cannot see is answering a post that does not exist.
             self.get_post_as(parent, Some(author)).await?;
         }
-        let post = self.post_reply(author, text, in_reply_to).await?;
+        let post = match idempotency_key {
+            Some(key) => self.post_once(author, text, in_reply_to, key).await?.post,
+            None => self.post_reply(author, text, in_reply_to).await?,
+        };
         self.view(Some(author), Entry::Post(post)).await
     }
 

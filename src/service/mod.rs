@@ -7,7 +7,9 @@
 
 mod activity;
 pub mod auth;
+mod engagement;
 pub mod events;
+mod idempotency;
 pub mod masto_notifications;
 pub mod mastodon;
 pub mod notifications;
@@ -29,7 +31,9 @@ use crate::workers::Wakers;
 
 pub use activity::ActivityLog;
 pub use auth::{Auth, AuthError, AuthSettings, IssuedToken};
+pub use engagement::{liker_cursor, parse_liker_cursor};
 pub use events::{EventPage, EventsService, Window};
+pub use idempotency::{KeyedPost, POST_KEY_TTL_MS};
 pub use notifications::Notifications;
 pub use relations::MuteRequest;
 pub use reposts::Listed;
@@ -300,15 +304,21 @@ impl Social {
         text: &str,
         in_reply_to: Option<PostId>,
     ) -> StoreResult<Post> {
-        let Inserted {
-            post,
-            author_followers,
-            author_name,
-        } = self
+        let inserted = self
             .store
             .content
             .insert_post(author, text, in_reply_to, now_ms())
             .await?;
+        self.deliver_post(inserted).await
+    }
+
+    /// Delivers a post just stored: see [`Social::post`].
+    async fn deliver_post(&self, inserted: Inserted) -> StoreResult<Post> {
+        let Inserted {
+            post,
+            author_followers,
+            author_name,
+        } = inserted;
         self.wakers.wake_all();
         crate::faults::point("post.inserted").await;
         if self.timelines.fans_out_inline(author_followers) {

@@ -125,11 +125,25 @@ impl Notifications {
         // The cursor is the last notification read, so a page that loses some to the
         // check below may be short, but never skips any.
         let next = more.then(|| items.last().map(|n| n.id)).flatten();
+        // Dismissed ones are removed by the dismissal's own write; read again here, so
+        // none is served whatever a racing worker wrote (MongoDB).
+        let dismissals = self.store.notifications.dismissals(user).await?;
+        items.retain(|n| !dismissals.hides_notification(n));
         let items = self.standing(user, items).await?;
+        self.views(user, items)
+            .await
+            .map(|items| Page { items, next })
+    }
+
+    async fn views(
+        &self,
+        user: &str,
+        items: Vec<Notification>,
+    ) -> StoreResult<Vec<NotificationView>> {
         let names = self
             .names(user, items.iter().map(|n| n.actor.clone()).collect())
             .await?;
-        let items = items
+        Ok(items
             .into_iter()
             .map(|n| NotificationView {
                 id: n.id,
@@ -141,8 +155,70 @@ impl Notifications {
                 post: n.post,
                 at_ms: n.at_ms,
             })
-            .collect();
-        Ok(Page { items, next })
+            .collect())
+    }
+
+    /// `user`'s notification `id`, as a page would serve it: `NotFound` when the user is
+    /// unknown, or it is not theirs, was dismissed or cleared, its cause no longer
+    /// stands, or its actor is hidden from them (a block either way, a mute that hides
+    /// notifications).
+    pub async fn get(&self, user: &str, id: PostId) -> StoreResult<NotificationView> {
+        self.shown(user, id)
+            .await?
+            .ok_or_else(|| StoreError::NotFound(format!("notification {id}")))
+    }
+
+    async fn shown(&self, user: &str, id: PostId) -> StoreResult<Option<NotificationView>> {
+        self.known(user).await?;
+        let Some(n) = self.store.notifications.notification(user, id).await? else {
+            return Ok(None);
+        };
+        let filter = self.visible(user, &NotificationFilter::default()).await?;
+        let dismissals = self.store.notifications.dismissals(user).await?;
+        if !filter.admits(n.kind, &n.actor) || dismissals.hides_notification(&n) {
+            return Ok(None);
+        }
+        let items = self.standing(user, vec![n]).await?;
+        Ok(self.views(user, items).await?.pop())
+    }
+
+    /// Dismisses `user`'s notification `id` for good: its cause (type, actor, post) is
+    /// recorded as dismissed up to now (a source), so neither the worker nor a rebuild
+    /// brings it back; the same cause done again later notifies again. `NotFound` as
+    /// [`Notifications::get`].
+    pub async fn dismiss(&self, user: &str, id: PostId) -> StoreResult<()> {
+        self.known(user).await?;
+        let Some(n) = self.store.notifications.notification(user, id).await? else {
+            return Err(StoreError::NotFound(format!("notification {id}")));
+        };
+        // Notifications are dated by their writers' clocks: up to the later of now and
+        // its own time, so a clock behind the writer's still covers it.
+        let upto = crate::domain::now_ms().max(n.at_ms);
+        self.store
+            .notifications
+            .dismiss_notification(user, n.kind, &n.actor, n.post, upto)
+            .await
+    }
+
+    /// Clears every notification `user` has now, for good (a source: see
+    /// [`Notifications::dismiss`]): up to the later of now and their newest one's time.
+    /// `NotFound` when the user is unknown.
+    pub async fn clear(&self, user: &str) -> StoreResult<()> {
+        self.known(user).await?;
+        let all = NotificationFilter::default();
+        let newest = self
+            .store
+            .notifications
+            .notifications(user, &all, None, 1)
+            .await?;
+        let upto = newest
+            .iter()
+            .map(|n| n.at_ms)
+            .fold(crate::domain::now_ms(), i64::max);
+        self.store
+            .notifications
+            .clear_notifications(user, upto)
+            .await
     }
 
     /// Those of `items` (notifications of `user`) whose cause stands now: the follow
@@ -238,6 +314,10 @@ impl Notifications {
             .await?;
         let more = groups.len() > limit;
         groups.truncate(limit);
+        // Cleared groups are removed by the clear's own write; read again here.
+        let cleared = self.store.notifications.dismissals(user).await?.cleared_ms;
+        let next_before_clear = groups.last().map(|g| g.latest_id);
+        groups.retain(|g| cleared.is_none_or(|c| g.latest_at_ms > c));
         let names = self
             .names(
                 user,
@@ -247,7 +327,7 @@ impl Notifications {
                     .collect(),
             )
             .await?;
-        let next = more.then(|| groups.last().map(|g| g.latest_id)).flatten();
+        let next = more.then_some(next_before_clear).flatten();
         let items = groups
             .into_iter()
             .map(|g| GroupView {

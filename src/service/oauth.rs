@@ -10,6 +10,7 @@ mod forms;
 mod grants;
 mod limits;
 mod passwords;
+mod refresh;
 
 use std::net::IpAddr;
 use std::sync::Arc;
@@ -111,6 +112,9 @@ pub struct CreatedApp {
 #[derive(Debug, Clone)]
 pub struct IssuedAccess {
     pub token: String,
+    /// Issued with the `authorization_code`, `password` and `refresh_token` grants:
+    /// shown once, one use (see `oauth/refresh.rs`).
+    pub refresh_token: Option<String>,
     pub scopes: Scopes,
     pub created_at_ms: i64,
 }
@@ -384,7 +388,7 @@ impl Social {
             (None, Some(_)) => return Err(invalid("the code was issued without PKCE")),
         }
         let scopes = scopes_of(&record.scopes, "read")?;
-        self.issue_access(Some(&record.user), &client.client_id, scopes)
+        self.issue_pair(&record.user, &client.client_id, scopes)
             .await
     }
 
@@ -399,8 +403,7 @@ impl Social {
     ) -> OAuthResult<IssuedAccess> {
         let scopes = requested_scopes(client, scope)?;
         self.sign_in(user, password, address).await?;
-        self.issue_access(Some(user), &client.client_id, scopes)
-            .await
+        self.issue_pair(user, &client.client_id, scopes).await
     }
 
     /// `client_credentials`: a token for the app itself, with no user.
@@ -432,6 +435,7 @@ impl Social {
                 Ok(()) => {
                     return Ok(IssuedAccess {
                         token,
+                        refresh_token: None,
                         scopes,
                         created_at_ms: record.created_at_ms,
                     });
@@ -452,7 +456,13 @@ impl Social {
             .revoke_access(&hash, &client.client_id)
             .await;
         self.oauth.grants.revoked(&hash);
-        revoked.map(|_| ())
+        revoked?;
+        // A refresh token given, or those issued with the access token given.
+        self.store
+            .oauth
+            .revoke_refresh(&hash, &client.client_id)
+            .await
+            .map(|_| ())
     }
 
     /// What a bearer credential grants on the Mastodon API.

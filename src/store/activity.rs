@@ -55,4 +55,20 @@ pub trait ActivityStore: Send + Sync + 'static {
         &self,
         likes: &[(String, PostId)],
     ) -> StoreResult<Vec<(String, PostId)>>;
+    /// Who likes `post`, newest like first (ties by user, descending), strictly below
+    /// `before`, at most `limit`: one index range (embedded: `likes_by_post (post,
+    /// created_at, user)`; MongoDB: `{_id.p: 1, createdAt: -1, _id.u: -1}`).
+    async fn likers(
+        &self,
+        post: PostId,
+        before: Option<&Liker>,
+        limit: usize,
+    ) -> StoreResult<Vec<Liker>>;
+}
+
+/// A like of a post, as its likers list shows it; also the list's cursor.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Liker {
+    pub user: String,
+    pub at_ms: i64,
 }

@@ -28,7 +28,8 @@ use async_trait::async_trait;
 use super::{LogBounds, StoreResult, TokenHash};
 use crate::domain::relations::MuteSettings;
 use crate::domain::{
-    ActivityLimits, FeedStrategy, Notification, NotificationType, PostId, rebuilt_notification_id,
+    ActivityLimits, Dismissals, FeedStrategy, Notification, NotificationType, PostId,
+    rebuilt_notification_id,
 };
 
 /// A string inside a [`Rows`] buffer.
@@ -347,7 +348,14 @@ pub struct Cause {
 /// `user`'s notifications from their causes, with rebuilt ids: ranked by (time, key),
 /// as `derived::notifications::rebuilt` ranks them, so a bulk load writes exactly what
 /// the notifications worker's rebuild would.
-pub fn rebuilt_for_user(user: &str, mut causes: Vec<Cause>) -> Vec<Notification> {
+/// The causes `dismissals` (the user's) hides are left out before ranking, as the
+/// definition leaves them out.
+pub fn rebuilt_for_user(
+    user: &str,
+    mut causes: Vec<Cause>,
+    dismissals: &Dismissals,
+) -> Vec<Notification> {
+    causes.retain(|c| !dismissals.hides(c.kind, &c.actor, c.post, c.at_ms));
     causes.sort();
     causes.dedup();
     causes

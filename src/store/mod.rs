@@ -19,6 +19,7 @@ pub mod deliveries;
 pub mod embedded;
 pub mod events;
 pub mod graph;
+pub mod idempotency;
 pub mod leases;
 pub mod mongo;
 pub mod notifications;
@@ -35,7 +36,7 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 
-pub use activity::ActivityStore;
+pub use activity::{ActivityStore, Liker};
 pub use audit::AuditStore;
 pub use bulk::BulkStore;
 pub use changes::ChangeFeed;
@@ -44,9 +45,10 @@ pub use content::{ContentStore, Inserted};
 pub use deliveries::DeliveryStore;
 pub use events::{EventStore, LogBounds};
 pub use graph::{EdgeState, GraphStore, in_follower_batches};
+pub use idempotency::{IdempotencyStore, KeyedInsert, PostKey};
 pub use leases::{Lease, LeaseStore};
 pub use notifications::{NotificationEffect, NotificationStore, RebuildBounds, Recipient};
-pub use oauth::{AccessRecord, AppRecord, CodeRecord, OAuthStore};
+pub use oauth::{AccessRecord, AppRecord, CodeRecord, OAuthStore, RefreshRecord};
 pub use relations::{Blocked, RelationStore};
 pub use reposts::{RepostStore, Reposted};
 pub use threads::ThreadStore;
@@ -125,6 +127,7 @@ pub trait Adapter:
     + RepostStore
     + OAuthStore
     + ClaimStore
+    + IdempotencyStore
 {
 }
 
@@ -149,6 +152,7 @@ impl<T> Adapter for T where
         + RepostStore
         + OAuthStore
         + ClaimStore
+        + IdempotencyStore
 {
 }
 
@@ -181,6 +185,7 @@ pub struct Store {
     pub oauth: Arc<dyn OAuthStore>,
     /// Claims left by writers that died mid-write (`claims.rs`).
     pub claims: Arc<dyn ClaimStore>,
+    pub idempotency: Arc<dyn IdempotencyStore>,
 }
 
 impl Store {
@@ -205,7 +210,8 @@ impl Store {
             notifications: adapter.clone(),
             reposts: adapter.clone(),
             oauth: adapter.clone(),
-            claims: adapter,
+            claims: adapter.clone(),
+            idempotency: adapter,
         }
     }
 

@@ -12,8 +12,8 @@ use async_trait::async_trait;
 
 use super::StoreResult;
 use crate::domain::{
-    Fence, Notification, NotificationFilter, NotificationGroup, NotificationType, NotifySources,
-    PostId,
+    Dismissals, Fence, Notification, NotificationFilter, NotificationGroup, NotificationType,
+    NotifySources, PostId,
 };
 
 /// Who a new notification goes to.
@@ -114,4 +114,28 @@ pub trait NotificationStore: Send + Sync + 'static {
         before: Option<PostId>,
         limit: usize,
     ) -> StoreResult<Vec<NotificationGroup>>;
+    /// `user`'s stored notification `id`, if any: one index lookup (embedded:
+    /// `notifications_by_id`; MongoDB: `{user: 1, id: -1}`).
+    async fn notification(&self, user: &str, id: PostId) -> StoreResult<Option<Notification>>;
+    /// What `user` dismissed and cleared: a source (see `Dismissals`), which the worker
+    /// (in the effect: embedded, in its transaction; MongoDB, read before the insert and
+    /// again after it, undoing the insert when a dismissal landed in between), every
+    /// rebuild and the audit respect.
+    async fn dismissals(&self, user: &str) -> StoreResult<Dismissals>;
+    /// Records that `user` dismissed the notification of (`kind`, `actor`, `post`) up to
+    /// `upto_ms`, and removes it (with its group moved) if stored: embedded, in one
+    /// transaction; MongoDB, the source first, then the notification and a recount of
+    /// its group. Idempotent; a later dismissal of the same cause moves `upto_ms` up.
+    async fn dismiss_notification(
+        &self,
+        user: &str,
+        kind: NotificationType,
+        actor: &str,
+        post: Option<PostId>,
+        upto_ms: i64,
+    ) -> StoreResult<()>;
+    /// Records that `user` cleared every notification up to `upto_ms`, and removes them
+    /// with their groups, as [`NotificationStore::dismiss_notification`] does. Dismissals
+    /// the clear covers are dropped from the source.
+    async fn clear_notifications(&self, user: &str, upto_ms: i64) -> StoreResult<()>;
 }

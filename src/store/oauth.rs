@@ -52,6 +52,21 @@ pub struct AccessRecord {
     pub created_at_ms: i64,
 }
 
+/// An OAuth refresh token, stored by the SHA-256 of its value. One use: the
+/// `refresh_token` grant takes it (`OAuthStore::take_refresh`) and issues another.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RefreshRecord {
+    /// Public id (random).
+    pub id: String,
+    pub user: String,
+    pub client_id: String,
+    /// The most a token it buys may hold.
+    pub scopes: String,
+    /// The SHA-256 of the access token issued with it: revoking that token revokes this.
+    pub access_hash: TokenHash,
+    pub created_at_ms: i64,
+}
+
 #[async_trait]
 pub trait OAuthStore: Send + Sync + 'static {
     /// Sets (replaces) `user`'s password hash; `false` when there is no such user.
@@ -84,4 +99,15 @@ pub trait OAuthStore: Send + Sync + 'static {
     /// Deletes the token whose value hashes to `hash` if `client_id` issued it; `false`
     /// when there was none.
     async fn revoke_access(&self, hash: &TokenHash, client_id: &str) -> StoreResult<bool>;
+
+    /// `Conflict` when the hash is taken.
+    async fn insert_refresh(&self, hash: &TokenHash, refresh: &RefreshRecord) -> StoreResult<()>;
+    /// Deletes the refresh token and returns what it was, in one atomic write: of any
+    /// number of calls with one hash, at most one gets `Some` (rotation: a refresh token
+    /// buys one new pair, then stops working).
+    async fn take_refresh(&self, hash: &TokenHash) -> StoreResult<Option<RefreshRecord>>;
+    /// Deletes, if `client_id` holds them, the refresh token whose value hashes to
+    /// `hash` and those issued with the access token whose value hashes to `hash`;
+    /// `false` when there was none.
+    async fn revoke_refresh(&self, hash: &TokenHash, client_id: &str) -> StoreResult<bool>;
 }

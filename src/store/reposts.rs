@@ -67,4 +67,13 @@ pub trait RepostStore: Send + Sync + 'static {
         reposters: &[String],
         below: PostId,
     ) -> StoreResult<Vec<Repost>>;
+    /// The reposts of `post`, newest first, ids strictly below `before`, at most
+    /// `limit`: one index range (embedded: `reposts_by_post (post, id)`; MongoDB:
+    /// `{post: 1, _id: 1}`). Its reposters list.
+    async fn reposts_of_post(
+        &self,
+        post: PostId,
+        before: Option<PostId>,
+        limit: usize,
+    ) -> StoreResult<Vec<Repost>>;
 }

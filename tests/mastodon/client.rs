@@ -114,13 +114,13 @@ impl Masto {
 }
 
 impl Masto {
-    /// Posts with an `Idempotency-Key`; the answer's status.
-    pub async fn send_with_key(&self, token: &str, key: &str) -> StatusCode {
+    /// Posts `text` with an `Idempotency-Key`.
+    pub async fn send_with_key(&self, token: &str, key: &str, text: &str) -> Answer {
         let request = self
             .http
             .post(format!("{}/api/v1/statuses", self.base))
             .header("idempotency-key", key)
-            .json(&serde_json::json!({"status": "keyed"}));
-        self.send(request, Some(token)).await.status
+            .json(&serde_json::json!({ "status": text }));
+        self.send(request, Some(token)).await
     }
 }

@@ -182,9 +182,21 @@ async fn what_cannot_be_posted_is_refused_and_blocks_hide_statuses() {
             .form("/api/v1/statuses", &al, &[("status", &long)])
             .await;
         assert_eq!(too_long.status, StatusCode::UNPROCESSABLE_ENTITY);
-        let key = masto.send_with_key(&al, "x".repeat(300).as_str()).await;
-        assert_eq!(key, StatusCode::UNPROCESSABLE_ENTITY);
-        assert_eq!(masto.send_with_key(&al, "a-key").await, StatusCode::OK);
+        let key = masto
+            .send_with_key(&al, "x".repeat(300).as_str(), "x")
+            .await;
+        assert_eq!(key.status, StatusCode::UNPROCESSABLE_ENTITY);
+        // A retry with the same key answers the first status and posts nothing.
+        let first = masto.send_with_key(&al, "a-key", "keyed").await;
+        let retry = masto.send_with_key(&al, "a-key", "changed").await;
+        assert_eq!(
+            (first.status, retry.status),
+            (StatusCode::OK, StatusCode::OK)
+        );
+        assert_eq!(retry.body["id"], first.body["id"], "{kind:?}");
+        assert_eq!(retry.body["content"], "<p>keyed</p>");
+        let other = masto.send_with_key(&bo, "a-key", "keyed").await;
+        assert_ne!(other.body["id"], first.body["id"], "keys are per user");
 
         for path in [
             "/api/v1/statuses/nope",

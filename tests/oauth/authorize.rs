@@ -153,6 +153,12 @@ async fn the_code_flow_holds_to_pkce_and_each_code_is_used_once_before_it_expire
         assert_eq!(token.status, StatusCode::OK, "{kind:?}: {}", token.text);
         assert_eq!(token.json()["scope"], "read write");
         let access = token.json()["access_token"].as_str().unwrap().to_owned();
+        assert_eq!(
+            token.json()["refresh_token"].as_str().map(str::len),
+            Some(64),
+            "the code grant issues a refresh token: {}",
+            token.text
+        );
         let me = client
             .get("/api/v1/accounts/verify_credentials", Some(&access))
             .await;

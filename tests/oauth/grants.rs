@@ -110,25 +110,30 @@ async fn apps_register_from_forms_and_json_and_the_metadata_lists_what_is_served
             .await;
         assert_eq!(wrong.status, StatusCode::UNAUTHORIZED);
         assert_eq!(wrong.json()["error"], "invalid_client");
-        let refresh = client
+        let unsupported = client
             .form(
                 "/oauth/token",
                 None,
                 &[
-                    ("grant_type", "refresh_token"),
+                    ("grant_type", "implicit"),
                     ("client_id", &creds.0),
                     ("client_secret", &creds.1),
                 ],
             )
             .await;
-        assert_eq!(refresh.json()["error"], "unsupported_grant_type");
+        assert_eq!(unsupported.json()["error"], "unsupported_grant_type");
         let meta = client
             .get("/.well-known/oauth-authorization-server", None)
             .await
             .json();
         assert_eq!(
             meta["grant_types_supported"],
-            json!(["authorization_code", "client_credentials", "password"])
+            json!([
+                "authorization_code",
+                "client_credentials",
+                "password",
+                "refresh_token"
+            ])
         );
         assert_eq!(meta["code_challenge_methods_supported"], json!(["S256"]));
         assert_eq!(

@@ -1,5 +1,6 @@
 //! `POST /oauth/token` (grants `authorization_code` with PKCE S256,
-//! `client_credentials`, `password`; no refresh tokens are issued), `POST /oauth/revoke`
+//! `client_credentials`, `password`, `refresh_token`; the code and password grants issue
+//! a refresh token, one use each), `POST /oauth/revoke`
 //! and `GET /.well-known/oauth-authorization-server`, which lists exactly these. Bodies
 //! are forms or JSON; the client authenticates in the body or with HTTP Basic.
 
@@ -21,7 +22,12 @@ use crate::service::oauth::{IssuedAccess, OAuthError};
 use crate::store::AppRecord;
 
 /// The grants `/oauth/token` serves.
-pub const GRANT_TYPES: [&str; 3] = ["authorization_code", "client_credentials", "password"];
+pub const GRANT_TYPES: [&str; 4] = [
+    "authorization_code",
+    "client_credentials",
+    "password",
+    "refresh_token",
+];
 
 #[derive(Debug, Deserialize, ToSchema)]
 pub struct TokenForm {
@@ -37,10 +43,13 @@ pub struct TokenForm {
     pub code_verifier: Option<String>,
     /// `password`: the user id.
     pub username: Option<String>,
+    /// `refresh_token`: a refresh token this app was given, spent by this request.
+    pub refresh_token: Option<String>,
     /// `password`.
     pub password: Option<String>,
     /// `password`, `client_credentials`: space-separated, within the app's; the app's
-    /// scopes when absent.
+    /// scopes when absent. `refresh_token`: within the refresh token's; its scopes when
+    /// absent.
     #[schema(value_type = Option<String>)]
     pub scope: Option<StringOrList>,
 }
@@ -55,6 +64,11 @@ pub struct Token {
     pub scope: String,
     /// Unix seconds.
     pub created_at: i64,
+    /// With the `authorization_code`, `password` and `refresh_token` grants: spend it
+    /// with `grant_type=refresh_token` for a new pair (once; it stops working then, and
+    /// the access token issued with it is revoked).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub refresh_token: Option<String>,
 }
 
 pub(super) fn token(issued: IssuedAccess) -> Token {
@@ -63,6 +77,7 @@ pub(super) fn token(issued: IssuedAccess) -> Token {
         token_type: "Bearer".to_owned(),
         scope: issued.scopes.to_string(),
         created_at: issued.created_at_ms.div_euclid(1000),
+        refresh_token: issued.refresh_token,
     }
 }
 
@@ -106,7 +121,7 @@ fn missing(field: &str) -> MastoError {
         description = "Or the same fields as JSON"),
     responses(
         (status = 200, description = "Issued", body = Token),
-        (status = 400, description = "invalid_request, invalid_grant (unknown, spent, expired or foreign code, wrong redirect_uri or code_verifier, wrong credentials), invalid_scope or unsupported_grant_type", body = MastoErrorBody),
+        (status = 400, description = "invalid_request, invalid_grant (unknown, spent, expired or foreign code, wrong redirect_uri or code_verifier, wrong credentials, unknown, spent, revoked or foreign refresh token), invalid_scope or unsupported_grant_type", body = MastoErrorBody),
         (status = 401, description = "invalid_client", body = MastoErrorBody),
         (status = 415, description = "Neither a form nor JSON", body = MastoErrorBody),
         (status = 422, description = "A field of the wrong type", body = MastoErrorBody),
@@ -148,6 +163,13 @@ pub async fn token_endpoint(
                 .password_grant(&app, &user, &password, scope.as_deref(), address)
                 .await
         }
+        "refresh_token" => {
+            let refresh = form.refresh_token.ok_or_else(|| missing("refresh_token"))?;
+            state
+                .social
+                .refresh_grant(&app, &refresh, scope.as_deref())
+                .await
+        }
         _ => {
             state
                 .social
@@ -162,14 +184,15 @@ pub async fn token_endpoint(
 pub struct RevokeForm {
     pub client_id: Option<String>,
     pub client_secret: Option<String>,
-    /// The access token to revoke.
+    /// The access token or refresh token to revoke (an access token takes the refresh
+    /// token issued with it along).
     pub token: String,
 }
 
 #[derive(Debug, Serialize, ToSchema)]
 pub struct Empty {}
 
-/// Revoke an access token the client holds. An unknown token is no error (RFC 7009).
+/// Revoke an access or refresh token the client holds; an unknown one is no error.
 #[utoipa::path(post, path = "/oauth/revoke", tag = "mastodon",
     request_body(content = RevokeForm, content_type = "application/x-www-form-urlencoded",
         description = "Or the same fields as JSON"),

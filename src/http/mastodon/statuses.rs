@@ -144,10 +144,11 @@ fn render(
     Status::new(&Origin::of(&state.mastodon, headers), status)
 }
 
-/// Post a status (form or JSON). `Idempotency-Key` is parsed, not yet honoured.
+/// Post a status (form or JSON). A repeat with the same `Idempotency-Key` within an
+/// hour answers the first status and posts nothing.
 #[utoipa::path(post, path = "/api/v1/statuses", tag = "mastodon",
     security(("bearer" = [])),
-    params(("Idempotency-Key" = Option<String>, Header, description = "Parsed (1-256 printable ASCII characters); a repeat is not yet recognised")),
+    params(("Idempotency-Key" = Option<String>, Header, description = "1-256 printable ASCII characters: a repeat by the same user within an hour answers the first status")),
     request_body(content = StatusForm, content_type = "application/x-www-form-urlencoded",
         description = "Or the same fields as JSON"),
     responses(
@@ -155,7 +156,7 @@ fn render(
         (status = 400, description = "A malformed body", body = MastoErrorBody),
         (status = 401, description = "No valid token", body = MastoErrorBody),
         (status = 403, description = "The token lacks write:statuses", body = MastoErrorBody),
-        (status = 404, description = "in_reply_to_id names no status the caller can see", body = MastoErrorBody),
+        (status = 404, description = "in_reply_to_id names no status the caller can see, or the Idempotency-Key's status was deleted", body = MastoErrorBody),
         (status = 415, description = "Neither a form nor JSON", body = MastoErrorBody),
         (status = 422, description = "Blank or too long text, media, a visibility other than public, a poll, a content warning, a bad Idempotency-Key, or an app's token", body = MastoErrorBody),
     ))]
@@ -167,10 +168,11 @@ pub async fn create_status(
 ) -> Result<Json<Status>, MastoError> {
     let user = auth.user()?;
     let (text, in_reply_to) = form.parse()?;
-    // IDEMPOTENCY: the one call site to hand this key to once the engine's
-    // Idempotency-Key operation (masto-engine2) lands; until then a repeat posts again.
-    let _idempotency_key = idempotency_key(&headers)?;
-    let view = state.social.post_status(user, &text, in_reply_to).await?;
+    let key = idempotency_key(&headers)?;
+    let view = state
+        .social
+        .post_status(user, &text, in_reply_to, key.as_deref())
+        .await?;
     Ok(Json(render(&state, &headers, &view)))
 }
 

@@ -11,7 +11,7 @@ use crate::domain::{
     Activity, ActivityLayout, ActivityLimits, ActivityPage, ActivityType, ChangeOp, Fence, PostId,
     Slot, window,
 };
-use crate::store::{ActivityStore, StoreError, StoreResult};
+use crate::store::{ActivityStore, Liker, StoreError, StoreResult};
 
 /// Whether one like stands (the primary key).
 pub(super) const LIKE_HELD: &str = "SELECT 1 FROM likes WHERE user = ?1 AND post = ?2";
@@ -325,4 +325,51 @@ impl ActivityStore for EmbeddedStore {
         })
         .await
     }
+
+    async fn likers(
+        &self,
+        post: PostId,
+        before: Option<&Liker>,
+        limit: usize,
+    ) -> StoreResult<Vec<Liker>> {
+        // Newest first from the cursor: a seek in the index, then its order.
+        let cursor = before.map(|b| (b.at_ms, b.user.clone()));
+        self.read_inline(move |conn| {
+            let liker = |row: &rusqlite::Row<'_>| {
+                Ok(Liker {
+                    user: row.get(0)?,
+                    at_ms: row.get(1)?,
+                })
+            };
+            let (post, limit) = (&post.bytes()[..], limit as i64);
+            let rows = match cursor {
+                Some((at, user)) => conn
+                    .prepare_cached(LIKERS_BEFORE)?
+                    .query_map(params![post, limit, at, user], liker)?
+                    .collect::<rusqlite::Result<_>>(),
+                None => conn
+                    .prepare_cached(LIKERS)?
+                    .query_map(params![post, limit], liker)?
+                    .collect::<rusqlite::Result<_>>(),
+            };
+            Ok(rows?)
+        })
+        .await
+    }
+}
+
+/// A post's likers, newest first (`ActivityStore::likers`), from the start and from a
+/// cursor: paged reads (`plans.rs`).
+pub(super) const LIKERS: &str = "SELECT user, created_at FROM likes INDEXED BY likes_by_post
+     WHERE post = ?1 ORDER BY created_at DESC, user DESC LIMIT ?2";
+pub(super) const LIKERS_BEFORE: &str = "SELECT user, created_at FROM likes INDEXED BY likes_by_post
+     WHERE post = ?1 AND (created_at, user) < (?3, ?4)
+     ORDER BY created_at DESC, user DESC LIMIT ?2";
+
+/// Format 11: the likes of a post by time, for its likers list
+/// (`ActivityStore::likers`).
+pub(super) fn likes_by_post_schema(conn: &Connection) -> rusqlite::Result<()> {
+    conn.execute_batch(
+        "CREATE INDEX IF NOT EXISTS likes_by_post ON likes (post, created_at, user);",
+    )
 }

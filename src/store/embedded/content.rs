@@ -22,58 +22,8 @@ impl ContentStore for EmbeddedStore {
         now_ms: i64,
     ) -> StoreResult<Inserted> {
         let (author, text) = (author.to_owned(), text.to_owned());
-        self.write(move |tx| {
-            let found: Option<(i64, String, i64)> = tx
-                .prepare_cached(
-                    "SELECT followers_count, display_name, version FROM users WHERE id = ?1",
-                )?
-                .query_row([&author], |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)))
-                .optional()?;
-            let Some((followers, display_name, version)) = found else {
-                return Err(StoreError::NotFound(format!("user {author}")));
-            };
-            // The parent is read in the insert's transaction: it exists when the reply
-            // is stored, and its author is copied into the reply.
-            let reply_to = match in_reply_to {
-                Some(parent) => Some(threads::parent(tx, parent)?),
-                None => None,
-            };
-            let id = next_post_id(tx, now_ms)?;
-            tx.prepare_cached(
-                "INSERT INTO posts (id, author, text, reply_to, reply_to_author)
-                 VALUES (?1, ?2, ?3, ?4, ?5)",
-            )?
-            .execute(params![
-                &id.bytes()[..],
-                author,
-                text,
-                reply_to.as_ref().map(|r| r.post.bytes().to_vec()),
-                reply_to.as_ref().map(|r| r.author.as_str()),
-            ])?;
-            add_to_counter(tx, "posts_count", &author, 1)?;
-            if let Some(parent) = &reply_to {
-                threads::count_reply(tx, parent.post, 1)?;
-            }
-            versions::bump_merge_version(tx, &author)?;
-            let post = Post {
-                id,
-                author,
-                text,
-                reply_to,
-                replies_count: 0,
-                reposts_count: 0,
-            };
-            record_change(tx, "posts", ChangeOp::Insert, &id.to_string(), Some(&post))?;
-            Ok(Inserted {
-                post,
-                author_followers: followers.max(0) as u64,
-                author_name: NameStamp {
-                    display_name,
-                    version: version.max(0) as u64,
-                },
-            })
-        })
-        .await
+        self.write(move |tx| insert_post_tx(tx, author, text, in_reply_to, now_ms))
+            .await
     }
 
     async fn post(&self, id: PostId) -> StoreResult<Option<Post>> {
@@ -269,6 +219,64 @@ impl ContentStore for EmbeddedStore {
         })
         .await
     }
+}
+
+/// [`ContentStore::insert_post`] within the caller's transaction: also the keyed insert
+/// of `embedded/idempotency.rs`, which claims its key in the same transaction.
+pub(super) fn insert_post_tx(
+    tx: &rusqlite::Transaction<'_>,
+    author: String,
+    text: String,
+    in_reply_to: Option<PostId>,
+    now_ms: i64,
+) -> StoreResult<Inserted> {
+    let found: Option<(i64, String, i64)> = tx
+        .prepare_cached("SELECT followers_count, display_name, version FROM users WHERE id = ?1")?
+        .query_row([&author], |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)))
+        .optional()?;
+    let Some((followers, display_name, version)) = found else {
+        return Err(StoreError::NotFound(format!("user {author}")));
+    };
+    // The parent is read in the insert's transaction: it exists when the reply
+    // is stored, and its author is copied into the reply.
+    let reply_to = match in_reply_to {
+        Some(parent) => Some(threads::parent(tx, parent)?),
+        None => None,
+    };
+    let id = next_post_id(tx, now_ms)?;
+    tx.prepare_cached(
+        "INSERT INTO posts (id, author, text, reply_to, reply_to_author)
+         VALUES (?1, ?2, ?3, ?4, ?5)",
+    )?
+    .execute(params![
+        &id.bytes()[..],
+        author,
+        text,
+        reply_to.as_ref().map(|r| r.post.bytes().to_vec()),
+        reply_to.as_ref().map(|r| r.author.as_str()),
+    ])?;
+    add_to_counter(tx, "posts_count", &author, 1)?;
+    if let Some(parent) = &reply_to {
+        threads::count_reply(tx, parent.post, 1)?;
+    }
+    versions::bump_merge_version(tx, &author)?;
+    let post = Post {
+        id,
+        author,
+        text,
+        reply_to,
+        replies_count: 0,
+        reposts_count: 0,
+    };
+    record_change(tx, "posts", ChangeOp::Insert, &id.to_string(), Some(&post))?;
+    Ok(Inserted {
+        post,
+        author_followers: followers.max(0) as u64,
+        author_name: NameStamp {
+            display_name,
+            version: version.max(0) as u64,
+        },
+    })
 }
 
 /// A fresh post id, greater than every one handed out before: posts and reposts share

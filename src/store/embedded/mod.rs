@@ -19,6 +19,7 @@ mod content;
 mod deliveries;
 mod events;
 mod graph;
+mod idempotency;
 mod leases;
 pub mod lock;
 mod notifications;

@@ -1,5 +1,5 @@
 //! Sign-in on SQLite: `users.password_hash` (an Argon2id PHC string, or NULL), and the
-//! OAuth tables `oauth_apps`, `oauth_codes` and `oauth_tokens`, keyed by client id or by
+//! OAuth tables `oauth_apps`, `oauth_codes`, `oauth_tokens` and `oauth_refresh`, keyed by client id or by
 //! the SHA-256 of the secret value. None of it is a source the workers derive from, so
 //! no write here appends to the change feed.
 
@@ -8,7 +8,7 @@ use rusqlite::{Connection, OptionalExtension, params};
 
 use super::EmbeddedStore;
 use super::schema::add_column;
-use crate::store::oauth::{AccessRecord, AppRecord, CodeRecord, OAuthStore};
+use crate::store::oauth::{AccessRecord, AppRecord, CodeRecord, OAuthStore, RefreshRecord};
 use crate::store::{StoreError, StoreResult, TokenHash};
 
 const SCHEMA: &str = "
@@ -46,6 +46,23 @@ CREATE TABLE IF NOT EXISTS oauth_tokens (
 pub(super) fn oauth_schema(conn: &Connection) -> rusqlite::Result<()> {
     add_column(conn, "users", "password_hash", "TEXT")?;
     conn.execute_batch(SCHEMA)
+}
+
+/// Format 11: refresh tokens, by the SHA-256 of their value, and by the access token
+/// they were issued with (a revocation of that token takes them too).
+pub(super) fn refresh_schema(conn: &Connection) -> rusqlite::Result<()> {
+    conn.execute_batch(
+        "CREATE TABLE IF NOT EXISTS oauth_refresh (
+             hash        BLOB PRIMARY KEY,
+             token_id    TEXT NOT NULL,
+             user        TEXT NOT NULL,
+             client_id   TEXT NOT NULL,
+             scopes      TEXT NOT NULL,
+             access_hash BLOB NOT NULL,
+             created_at  INTEGER NOT NULL
+         ) WITHOUT ROWID;
+         CREATE INDEX IF NOT EXISTS oauth_refresh_by_access ON oauth_refresh (access_hash);",
+    )
 }
 
 /// Redirect URIs are stored one per line (a URI holds no newline).
@@ -250,6 +267,70 @@ impl OAuthStore for EmbeddedStore {
         self.write(move |tx| {
             let deleted = tx
                 .prepare_cached("DELETE FROM oauth_tokens WHERE hash = ?1 AND client_id = ?2")?
+                .execute(params![&hash[..], client_id])?;
+            Ok(deleted > 0)
+        })
+        .await
+    }
+
+    async fn insert_refresh(&self, hash: &TokenHash, refresh: &RefreshRecord) -> StoreResult<()> {
+        let (hash, r) = (*hash, refresh.clone());
+        self.write(move |tx| {
+            let inserted = tx
+                .prepare_cached(
+                    "INSERT INTO oauth_refresh
+                       (hash, token_id, user, client_id, scopes, access_hash, created_at)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) ON CONFLICT DO NOTHING",
+                )?
+                .execute(params![
+                    &hash[..],
+                    r.id,
+                    r.user,
+                    r.client_id,
+                    r.scopes,
+                    &r.access_hash[..],
+                    r.created_at_ms
+                ])?;
+            if inserted == 0 {
+                return Err(StoreError::Conflict(format!("refresh token {}", r.id)));
+            }
+            Ok(())
+        })
+        .await
+    }
+
+    async fn take_refresh(&self, hash: &TokenHash) -> StoreResult<Option<RefreshRecord>> {
+        let hash = *hash;
+        self.write(move |tx| {
+            Ok(tx
+                .prepare_cached(
+                    "DELETE FROM oauth_refresh WHERE hash = ?1
+                     RETURNING token_id, user, client_id, scopes, access_hash, created_at",
+                )?
+                .query_row([&hash[..]], |row| {
+                    Ok(RefreshRecord {
+                        id: row.get(0)?,
+                        user: row.get(1)?,
+                        client_id: row.get(2)?,
+                        scopes: row.get(3)?,
+                        access_hash: hash_of(row.get(4)?),
+                        created_at_ms: row.get(5)?,
+                    })
+                })
+                .optional()?)
+        })
+        .await
+    }
+
+    async fn revoke_refresh(&self, hash: &TokenHash, client_id: &str) -> StoreResult<bool> {
+        let (hash, client_id) = (*hash, client_id.to_owned());
+        self.write(move |tx| {
+            let deleted = tx
+                .prepare_cached("DELETE FROM oauth_refresh WHERE hash = ?1 AND client_id = ?2")?
+                .execute(params![&hash[..], client_id])?
+                + tx.prepare_cached(
+                    "DELETE FROM oauth_refresh WHERE access_hash = ?1 AND client_id = ?2",
+                )?
                 .execute(params![&hash[..], client_id])?;
             Ok(deleted > 0)
         })

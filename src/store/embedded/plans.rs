@@ -7,7 +7,7 @@ use rusqlite::Connection;
 
 use super::bulk::activity::{LOG_FOLLOWS, LOG_LIKES, LOG_POSTS};
 use super::bulk::{CHUNK_USERS, ChunkRead};
-use super::{activity, audit, content, deliveries, timelines};
+use super::{activity, audit, content, deliveries, reposts, timelines};
 
 /// The plan's lines.
 fn plan(conn: &Connection, sql: &str) -> Vec<String> {
@@ -43,6 +43,9 @@ fn every_paged_read_seeks_its_index() {
         audit::TAGS_AFTER.into(),
         audit::NOTIFICATION_HELD.into(),
         activity::LIKE_HELD.into(),
+        activity::LIKERS.into(),
+        activity::LIKERS_BEFORE.into(),
+        reposts::REPOSTS_OF_POST.into(),
         audit::REPLY_COUNT.into(),
         deliveries::UNDELIVERED.into(),
         deliveries::ORPHANED.into(),

@@ -29,6 +29,11 @@ pub(super) fn reposts_schema(conn: &rusqlite::Connection) -> rusqlite::Result<()
 
 const COLUMNS: &str = "id, user, post, post_author";
 
+/// A post's reposts, newest first, below `?2` (`RepostStore::reposts_of_post`): a paged
+/// read (`plans.rs`).
+pub(super) const REPOSTS_OF_POST: &str = "SELECT id, user, post, post_author FROM reposts
+     INDEXED BY reposts_by_post WHERE post = ?1 AND id < ?2 ORDER BY id DESC LIMIT ?3";
+
 /// Fanout on read: the newest reposts below `?2`, at most `?3`, by the user and
 /// everyone they follow, through the `(user, id)` index (as `content::HOME_POSTS`).
 pub(super) const HOME_REPOSTS: &str = "SELECT id, user, post, post_author FROM reposts
@@ -262,6 +267,24 @@ impl RepostStore for EmbeddedStore {
                 }
             }
             Ok(found)
+        })
+        .await
+    }
+
+    async fn reposts_of_post(
+        &self,
+        post: PostId,
+        before: Option<PostId>,
+        limit: usize,
+    ) -> StoreResult<Vec<Repost>> {
+        let before = post_before(before);
+        self.read_inline(move |conn| {
+            let mut stmt = conn.prepare_cached(REPOSTS_OF_POST)?;
+            let rows = stmt.query_map(
+                params![&post.bytes()[..], before, limit as i64],
+                repost_from_row,
+            )?;
+            Ok(rows.collect::<rusqlite::Result<_>>()?)
         })
         .await
     }

@@ -32,7 +32,13 @@ use super::timelines::{PART_BITS, idle, names, retractions, versions};
 /// version-7 reader would serve as posts under the reposts' ids.
 /// Version 9: users' password hashes and the OAuth tables (`oauth::oauth_schema`),
 /// which a version-8 binary would not know, so its users could not sign in there.
-pub const SCHEMA_VERSION: i64 = 9;
+/// Version 11: posts' idempotency keys (`idempotency::post_keys_schema`), which an
+/// older binary would not check, so a client's retry would post twice; and the likes of
+/// a post by time (`activity::likes_by_post_schema`), an index only; and what users
+/// dismissed and cleared of their notifications (`notifications::dismissals`), which an
+/// older worker or rebuild would bring back; and OAuth refresh tokens
+/// (`oauth::refresh_schema`).
+pub const SCHEMA_VERSION: i64 = 11;
 
 /// The tables every socialite store has had since its first format: what tells a
 /// socialite store from another SQLite file.
@@ -245,6 +251,10 @@ pub fn migrate(conn: &Connection) -> anyhow::Result<()> {
     super::reposts::reposts_schema(conn)?;
     super::timelines::entries::repost_entries_schema(conn)?;
     super::oauth::oauth_schema(conn)?;
+    super::idempotency::post_keys_schema(conn)?;
+    super::activity::likes_by_post_schema(conn)?;
+    conn.execute_batch(super::notifications::dismissals::SCHEMA)?;
+    super::oauth::refresh_schema(conn)?;
     once(
         conn,
         "pending_renames",

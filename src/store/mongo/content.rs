@@ -16,7 +16,7 @@ use super::threads;
 use super::{
     IndexSpec, MongoStore, Side, all, db_error, index, insert_new, int, oid, post_from, post_id,
 };
-use crate::domain::{NameStamp, Post, PostId};
+use crate::domain::{NameStamp, Post, PostId, ReplyTo};
 use crate::store::{ContentStore, Counter, Inserted, RelationStore, StoreError, StoreResult};
 
 /// Authors per fanout-on-read query. Past about 200 values in one `$in`, the planner
@@ -76,16 +76,21 @@ impl MongoStore {
     }
 }
 
-#[async_trait]
-impl ContentStore for MongoStore {
-    async fn insert_post(
+/// What an insert reads before it writes: the author's follower count and name (the
+/// existence check reads them too, for the fan-out's decision) and the parent.
+pub(super) struct Prepared {
+    author_followers: u64,
+    author_name: NameStamp,
+    reply_to: Option<ReplyTo>,
+}
+
+impl MongoStore {
+    /// `NotFound` when the author, or the post `in_reply_to` names, is unknown.
+    pub(super) async fn prepare_post(
         &self,
         author: &str,
-        text: &str,
         in_reply_to: Option<PostId>,
-        now_ms: i64,
-    ) -> StoreResult<Inserted> {
-        // The existence check reads the follower count too, for the fan-out's decision.
+    ) -> StoreResult<Prepared> {
         let Some(user) = self
             .users_coll()
             .find_one(doc! { "_id": author })
@@ -95,52 +100,86 @@ impl ContentStore for MongoStore {
         else {
             return Err(StoreError::NotFound(format!("user {author}")));
         };
-        let author_followers = int(&user, "followers_count").max(0) as u64;
-        let author_name = NameStamp {
-            display_name: user.get_str("display_name").unwrap_or(author).to_owned(),
-            version: int(&user, "version").max(0) as u64,
-        };
         let reply_to = match in_reply_to {
             Some(parent) => Some(self.reply_parent(parent).await?),
             None => None,
         };
+        Ok(Prepared {
+            author_followers: int(&user, "followers_count").max(0) as u64,
+            author_name: NameStamp {
+                display_name: user.get_str("display_name").unwrap_or(author).to_owned(),
+                version: int(&user, "version").max(0) as u64,
+            },
+            reply_to,
+        })
+    }
+
+    /// Inserts the post under `id` with its counts, or `None` when `id` is taken (by
+    /// another post, or by this same post inserted earlier: the keyed insert of
+    /// `idempotency.rs` inserts under an id it minted before).
+    pub(super) async fn insert_post_as(
+        &self,
+        id: PostId,
+        author: &str,
+        text: &str,
+        prepared: &Prepared,
+    ) -> StoreResult<Option<Inserted>> {
+        let reply_to = &prepared.reply_to;
+        let post = Post {
+            id,
+            author: author.to_owned(),
+            text: text.to_owned(),
+            reply_to: reply_to.clone(),
+            replies_count: 0,
+            reposts_count: 0,
+        };
+        let (pending, token) = claims::mark("insert");
+        let mut doc = doc! { "_id": oid(id), "author": author, "text": text, PENDING: pending };
+        if let Some(parent) = reply_to {
+            doc.insert(threads::REPLY_TO, threads::reply_doc(parent));
+        }
+        if insert_new(&self.content_coll(), doc, &["author"]).await? {
+            // Where a crash here leaves the post counted by no `$inc` (see above).
+            crate::faults::point("post.stored").await;
+            self.inc_user(author, "posts_count", 1).await?;
+            // The parent's count moves under the same claim as the author's.
+            if let Some(parent) = reply_to {
+                self.move_replies(parent, 1).await?;
+            }
+            let filter = doc! { "_id": oid(id), "author": author };
+            if !claims::settle(&self.content_coll(), &filter, token).await? {
+                // Taken over after a stall (see `store::claims`): the taker's recount
+                // may have run before this `$inc`; one more, after it, is exact.
+                if let Some(parent) = reply_to {
+                    self.recount_replies(parent).await?;
+                }
+            }
+            Ok(Some(Inserted {
+                post,
+                author_followers: prepared.author_followers,
+                author_name: prepared.author_name.clone(),
+            }))
+        } else {
+            Ok(None)
+        }
+    }
+}
+
+#[async_trait]
+impl ContentStore for MongoStore {
+    async fn insert_post(
+        &self,
+        author: &str,
+        text: &str,
+        in_reply_to: Option<PostId>,
+        now_ms: i64,
+    ) -> StoreResult<Inserted> {
+        let prepared = self.prepare_post(author, in_reply_to).await?;
         // Another process may hand out the same id; the unique `_id` sends us round again.
         for _ in 0..16 {
             let id = self.ids.next(now_ms);
-            let post = Post {
-                id,
-                author: author.to_owned(),
-                text: text.to_owned(),
-                reply_to: reply_to.clone(),
-                replies_count: 0,
-                reposts_count: 0,
-            };
-            let (pending, token) = claims::mark("insert");
-            let mut doc = doc! { "_id": oid(id), "author": author, "text": text, PENDING: pending };
-            if let Some(parent) = &reply_to {
-                doc.insert(threads::REPLY_TO, threads::reply_doc(parent));
-            }
-            if insert_new(&self.content_coll(), doc, &["author"]).await? {
-                // Where a crash here leaves the post counted by no `$inc` (see above).
-                crate::faults::point("post.stored").await;
-                self.inc_user(author, "posts_count", 1).await?;
-                // The parent's count moves under the same claim as the author's.
-                if let Some(parent) = &reply_to {
-                    self.move_replies(parent, 1).await?;
-                }
-                let filter = doc! { "_id": oid(id), "author": author };
-                if !claims::settle(&self.content_coll(), &filter, token).await? {
-                    // Taken over after a stall (see `store::claims`): the taker's recount
-                    // may have run before this `$inc`; one more, after it, is exact.
-                    if let Some(parent) = &reply_to {
-                        self.recount_replies(parent).await?;
-                    }
-                }
-                return Ok(Inserted {
-                    post,
-                    author_followers,
-                    author_name,
-                });
+            if let Some(inserted) = self.insert_post_as(id, author, text, &prepared).await? {
+                return Ok(inserted);
             }
         }
         Err(StoreError::Backend(anyhow::anyhow!(

@@ -15,6 +15,7 @@ mod content;
 mod deliveries;
 mod events;
 mod graph;
+mod idempotency;
 mod leases;
 mod notifications;
 mod oauth;
@@ -260,6 +261,7 @@ impl MongoStore {
             relations::indexes(),
             reposts::indexes(),
             oauth::indexes(),
+            idempotency::indexes(),
         ];
         graph::migrate(&db)
             .await

@@ -3,7 +3,9 @@
 //! redirect_uris, scopes, website, created_at}`, `oauth_codes` `{_id: hex SHA-256 of the
 //! code, client_id, user, redirect_uri, scopes, challenge, expires_at}` and
 //! `oauth_tokens` `{_id: hex SHA-256 of the token, token_id, user, client_id, scopes,
-//! created_at}`. The change feed watches none of the OAuth collections; a password write
+//! created_at}` and `oauth_refresh` `{_id: hex SHA-256 of the refresh token, token_id,
+//! user, client_id, scopes, access_hash: hex, created_at}` (indexed `{access_hash: 1}`).
+//! The change feed watches none of the OAuth collections; a password write
 //! reaches it as a users update without `display_name`, filed as a counter update (a
 //! recount that changes nothing).
 
@@ -11,16 +13,20 @@ use async_trait::async_trait;
 use mongodb::bson::{Bson, Document, doc};
 
 use super::{IndexSpec, MongoStore, db_error, index, insert_new, int};
-use crate::store::oauth::{AccessRecord, AppRecord, CodeRecord, OAuthStore};
+use crate::store::oauth::{AccessRecord, AppRecord, CodeRecord, OAuthStore, RefreshRecord};
 use crate::store::{StoreError, StoreResult, TokenHash};
 
 const APPS: &str = "oauth_apps";
 const CODES: &str = "oauth_codes";
 const TOKENS: &str = "oauth_tokens";
+const REFRESH: &str = "oauth_refresh";
 const PASSWORD: &str = "password_hash";
 
 pub(super) fn indexes() -> Vec<IndexSpec> {
-    vec![(CODES, index(doc! { "expires_at": 1 }, false))]
+    vec![
+        (CODES, index(doc! { "expires_at": 1 }, false)),
+        (REFRESH, index(doc! { "access_hash": 1 }, false)),
+    ]
 }
 
 fn optional(doc: &Document, key: &str) -> Option<String> {
@@ -191,6 +197,55 @@ impl OAuthStore for MongoStore {
         let deleted = self
             .collection(TOKENS)
             .delete_one(doc! { "_id": hex::encode(hash), "client_id": client_id })
+            .await
+            .map_err(db_error)?;
+        Ok(deleted.deleted_count > 0)
+    }
+
+    async fn insert_refresh(&self, hash: &TokenHash, refresh: &RefreshRecord) -> StoreResult<()> {
+        let document = doc! {
+            "_id": hex::encode(hash),
+            "token_id": &refresh.id,
+            "user": &refresh.user,
+            "client_id": &refresh.client_id,
+            "scopes": &refresh.scopes,
+            "access_hash": hex::encode(refresh.access_hash),
+            "created_at": refresh.created_at_ms,
+        };
+        if insert_new(&self.collection(REFRESH), document, &[]).await? {
+            Ok(())
+        } else {
+            Err(StoreError::Conflict(format!(
+                "refresh token {}",
+                refresh.id
+            )))
+        }
+    }
+
+    async fn take_refresh(&self, hash: &TokenHash) -> StoreResult<Option<RefreshRecord>> {
+        let found = self
+            .collection(REFRESH)
+            .find_one_and_delete(doc! { "_id": hex::encode(hash) })
+            .await
+            .map_err(db_error)?;
+        Ok(found.as_ref().map(|d| RefreshRecord {
+            id: text(d, "token_id"),
+            user: text(d, "user"),
+            client_id: text(d, "client_id"),
+            scopes: text(d, "scopes"),
+            access_hash: hash_from_hex(&text(d, "access_hash")),
+            created_at_ms: int(d, "created_at"),
+        }))
+    }
+
+    async fn revoke_refresh(&self, hash: &TokenHash, client_id: &str) -> StoreResult<bool> {
+        let hex = hex::encode(hash);
+        let filter = doc! {
+            "$or": [{ "_id": &hex }, { "access_hash": &hex }], "client_id": client_id,
+        };
+        let deleted = self
+            .collection(REFRESH)
+            .delete_many(filter)
             .await
             .map_err(db_error)?;
         Ok(deleted.deleted_count > 0)

@@ -351,4 +351,23 @@ impl RepostStore for MongoStore {
         let docs = all(self.reposts_coll().find(filter)).await?;
         docs.iter().map(repost_from).collect()
     }
+
+    async fn reposts_of_post(
+        &self,
+        post: PostId,
+        before: Option<PostId>,
+        limit: usize,
+    ) -> StoreResult<Vec<Repost>> {
+        let mut filter = doc! { "post": oid(post) };
+        if let Some(before) = before {
+            filter.insert("_id", doc! { "$lt": oid(before) });
+        }
+        let docs = all(self
+            .reposts_coll()
+            .find(filter)
+            .sort(doc! { "_id": -1 })
+            .limit(limit as i64))
+        .await?;
+        docs.iter().map(repost_from).collect()
+    }
 }

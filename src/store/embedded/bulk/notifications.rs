@@ -19,6 +19,7 @@ use crate::domain::{Fence, NotificationType, ReplyTo, mention_counts, post_notif
 use crate::store::bulk::{Cause, rebuilt_for_user};
 use crate::store::embedded::EmbeddedStore;
 use crate::store::embedded::leases::check_fence;
+use crate::store::embedded::notifications::dismissals::dismissals_of;
 use crate::store::embedded::notifications::insert_all;
 use crate::store::embedded::rows::post_id_at;
 use crate::store::{RebuildBounds, StoreResult};
@@ -139,7 +140,8 @@ pub(super) fn write_chunk(tx: &Connection, after: &str, through: Option<&str>) -
     let mut current: Option<(String, Vec<Cause>)> = None;
     let mut flush = |current: Option<(String, Vec<Cause>)>| -> StoreResult<()> {
         if let Some((user, causes)) = current {
-            let notifications = rebuilt_for_user(&user, causes);
+            let dismissals = dismissals_of(tx, &user)?;
+            let notifications = rebuilt_for_user(&user, causes, &dismissals);
             written += notifications.len() as u64;
             insert_all(tx, &notifications)?;
         }

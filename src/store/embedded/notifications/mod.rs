@@ -9,14 +9,16 @@
 use async_trait::async_trait;
 use rusqlite::{Connection, OptionalExtension, params};
 
+pub(in crate::store::embedded) mod dismissals;
 mod read;
 
 use super::EmbeddedStore;
 use super::leases::check_fence;
 use super::rows::{post_id_at, user_exists};
 use crate::domain::{
-    Fence, GROUP_ACTORS, Notification, NotificationFilter, NotificationGroup, NotificationType,
-    NotifySources, PostId, group_notifications, mention_counts, notification_id, notifies,
+    Dismissals, Fence, GROUP_ACTORS, Notification, NotificationFilter, NotificationGroup,
+    NotificationType, NotifySources, PostId, group_notifications, mention_counts, notification_id,
+    notifies,
 };
 use crate::store::notifications::{
     NotificationEffect, NotificationStore, RebuildBounds, Recipient,
@@ -159,6 +161,10 @@ fn apply(tx: &Connection, seq: u64, effect: &NotificationEffect) -> StoreResult<
                 return Ok(());
             }
             let (kind, post) = (kind.as_str(), post_key(*post));
+            // A dismissed or cleared cause is not notified again (see `dismissals`).
+            if dismissals::hidden(tx, &user, kind, actor, &post, *at_ms)? {
+                return Ok(());
+            }
             let id = notification_id(*at_ms, seq);
             let added = tx
                 .prepare_cached(
@@ -294,6 +300,37 @@ impl NotificationStore for EmbeddedStore {
     ) -> StoreResult<Vec<NotificationGroup>> {
         let (user, filter) = (user.to_owned(), filter.clone());
         self.read_inline(move |conn| read::groups_page(conn, &user, &filter, before, limit))
+            .await
+    }
+
+    async fn notification(&self, user: &str, id: PostId) -> StoreResult<Option<Notification>> {
+        let user = user.to_owned();
+        self.read_inline(move |conn| dismissals::one(conn, &user, id))
+            .await
+    }
+
+    async fn dismissals(&self, user: &str) -> StoreResult<Dismissals> {
+        let user = user.to_owned();
+        self.read_inline(move |conn| dismissals::dismissals_of(conn, &user))
+            .await
+    }
+
+    async fn dismiss_notification(
+        &self,
+        user: &str,
+        kind: NotificationType,
+        actor: &str,
+        post: Option<PostId>,
+        upto_ms: i64,
+    ) -> StoreResult<()> {
+        let (user, actor) = (user.to_owned(), actor.to_owned());
+        self.write(move |tx| dismissals::dismiss(tx, &user, kind, &actor, post, upto_ms))
+            .await
+    }
+
+    async fn clear_notifications(&self, user: &str, upto_ms: i64) -> StoreResult<()> {
+        let user = user.to_owned();
+        self.write(move |tx| dismissals::clear(tx, &user, upto_ms))
             .await
     }
 }

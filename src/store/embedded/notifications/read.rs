@@ -11,7 +11,7 @@ use crate::domain::{
 use crate::store::StoreResult;
 use crate::store::embedded::rows::{post_before, post_id_at};
 
-fn notification_from(row: &rusqlite::Row<'_>) -> rusqlite::Result<Notification> {
+pub(super) fn notification_from(row: &rusqlite::Row<'_>) -> rusqlite::Result<Notification> {
     let kind: String = row.get(1)?;
     Ok(Notification {
         user: row.get(0)?,
@@ -177,5 +177,15 @@ pub(super) fn sources(conn: &Connection) -> StoreResult<NotifySources> {
             },
         );
     }
+    s.dismissals = super::dismissals::every_dismissal(conn)?;
     Ok(s)
+}
+
+/// Every notification of `user`, by `notifications_by_id`.
+pub(super) fn of_user(conn: &Connection, user: &str) -> StoreResult<Vec<Notification>> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT user, type, actor, post, id, at FROM notifications WHERE user = ?1 ORDER BY id",
+    )?;
+    let rows = stmt.query_map([user], notification_from)?;
+    Ok(rows.collect::<rusqlite::Result<_>>()?)
 }

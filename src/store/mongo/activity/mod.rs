@@ -11,7 +11,8 @@
 //! - `activity_pages` `{user, page, count, activities: [{seq, type, ts, ref}]}`, unique
 //!   on `{user: 1, page: 1}`, written by an upsert with `$push`, `$inc` and
 //!   `$setOnInsert`; then `hasOverflow` and `overflowPages` are kept with `$set`/`$max`.
-//! - `likes` `{_id: {u: user, p: post}}`.
+//! - `likes` `{_id: {u: user, p: post}, createdAt}`, indexed `{_id.p: 1, createdAt: -1,
+//!   _id.u: -1}` for a post's likers (`likers.rs`).
 
 use async_trait::async_trait;
 use futures::TryStreamExt;
@@ -20,6 +21,7 @@ use mongodb::bson::{Document, doc, oid::ObjectId};
 use mongodb::options::ReturnDocument;
 
 mod apply;
+mod likers;
 mod rebuild;
 
 use super::{IndexSpec, MongoStore, db_error, exists, index, insert_new, is_duplicate_key, oid};
@@ -27,10 +29,13 @@ use crate::domain::{
     Activity, ActivityLayout, ActivityLimits, ActivityPage, ActivityType, Fence, PostId, Slot,
     window,
 };
-use crate::store::{ActivityStore, StoreError, StoreResult};
+use crate::store::{ActivityStore, Liker, StoreError, StoreResult};
 
 pub(super) fn indexes() -> Vec<IndexSpec> {
-    vec![("activity_pages", index(doc! { "user": 1, "page": 1 }, true))]
+    vec![
+        ("activity_pages", index(doc! { "user": 1, "page": 1 }, true)),
+        ("likes", index(likers::index(), false)),
+    ]
 }
 
 /// A counter field as a count.
@@ -371,5 +376,14 @@ impl ActivityStore for MongoStore {
             }
         }
         Ok(standing)
+    }
+
+    async fn likers(
+        &self,
+        post: PostId,
+        before: Option<&Liker>,
+        limit: usize,
+    ) -> StoreResult<Vec<Liker>> {
+        self.likers_of(post, before, limit).await
     }
 }

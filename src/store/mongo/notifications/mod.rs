@@ -22,6 +22,7 @@ use async_trait::async_trait;
 use mongodb::bson::{Bson, Document, doc};
 use mongodb::{Collection, IndexModel};
 
+mod dismissals;
 mod read;
 mod rebuild;
 mod spill;
@@ -29,8 +30,9 @@ mod spill;
 use super::leases::LEASES;
 use super::{IndexSpec, MongoStore, all, db_error, index, insert_new, int, is_duplicate_key, oid};
 use crate::domain::{
-    Fence, GROUP_ACTORS, Notification, NotificationFilter, NotificationGroup, NotificationType,
-    NotifySources, PostId, group_notifications, mention_counts, notification_id, notifies,
+    Dismissals, Fence, GROUP_ACTORS, Notification, NotificationFilter, NotificationGroup,
+    NotificationType, NotifySources, PostId, group_notifications, mention_counts, notification_id,
+    notifies,
 };
 use crate::store::notifications::{
     NotificationEffect, NotificationStore, RebuildBounds, Recipient,
@@ -57,6 +59,9 @@ pub(super) fn indexes() -> Vec<IndexSpec> {
         (GROUPS, desc(doc! { "user": 1, "type": 1, "latest_id": -1 })),
         (GROUPS, desc(doc! { "post": 1 })),
     ]
+    .into_iter()
+    .chain(dismissals::indexes())
+    .collect()
 }
 
 fn post_part(post: Option<PostId>) -> String {
@@ -287,6 +292,14 @@ impl MongoStore {
         if !notifies(&user, actor) {
             return Ok(());
         }
+        // A dismissed or cleared cause is not notified again (see `dismissals`).
+        if self
+            .dismissals_of(&user)
+            .await?
+            .hides(kind, actor, post, at_ms)
+        {
+            return Ok(());
+        }
         let n = Notification {
             id: notification_id(at_ms, seq),
             user: user.clone(),
@@ -310,6 +323,14 @@ impl MongoStore {
         if made_here {
             self.move_group(&user, kind, post, seq, 1, Some(&n)).await?;
             self.refresh_group(&user, kind, post).await?;
+            // A dismissal that landed since the read above found nothing to remove.
+            if self
+                .dismissals_of(&user)
+                .await?
+                .hides(kind, actor, post, at_ms)
+            {
+                self.take_away(&user, kind, actor, post, at_ms).await?;
+            }
         }
         Ok(())
     }
@@ -414,5 +435,34 @@ impl NotificationStore for MongoStore {
         limit: usize,
     ) -> StoreResult<Vec<NotificationGroup>> {
         self.groups_page(user, filter, before, limit).await
+    }
+
+    async fn notification(&self, user: &str, id: PostId) -> StoreResult<Option<Notification>> {
+        self.notifications_coll()
+            .find_one(doc! { "user": user, "id": oid(id) })
+            .await
+            .map_err(db_error)?
+            .as_ref()
+            .map(notification_from)
+            .transpose()
+    }
+
+    async fn dismissals(&self, user: &str) -> StoreResult<Dismissals> {
+        self.dismissals_of(user).await
+    }
+
+    async fn dismiss_notification(
+        &self,
+        user: &str,
+        kind: NotificationType,
+        actor: &str,
+        post: Option<PostId>,
+        upto_ms: i64,
+    ) -> StoreResult<()> {
+        self.dismiss(user, kind, actor, post, upto_ms).await
+    }
+
+    async fn clear_notifications(&self, user: &str, upto_ms: i64) -> StoreResult<()> {
+        self.clear(user, upto_ms).await
     }
 }

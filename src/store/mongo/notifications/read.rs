@@ -114,6 +114,7 @@ impl MongoStore {
             };
             s.posts.insert(id, post);
         }
+        s.dismissals = self.every_dismissal().await?;
         Ok(s)
     }
 

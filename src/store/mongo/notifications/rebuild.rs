@@ -22,7 +22,8 @@ use mongodb::bson::{Bson, Document, doc};
 
 use super::spill::{EXISTS, Record, Spill};
 use crate::domain::{
-    Fence, Notification, NotificationType, PostId, mention_counts, notifies, post_notifies,
+    Dismissals, Fence, Notification, NotificationType, PostId, mention_counts, notifies,
+    post_notifies,
 };
 use crate::store::bulk::{Cause, rebuilt_for_user};
 use crate::store::mongo::graph::FOLLOWS;
@@ -63,7 +64,11 @@ fn record(
 }
 
 /// One recipient's notifications from their records.
-fn notifications_of(user: &str, records: Vec<Record>) -> Vec<Notification> {
+fn notifications_of(
+    user: &str,
+    records: Vec<Record>,
+    dismissals: &Dismissals,
+) -> Vec<Notification> {
     let created = records.iter().find(|r| r.kind == EXISTS).map(|r| r.at);
     let causes = records
         .into_iter()
@@ -79,7 +84,7 @@ fn notifications_of(user: &str, records: Vec<Record>) -> Vec<Notification> {
             })
         })
         .collect();
-    rebuilt_for_user(user, causes)
+    rebuilt_for_user(user, causes, dismissals)
 }
 
 impl MongoStore {
@@ -269,7 +274,9 @@ impl MongoStore {
         let (mut after, mut written) = (String::new(), 0);
         let mut batch: Vec<Notification> = Vec::new();
         while let Some((user, records)) = merged.next_user()? {
-            batch.extend(notifications_of(&user, records));
+            // The recipient's dismissals: two reads per recipient, memory per recipient.
+            let dismissals = self.dismissals_of(&user).await?;
+            batch.extend(notifications_of(&user, records, &dismissals));
             if batch.len() >= bounds.per_write.max(1) {
                 self.replace_range(fence, &after, Some(&user), &batch)
                     .await?;

@@ -1,0 +1,55 @@
+//! The likers of a post, newest first, by the index `{_id.p: 1, createdAt: -1, _id.u:
+//! -1}` on `likes`: one range from the cursor, in the index's order.
+
+use futures::TryStreamExt;
+use mongodb::bson::{Document, doc};
+
+use super::super::{MongoStore, db_error, oid};
+use crate::domain::PostId;
+use crate::store::{Liker, StoreResult};
+
+pub(super) fn index() -> Document {
+    doc! { "_id.p": 1, "createdAt": -1, "_id.u": -1 }
+}
+
+impl MongoStore {
+    pub(super) async fn likers_of(
+        &self,
+        post: PostId,
+        before: Option<&Liker>,
+        limit: usize,
+    ) -> StoreResult<Vec<Liker>> {
+        let mut filter = doc! { "_id.p": oid(post) };
+        if let Some(b) = before {
+            filter.insert(
+                "$or",
+                vec![
+                    doc! { "createdAt": { "$lt": b.at_ms } },
+                    doc! { "createdAt": b.at_ms, "_id.u": { "$lt": &b.user } },
+                ],
+            );
+        }
+        let mut found = self
+            .db
+            .collection::<Document>("likes")
+            .find(filter)
+            .sort(doc! { "createdAt": -1, "_id.u": -1 })
+            .limit(limit as i64)
+            .await
+            .map_err(db_error)?;
+        let mut likers = Vec::new();
+        while let Some(like) = found.try_next().await.map_err(db_error)? {
+            let user = like
+                .get_document("_id")
+                .ok()
+                .and_then(|id| id.get_str("u").ok())
+                .unwrap_or_default()
+                .to_owned();
+            likers.push(Liker {
+                user,
+                at_ms: super::super::int(&like, "createdAt"),
+            });
+        }
+        Ok(likers)
+    }
+}
