@@ -11,6 +11,8 @@ mod engagement;
 pub mod events;
 mod idempotency;
 mod listings;
+pub mod masto_notifications;
+pub mod mastodon;
 pub mod notifications;
 pub mod oauth;
 mod pages;

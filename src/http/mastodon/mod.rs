@@ -7,11 +7,16 @@
 pub mod apps;
 pub mod auth;
 pub mod authorize;
+pub mod entities;
 pub mod error;
 pub mod form;
 mod instance;
+pub mod link;
+pub mod notifications;
 pub mod oauth;
 pub mod registration;
+pub mod statuses;
+pub mod timelines;
 
 use std::convert::Infallible;
 use std::sync::LazyLock;
@@ -180,6 +185,36 @@ pub fn routes() -> Router<AppState> {
         .route(
             "/api/v1/accounts/verify_credentials",
             get(registration::verify_credentials),
+        )
+        .route("/api/v1/statuses", post(statuses::create_status))
+        .route(
+            "/api/v1/statuses/{id}",
+            get(statuses::get_status).delete(statuses::delete_status),
+        )
+        .route(
+            "/api/v1/statuses/{id}/context",
+            get(statuses::status_context),
+        )
+        .route("/api/v1/statuses/{id}/favourite", post(statuses::favourite))
+        .route(
+            "/api/v1/statuses/{id}/unfavourite",
+            post(statuses::unfavourite),
+        )
+        .route("/api/v1/statuses/{id}/reblog", post(statuses::reblog))
+        .route("/api/v1/statuses/{id}/unreblog", post(statuses::unreblog))
+        .route("/api/v1/timelines/home", get(timelines::home))
+        .route("/api/v1/notifications", get(notifications::notifications))
+        .route(
+            "/api/v2/notifications",
+            get(notifications::grouped_notifications),
+        )
+        .route(
+            entities::account::AVATAR_PATH,
+            get(entities::account::placeholder_image),
+        )
+        .route(
+            entities::account::HEADER_PATH,
+            get(entities::account::placeholder_image),
         )
 }
 
