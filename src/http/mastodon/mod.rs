@@ -12,13 +12,14 @@ pub mod form;
 mod instance;
 pub mod oauth;
 pub mod registration;
+pub mod stubs;
 
 use std::convert::Infallible;
 use std::sync::LazyLock;
 
 use axum::Router;
 use axum::extract::Request;
-use axum::http::{HeaderMap, HeaderName, Method, header};
+use axum::http::{HeaderMap, HeaderName, HeaderValue, Method, header};
 use axum::middleware::Next;
 use axum::response::Response;
 use axum::routing::{get, post};
@@ -27,6 +28,8 @@ use tower_http::cors::{Any, CorsLayer};
 
 use super::AppState;
 use crate::config::MastodonConfig;
+use crate::domain::format_time_ms;
+use crate::http::rate::StandingSlot;
 
 pub use instance::{
     __path_instance_v1, __path_instance_v2, __path_nodeinfo, __path_nodeinfo_links, instance_v1,
@@ -151,6 +154,33 @@ pub async fn cors(request: Request, next: Next) -> Response {
     }
 }
 
+/// Mastodon's `X-RateLimit-Limit`, `-Remaining` and `-Reset` (an ISO time), all three
+/// or none, on the Mastodon API's paths: from the tightest bucket the request drew from
+/// (its user's read or write bucket, its address's), refusals included. A request that
+/// drew from none (limits off) gets none.
+pub async fn rate_headers(mut request: Request, next: Next) -> Response {
+    if !error::is_mastodon_path(request.uri().path()) {
+        return next.run(request).await;
+    }
+    let slot = StandingSlot::default();
+    request.extensions_mut().insert(slot.clone());
+    let mut response = next.run(request).await;
+    if let Some(standing) = slot.get() {
+        let headers = response.headers_mut();
+        let values = [
+            ("x-ratelimit-limit", standing.limit.to_string()),
+            ("x-ratelimit-remaining", standing.remaining.to_string()),
+            ("x-ratelimit-reset", format_time_ms(standing.reset_ms)),
+        ];
+        for (name, value) in values {
+            if let Ok(value) = HeaderValue::from_str(&value) {
+                headers.insert(HeaderName::from_static(name), value);
+            }
+        }
+    }
+    response
+}
+
 /// The Mastodon API's routes.
 pub fn routes() -> Router<AppState> {
     Router::new()
@@ -181,6 +211,17 @@ pub fn routes() -> Router<AppState> {
             "/api/v1/accounts/verify_credentials",
             get(registration::verify_credentials),
         )
+        .route(
+            "/api/v1/markers",
+            get(stubs::markers).post(stubs::save_markers),
+        )
+        .route("/api/v1/custom_emojis", get(stubs::custom_emojis))
+        .route("/api/v1/lists", get(stubs::lists))
+        .route("/api/v1/followed_tags", get(stubs::followed_tags))
+        .route("/api/v2/filters", get(stubs::filters_v2))
+        .route("/api/v1/filters", get(stubs::filters_v1))
+        .route("/api/v1/announcements", get(stubs::announcements))
+        .route("/api/v1/preferences", get(stubs::preferences))
 }
 
 #[cfg(test)]
