@@ -2,7 +2,15 @@
 //! documents, NodeInfo), its error shape under every one of its paths, and CORS. The
 //! real clients' runs are elsewhere; this holds the server to what they read first.
 
+#[path = "mastodon/client.rs"]
+mod client;
 mod common;
+#[path = "mastodon/notifications.rs"]
+mod notifications;
+#[path = "mastodon/statuses.rs"]
+mod statuses;
+#[path = "mastodon/timelines.rs"]
+mod timelines;
 
 use common::{Kind, TestServer, fresh_config};
 use reqwest::StatusCode;
@@ -20,6 +28,64 @@ async fn get(server: &TestServer, path: &str) -> (StatusCode, HeaderMap, Value) 
     let headers = response.headers().clone();
     let body = response.json().await.unwrap_or(Value::Null);
     (status, headers, body)
+}
+
+/// A new user `id` with a password, signed in through the password grant of a new app
+/// for `scope`: the access token.
+pub(crate) async fn oauth_token(server: &TestServer, id: &str, scope: &str) -> String {
+    let http = &server.client;
+    let created = http
+        .post(server.url("/v1/users"))
+        .json(&serde_json::json!({"id": id, "password": "correct horse"}))
+        .send()
+        .await
+        .unwrap();
+    assert!(
+        created.status() == StatusCode::CREATED || created.status() == StatusCode::CONFLICT,
+        "{}",
+        created.status()
+    );
+    let app: Value = http
+        .post(server.url("/api/v1/apps"))
+        .header("content-type", "application/x-www-form-urlencoded")
+        .body(
+            serde_urlencoded::to_string([
+                ("client_name", "tests"),
+                ("redirect_uris", "urn:ietf:wg:oauth:2.0:oob"),
+                ("scopes", "read write follow"),
+            ])
+            .unwrap(),
+        )
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let token: Value = http
+        .post(server.url("/oauth/token"))
+        .header("content-type", "application/x-www-form-urlencoded")
+        .body(
+            serde_urlencoded::to_string([
+                ("grant_type", "password"),
+                ("client_id", app["client_id"].as_str().unwrap()),
+                ("client_secret", app["client_secret"].as_str().unwrap()),
+                ("username", id),
+                ("password", "correct horse"),
+                ("scope", scope),
+            ])
+            .unwrap(),
+        )
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    token["access_token"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no token: {token}"))
+        .to_owned()
 }
 
 fn json_type(headers: &HeaderMap) -> &str {

@@ -3,6 +3,8 @@
 //! accounts and their relationships, blocks, mutes and search. The shared client is
 //! here; the tests by topic in `mastodon_accounts/`.
 
+#[path = "mastodon_accounts/accounts.rs"]
+mod accounts;
 mod common;
 #[path = "mastodon_accounts/small.rs"]
 mod small;

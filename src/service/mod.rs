@@ -5,13 +5,18 @@
 //! here, once. The store is private: the handlers and the seeder reach storage only
 //! through these operations.
 
+mod account_statuses;
 mod activity;
 pub mod auth;
+mod discovery;
 pub mod events;
+pub mod masto_notifications;
+pub mod mastodon;
 pub mod notifications;
 pub mod oauth;
 mod pages;
 mod relations;
+mod relationships;
 mod reposts;
 mod threads;
 
@@ -25,11 +30,14 @@ use crate::feed::{FeedSettings, TimelinePage, Timelines};
 use crate::store::{Inserted, Store, StoreError, StoreResult};
 use crate::workers::Wakers;
 
+pub use account_statuses::StatusFilter;
 pub use activity::ActivityLog;
 pub use auth::{Auth, AuthError, AuthSettings, IssuedToken};
+pub use discovery::{Found, SearchFor};
 pub use events::{EventPage, EventsService, Window};
 pub use notifications::Notifications;
 pub use relations::MuteRequest;
+pub use relationships::RelationshipView;
 pub use reposts::Listed;
 pub use threads::Context;
 

@@ -4,15 +4,25 @@
 //! since its credentials travel in headers, never in cookies. The compatibility table is
 //! docs/mastodon.md.
 
+pub mod account_statuses;
+pub mod accounts;
 pub mod apps;
 pub mod auth;
 pub mod authorize;
+pub mod entities;
 pub mod error;
 pub mod form;
 mod instance;
+pub mod link;
+pub mod notifications;
 pub mod oauth;
+pub mod paging;
 pub mod registration;
+pub mod relationships;
+pub mod search;
+pub mod statuses;
 pub mod stubs;
+pub mod timelines;
 
 use std::convert::Infallible;
 use std::sync::LazyLock;
@@ -222,6 +232,63 @@ pub fn routes() -> Router<AppState> {
         .route("/api/v1/filters", get(stubs::filters_v1))
         .route("/api/v1/announcements", get(stubs::announcements))
         .route("/api/v1/preferences", get(stubs::preferences))
+        .route("/api/v1/trends/tags", get(search::trending_tags))
+        .route("/api/v1/trends", get(search::trends))
+        .route("/api/v2/search", get(search::search))
+        .route("/api/v1/accounts/lookup", get(accounts::lookup))
+        .route(
+            "/api/v1/accounts/relationships",
+            get(relationships::relationships),
+        )
+        .route(
+            "/api/v1/accounts/update_credentials",
+            axum::routing::patch(accounts::update_credentials),
+        )
+        .route("/api/v1/accounts/{id}", get(accounts::get_account))
+        .route(
+            "/api/v1/accounts/{id}/statuses",
+            get(account_statuses::statuses),
+        )
+        .route("/api/v1/accounts/{id}/followers", get(accounts::followers))
+        .route("/api/v1/accounts/{id}/following", get(accounts::following))
+        .route("/api/v1/accounts/{id}/follow", post(accounts::follow))
+        .route("/api/v1/accounts/{id}/unfollow", post(accounts::unfollow))
+        .route("/api/v1/accounts/{id}/block", post(accounts::block))
+        .route("/api/v1/accounts/{id}/unblock", post(accounts::unblock))
+        .route("/api/v1/accounts/{id}/mute", post(accounts::mute))
+        .route("/api/v1/accounts/{id}/unmute", post(accounts::unmute))
+        .route("/api/v1/blocks", get(relationships::blocks))
+        .route("/api/v1/mutes", get(relationships::mutes))
+        .route("/api/v1/statuses", post(statuses::create_status))
+        .route(
+            "/api/v1/statuses/{id}",
+            get(statuses::get_status).delete(statuses::delete_status),
+        )
+        .route(
+            "/api/v1/statuses/{id}/context",
+            get(statuses::status_context),
+        )
+        .route("/api/v1/statuses/{id}/favourite", post(statuses::favourite))
+        .route(
+            "/api/v1/statuses/{id}/unfavourite",
+            post(statuses::unfavourite),
+        )
+        .route("/api/v1/statuses/{id}/reblog", post(statuses::reblog))
+        .route("/api/v1/statuses/{id}/unreblog", post(statuses::unreblog))
+        .route("/api/v1/timelines/home", get(timelines::home))
+        .route("/api/v1/notifications", get(notifications::notifications))
+        .route(
+            "/api/v2/notifications",
+            get(notifications::grouped_notifications),
+        )
+        .route(
+            entities::account::AVATAR_PATH,
+            get(entities::account::placeholder_image),
+        )
+        .route(
+            entities::account::HEADER_PATH,
+            get(entities::account::placeholder_image),
+        )
 }
 
 #[cfg(test)]

@@ -1,0 +1,170 @@
+//! Mastodon's paging: `max_id`, `since_id`, `min_id` and `limit` in, and a `Link`
+//! header out with `next` first (`<url>; rel="next", <url>; rel="prev"`), which toot
+//! requires (it matches only a header that starts with the next link).
+
+use axum::http::{HeaderValue, StatusCode};
+use serde::Deserialize;
+use utoipa::IntoParams;
+
+use super::Origin;
+use super::error::MastoError;
+use crate::domain::PostId;
+
+/// The largest page: Mastodon's for statuses and notifications.
+pub const MAX_LIMIT: usize = 40;
+pub const DEFAULT_LIMIT: usize = 20;
+
+/// The paging parameters of a Mastodon list.
+#[derive(Debug, Default, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct PageParams {
+    /// Only items older than this id (exclusive).
+    #[param(value_type = Option<String>, pattern = "^[0-9a-f]{24}$")]
+    pub max_id: Option<String>,
+    /// Only items newer than this id: not yet supported (422).
+    #[param(value_type = Option<String>, pattern = "^[0-9a-f]{24}$")]
+    pub since_id: Option<String>,
+    /// The items right after this id: not yet supported (422).
+    #[param(value_type = Option<String>, pattern = "^[0-9a-f]{24}$")]
+    pub min_id: Option<String>,
+    /// 1–40, default 20; larger values are taken as 40, as Mastodon does.
+    #[param(value_type = Option<u32>, minimum = 1)]
+    pub limit: Option<String>,
+}
+
+/// Parsed [`PageParams`]: newest first, below `max_id`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Paging {
+    pub max_id: Option<PostId>,
+    pub limit: usize,
+}
+
+fn id(name: &str, raw: Option<&str>) -> Result<Option<PostId>, MastoError> {
+    raw.filter(|r| !r.is_empty())
+        .map(|raw| {
+            raw.parse().map_err(|_| {
+                MastoError::unprocessable(format!("{name} must be a 24-hex id, got {raw:?}"))
+            })
+        })
+        .transpose()
+}
+
+impl PageParams {
+    /// The page asked for. `since_id` and `min_id` (pages newer than an id) answer 422
+    /// until the timelines can read above an id.
+    pub fn paging(&self) -> Result<Paging, MastoError> {
+        let limit = match self.limit.as_deref().filter(|l| !l.is_empty()) {
+            None => DEFAULT_LIMIT,
+            Some(raw) => match raw.parse::<u64>() {
+                Ok(n) if n >= 1 => usize::try_from(n).unwrap_or(MAX_LIMIT).min(MAX_LIMIT),
+                _ => {
+                    return Err(MastoError::unprocessable(format!(
+                        "limit must be a positive integer, got {raw:?}"
+                    )));
+                }
+            },
+        };
+        let max_id = id("max_id", self.max_id.as_deref())?;
+        for (name, value) in [("since_id", &self.since_id), ("min_id", &self.min_id)] {
+            if id(name, value.as_deref())?.is_some() {
+                return Err(MastoError::unprocessable(format!(
+                    "{name} is not yet supported: page with max_id"
+                )));
+            }
+        }
+        Ok(Paging { max_id, limit })
+    }
+}
+
+/// The `Link` header of a page of `path` (with `extra` query pairs kept, such as
+/// `types[]`): `next` below `next_max_id` when more may follow, then `prev` above
+/// `prev_min_id` (the page's newest id) when the page has items. `None` when neither.
+pub fn link_header(
+    origin: &Origin,
+    path: &str,
+    extra: &[(&str, String)],
+    limit: usize,
+    next_max_id: Option<PostId>,
+    prev_min_id: Option<PostId>,
+) -> Option<HeaderValue> {
+    let url = |key: &str, id: PostId| {
+        let mut pairs: Vec<(&str, String)> = extra.to_vec();
+        pairs.push(("limit", limit.to_string()));
+        pairs.push((key, id.to_string()));
+        let query = serde_urlencoded::to_string(&pairs).unwrap_or_default();
+        format!("{}{path}?{query}", origin.base())
+    };
+    let mut links = Vec::new();
+    if let Some(id) = next_max_id {
+        links.push(format!("<{}>; rel=\"next\"", url("max_id", id)));
+    }
+    if let Some(id) = prev_min_id {
+        links.push(format!("<{}>; rel=\"prev\"", url("min_id", id)));
+    }
+    if links.is_empty() {
+        return None;
+    }
+    HeaderValue::from_str(&links.join(", ")).ok()
+}
+
+/// A 422 for a list parameter outside the allowed values.
+pub fn bad_value(name: &str, value: &str) -> MastoError {
+    MastoError::new(
+        StatusCode::UNPROCESSABLE_ENTITY,
+        format!("{name} has an unknown value {value:?}"),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::http::mastodon::Settings;
+    use axum::http::HeaderMap;
+
+    #[test]
+    fn next_comes_first_and_keeps_the_other_parameters() {
+        let settings = Settings {
+            public_url: Some("https://s.example".to_owned()),
+            title: "t".to_owned(),
+        };
+        let origin = Origin::of(&settings, &HeaderMap::new());
+        let a: PostId = "6740a1b2000c000000000001".parse().unwrap();
+        let b: PostId = "6740a1b2000c000000000009".parse().unwrap();
+        let link = link_header(
+            &origin,
+            "/api/v1/notifications",
+            &[("types[]", "follow".to_owned())],
+            20,
+            Some(a),
+            Some(b),
+        )
+        .unwrap();
+        assert_eq!(
+            link.to_str().unwrap(),
+            "<https://s.example/api/v1/notifications?types%5B%5D=follow&limit=20&max_id=6740a1b2000c000000000001>; rel=\"next\", \
+             <https://s.example/api/v1/notifications?types%5B%5D=follow&limit=20&min_id=6740a1b2000c000000000009>; rel=\"prev\""
+        );
+        assert!(link_header(&origin, "/x", &[], 20, None, None).is_none());
+    }
+
+    #[test]
+    fn limits_are_clamped_and_newer_pages_refused_for_now() {
+        let params = |limit: &str| PageParams {
+            limit: Some(limit.to_owned()),
+            ..Default::default()
+        };
+        assert_eq!(params("5").paging().unwrap().limit, 5);
+        assert_eq!(params("400").paging().unwrap().limit, MAX_LIMIT);
+        assert_eq!(PageParams::default().paging().unwrap().limit, 20);
+        assert!(params("0").paging().is_err());
+        assert!(params("x").paging().is_err());
+        let newer = PageParams {
+            min_id: Some("6740a1b2000c000000000001".to_owned()),
+            ..Default::default()
+        };
+        assert_eq!(
+            newer.paging().unwrap_err().status(),
+            StatusCode::UNPROCESSABLE_ENTITY
+        );
+    }
+}

@@ -1,0 +1,228 @@
+//! `GET /api/v1/notifications` and the grouped `GET /api/v2/notifications`: the
+//! engine's notifications in Mastodon's shapes, filtered by `types[]` and
+//! `exclude_types[]`, paged with `max_id` and a `Link` header (next first).
+
+use axum::extract::{RawQuery, State};
+use axum::http::{HeaderMap, header};
+use axum::response::{IntoResponse, Response};
+use utoipa::IntoParams;
+
+use super::Origin;
+use super::auth::{ReadNotifications, Scoped};
+use super::entities::notification::{GroupedNotifications, Notification, engine_types};
+use super::error::{MastoError, MastoErrorBody};
+use super::link::{PageParams, Paging, link_header};
+use crate::domain::{NotificationFilter, NotificationType};
+use crate::http::AppState;
+use crate::http::error::Json;
+use crate::service::masto_notifications::{GroupPage, NotificationPage};
+
+/// The query of both notification lists (lists as `key[]=`, as Rails reads them).
+#[derive(Debug, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct NotificationParams {
+    /// Only these types: `follow`, `favourite`, `reblog`, `mention` (replies are
+    /// mentions); others name nothing this server makes.
+    #[param(rename = "types[]", value_type = Option<Vec<String>>)]
+    pub types: Vec<String>,
+    /// None of these types.
+    #[param(rename = "exclude_types[]", value_type = Option<Vec<String>>)]
+    pub exclude_types: Vec<String>,
+    /// v2 only, accepted and ignored: every type is grouped as the engine groups it.
+    #[param(rename = "grouped_types[]", value_type = Option<Vec<String>>)]
+    pub grouped_types: Vec<String>,
+}
+
+struct Parsed {
+    /// `None`: the filter admits nothing.
+    filter: Option<NotificationFilter>,
+    paging: Paging,
+    /// The type parameters, kept for the `Link` URLs.
+    kept: Vec<(&'static str, String)>,
+}
+
+fn parse(query: Option<&str>) -> Result<Parsed, MastoError> {
+    let pairs: Vec<(String, String)> = serde_urlencoded::from_str(query.unwrap_or(""))
+        .map_err(|e| MastoError::unprocessable(format!("malformed query: {e}")))?;
+    let mut page = PageParams::default();
+    let (mut types, mut exclude) = (None::<Vec<String>>, Vec::new());
+    let mut kept = Vec::new();
+    for (key, value) in pairs {
+        match key.as_str() {
+            "types[]" | "types" => {
+                kept.push(("types[]", value.clone()));
+                types.get_or_insert_with(Vec::new).push(value);
+            }
+            "exclude_types[]" | "exclude_types" => {
+                kept.push(("exclude_types[]", value.clone()));
+                exclude.push(value);
+            }
+            "max_id" => page.max_id = Some(value),
+            "since_id" => page.since_id = Some(value),
+            "min_id" => page.min_id = Some(value),
+            "limit" => page.limit = Some(value),
+            "account_id" => {
+                return Err(MastoError::unprocessable("account_id is not yet supported"));
+            }
+            _ => {}
+        }
+    }
+    let paging = page.paging()?;
+    let mut admitted: Vec<NotificationType> = match &types {
+        Some(names) => names
+            .iter()
+            .flat_map(|n| engine_types(n))
+            .copied()
+            .collect(),
+        None => NotificationType::ALL.to_vec(),
+    };
+    for name in &exclude {
+        admitted.retain(|t| !engine_types(name).contains(t));
+    }
+    admitted.sort_unstable();
+    admitted.dedup();
+    let filter = match admitted.len() {
+        0 => None,
+        n if n == NotificationType::ALL.len() => Some(NotificationFilter::default()),
+        _ => Some(NotificationFilter {
+            types: admitted,
+            hidden: Vec::new(),
+        }),
+    };
+    Ok(Parsed {
+        filter,
+        paging,
+        kept,
+    })
+}
+
+fn with_link(
+    body: impl IntoResponse,
+    origin: &Origin,
+    path: &str,
+    parsed: &Parsed,
+    next: Option<crate::domain::PostId>,
+    first: Option<crate::domain::PostId>,
+) -> Response {
+    match link_header(origin, path, &parsed.kept, parsed.paging.limit, next, first) {
+        Some(link) => ([(header::LINK, link)], body).into_response(),
+        None => body.into_response(),
+    }
+}
+
+/// The caller's notifications, newest first.
+#[utoipa::path(get, path = "/api/v1/notifications", tag = "mastodon",
+    params(NotificationParams, PageParams),
+    security(("bearer" = [])),
+    responses(
+        (status = 200, description = "A page of notifications; `Link` has the next page first",
+            body = Vec<Notification>, headers(("Link" = String, description = "next first, then prev"))),
+        (status = 401, description = "No valid token", body = MastoErrorBody),
+        (status = 403, description = "The token lacks read:notifications", body = MastoErrorBody),
+        (status = 422, description = "A bad limit or id, since_id or min_id (not yet supported), account_id, or an app's token", body = MastoErrorBody),
+    ))]
+pub async fn notifications(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    auth: Scoped<ReadNotifications>,
+    RawQuery(query): RawQuery,
+) -> Result<Response, MastoError> {
+    let user = auth.user()?;
+    let parsed = parse(query.as_deref())?;
+    let page = match &parsed.filter {
+        Some(filter) => {
+            let Paging { max_id, limit } = parsed.paging;
+            state
+                .social
+                .notification_statuses(user, filter, max_id, limit)
+                .await?
+        }
+        None => NotificationPage {
+            items: Vec::new(),
+            next: None,
+        },
+    };
+    let origin = Origin::of(&state.mastodon, &headers);
+    let body: Vec<Notification> = page
+        .items
+        .iter()
+        .map(|n| Notification::new(&origin, n))
+        .collect();
+    let first = page.items.first().map(|n| n.id);
+    let path = "/api/v1/notifications";
+    Ok(with_link(
+        Json(body),
+        &origin,
+        path,
+        &parsed,
+        page.next,
+        first,
+    ))
+}
+
+/// The caller's notifications grouped (Mastodon 4.3's shape): one group per type and
+/// status (follows: one group), newest first by each group's latest notification;
+/// mentions are groups of one. `max_id` pages by a group's latest notification id.
+#[utoipa::path(get, path = "/api/v2/notifications", tag = "mastodon",
+    params(NotificationParams, PageParams),
+    security(("bearer" = [])),
+    responses(
+        (status = 200, description = "A page of groups; `Link` has the next page first",
+            body = GroupedNotifications, headers(("Link" = String, description = "next first, then prev"))),
+        (status = 401, description = "No valid token", body = MastoErrorBody),
+        (status = 403, description = "The token lacks read:notifications", body = MastoErrorBody),
+        (status = 422, description = "A bad limit or id, since_id or min_id (not yet supported), account_id, or an app's token", body = MastoErrorBody),
+    ))]
+pub async fn grouped_notifications(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    auth: Scoped<ReadNotifications>,
+    RawQuery(query): RawQuery,
+) -> Result<Response, MastoError> {
+    let user = auth.user()?;
+    let parsed = parse(query.as_deref())?;
+    let page = match &parsed.filter {
+        Some(filter) => {
+            let Paging { max_id, limit } = parsed.paging;
+            state
+                .social
+                .notification_group_statuses(user, filter, max_id, limit)
+                .await?
+        }
+        None => GroupPage {
+            groups: Vec::new(),
+            actors: Vec::new(),
+            statuses: Vec::new(),
+            next: None,
+        },
+    };
+    let origin = Origin::of(&state.mastodon, &headers);
+    let first = page.groups.first().map(|g| g.latest_id);
+    let body = Json(GroupedNotifications::new(&origin, &page));
+    let path = "/api/v2/notifications";
+    Ok(with_link(body, &origin, path, &parsed, page.next, first))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mastodon_types_map_onto_the_engine_s() {
+        let filter = |q: &str| parse(Some(q)).unwrap().filter;
+        assert_eq!(filter(""), Some(NotificationFilter::default()));
+        assert_eq!(
+            filter("types[]=mention").unwrap().types,
+            [NotificationType::Reply, NotificationType::Mention]
+        );
+        assert_eq!(
+            filter("exclude_types[]=mention&exclude_types[]=follow")
+                .unwrap()
+                .types,
+            [NotificationType::Like, NotificationType::Repost]
+        );
+        // Only types this server never makes: nothing, not everything.
+        assert_eq!(filter("types[]=poll"), None);
+        assert_eq!(filter("types[]=follow&exclude_types[]=follow"), None);
+    }
+}

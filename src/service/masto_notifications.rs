@@ -1,0 +1,133 @@
+//! Notifications for the Mastodon view: a page of the engine's notifications (plain or
+//! grouped), with their actors' profiles and their posts as statuses, batched per page
+//! as `mastodon.rs` does for timelines.
+
+use std::collections::HashMap;
+
+use super::Social;
+use super::mastodon::{Entry, StatusView};
+use super::notifications::{GroupView, NotificationView};
+use crate::domain::{NotificationFilter, NotificationType, Post, PostId, User};
+use crate::store::StoreResult;
+
+/// A notification with its actor's profile and its post as the reader sees it.
+#[derive(Debug, Clone)]
+pub struct NotificationItem {
+    pub id: PostId,
+    pub kind: NotificationType,
+    pub at_ms: i64,
+    pub actor: User,
+    /// The post it is about; `None` for follows.
+    pub status: Option<StatusView>,
+}
+
+/// A page of groups with the profiles of the actors they name and their posts.
+#[derive(Debug, Clone)]
+pub struct GroupPage {
+    pub groups: Vec<GroupView>,
+    pub actors: Vec<User>,
+    pub statuses: Vec<StatusView>,
+    pub next: Option<PostId>,
+}
+
+/// A page of notifications; `next` is the cursor of the following page.
+#[derive(Debug, Clone)]
+pub struct NotificationPage {
+    pub items: Vec<NotificationItem>,
+    pub next: Option<PostId>,
+}
+
+impl Social {
+    /// The posts among `ids` as `user` sees them, by id.
+    async fn statuses_by_id(
+        &self,
+        user: &str,
+        mut ids: Vec<PostId>,
+    ) -> StoreResult<HashMap<PostId, StatusView>> {
+        ids.sort_unstable();
+        ids.dedup();
+        if ids.is_empty() {
+            return Ok(HashMap::new());
+        }
+        let posts: Vec<Post> = self.store.content.posts_by_ids(&ids, &[]).await?;
+        let views = self
+            .views(Some(user), posts.into_iter().map(Entry::Post).collect())
+            .await?;
+        Ok(views.into_iter().map(|v| (v.post.id, v)).collect())
+    }
+
+    /// One page of `user`'s notifications that `filter` admits, newest first, below
+    /// `before`. A notification whose actor or post is gone is left out.
+    pub async fn notification_statuses(
+        &self,
+        user: &str,
+        filter: &NotificationFilter,
+        before: Option<PostId>,
+        limit: usize,
+    ) -> StoreResult<NotificationPage> {
+        let page = self.notifications.page(user, filter, before, limit).await?;
+        let actors: Vec<&str> = page.items.iter().map(|n| n.actor.id.as_str()).collect();
+        let posts: Vec<PostId> = page.items.iter().filter_map(|n| n.post).collect();
+        let (profiles, statuses) =
+            tokio::try_join!(self.profiles(&actors), self.statuses_by_id(user, posts))?;
+        let items = page
+            .items
+            .into_iter()
+            .filter_map(|n: NotificationView| {
+                let status = match n.post {
+                    Some(post) => Some(statuses.get(&post)?.clone()),
+                    None => None,
+                };
+                Some(NotificationItem {
+                    id: n.id,
+                    kind: n.kind,
+                    at_ms: n.at_ms,
+                    actor: profiles.get(&n.actor.id)?.clone(),
+                    status,
+                })
+            })
+            .collect();
+        Ok(NotificationPage {
+            items,
+            next: page.next,
+        })
+    }
+
+    /// One page of `user`'s notification groups, newest first by each group's latest
+    /// notification, below `before`; a group whose post is gone is left out.
+    pub async fn notification_group_statuses(
+        &self,
+        user: &str,
+        filter: &NotificationFilter,
+        before: Option<PostId>,
+        limit: usize,
+    ) -> StoreResult<GroupPage> {
+        let page = self
+            .notifications
+            .groups(user, filter, before, limit)
+            .await?;
+        let actors: Vec<&str> = page
+            .items
+            .iter()
+            .flat_map(|g| g.actors.iter().map(|a| a.id.as_str()))
+            .collect();
+        let posts: Vec<PostId> = page.items.iter().filter_map(|g| g.post).collect();
+        let (profiles, statuses) =
+            tokio::try_join!(self.profiles(&actors), self.statuses_by_id(user, posts))?;
+        let groups: Vec<GroupView> = page
+            .items
+            .into_iter()
+            .filter(|g| g.post.is_none_or(|p| statuses.contains_key(&p)))
+            .collect();
+        let mut actors: Vec<User> = profiles.into_values().collect();
+        actors.sort_by(|a, b| a.id.cmp(&b.id));
+        let mut statuses: Vec<StatusView> = statuses.into_values().collect();
+        statuses.sort_by_key(|s| std::cmp::Reverse(s.post.id));
+        Ok(GroupPage {
+            groups,
+            actors,
+            statuses,
+            next: page.next,
+        })
+    }
+}

@@ -1,0 +1,314 @@
+//! What the Mastodon view needs beyond `/v1`'s operations: each operation here is one
+//! of `/v1`'s (post, delete, like, repost, a timeline page, a thread) followed by the
+//! reads that make its posts into statuses: the full posts, their authors' profiles
+//! and what the viewer did to them (liked, reposted). Those are batched per page: one
+//! read of the posts, one of the viewer's likes among them, one of the viewer's
+//! reposts among them, and one profile read per distinct author, run together, never
+//! a lookup per status.
+
+use std::collections::{HashMap, HashSet};
+
+use futures::future::try_join_all;
+
+use super::Social;
+use crate::domain::{Post, PostId, User, now_ms};
+use crate::store::{StoreError, StoreResult};
+
+/// What the viewer did to a post.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Viewed {
+    pub favourited: bool,
+    pub reblogged: bool,
+}
+
+/// A repost around a post: its own id and its reposter.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Reblog {
+    pub id: PostId,
+    pub by: User,
+}
+
+/// A post as a viewer sees it, with everything a Status shows.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StatusView {
+    /// The post (a repost's original).
+    pub post: Post,
+    pub author: User,
+    /// Set when this is a repost of `post`.
+    pub reblog: Option<Reblog>,
+    pub viewed: Viewed,
+}
+
+impl StatusView {
+    /// The status's id: the repost's own, or the post's.
+    pub fn id(&self) -> PostId {
+        self.reblog.as_ref().map_or(self.post.id, |r| r.id)
+    }
+}
+
+/// A status to make: a post, or a repost (its id and reposter) of one.
+#[derive(Debug, Clone)]
+pub(super) enum Entry {
+    Post(Post),
+    Repost { id: PostId, by: String, of: Post },
+}
+
+impl Entry {
+    fn post(&self) -> &Post {
+        match self {
+            Entry::Post(post) | Entry::Repost { of: post, .. } => post,
+        }
+    }
+}
+
+/// A thread as a viewer sees it.
+#[derive(Debug, Clone)]
+pub struct ContextView {
+    pub ancestors: Vec<StatusView>,
+    pub descendants: Vec<StatusView>,
+}
+
+/// A page of a timeline as statuses; `next` is the cursor of the following page.
+#[derive(Debug, Clone)]
+pub struct StatusPage {
+    pub items: Vec<StatusView>,
+    pub next: Option<PostId>,
+}
+
+impl Social {
+    /// The profiles of `ids` (distinct), one read each, run together.
+    pub(super) async fn profiles(&self, ids: &[&str]) -> StoreResult<HashMap<String, User>> {
+        let mut ids: Vec<&str> = ids.to_vec();
+        ids.sort_unstable();
+        ids.dedup();
+        let users = try_join_all(ids.iter().map(|id| self.store.users.user(id))).await?;
+        Ok(users
+            .into_iter()
+            .flatten()
+            .map(|u| (u.id.clone(), u))
+            .collect())
+    }
+
+    /// `entries` as `viewer` sees them, in order. An entry whose author (or reposter)
+    /// is unknown is left out.
+    pub(super) async fn views(
+        &self,
+        viewer: Option<&str>,
+        entries: Vec<Entry>,
+    ) -> StoreResult<Vec<StatusView>> {
+        let mut names: Vec<&str> = Vec::new();
+        for entry in &entries {
+            names.push(&entry.post().author);
+            if let Entry::Repost { by, .. } = entry {
+                names.push(by);
+            }
+        }
+        let mut posts: Vec<PostId> = entries.iter().map(|e| e.post().id).collect();
+        posts.sort_unstable();
+        posts.dedup();
+        let (profiles, (liked, reposted)) =
+            tokio::try_join!(self.profiles(&names), self.viewed(viewer, &posts))?;
+        Ok(entries
+            .into_iter()
+            .filter_map(|entry| {
+                let (post, reblog) = match entry {
+                    Entry::Post(post) => (post, None),
+                    Entry::Repost { id, by, of } => {
+                        let by = profiles.get(&by)?.clone();
+                        (of, Some(Reblog { id, by }))
+                    }
+                };
+                Some(StatusView {
+                    author: profiles.get(&post.author)?.clone(),
+                    viewed: Viewed {
+                        favourited: liked.contains(&post.id),
+                        reblogged: reposted.contains(&post.id),
+                    },
+                    post,
+                    reblog,
+                })
+            })
+            .collect())
+    }
+
+    /// Which of `posts` the viewer likes, and which they reposted: two reads.
+    async fn viewed(
+        &self,
+        viewer: Option<&str>,
+        posts: &[PostId],
+    ) -> StoreResult<(HashSet<PostId>, HashSet<PostId>)> {
+        let Some(viewer) = viewer.filter(|_| !posts.is_empty()) else {
+            return Ok((HashSet::new(), HashSet::new()));
+        };
+        let pairs: Vec<(String, PostId)> = posts.iter().map(|p| (viewer.to_owned(), *p)).collect();
+        let reposters = [viewer.to_owned()];
+        let (likes, reposts) = tokio::try_join!(
+            self.store.activity.likes_standing(&pairs),
+            self.store
+                .reposts
+                .reposts_of(posts, &reposters, PostId::MAX)
+        )?;
+        Ok((
+            likes.into_iter().map(|(_, p)| p).collect(),
+            reposts.into_iter().map(|r| r.post.post).collect(),
+        ))
+    }
+
+    async fn view(&self, viewer: Option<&str>, entry: Entry) -> StoreResult<StatusView> {
+        let id = entry.post().id;
+        self.views(viewer, vec![entry])
+            .await?
+            .pop()
+            .ok_or_else(|| StoreError::NotFound(format!("post {id}")))
+    }
+
+    /// A post as `viewer` sees it: `NotFound` when it does not exist or its author
+    /// blocks the viewer.
+    pub async fn status(&self, viewer: Option<&str>, id: PostId) -> StoreResult<StatusView> {
+        let post = self.get_post_as(id, viewer).await?;
+        self.view(viewer, Entry::Post(post)).await
+    }
+
+    /// [`Social::post_reply`], as its author sees the new post.
+    pub async fn post_status(
+        &self,
+        author: &str,
+        text: &str,
+        in_reply_to: Option<PostId>,
+    ) -> StoreResult<StatusView> {
+        if let Some(parent) = in_reply_to {
+            // Answering a post one cannot see is answering a post that does not exist.
+            self.get_post_as(parent, Some(author)).await?;
+        }
+        let post = self.post_reply(author, text, in_reply_to).await?;
+        self.view(Some(author), Entry::Post(post)).await
+    }
+
+    /// Deletes `caller`'s post and answers it as it was: `NotFound` when it does not
+    /// exist (or is hidden from the caller), `Forbidden` when it is someone else's.
+    pub async fn delete_status(&self, caller: &str, id: PostId) -> StoreResult<StatusView> {
+        let view = self.status(Some(caller), id).await?;
+        match self.delete_post_as(id, Some(caller)).await? {
+            Some(_) => Ok(view),
+            None => Err(StoreError::NotFound(format!("post {id}"))),
+        }
+    }
+
+    /// Likes (`on`) or unlikes a post `user` can see, and answers it as it then stands.
+    pub async fn favourite_status(
+        &self,
+        user: &str,
+        id: PostId,
+        on: bool,
+    ) -> StoreResult<StatusView> {
+        self.get_post_as(id, Some(user)).await?;
+        match on {
+            true => self.activity.like(user, id).await?,
+            false => self.activity.unlike(user, id).await?,
+        }
+        self.status(Some(user), id).await
+    }
+
+    /// Reposts a post (or finds the repost that stands), answered as the repost.
+    pub async fn reblog_status(&self, user: &str, id: PostId) -> StoreResult<StatusView> {
+        let (reposted, original) = self.repost(user, id).await?;
+        let entry = Entry::Repost {
+            id: reposted.repost.id,
+            by: user.to_owned(),
+            of: original,
+        };
+        self.view(Some(user), entry).await
+    }
+
+    /// Removes `user`'s repost of a post they can see, answered as the original.
+    pub async fn unreblog_status(&self, user: &str, id: PostId) -> StoreResult<StatusView> {
+        self.get_post_as(id, Some(user)).await?;
+        self.unrepost(user, id).await?;
+        self.status(Some(user), id).await
+    }
+
+    /// The thread around a post `viewer` can see, without the posts of anyone hidden
+    /// from them (a block either way, a mute), their own always shown.
+    pub async fn status_context(
+        &self,
+        viewer: Option<&str>,
+        id: PostId,
+    ) -> StoreResult<ContextView> {
+        self.get_post_as(id, viewer).await?;
+        let context = self.context(id).await?;
+        let hidden = match viewer {
+            Some(viewer) => Some(self.store.relations.hidden(viewer, now_ms()).await?),
+            None => None,
+        };
+        let shown = |posts: Vec<Post>| -> Vec<Entry> {
+            posts
+                .into_iter()
+                .filter(|p| {
+                    viewer == Some(p.author.as_str())
+                        || hidden.as_ref().is_none_or(|h| !h.hides(&p.author))
+                })
+                .map(Entry::Post)
+                .collect()
+        };
+        let ancestors = shown(context.ancestors);
+        let descendants = shown(context.descendants);
+        let split = ancestors.len();
+        let mut all = self
+            .views(viewer, ancestors.into_iter().chain(descendants).collect())
+            .await?;
+        let descendants = all.split_off(split.min(all.len()));
+        Ok(ContextView {
+            ancestors: all,
+            descendants,
+        })
+    }
+
+    /// One page of `user`'s home timeline as statuses, newest first, below `before`.
+    /// An entry whose post was deleted after the page was read is left out.
+    pub async fn home_statuses(
+        &self,
+        user: &str,
+        before: Option<PostId>,
+        limit: usize,
+    ) -> StoreResult<StatusPage> {
+        let page = self.timelines.page(user, before, limit).await?;
+        let mut ids = Vec::with_capacity(page.items.len());
+        let mut authors = Vec::with_capacity(page.items.len());
+        for item in &page.items {
+            match &item.repost_of {
+                Some(original) => {
+                    ids.push(original.id);
+                    authors.push(original.author.clone());
+                }
+                None => {
+                    ids.push(item.id);
+                    authors.push(item.author.clone());
+                }
+            }
+        }
+        let posts: HashMap<PostId, Post> = self
+            .store
+            .content
+            .posts_by_ids(&ids, &authors)
+            .await?
+            .into_iter()
+            .map(|p| (p.id, p))
+            .collect();
+        let entries = page
+            .items
+            .into_iter()
+            .filter_map(|item| match item.repost_of {
+                Some(original) => Some(Entry::Repost {
+                    id: item.id,
+                    by: item.author,
+                    of: posts.get(&original.id)?.clone(),
+                }),
+                None => Some(Entry::Post(posts.get(&item.id)?.clone())),
+            })
+            .collect();
+        Ok(StatusPage {
+            items: self.views(Some(user), entries).await?,
+            next: page.next_cursor,
+        })
+    }
+}
