@@ -223,3 +223,72 @@ async fn multipart_forms_register_accounts_and_refuse_files() {
         server.stop().await;
     }
 }
+
+/// Trends come from the real hashtag counts, with a week of daily history, newest day
+/// first; search finds an exact account id and an exact hashtag, never statuses.
+#[tokio::test]
+async fn trends_and_search_read_the_real_counts() {
+    for kind in super::common::event_log_kinds("trends").await {
+        let server = TestServer::start(fresh_config(kind)).await;
+        let client = Client::of(&server);
+        let ann = client.user("ann", None).await;
+        client.user("bob", None).await;
+        for text in ["learning #Rust", "more #rust and #go", "#go"] {
+            let fields = [("status", text)];
+            let posted = client.post("/api/v1/statuses", Some(&ann), &fields).await;
+            posted.expect(StatusCode::OK);
+        }
+        client
+            .post("/api/v1/statuses", Some(&ann), &[("status", "#rust")])
+            .await;
+        server.settle().await;
+
+        let trends = client.get("/api/v1/trends/tags?limit=5", None).await;
+        let trends = trends.expect(StatusCode::OK);
+        let names: Vec<&str> = trends
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["name"].as_str().unwrap())
+            .collect();
+        assert_eq!(names, ["rust", "go"], "{kind:?}: most posts first");
+        let history = trends[0]["history"].as_array().unwrap();
+        assert_eq!(history.len(), 7);
+        assert_eq!(history[0]["uses"], "3", "{kind:?}: today first");
+        let today: i64 = history[0]["day"].as_str().unwrap().parse().unwrap();
+        let yesterday: i64 = history[1]["day"].as_str().unwrap().parse().unwrap();
+        assert_eq!(today - yesterday, 86_400);
+        assert!(trends[0]["url"].as_str().unwrap().ends_with("/tags/rust"));
+        let alias = client
+            .get("/api/v1/trends", None)
+            .await
+            .expect(StatusCode::OK);
+        assert_eq!(alias, client.get("/api/v1/trends/tags", None).await.json());
+        let bad = client.get("/api/v1/trends/tags?limit=none", None).await;
+        bad.expect(StatusCode::UNPROCESSABLE_ENTITY);
+
+        let found = client
+            .get("/api/v2/search?q=bob&resolve=true", Some(&ann))
+            .await;
+        let found = found.expect(StatusCode::OK);
+        assert_eq!(found["accounts"][0]["id"], "bob");
+        assert_eq!(found["hashtags"], json!([]));
+        assert_eq!(found["statuses"], json!([]));
+        let tag = client.get("/api/v2/search?q=%23Rust&type=hashtags", Some(&ann));
+        let tag = tag.await.expect(StatusCode::OK);
+        assert_eq!(tag["hashtags"][0]["name"], "rust", "{kind:?}");
+        assert_eq!(tag["hashtags"][0]["history"][0]["uses"], "3");
+        assert_eq!(tag["accounts"], json!([]));
+        let nothing = client.get("/api/v2/search?q=bo", Some(&ann)).await;
+        assert_eq!(nothing.expect(StatusCode::OK)["accounts"], json!([]));
+        let bad = client
+            .get("/api/v2/search?q=bob&type=people", Some(&ann))
+            .await;
+        bad.expect(StatusCode::UNPROCESSABLE_ENTITY);
+        client
+            .get("/api/v2/search?q=bob", None)
+            .await
+            .expect(StatusCode::UNAUTHORIZED);
+        server.stop().await;
+    }
+}
