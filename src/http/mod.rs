@@ -194,6 +194,7 @@ pub fn router(state: AppState, settings: &HttpSettings) -> Router {
     // is `{"error": ...}`.
     match settings.mastodon {
         true => api
+            .layer(middleware::from_fn(mastodon::rate_headers))
             .layer(middleware::from_fn(mastodon::error::rewrite_problems))
             .layer(middleware::from_fn(mastodon::cors)),
         false => api,
@@ -229,7 +230,8 @@ async fn limit_client_address(
             .get::<ConnectInfo<std::net::SocketAddr>>()
     {
         let client = limits.client_ip(peer.ip(), request.headers());
-        if let Err(limited) = limits.check_ip(client) {
+        let slot = request.extensions().get::<rate::StandingSlot>();
+        if let Err(limited) = limits.check_ip(client, slot) {
             return limited.into_response();
         }
     }

@@ -5,8 +5,10 @@
 //! here, once. The store is private: the handlers and the seeder reach storage only
 //! through these operations.
 
+mod account_statuses;
 mod activity;
 pub mod auth;
+mod discovery;
 mod engagement;
 pub mod events;
 mod idempotency;
@@ -17,6 +19,7 @@ pub mod notifications;
 pub mod oauth;
 mod pages;
 mod relations;
+mod relationships;
 mod reposts;
 mod threads;
 
@@ -30,13 +33,16 @@ use crate::feed::{FeedSettings, NewerPage, TimelinePage, Timelines};
 use crate::store::{Inserted, Store, StoreError, StoreResult};
 use crate::workers::Wakers;
 
+pub use account_statuses::StatusFilter;
 pub use activity::ActivityLog;
 pub use auth::{Auth, AuthError, AuthSettings, IssuedToken};
+pub use discovery::{Found, SearchFor};
 pub use engagement::{liker_cursor, parse_liker_cursor};
 pub use events::{EventPage, EventsService, Window};
 pub use idempotency::{KeyedPost, POST_KEY_TTL_MS};
 pub use notifications::Notifications;
 pub use relations::MuteRequest;
+pub use relationships::RelationshipView;
 pub use reposts::Listed;
 pub use threads::Context;
 

@@ -18,7 +18,7 @@ use axum::response::{IntoResponse, Response};
 
 use super::error::MastoError;
 use crate::http::AppState;
-use crate::http::rate::Class;
+use crate::http::rate::{Class, StandingSlot};
 use crate::service::AuthError;
 pub use crate::service::oauth::Grant;
 
@@ -47,9 +47,10 @@ impl FromRequestParts<AppState> for MastoAuth {
             Err(AuthError::Store(error)) => return Err(MastoError::from(error).into_response()),
         };
         if let Some(user) = &grant.user {
+            let slot = parts.extensions.get::<StandingSlot>();
             state
                 .rate
-                .check_user(user, Class::of(&parts.method))
+                .check_user_into(user, Class::of(&parts.method), slot)
                 .map_err(IntoResponse::into_response)?;
         }
         Ok(MastoAuth(grant))
@@ -131,6 +132,8 @@ scopes! {
     ReadMutes => ["read:mutes"];
     WriteMutes => ["write:mutes"];
     ReadSearch => ["read:search"];
+    ReadLists => ["read:lists"];
+    ReadFilters => ["read:filters"];
     Push => ["push"];
 }
 

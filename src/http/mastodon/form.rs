@@ -1,10 +1,13 @@
 //! Bodies as Mastodon takes them: a form (`application/x-www-form-urlencoded`, with
-//! `key[]=` for lists, as Rails reads it) or JSON, plus the query string, which Rails
-//! merges in too (the body wins). Either becomes one JSON object, deserialized into the
-//! handler's type; a malformed body is a 400 and a wrong field a 422, both `{"error"}`.
+//! `key[]=` for lists, as Rails reads it), a multipart form (`multipart/form-data`,
+//! which masto.js sends for registration and `update_credentials`; its text fields
+//! only: a file part is refused, since this server keeps no media) or JSON, plus the
+//! query string, which Rails merges in too (the body wins). Any of them becomes one
+//! JSON object, deserialized into the handler's type; a malformed body is a 400 and a
+//! wrong field a 422, both `{"error"}`.
 
 use axum::body::Bytes;
-use axum::extract::{FromRequest, Request};
+use axum::extract::{FromRequest, Multipart, Request};
 use axum::http::{StatusCode, header};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
@@ -15,8 +18,18 @@ use super::error::MastoError;
 
 pub struct FormOrJson<T>(pub T);
 
+/// `key[]` (Rails) and `key[0]` (masto.js's multipart forms) name list items.
+fn list_key(key: &str) -> Option<&str> {
+    if let Some(key) = key.strip_suffix("[]") {
+        return Some(key);
+    }
+    let (key, index) = key.strip_suffix(']')?.rsplit_once('[')?;
+    (!index.is_empty() && index.bytes().all(|b| b.is_ascii_digit()) && !key.contains('['))
+        .then_some(key)
+}
+
 fn add(map: &mut Map<String, Value>, key: &str, value: String) {
-    let (key, list) = match key.strip_suffix("[]") {
+    let (key, list) = match list_key(key) {
         Some(key) => (key, true),
         None => (key, false),
     };
@@ -51,13 +64,22 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for FormOrJson<T> {
             .unwrap_or("")
             .to_ascii_lowercase();
         let query = request.uri().query().unwrap_or("").to_owned();
-        let body = Bytes::from_request(request, state)
-            .await
-            .map_err(|e| MastoError::new(e.status(), e.body_text()))?;
         let mut map = Map::new();
         for (key, value) in pairs(query.as_bytes())? {
             add(&mut map, &key, value);
         }
+        if content_type.starts_with("multipart/form-data") {
+            let multipart = Multipart::from_request(request, state)
+                .await
+                .map_err(|e| MastoError::new(e.status(), e.body_text()))?;
+            for (key, value) in multipart_fields(multipart).await? {
+                add(&mut map, &key, value);
+            }
+            return deserialize(map);
+        }
+        let body = Bytes::from_request(request, state)
+            .await
+            .map_err(|e| MastoError::new(e.status(), e.body_text()))?;
         if content_type.starts_with("application/json") {
             let value: Value = serde_json::from_slice(&body).map_err(|e| {
                 MastoError::new(StatusCode::BAD_REQUEST, format!("malformed JSON: {e}"))
@@ -73,13 +95,36 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for FormOrJson<T> {
         } else {
             return Err(MastoError::new(
                 StatusCode::UNSUPPORTED_MEDIA_TYPE,
-                "send application/x-www-form-urlencoded or application/json",
+                "send application/x-www-form-urlencoded, multipart/form-data or application/json",
             ));
         }
-        serde_json::from_value(Value::Object(map))
-            .map(FormOrJson)
-            .map_err(|e| MastoError::unprocessable(format!("Validation failed: {e}")))
+        deserialize(map)
     }
+}
+
+fn deserialize<T: DeserializeOwned>(map: Map<String, Value>) -> Result<FormOrJson<T>, MastoError> {
+    serde_json::from_value(Value::Object(map))
+        .map(FormOrJson)
+        .map_err(|e| MastoError::unprocessable(format!("Validation failed: {e}")))
+}
+
+/// A multipart form's text fields, in order. A part with a file name (an avatar, a
+/// header, media) is refused by name rather than dropped: nothing here would keep it.
+async fn multipart_fields(mut multipart: Multipart) -> Result<Vec<(String, String)>, MastoError> {
+    let malformed =
+        |e: axum::extract::multipart::MultipartError| MastoError::new(e.status(), e.body_text());
+    let mut fields = Vec::new();
+    while let Some(field) = multipart.next_field().await.map_err(malformed)? {
+        let name = field.name().unwrap_or("").to_owned();
+        if field.file_name().is_some() {
+            return Err(MastoError::unprocessable(format!(
+                "Validation failed: {name} is a file, and this server keeps no media"
+            )));
+        }
+        let value = field.text().await.map_err(malformed)?;
+        fields.push((name, value));
+    }
+    Ok(fields)
 }
 
 /// A list sent as one string (space or newline separated) or as a list.
@@ -125,12 +170,12 @@ mod tests {
     #[test]
     fn form_lists_become_arrays() {
         let mut map = Map::new();
-        for (k, v) in pairs(b"a=1&b[]=x&b[]=y&c=z").unwrap() {
+        for (k, v) in pairs(b"a=1&b[]=x&b[]=y&c=z&d[0]=p&d[1]=q&e[0][name]=n").unwrap() {
             add(&mut map, &k, v);
         }
         assert_eq!(
             Value::Object(map),
-            serde_json::json!({"a": "1", "b": ["x", "y"], "c": "z"})
+            serde_json::json!({"a": "1", "b": ["x", "y"], "c": "z", "d": ["p", "q"], "e[0][name]": "n"})
         );
     }
 }

@@ -4,6 +4,8 @@
 //! since its credentials travel in headers, never in cookies. The compatibility table is
 //! docs/mastodon.md.
 
+pub mod account_statuses;
+pub mod accounts;
 pub mod apps;
 pub mod auth;
 pub mod authorize;
@@ -14,8 +16,12 @@ mod instance;
 pub mod link;
 pub mod notifications;
 pub mod oauth;
+pub mod paging;
 pub mod registration;
+pub mod relationships;
+pub mod search;
 pub mod statuses;
+pub mod stubs;
 pub mod timelines;
 
 use std::convert::Infallible;
@@ -23,7 +29,7 @@ use std::sync::LazyLock;
 
 use axum::Router;
 use axum::extract::Request;
-use axum::http::{HeaderMap, HeaderName, Method, header};
+use axum::http::{HeaderMap, HeaderName, HeaderValue, Method, header};
 use axum::middleware::Next;
 use axum::response::Response;
 use axum::routing::{get, post};
@@ -32,6 +38,8 @@ use tower_http::cors::{Any, CorsLayer};
 
 use super::AppState;
 use crate::config::MastodonConfig;
+use crate::domain::format_time_ms;
+use crate::http::rate::StandingSlot;
 
 pub use instance::{
     __path_instance_v1, __path_instance_v2, __path_nodeinfo, __path_nodeinfo_links, instance_v1,
@@ -156,6 +164,33 @@ pub async fn cors(request: Request, next: Next) -> Response {
     }
 }
 
+/// Mastodon's `X-RateLimit-Limit`, `-Remaining` and `-Reset` (an ISO time), all three
+/// or none, on the Mastodon API's paths: from the tightest bucket the request drew from
+/// (its user's read or write bucket, its address's), refusals included. A request that
+/// drew from none (limits off) gets none.
+pub async fn rate_headers(mut request: Request, next: Next) -> Response {
+    if !error::is_mastodon_path(request.uri().path()) {
+        return next.run(request).await;
+    }
+    let slot = StandingSlot::default();
+    request.extensions_mut().insert(slot.clone());
+    let mut response = next.run(request).await;
+    if let Some(standing) = slot.get() {
+        let headers = response.headers_mut();
+        let values = [
+            ("x-ratelimit-limit", standing.limit.to_string()),
+            ("x-ratelimit-remaining", standing.remaining.to_string()),
+            ("x-ratelimit-reset", format_time_ms(standing.reset_ms)),
+        ];
+        for (name, value) in values {
+            if let Ok(value) = HeaderValue::from_str(&value) {
+                headers.insert(HeaderName::from_static(name), value);
+            }
+        }
+    }
+    response
+}
+
 /// The Mastodon API's routes.
 pub fn routes() -> Router<AppState> {
     Router::new()
@@ -186,6 +221,44 @@ pub fn routes() -> Router<AppState> {
             "/api/v1/accounts/verify_credentials",
             get(registration::verify_credentials),
         )
+        .route(
+            "/api/v1/markers",
+            get(stubs::markers).post(stubs::save_markers),
+        )
+        .route("/api/v1/custom_emojis", get(stubs::custom_emojis))
+        .route("/api/v1/lists", get(stubs::lists))
+        .route("/api/v1/followed_tags", get(stubs::followed_tags))
+        .route("/api/v2/filters", get(stubs::filters_v2))
+        .route("/api/v1/filters", get(stubs::filters_v1))
+        .route("/api/v1/announcements", get(stubs::announcements))
+        .route("/api/v1/preferences", get(stubs::preferences))
+        .route("/api/v1/trends/tags", get(search::trending_tags))
+        .route("/api/v1/trends", get(search::trends))
+        .route("/api/v2/search", get(search::search))
+        .route("/api/v1/accounts/lookup", get(accounts::lookup))
+        .route(
+            "/api/v1/accounts/relationships",
+            get(relationships::relationships),
+        )
+        .route(
+            "/api/v1/accounts/update_credentials",
+            axum::routing::patch(accounts::update_credentials),
+        )
+        .route("/api/v1/accounts/{id}", get(accounts::get_account))
+        .route(
+            "/api/v1/accounts/{id}/statuses",
+            get(account_statuses::statuses),
+        )
+        .route("/api/v1/accounts/{id}/followers", get(accounts::followers))
+        .route("/api/v1/accounts/{id}/following", get(accounts::following))
+        .route("/api/v1/accounts/{id}/follow", post(accounts::follow))
+        .route("/api/v1/accounts/{id}/unfollow", post(accounts::unfollow))
+        .route("/api/v1/accounts/{id}/block", post(accounts::block))
+        .route("/api/v1/accounts/{id}/unblock", post(accounts::unblock))
+        .route("/api/v1/accounts/{id}/mute", post(accounts::mute))
+        .route("/api/v1/accounts/{id}/unmute", post(accounts::unmute))
+        .route("/api/v1/blocks", get(relationships::blocks))
+        .route("/api/v1/mutes", get(relationships::mutes))
         .route("/api/v1/statuses", post(statuses::create_status))
         .route(
             "/api/v1/statuses/{id}",

@@ -6,10 +6,12 @@ pub mod account;
 pub mod content;
 pub mod context;
 pub mod notification;
+pub mod relationship;
 pub mod status;
 pub mod tag;
 
 pub use account::{Account, AccountSource};
 pub use context::Context;
+pub use relationship::Relationship;
 pub use status::Status;
 pub use tag::Tag;
