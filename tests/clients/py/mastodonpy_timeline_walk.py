@@ -33,7 +33,8 @@ first = r.timeline_home(limit=4)
 newer = [authors[0][2].status_post("newer one").id, authors[1][2].status_post("newer two").id]
 eventually(lambda: r.timeline_home(limit=1), lambda p: [s.id for s in p] == newer[-1:], "the newer posts reach home")
 previous = r.fetch_previous(first)
-check(previous and sorted(s.id for s in previous) == sorted(newer), "fetch_previous finds the newer posts", previous)
+# As strings: Mastodon.py orders only numeric and Pleroma ids, and raises TypeError on ours.
+check(previous and sorted(str(s.id) for s in previous) == sorted(map(str, newer)), "fetch_previous finds the newer posts", previous)
 since = r.timeline_home(since_id=first[0].id)
 check([s.id for s in since] == list(reversed(newer)), "since_id answers the newer posts, newest first", since)
 oldest_first = r.timeline_home(min_id=first[0].id, limit=1)
