@@ -47,8 +47,12 @@ impl Channel {
         match stream {
             "user" => Ok(Channel::User),
             "user:notification" => Ok(Channel::UserNotification),
-            "public" | "public:local" | "public:remote" | "public:media"
-            | "public:local:media" | "public:remote:media" => Ok(Channel::Public),
+            "public"
+            | "public:local"
+            | "public:remote"
+            | "public:media"
+            | "public:local:media"
+            | "public:remote:media" => Ok(Channel::Public),
             "hashtag" | "hashtag:local" => match tag.map(|t| t.trim().trim_start_matches('#')) {
                 Some(tag) if !tag.is_empty() => Ok(Channel::Hashtag(tag.to_lowercase())),
                 _ => Err(bad("Missing tag name parameter")),

@@ -72,7 +72,11 @@ async fn serve(
     params: StreamParams,
     channel: Result<Channel, MastoError>,
 ) -> Result<Response, MastoError> {
-    let grant = signed_in(&state, token(&headers, params.access_token.as_deref(), None)).await?;
+    let grant = signed_in(
+        &state,
+        token(&headers, params.access_token.as_deref(), None),
+    )
+    .await?;
     let channel = channel?;
     allowed(&grant, &channel)?;
     let user = grant.user.unwrap_or_default();

@@ -177,12 +177,17 @@ impl Connection {
         match command.kind.as_str() {
             "subscribe" => {
                 if let Err(error) = allowed(&self.grant, &channel) {
-                    return Some(error_message(&error, "Access token does not have the required scopes"));
+                    return Some(error_message(
+                        &error,
+                        "Access token does not have the required scopes",
+                    ));
                 }
                 if channel.needs_engine() && self.engine.is_none() {
                     match open(&self.live.state, &self.live.user).await {
                         Ok(engine) => self.engine = Some(engine),
-                        Err(error) => return Some(error_message(&error, "The stream could not be opened")),
+                        Err(error) => {
+                            return Some(error_message(&error, "The stream could not be opened"));
+                        }
                     }
                 }
                 if !self.channels.contains(&channel) {
