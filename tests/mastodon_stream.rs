@@ -3,6 +3,7 @@
 //! never what a block or mute hides; tokens, scopes and the WebSocket protocol echo.
 //! The event log is needed, so MongoDB runs only where it has capped collections.
 
+#[allow(dead_code)] // shared with tests/mastodon.rs, which uses all of it
 #[path = "mastodon/client.rs"]
 mod client;
 mod common;
