@@ -164,7 +164,6 @@ async fn mastodonpy_notifications() {
 }
 
 #[tokio::test]
-#[ignore = "needs streaming/user (SSE): issue 36"]
 async fn mastodonpy_stream_user_update_and_notification() {
     scenario(Runtime::Python, "mastodonpy_stream.py").await;
 }
@@ -202,7 +201,6 @@ async fn masto_post_and_home_timeline() {
 }
 
 #[tokio::test]
-#[ignore = "needs the WebSocket /api/v1/streaming: issue 36"]
 async fn masto_websocket_stream() {
     scenario(Runtime::Node, "stream.mjs").await;
 }

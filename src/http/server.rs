@@ -10,6 +10,8 @@
 //!   past hyper's header buffer, about 400 KiB) still gets hyper's bare 431.
 //!
 //! Shutdown stops accepting, then lets each connection finish its request in flight.
+//! Connections may be upgraded (the Mastodon streaming WebSocket); an upgraded one
+//! leaves this accounting, and ends when the event hub closes its stream.
 
 use std::convert::Infallible;
 use std::future::Future;
@@ -27,7 +29,6 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use hyper::body::Incoming;
 use hyper_util::rt::{TokioIo, TokioTimer};
-use hyper_util::server::graceful::GracefulShutdown;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::Semaphore;
@@ -78,7 +79,8 @@ pub async fn serve(
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> io::Result<()> {
     let slots = Arc::new(Semaphore::new(settings.max_connections));
-    let graceful = GracefulShutdown::new();
+    // Set on shutdown: every connection finishes its request in flight, then closes.
+    let (stopping, _) = tokio::sync::watch::channel(false);
     let mut http = hyper::server::conn::http1::Builder::new();
     http.timer(TokioTimer::new())
         .header_read_timeout(settings.header_timeout)
@@ -126,24 +128,39 @@ pub async fn serve(
                 app.oneshot(request).await
             }
         });
-        let connection = graceful.watch(http.serve_connection(TokioIo::new(io), service));
+        let connection = http
+            .serve_connection(TokioIo::new(io), service)
+            .with_upgrades();
+        let mut stop = stopping.subscribe();
         let idle_timeout = settings.idle_timeout;
         tokio::spawn(async move {
             let _slot = slot;
-            tokio::select! {
-                served = connection => {
-                    if let Err(error) = served {
-                        tracing::debug!(error = %error, %peer, "connection ended");
+            tokio::pin!(connection);
+            let served = tokio::select! {
+                served = connection.as_mut() => Some(served),
+                () = idle(activity.clone(), epoch, idle_timeout) => None,
+                () = async {
+                    let _ = stop.wait_for(|stopping| *stopping).await;
+                } => {
+                    connection.as_mut().graceful_shutdown();
+                    tokio::select! {
+                        served = connection.as_mut() => Some(served),
+                        () = idle(activity, epoch, idle_timeout) => None,
                     }
                 }
-                () = idle(activity, epoch, idle_timeout) => {
-                    tracing::debug!(%peer, "closing an idle connection");
-                }
+            };
+            match served {
+                Some(Err(error)) => tracing::debug!(error = %error, %peer, "connection ended"),
+                None => tracing::debug!(%peer, "closing an idle connection"),
+                Some(Ok(())) => {}
             }
         });
     }
     drop(listener);
-    graceful.shutdown().await;
+    stopping.send_replace(true);
+    // Every connection holds a slot until it ends.
+    let all = u32::try_from(settings.max_connections).unwrap_or(u32::MAX);
+    let _ = slots.acquire_many(all).await;
     Ok(())
 }
 

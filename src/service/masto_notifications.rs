@@ -39,7 +39,7 @@ pub struct NotificationPage {
 
 impl Social {
     /// The posts among `ids` as `user` sees them, by id.
-    async fn statuses_by_id(
+    pub(super) async fn statuses_by_id(
         &self,
         user: &str,
         mut ids: Vec<PostId>,

@@ -309,6 +309,20 @@ impl Social {
                 (page.items, next)
             }
         };
+        Ok(StatusPage {
+            items: self.item_statuses(user, items).await?,
+            next,
+        })
+    }
+
+    /// Timeline `items` as `user` sees them, in order, in one read of their posts (a
+    /// repost's original) and [`Social::views`]' batched reads; an item whose post is
+    /// gone is left out. Pages and the live stream (`masto_stream.rs`) both use it.
+    pub(super) async fn item_statuses(
+        &self,
+        user: &str,
+        items: Vec<crate::feed::TimelineItem>,
+    ) -> StoreResult<Vec<StatusView>> {
         let mut ids = Vec::with_capacity(items.len());
         let mut authors = Vec::with_capacity(items.len());
         for item in &items {
@@ -342,9 +356,6 @@ impl Social {
                 None => Some(Entry::Post(posts.get(&item.id)?.clone())),
             })
             .collect();
-        Ok(StatusPage {
-            items: self.views(Some(user), entries).await?,
-            next,
-        })
+        self.views(Some(user), entries).await
     }
 }

@@ -14,6 +14,7 @@ pub mod events;
 mod idempotency;
 mod listings;
 pub mod masto_notifications;
+pub mod masto_stream;
 pub mod mastodon;
 pub mod notifications;
 pub mod oauth;

@@ -24,7 +24,12 @@ pub use crate::service::oauth::Grant;
 
 /// The bearer credential of a request, if it sends one.
 pub(super) fn bearer(parts: &Parts) -> Option<&str> {
-    let value = parts.headers.get(AUTHORIZATION)?.to_str().ok()?;
+    bearer_value(&parts.headers)
+}
+
+/// The bearer credential of `headers`, if they send one.
+pub(super) fn bearer_value(headers: &axum::http::HeaderMap) -> Option<&str> {
+    let value = headers.get(AUTHORIZATION)?.to_str().ok()?;
     let (scheme, credential) = value.split_once(' ')?;
     scheme
         .eq_ignore_ascii_case("bearer")

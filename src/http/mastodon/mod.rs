@@ -21,6 +21,7 @@ pub mod registration;
 pub mod relationships;
 pub mod search;
 pub mod statuses;
+pub mod streaming;
 pub mod stubs;
 pub mod timelines;
 
@@ -276,6 +277,15 @@ pub fn routes() -> Router<AppState> {
         .route("/api/v1/statuses/{id}/reblog", post(statuses::reblog))
         .route("/api/v1/statuses/{id}/unreblog", post(statuses::unreblog))
         .route("/api/v1/timelines/home", get(timelines::home))
+        .route("/api/v1/streaming", get(streaming::ws::socket))
+        .route("/api/v1/streaming/health", get(streaming::sse::health))
+        .route("/api/v1/streaming/user", get(streaming::sse::user))
+        .route(
+            "/api/v1/streaming/user/notification",
+            get(streaming::sse::user_notification),
+        )
+        .route("/api/v1/streaming/public", get(streaming::sse::public))
+        .route("/api/v1/streaming/hashtag", get(streaming::sse::hashtag))
         .route("/api/v1/notifications", get(notifications::notifications))
         .route(
             "/api/v2/notifications",

@@ -1,0 +1,392 @@
+//! Mastodon's streaming API on real servers: the SSE user stream and the WebSocket
+//! deliver a followee's post as `update` (a Status) and a like as `notification`,
+//! never what a block or mute hides; tokens, scopes and the WebSocket protocol echo.
+//! The event log is needed, so MongoDB runs only where it has capped collections.
+
+#[allow(dead_code)] // shared with tests/mastodon.rs, which uses all of it
+#[path = "mastodon/client.rs"]
+mod client;
+mod common;
+
+use client::Masto;
+use common::{TestServer, event_log_kinds, fresh_config};
+use futures::{SinkExt, StreamExt};
+use reqwest::StatusCode;
+use serde_json::{Value, json};
+use tokio_tungstenite::tungstenite::Message as WsMessage;
+use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+
+/// Tokens of al (the reader), bo and cy (followed; cy muted), dy (blocked by al, whose
+/// post bo reposts), and the id of a post of al's for bo to like.
+struct Cast {
+    al: String,
+    bo: String,
+    cy: String,
+    dy_post: String,
+    al_post: String,
+}
+
+async fn cast(server: &TestServer) -> Cast {
+    let api = server.api();
+    for user in ["al", "bo", "cy", "dy"] {
+        api.user(user).await;
+    }
+    for followee in ["bo", "cy", "dy"] {
+        let path = format!("/v1/users/al/following/{followee}");
+        assert_eq!(api.put(&path).await.0, StatusCode::NO_CONTENT);
+    }
+    let masto = Masto::of(server);
+    let (al, bo, cy, dy) = (
+        api.token("al"),
+        api.token("bo"),
+        api.token("cy"),
+        api.token("dy"),
+    );
+    let dy_post = masto.toot(&dy, "from dy").await["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let al_post = masto.toot(&al, "from al").await["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    for (path, why) in [
+        ("/api/v1/accounts/dy/block", "block"),
+        ("/api/v1/accounts/cy/mute", "mute"),
+    ] {
+        let answer = masto.form(path, &al, &[]).await;
+        assert_eq!(answer.status, StatusCode::OK, "{why}: {}", answer.body);
+    }
+    Cast {
+        al,
+        bo,
+        cy,
+        dy_post,
+        al_post,
+    }
+}
+
+/// What the hidden users do, then bo's post and bo's like of al's post: the ids of
+/// bo's status and al's liked post.
+async fn act(server: &TestServer, cast: &Cast) -> String {
+    let masto = Masto::of(server);
+    masto.toot(&cast.cy, "muted, not for al").await;
+    let boost = masto
+        .form(
+            &format!("/api/v1/statuses/{}/reblog", cast.dy_post),
+            &cast.bo,
+            &[],
+        )
+        .await;
+    assert_eq!(boost.status, StatusCode::OK, "{}", boost.body);
+    let post = masto.toot(&cast.bo, "hello al").await["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let like = masto
+        .form(
+            &format!("/api/v1/statuses/{}/favourite", cast.al_post),
+            &cast.bo,
+            &[],
+        )
+        .await;
+    assert_eq!(like.status, StatusCode::OK, "{}", like.body);
+    post
+}
+
+/// Mastodon's SSE: `event:` and `data:` lines (data a Status, a Notification, or a
+/// bare id), `:thump` comments when idle.
+struct Sse {
+    body: futures::stream::BoxStream<'static, reqwest::Result<Vec<u8>>>,
+    buffer: String,
+}
+
+impl Sse {
+    fn of(response: reqwest::Response) -> Sse {
+        assert_eq!(response.status(), StatusCode::OK);
+        let content_type = response.headers()["content-type"].to_str().unwrap();
+        assert_eq!(content_type, "text/event-stream");
+        Sse {
+            body: response
+                .bytes_stream()
+                .map(|r| r.map(|b| b.to_vec()))
+                .boxed(),
+            buffer: String::new(),
+        }
+    }
+
+    /// The next event's name and data (comments skipped).
+    async fn next(&mut self) -> (String, String) {
+        loop {
+            if let Some(end) = self.buffer.find("\n\n") {
+                let block: String = self.buffer.drain(..end + 2).collect();
+                let (mut event, mut data) = (String::new(), String::new());
+                for line in block.lines() {
+                    match line.split_once(": ") {
+                        Some(("event", value)) => event = value.to_owned(),
+                        Some(("data", value)) => data.push_str(value),
+                        _ => {}
+                    }
+                }
+                if !event.is_empty() {
+                    return (event, data);
+                }
+                continue;
+            }
+            let chunk = self.body.next().await.expect("the stream ended").unwrap();
+            self.buffer.push_str(std::str::from_utf8(&chunk).unwrap());
+        }
+    }
+}
+
+fn check_update(status: &Value, post: &str) {
+    assert_eq!(
+        status["id"], post,
+        "the first update is bo's post: {status}"
+    );
+    assert_eq!(status["account"]["id"], "bo");
+    assert!(status["content"].as_str().unwrap().contains("hello al"));
+}
+
+fn check_notification(notification: &Value, cast: &Cast) {
+    assert_eq!(notification["type"], "favourite", "{notification}");
+    assert_eq!(notification["account"]["id"], "bo");
+    assert_eq!(notification["status"]["id"], cast.al_post.as_str());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_sse_user_stream_sends_updates_and_notifications_but_nothing_hidden() {
+    for kind in event_log_kinds("the_sse_user_stream").await {
+        let server = TestServer::start(fresh_config(kind)).await;
+        let cast = cast(&server).await;
+        let response = server
+            .client
+            .get(server.url(&format!("/api/v1/streaming/user?access_token={}", cast.al)))
+            .send()
+            .await
+            .unwrap();
+        let mut stream = Sse::of(response);
+        let post = act(&server, &cast).await;
+        let (event, data) = stream.next().await;
+        assert_eq!(event, "update", "{kind:?}: {data}");
+        check_update(&serde_json::from_str(&data).unwrap(), &post);
+        let (event, data) = stream.next().await;
+        assert_eq!(event, "notification", "{kind:?}: {data}");
+        check_notification(&serde_json::from_str(&data).unwrap(), &cast);
+        // A deletion: the bare id.
+        let masto = Masto::of(&server);
+        let gone = masto
+            .delete(&format!("/api/v1/statuses/{post}"), &cast.bo)
+            .await;
+        assert_eq!(gone.status, StatusCode::OK);
+        assert_eq!(stream.next().await, ("delete".to_owned(), post));
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_sse_notification_stream_sends_only_notifications() {
+    for kind in event_log_kinds("the_sse_notification_stream").await {
+        let server = TestServer::start(fresh_config(kind)).await;
+        let cast = cast(&server).await;
+        let response = server
+            .client
+            .get(server.url("/api/v1/streaming/user/notification"))
+            .bearer_auth(&cast.al)
+            .send()
+            .await
+            .unwrap();
+        let mut stream = Sse::of(response);
+        act(&server, &cast).await;
+        let (event, data) = stream.next().await;
+        assert_eq!(event, "notification", "{kind:?}: {data}");
+        check_notification(&serde_json::from_str(&data).unwrap(), &cast);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn streams_refuse_bad_tokens_and_missing_scopes_and_health_answers() {
+    for kind in common::kinds("streams_refuse_bad_tokens") {
+        refusals(TestServer::start(fresh_config(kind)).await).await;
+    }
+}
+
+/// On a store without an event log (the MongoDB stand-in) a stream it would serve is
+/// 503, never a 500 or an empty 200.
+async fn refusals(server: TestServer) {
+    let log = server.server.state.events.hub().is_some();
+    let health = server
+        .client
+        .get(server.url("/api/v1/streaming/health"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(health.status(), StatusCode::OK);
+    assert!(
+        health.headers()["content-type"]
+            .to_str()
+            .unwrap()
+            .starts_with("text/plain")
+    );
+    assert_eq!(health.text().await.unwrap(), "OK");
+    for path in [
+        "/api/v1/streaming/user",
+        "/api/v1/streaming/user/notification",
+    ] {
+        let answer = server
+            .client
+            .get(server.url(&format!("{path}?access_token=not-a-token")))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(answer.status(), StatusCode::UNAUTHORIZED, "{path}");
+        let body: Value = answer.json().await.unwrap();
+        assert!(body["error"].is_string());
+    }
+    // A token for notifications alone reads the notification stream, not the user's.
+    let token = scoped_token(&server, "ed", "read:notifications").await;
+    for (path, status) in [
+        ("/api/v1/streaming/user", StatusCode::FORBIDDEN),
+        (
+            "/api/v1/streaming/user/notification",
+            match log {
+                true => StatusCode::OK,
+                false => StatusCode::SERVICE_UNAVAILABLE,
+            },
+        ),
+    ] {
+        let answer = server
+            .client
+            .get(server.url(path))
+            .bearer_auth(&token)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(answer.status(), status, "{path}");
+    }
+    // A bad token is refused before the upgrade.
+    let mut request = format!("{}/api/v1/streaming?stream=user", ws_base(&server))
+        .into_client_request()
+        .unwrap();
+    request
+        .headers_mut()
+        .insert("sec-websocket-protocol", "not-a-token".parse().unwrap());
+    match tokio_tungstenite::connect_async(request).await {
+        Err(tokio_tungstenite::tungstenite::Error::Http(response)) => {
+            assert_eq!(response.status(), StatusCode::UNAUTHORIZED);
+        }
+        other => panic!(
+            "a bad token was upgraded: {:?}",
+            other.map(|(_, r)| r.status())
+        ),
+    }
+}
+
+/// A new user `id`'s OAuth token for `scope`, through the password grant.
+async fn scoped_token(server: &TestServer, id: &str, scope: &str) -> String {
+    let http = &server.client;
+    let created = http
+        .post(server.url("/v1/users"))
+        .json(&json!({"id": id, "password": "correct horse"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(created.status(), StatusCode::CREATED);
+    let form = |pairs: &[(&str, &str)]| serde_urlencoded::to_string(pairs).unwrap();
+    let app: Value = http
+        .post(server.url("/api/v1/apps"))
+        .header("content-type", "application/x-www-form-urlencoded")
+        .body(form(&[
+            ("client_name", "tests"),
+            ("redirect_uris", "urn:ietf:wg:oauth:2.0:oob"),
+            ("scopes", "read write follow"),
+        ]))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let token: Value = http
+        .post(server.url("/oauth/token"))
+        .header("content-type", "application/x-www-form-urlencoded")
+        .body(form(&[
+            ("grant_type", "password"),
+            ("client_id", app["client_id"].as_str().unwrap()),
+            ("client_secret", app["client_secret"].as_str().unwrap()),
+            ("username", id),
+            ("password", "correct horse"),
+            ("scope", scope),
+        ]))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    token["access_token"].as_str().unwrap().to_owned()
+}
+
+fn ws_base(server: &TestServer) -> String {
+    server.base.replacen("http://", "ws://", 1)
+}
+
+type Socket =
+    tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
+
+/// The next text message as JSON (pings skipped).
+async fn next_text(socket: &mut Socket) -> Value {
+    loop {
+        match socket.next().await.unwrap().unwrap() {
+            WsMessage::Text(text) => return serde_json::from_str(text.as_str()).unwrap(),
+            WsMessage::Ping(_) | WsMessage::Pong(_) => {}
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_websocket_subscription_gets_updates_and_notifications_but_nothing_hidden() {
+    for kind in event_log_kinds("a_websocket_subscription").await {
+        let server = TestServer::start(fresh_config(kind)).await;
+        let cast = cast(&server).await;
+        let mut request = format!("{}/api/v1/streaming", ws_base(&server))
+            .into_client_request()
+            .unwrap();
+        request
+            .headers_mut()
+            .insert("sec-websocket-protocol", cast.al.parse().unwrap());
+        let (mut socket, response) = tokio_tungstenite::connect_async(request).await.unwrap();
+        assert_eq!(
+            response.headers()["sec-websocket-protocol"],
+            cast.al.as_str(),
+            "the token is echoed as the protocol"
+        );
+        let subscribe = json!({"type": "subscribe", "stream": "user"}).to_string();
+        socket.send(WsMessage::text(subscribe)).await.unwrap();
+        // Messages are handled in order: once this one's error arrives, the
+        // subscription is in place.
+        let probe = json!({"type": "subscribe", "stream": "nonsense"}).to_string();
+        socket.send(WsMessage::text(probe)).await.unwrap();
+        let error = next_text(&mut socket).await;
+        assert_eq!(error["status"], 400, "{error}");
+        let post = act(&server, &cast).await;
+        let update = next_text(&mut socket).await;
+        assert_eq!(update["stream"], json!(["user"]), "{kind:?}: {update}");
+        assert_eq!(update["event"], "update", "{kind:?}: {update}");
+        let payload: Value = serde_json::from_str(update["payload"].as_str().unwrap()).unwrap();
+        check_update(&payload, &post);
+        let notification = next_text(&mut socket).await;
+        assert_eq!(notification["event"], "notification", "{notification}");
+        let payload: Value =
+            serde_json::from_str(notification["payload"].as_str().unwrap()).unwrap();
+        check_notification(&payload, &cast);
+        let masto = Masto::of(&server);
+        masto
+            .delete(&format!("/api/v1/statuses/{post}"), &cast.bo)
+            .await;
+        let delete = next_text(&mut socket).await;
+        assert_eq!(delete["event"], "delete");
+        assert_eq!(delete["payload"], post.as_str(), "the bare id, as a string");
+        socket.close(None).await.unwrap();
+    }
+}
