@@ -43,7 +43,7 @@ pub struct Status {
     pub url: Option<String>,
     pub replies_count: u64,
     pub reblogs_count: u64,
-    /// Always 0: likes are not counted per post.
+    /// The standing likes, counted per page in one grouped read.
     pub favourites_count: u64,
     pub edited_at: Option<String>,
     /// Whether the viewer likes it.
@@ -92,7 +92,7 @@ impl Status {
             url: Some(format!("{}/{id}", profile_url(origin, &author.id))),
             replies_count: post.replies_count,
             reblogs_count: post.reposts_count,
-            favourites_count: 0,
+            favourites_count: view.favourites,
             edited_at: None,
             favourited: view.viewed.favourited,
             reblogged: view.viewed.reblogged,
