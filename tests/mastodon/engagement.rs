@@ -302,3 +302,20 @@ async fn the_public_and_tag_timelines_walk_by_link_and_hide_blocked_authors() {
         assert_eq!(refused.status, StatusCode::FORBIDDEN);
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lookup_without_acct_is_the_400_the_spec_names() {
+    for kind in kinds("lookup_without_acct_is_the_400") {
+        let server = TestServer::start(fresh_config(kind)).await;
+        let masto = Masto::of(&server);
+        for path in ["/api/v1/accounts/lookup", "/api/v1/accounts/lookup?acct="] {
+            let answer = masto.get(path, None).await;
+            assert_eq!(
+                answer.status,
+                StatusCode::BAD_REQUEST,
+                "{path}: {}",
+                answer.body
+            );
+        }
+    }
+}

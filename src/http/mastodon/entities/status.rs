@@ -22,7 +22,9 @@ pub struct Mention {
     pub acct: String,
 }
 
+/// Named `MastoStatus` in the OpenAPI document: `Status` is the health check's.
 #[derive(Debug, Clone, Serialize, ToSchema)]
+#[schema(as = MastoStatus)]
 pub struct Status {
     /// The post's id (a repost's own id for a repost): 24 hex digits, so ids sort by
     /// (length, then lexically) in creation order.
