@@ -4,7 +4,7 @@
 # authors with 3 posts each, a poster with 100 followers, authentication on for both,
 # rate limits off for both (all load comes from one address).
 #
-#   [ROUNDS=3] [DUR=10] [VUS=32] loadtest/gts_compare.sh
+#   [ROUNDS=3] [DUR=10] [VUS=32] [AUTHORS=1000] [FOLLOWERS=100] loadtest/gts_compare.sh
 #
 # Measures, under wrk, in alternating rounds (which server goes first alternates too):
 # GET /api/v1/timelines/home (default page, 20) throughput and p99; then POST
@@ -59,25 +59,34 @@ advanced-throttling-multiplier: 0
 letsencrypt-enabled: false
 YAML
 gts=("$gts_dir/bin/gotosocial" --config-path "$work/gts.yaml")
+g_base="http://127.0.0.1:$g_port"
+# start_gts: serves GoToSocial in the background until it answers; sets $g_pid.
+start_gts() {
+  "${gts[@]}" server start >> "$work/gts.log" 2>&1 &
+  g_pid=$!
+  pids+=("$g_pid")
+  for ((i = 0; i < 600; i++)); do
+    curl -fs "$g_base/api/v1/instance" >/dev/null 2>&1 && return 0
+    kill -0 "$g_pid" 2>/dev/null || { tail -20 "$work/gts.log" >&2; exit 1; }
+    sleep 0.1
+  done
+  echo "gts_compare: GoToSocial did not answer" >&2
+  exit 1
+}
+# Its admin command creates accounts only once the server has run (and made its own
+# application), and while it is stopped.
+start_gts
+kill "$g_pid" && wait "$g_pid" 2>/dev/null || true
 names=(r0 p0)
 for ((i = 0; i < ${AUTHORS:-1000}; i++)); do names+=("a$i"); done
 for ((i = 0; i < ${FOLLOWERS:-100}; i++)); do names+=("f$i"); done
 echo "gts_compare: creating ${#names[@]} GoToSocial accounts with its admin command" >&2
 start=$SECONDS
-for name in "${names[@]}"; do
-  "${gts[@]}" admin account create --username "$name" --email "$name@example.org" \
-    --password "$password" >> "$work/gts-admin.log" 2>&1
-done
+printf '%s\n' "${names[@]}" | xargs -P "${GTS_CREATE_JOBS:-4}" -I{} \
+  "${gts[@]}" admin account create --username {} --email {}@example.org \
+  --password "$password" >> "$work/gts-admin.log" 2>&1
 gts_accounts_s=$((SECONDS - start))
-"${gts[@]}" server start > "$work/gts.log" 2>&1 &
-g_pid=$!
-pids+=("$g_pid")
-g_base="http://127.0.0.1:$g_port"
-for ((i = 0; i < 600; i++)); do
-  curl -fs "$g_base/api/v1/instance" >/dev/null 2>&1 && break
-  kill -0 "$g_pid" 2>/dev/null || { tail -20 "$work/gts.log" >&2; exit 1; }
-  sleep 0.1
-done
+start_gts
 
 echo "gts_compare: the same data through the Mastodon API on both" >&2
 python3 loadtest/gts_data.py socialite "$s_base" > "$work/socialite-data.json"
@@ -152,7 +161,9 @@ s_rss="$(ps -o rss= -p "$s_pid" | tr -d ' ')" g_rss="$(ps -o rss= -p "$g_pid" | 
 report="loadtest/results/gts-$(date -u +%Y-%m-%d).md"
 python3 - "$report" "$rounds" "$s_bytes" "$g_bytes" "$s_items" "$g_items" "$s_rss" "$g_rss" \
   "$gts_accounts_s" "$work/socialite-data.json" "$work/gts-data.json" "${rows[@]}" <<'PY'
-import json, statistics, subprocess, sys
+import json, os, statistics, subprocess, sys
+authors = int(os.environ.get("AUTHORS", "1000"))
+followers = int(os.environ.get("FOLLOWERS", "100"))
 (report, rounds, s_bytes, g_bytes, s_items, g_items, s_rss, g_rss, gts_accounts_s,
  s_data, g_data, *rows) = sys.argv[1:]
 table = {}
@@ -166,9 +177,9 @@ lines = [
     f"# socialite beside GoToSocial v0.19.2, {subprocess.check_output(['date', '-u', '+%Y-%m-%d %H:%M UTC']).decode().strip()}",
     "",
     f"`loadtest/gts_compare.sh` (ROUNDS={rounds}), load average at the end {' '.join(load)}. "
-    "Same data through the Mastodon API on both (a reader following 1,000 authors with 3 "
-    "posts each, a poster with 100 followers), SQLite on both, authentication on, rate "
-    "limits off. Medians of the rounds; each round's figures below.",
+    f"Same data through the Mastodon API on both (a reader following {authors:,} authors "
+    f"with 3 posts each, a poster with {followers:,} followers), SQLite on both, "
+    "authentication on, rate limits off. Medians of the rounds; each round's figures below.",
     "",
     "| | socialite | GoToSocial | ratio |",
     "|---|---|---|---|",

@@ -140,25 +140,21 @@ async fn chromium_on_the_authorize_page_without_javascript() {
 // Mastodon.py, the rest of the client API.
 
 #[tokio::test]
-#[ignore = "needs statuses (create, reply, reblog, favourite): issue 36"]
 async fn mastodonpy_post_reply_repost_like() {
     scenario(Runtime::Python, "mastodonpy_statuses.py").await;
 }
 
 #[tokio::test]
-#[ignore = "needs accounts (follow, block, mute, relationships): issue 36"]
 async fn mastodonpy_follow_block_mute() {
     scenario(Runtime::Python, "mastodonpy_relationships.py").await;
 }
 
 #[tokio::test]
-#[ignore = "needs statuses and timelines/home with Link pages: issue 36"]
 async fn mastodonpy_home_timeline_walk_through_link_pages() {
     scenario(Runtime::Python, "mastodonpy_timeline_walk.py").await;
 }
 
 #[tokio::test]
-#[ignore = "needs notifications and accounts/follow: issue 36"]
 async fn mastodonpy_notifications() {
     scenario(Runtime::Python, "mastodonpy_notifications.py").await;
 }
@@ -176,7 +172,6 @@ async fn toot_login_cli_login_in_chromium_and_whoami() {
 }
 
 #[tokio::test]
-#[ignore = "needs statuses, timelines/home and accounts/follow: issue 36"]
 async fn toot_post_timeline_follow() {
     scenario(Runtime::Python, "toot_post_timeline_follow.py").await;
 }
@@ -189,13 +184,11 @@ async fn masto_sign_in() {
 }
 
 #[tokio::test]
-#[ignore = "needs multipart/form-data on POST /api/v1/accounts: issue 36"]
 async fn masto_registration_multipart() {
     scenario(Runtime::Node, "register.mjs").await;
 }
 
 #[tokio::test]
-#[ignore = "needs statuses and timelines/home: issue 36"]
 async fn masto_post_and_home_timeline() {
     scenario(Runtime::Node, "post_timeline.mjs").await;
 }

@@ -5,6 +5,8 @@
 #[path = "mastodon/client.rs"]
 mod client;
 mod common;
+#[path = "mastodon/engagement.rs"]
+mod engagement;
 #[path = "mastodon/notifications.rs"]
 mod notifications;
 #[path = "mastodon/statuses.rs"]

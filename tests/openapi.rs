@@ -134,3 +134,18 @@ fn text_constraints_in_the_spec_are_the_servers() {
         assert!(validate("").is_err() && validate(" \u{3000}x").is_ok());
     }
 }
+
+#[test]
+fn the_health_status_and_the_mastodon_status_are_two_schemas() {
+    let spec: serde_json::Value = serde_json::from_str(&socialite::http::openapi_json()).unwrap();
+    let schemas = &spec["components"]["schemas"];
+    let health = &spec["paths"]["/healthz"]["get"]["responses"]["200"]["content"]["application/json"]
+        ["schema"]["$ref"];
+    let name = health.as_str().unwrap().rsplit('/').next().unwrap();
+    assert!(
+        schemas[name]["properties"]["content"].is_null(),
+        "/healthz names the Mastodon status: {}",
+        schemas[name]
+    );
+    assert!(schemas["MastoStatus"]["properties"]["favourites_count"].is_object());
+}

@@ -8,7 +8,7 @@ use super::Social;
 use super::mastodon::{Entry, StatusView};
 use super::notifications::{GroupView, NotificationView};
 use crate::domain::{NotificationFilter, NotificationType, Post, PostId, User};
-use crate::store::StoreResult;
+use crate::store::{StoreError, StoreResult};
 
 /// A notification with its actor's profile and its post as the reader sees it.
 #[derive(Debug, Clone)]
@@ -91,6 +91,48 @@ impl Social {
             items,
             next: page.next,
         })
+    }
+
+    /// `user`'s notification `id` with its actor and post: `NotFound` as
+    /// [`Notifications::get`](super::Notifications::get), or when its actor or post is
+    /// gone.
+    pub async fn notification_status(
+        &self,
+        user: &str,
+        id: PostId,
+    ) -> StoreResult<NotificationItem> {
+        let n = self.notifications.get(user, id).await?;
+        let posts: Vec<PostId> = n.post.into_iter().collect();
+        let actors = [n.actor.id.as_str()];
+        let (profiles, statuses) =
+            tokio::try_join!(self.profiles(&actors), self.statuses_by_id(user, posts))?;
+        let status = match n.post {
+            Some(post) => statuses.get(&post).cloned(),
+            None => None,
+        };
+        let actor = profiles.get(&n.actor.id).cloned();
+        match (actor, status.is_some() || n.post.is_none()) {
+            (Some(actor), true) => Ok(NotificationItem {
+                id: n.id,
+                kind: n.kind,
+                at_ms: n.at_ms,
+                actor,
+                status,
+            }),
+            _ => Err(StoreError::NotFound(format!("notification {id}"))),
+        }
+    }
+
+    /// Dismisses `user`'s notification `id` for good (see
+    /// [`Notifications::dismiss`](super::Notifications::dismiss)).
+    pub async fn dismiss_notification(&self, user: &str, id: PostId) -> StoreResult<()> {
+        self.notifications.dismiss(user, id).await
+    }
+
+    /// Clears all of `user`'s notifications for good (see
+    /// [`Notifications::clear`](super::Notifications::clear)).
+    pub async fn clear_notifications(&self, user: &str) -> StoreResult<()> {
+        self.notifications.clear(user).await
     }
 
     /// One page of `user`'s notification groups, newest first by each group's latest

@@ -1,10 +1,10 @@
 //! What the Mastodon view needs beyond `/v1`'s operations: each operation here is one
 //! of `/v1`'s (post, delete, like, repost, a timeline page, a thread) followed by the
-//! reads that make its posts into statuses: the full posts, their authors' profiles
-//! and what the viewer did to them (liked, reposted). Those are batched per page: one
-//! read of the posts, one of the viewer's likes among them, one of the viewer's
-//! reposts among them, and one profile read per distinct author, run together, never
-//! a lookup per status.
+//! reads that make its posts into statuses: the full posts, their authors' profiles,
+//! what the viewer did to them (liked, reposted) and their like counts. Those are
+//! batched per page: one read of the posts, one of the viewer's likes among them, one
+//! of the viewer's reposts among them, one grouped count of their likes, and one
+//! profile read per distinct author, run together, never a lookup per status.
 
 use std::collections::{HashMap, HashSet};
 
@@ -37,6 +37,8 @@ pub struct StatusView {
     /// Set when this is a repost of `post`.
     pub reblog: Option<Reblog>,
     pub viewed: Viewed,
+    /// The post's standing likes.
+    pub favourites: u64,
 }
 
 impl StatusView {
@@ -120,8 +122,12 @@ impl Social {
         let mut posts: Vec<PostId> = entries.iter().map(|e| e.post().id).collect();
         posts.sort_unstable();
         posts.dedup();
-        let (profiles, (liked, reposted)) =
-            tokio::try_join!(self.profiles(&names), self.viewed(viewer, &posts))?;
+        let (profiles, (liked, reposted), counts) = tokio::try_join!(
+            self.profiles(&names),
+            self.viewed(viewer, &posts),
+            self.store.activity.like_counts(&posts)
+        )?;
+        let counts: HashMap<PostId, u64> = counts.into_iter().collect();
         Ok(entries
             .into_iter()
             .filter_map(|entry| {
@@ -138,6 +144,7 @@ impl Social {
                         favourited: liked.contains(&post.id),
                         reblogged: reposted.contains(&post.id),
                     },
+                    favourites: counts.get(&post.id).copied().unwrap_or(0),
                     post,
                     reblog,
                 })

@@ -13,6 +13,7 @@ mod engagement;
 pub mod events;
 mod idempotency;
 mod listings;
+mod masto_listings;
 pub mod masto_notifications;
 pub mod masto_stream;
 pub mod mastodon;

@@ -64,6 +64,10 @@ pub trait ActivityStore: Send + Sync + 'static {
         before: Option<&Liker>,
         limit: usize,
     ) -> StoreResult<Vec<Liker>>;
+    /// How many standing likes each of `posts` has, as (post, count) for those with
+    /// any, in no order: one grouped count over the likes-by-post index (embedded
+    /// `likes_by_post`; MongoDB `{_id.p: 1, createdAt: -1, _id.u: -1}`).
+    async fn like_counts(&self, posts: &[PostId]) -> StoreResult<Vec<(PostId, u64)>>;
 }
 
 /// A like of a post, as its likers list shows it; also the list's cursor.

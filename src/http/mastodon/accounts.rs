@@ -50,8 +50,9 @@ pub async fn get_account(
 #[derive(Debug, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
 pub struct LookupQuery {
-    /// `alice`, `@alice`, or `alice@` this server's domain.
-    pub acct: String,
+    /// `alice`, `@alice`, or `alice@` this server's domain. Required (400 without).
+    #[param(required = true)]
+    pub acct: Option<String>,
 }
 
 /// An account by its `acct`: a user id, with or without this server's domain.
@@ -59,7 +60,7 @@ pub struct LookupQuery {
     params(LookupQuery),
     responses(
         (status = 200, description = "The account", body = Account),
-        (status = 400, description = "No acct", body = MastoErrorBody),
+        (status = 400, description = "No acct, or an empty one", body = MastoErrorBody),
         (status = 404, description = "No such account here", body = MastoErrorBody),
     ))]
 pub async fn lookup(
@@ -68,7 +69,18 @@ pub async fn lookup(
     Query(query): Query<LookupQuery>,
 ) -> Result<Json<Account>, MastoError> {
     let origin = Origin::of(&state.mastodon, &headers);
-    let acct = query.acct.trim().trim_start_matches('@');
+    let acct = query
+        .acct
+        .as_deref()
+        .unwrap_or("")
+        .trim()
+        .trim_start_matches('@');
+    if acct.is_empty() {
+        return Err(MastoError::new(
+            axum::http::StatusCode::BAD_REQUEST,
+            "acct is required",
+        ));
+    }
     let id = match acct.split_once('@') {
         None => acct,
         Some((id, domain)) if domain.eq_ignore_ascii_case(origin.domain()) => id,

@@ -108,6 +108,28 @@ impl<S: RequiredScope> FromRequestParts<AppState> for Scoped<S> {
     }
 }
 
+/// Credentials that may be absent (public reads): with a token, it must hold `S`.
+pub struct MaybeScoped<S: RequiredScope>(pub Option<MastoAuth>, PhantomData<S>);
+
+impl<S: RequiredScope> FromRequestParts<AppState> for MaybeScoped<S> {
+    type Rejection = Response;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Response> {
+        if bearer(parts).is_none() {
+            return Ok(MaybeScoped(None, PhantomData));
+        }
+        let auth = Scoped::<S>::from_request_parts(parts, state).await?;
+        Ok(MaybeScoped(Some(auth.0), PhantomData))
+    }
+}
+
+impl<S: RequiredScope> MaybeScoped<S> {
+    /// The token's user, if there is a token and it has one.
+    pub fn viewer(&self) -> Option<&str> {
+        self.0.as_ref().and_then(|a| a.0.user.as_deref())
+    }
+}
+
 macro_rules! scopes {
     ($($(#[$doc:meta])* $name:ident => [$($scope:literal),+];)+) => {$(
         $(#[$doc])*

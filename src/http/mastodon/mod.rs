@@ -9,6 +9,7 @@ pub mod accounts;
 pub mod apps;
 pub mod auth;
 pub mod authorize;
+pub mod engagement;
 pub mod entities;
 pub mod error;
 pub mod form;
@@ -276,6 +277,14 @@ pub fn routes() -> Router<AppState> {
         )
         .route("/api/v1/statuses/{id}/reblog", post(statuses::reblog))
         .route("/api/v1/statuses/{id}/unreblog", post(statuses::unreblog))
+        .route(
+            "/api/v1/statuses/{id}/favourited_by",
+            get(engagement::favourited_by),
+        )
+        .route(
+            "/api/v1/statuses/{id}/reblogged_by",
+            get(engagement::reblogged_by),
+        )
         .route("/api/v1/timelines/home", get(timelines::home))
         .route("/api/v1/streaming", get(streaming::ws::socket))
         .route("/api/v1/streaming/health", get(streaming::sse::health))
@@ -286,7 +295,22 @@ pub fn routes() -> Router<AppState> {
         )
         .route("/api/v1/streaming/public", get(streaming::sse::public))
         .route("/api/v1/streaming/hashtag", get(streaming::sse::hashtag))
+        .route("/api/v1/timelines/public", get(timelines::public))
+        .route("/api/v1/timelines/tag/{hashtag}", get(timelines::tag))
         .route("/api/v1/notifications", get(notifications::notifications))
+        .route("/api/v1/notifications/clear", post(notifications::clear))
+        .route(
+            "/api/v1/notifications/dismiss",
+            post(notifications::dismiss_by_form),
+        )
+        .route(
+            "/api/v1/notifications/{id}",
+            get(notifications::notification),
+        )
+        .route(
+            "/api/v1/notifications/{id}/dismiss",
+            post(notifications::dismiss),
+        )
         .route(
             "/api/v2/notifications",
             get(notifications::grouped_notifications),

@@ -3,16 +3,20 @@
 //! `exclude_types[]`, paged with `max_id` (and `since_id`, a cut of the newest page)
 //! and a `Link` header with the next page.
 
-use axum::extract::{RawQuery, State};
+use axum::extract::{Path, RawQuery, State};
 use axum::http::{HeaderMap, header};
 use axum::response::{IntoResponse, Response};
-use utoipa::IntoParams;
+use serde::Deserialize;
+use serde_json::{Value, json};
+use utoipa::{IntoParams, ToSchema};
 
 use super::Origin;
-use super::auth::{ReadNotifications, Scoped};
+use super::auth::{ReadNotifications, Scoped, WriteNotifications};
 use super::entities::notification::{GroupedNotifications, Notification, engine_types};
 use super::error::{MastoError, MastoErrorBody};
+use super::form::FormOrJson;
 use super::link::{PageParams, Paging, link_header};
+use super::statuses::status_id;
 use crate::domain::{NotificationFilter, NotificationType};
 use crate::http::AppState;
 use crate::http::error::Json;
@@ -206,6 +210,111 @@ pub async fn grouped_notifications(
     let body = Json(GroupedNotifications::new(&origin, &page));
     let path = "/api/v2/notifications";
     Ok(with_link(body, &origin, path, &parsed, page.next))
+}
+
+/// One of the caller's notifications.
+#[utoipa::path(get, path = "/api/v1/notifications/{id}", tag = "mastodon",
+    params(("id" = String, Path, description = "Notification id")),
+    security(("bearer" = [])),
+    responses(
+        (status = 200, description = "The notification", body = Notification),
+        (status = 401, description = "No valid token", body = MastoErrorBody),
+        (status = 403, description = "The token lacks read:notifications", body = MastoErrorBody),
+        (status = 404, description = "Not the caller's, dismissed or cleared, its cause undone, or its actor hidden from the caller", body = MastoErrorBody),
+        (status = 422, description = "An app's token (no user)", body = MastoErrorBody),
+    ))]
+pub async fn notification(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    auth: Scoped<ReadNotifications>,
+    Path(id): Path<String>,
+) -> Result<Json<Notification>, MastoError> {
+    let item = state
+        .social
+        .notification_status(auth.user()?, status_id(&id)?)
+        .await?;
+    let origin = Origin::of(&state.mastodon, &headers);
+    Ok(Json(Notification::new(&origin, &item)))
+}
+
+/// Dismisses one of the caller's notifications for good (the same cause done again
+/// later notifies again). Answers `{}`.
+#[utoipa::path(post, path = "/api/v1/notifications/{id}/dismiss", tag = "mastodon",
+    params(("id" = String, Path, description = "Notification id")),
+    security(("bearer" = [])),
+    responses(
+        (status = 200, description = "Dismissed: `{}`", body = Object),
+        (status = 401, description = "No valid token", body = MastoErrorBody),
+        (status = 403, description = "The token lacks write:notifications", body = MastoErrorBody),
+        (status = 404, description = "No such notification of the caller's", body = MastoErrorBody),
+        (status = 422, description = "An app's token (no user)", body = MastoErrorBody),
+    ))]
+pub async fn dismiss(
+    State(state): State<AppState>,
+    auth: Scoped<WriteNotifications>,
+    Path(id): Path<String>,
+) -> Result<Json<Value>, MastoError> {
+    let user = auth.user()?;
+    state
+        .social
+        .dismiss_notification(user, status_id(&id)?)
+        .await?;
+    Ok(Json(json!({})))
+}
+
+/// The body of the old `POST /api/v1/notifications/dismiss`.
+#[derive(Debug, Default, Deserialize, ToSchema)]
+pub struct DismissForm {
+    /// The notification to dismiss.
+    #[schema(pattern = "^[0-9a-f]{24}$")]
+    pub id: Option<String>,
+}
+
+/// The old form of dismissing (Mastodon before 3.1): the id in the body.
+#[utoipa::path(post, path = "/api/v1/notifications/dismiss", tag = "mastodon",
+    security(("bearer" = [])),
+    request_body(content = DismissForm, content_type = "application/x-www-form-urlencoded",
+        description = "Or the same field as JSON"),
+    responses(
+        (status = 200, description = "Dismissed: `{}`", body = Object),
+        (status = 400, description = "A malformed body", body = MastoErrorBody),
+        (status = 401, description = "No valid token", body = MastoErrorBody),
+        (status = 403, description = "The token lacks write:notifications", body = MastoErrorBody),
+        (status = 404, description = "No such notification of the caller's", body = MastoErrorBody),
+        (status = 415, description = "Neither a form nor JSON", body = MastoErrorBody),
+        (status = 422, description = "No id, or an app's token (no user)", body = MastoErrorBody),
+    ))]
+pub async fn dismiss_by_form(
+    State(state): State<AppState>,
+    auth: Scoped<WriteNotifications>,
+    FormOrJson(form): FormOrJson<DismissForm>,
+) -> Result<Json<Value>, MastoError> {
+    let user = auth.user()?;
+    let Some(id) = form.id.filter(|id| !id.is_empty()) else {
+        return Err(MastoError::unprocessable("id is required"));
+    };
+    state
+        .social
+        .dismiss_notification(user, status_id(&id)?)
+        .await?;
+    Ok(Json(json!({})))
+}
+
+/// Clears all the caller's notifications for good. Answers `{}`.
+#[utoipa::path(post, path = "/api/v1/notifications/clear", tag = "mastodon",
+    security(("bearer" = [])),
+    responses(
+        (status = 200, description = "Cleared: `{}`", body = Object),
+        (status = 401, description = "No valid token", body = MastoErrorBody),
+        (status = 403, description = "The token lacks write:notifications", body = MastoErrorBody),
+        (status = 422, description = "An app's token (no user)", body = MastoErrorBody),
+    ))]
+pub async fn clear(
+    State(state): State<AppState>,
+    auth: Scoped<WriteNotifications>,
+) -> Result<Json<Value>, MastoError> {
+    state.social.clear_notifications(auth.user()?).await?;
+    Ok(Json(json!({})))
 }
 
 #[cfg(test)]

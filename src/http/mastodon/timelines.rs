@@ -1,17 +1,25 @@
-//! `GET /api/v1/timelines/home`: the engine's home timeline as statuses, paged with
-//! `max_id`, `since_id` or `min_id` and a `Link` header (next first).
+//! `GET /api/v1/timelines/home`, `/public` and `/tag/:hashtag`: the engine's home
+//! timeline and listings as statuses, paged with `max_id`, `since_id` or `min_id` and a
+//! `Link` header (next first). The public and tag timelines are readable without a
+//! token, as Mastodon's are by default; with one, the authors hidden from its user are
+//! left out.
 
-use axum::extract::State;
+use axum::extract::{Path, State};
 use axum::http::{HeaderMap, header};
 use axum::response::{IntoResponse, Response};
 
 use super::Origin;
-use super::auth::{ReadStatuses, Scoped};
+use serde::Deserialize;
+use utoipa::IntoParams;
+
+use super::auth::{MaybeScoped, ReadStatuses, Scoped};
 use super::entities::{Status, status::statuses};
 use super::error::{MastoError, MastoErrorBody};
 use super::link::{PageParams, link_header};
 use crate::http::AppState;
 use crate::http::error::{Json, Query};
+use crate::service::mastodon::{HomeRange, StatusPage};
+use crate::store::PostRange;
 
 /// The caller's home timeline: their posts and reposts and those of everyone they
 /// follow, newest first, each post at most once: the newest below `max_id` (cut at
@@ -49,4 +57,148 @@ pub async fn home(
         Some(link) => ([(header::LINK, link)], body).into_response(),
         None => body.into_response(),
     })
+}
+
+/// What the public timeline takes besides paging.
+#[derive(Debug, Default, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct PublicParams {
+    /// Accepted: every post here is local.
+    #[param(value_type = Option<bool>)]
+    pub local: Option<String>,
+    /// Accepted: true answers nothing (every post here is local).
+    #[param(value_type = Option<bool>)]
+    pub remote: Option<String>,
+    /// Accepted: true answers nothing (no post has media).
+    #[param(value_type = Option<bool>)]
+    pub only_media: Option<String>,
+}
+
+fn is_true(value: Option<&str>) -> bool {
+    matches!(value, Some("true" | "1" | "on"))
+}
+
+/// A listing page's range, and the `since_id` that cuts an older page.
+fn listing_range(
+    params: &PageParams,
+) -> Result<(PostRange, Option<crate::domain::PostId>, usize), MastoError> {
+    let (range, limit) = params.home_range()?;
+    Ok(match range {
+        HomeRange::Older { before, since } => (PostRange::Older(before), since, limit),
+        HomeRange::Newer { after } => (PostRange::Newer(after), None, limit),
+    })
+}
+
+/// A listing page as a response, cut at `since` and with its `Link` header: next (the
+/// page below its oldest status) first, then prev (above its newest).
+fn listing_response(
+    origin: &Origin,
+    path: &str,
+    extra: &[(&str, String)],
+    range: PostRange,
+    since: Option<crate::domain::PostId>,
+    limit: usize,
+    mut page: StatusPage,
+) -> Response {
+    let next = match range {
+        PostRange::Older(_) => {
+            let whole = page.items.len();
+            if let Some(since) = since {
+                page.items.retain(|s| s.id() > since);
+            }
+            // A page cut at `since_id` reached it: nothing older is asked for.
+            page.next.filter(|_| page.items.len() == whole)
+        }
+        // A page above `min_id`: older statuses lie below its oldest one.
+        PostRange::Newer(_) => page.items.last().map(|s| s.id()),
+    };
+    let link = link_header(
+        origin,
+        path,
+        extra,
+        limit,
+        next,
+        page.items.first().map(|s| s.id()),
+    );
+    let body = Json(statuses(origin, &page.items));
+    match link {
+        Some(link) => ([(header::LINK, link)], body).into_response(),
+        None => body.into_response(),
+    }
+}
+
+/// The public timeline: every post, replies included, newest first. Readable without
+/// a token; with one, the authors hidden from its user are left out.
+#[utoipa::path(get, path = "/api/v1/timelines/public", tag = "mastodon",
+    params(PublicParams, PageParams),
+    security((), ("bearer" = [])),
+    responses(
+        (status = 200, description = "A page of statuses; `Link` has the next page first, then the previous",
+            body = Vec<Status>, headers(("Link" = String, description = "`<...max_id=X>; rel=\"next\", <...min_id=Y>; rel=\"prev\"`"))),
+        (status = 401, description = "An invalid token (tokens are optional)", body = MastoErrorBody),
+        (status = 403, description = "The token lacks read:statuses", body = MastoErrorBody),
+        (status = 422, description = "A bad limit or id, or min_id with max_id", body = MastoErrorBody),
+    ))]
+pub async fn public(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    reader: MaybeScoped<ReadStatuses>,
+    Query(filter): Query<PublicParams>,
+    Query(params): Query<PageParams>,
+) -> Result<Response, MastoError> {
+    let (range, since, limit) = listing_range(&params)?;
+    let origin = Origin::of(&state.mastodon, &headers);
+    if is_true(filter.only_media.as_deref()) || is_true(filter.remote.as_deref()) {
+        return Ok(Json(Vec::<Status>::new()).into_response());
+    }
+    let page = state
+        .social
+        .public_statuses(reader.viewer(), range, limit)
+        .await?;
+    let mut extra = Vec::new();
+    if is_true(filter.local.as_deref()) {
+        extra.push(("local", "true".to_owned()));
+    }
+    let path = "/api/v1/timelines/public";
+    Ok(listing_response(
+        &origin, path, &extra, range, since, limit, page,
+    ))
+}
+
+/// The statuses carrying a hashtag (matched case-insensitively), newest first. Readable
+/// without a token; with one, the authors hidden from its user are left out.
+#[utoipa::path(get, path = "/api/v1/timelines/tag/{hashtag}", tag = "mastodon",
+    params(("hashtag" = String, Path, description = "The tag, without `#`"), PageParams),
+    security((), ("bearer" = [])),
+    responses(
+        (status = 200, description = "A page of statuses; `Link` has the next page first, then the previous",
+            body = Vec<Status>, headers(("Link" = String, description = "`<...max_id=X>; rel=\"next\", <...min_id=Y>; rel=\"prev\"`"))),
+        (status = 401, description = "An invalid token (tokens are optional)", body = MastoErrorBody),
+        (status = 403, description = "The token lacks read:statuses", body = MastoErrorBody),
+        (status = 422, description = "Not a tag (1 to 64 letters, digits or _), a bad limit or id, or min_id with max_id", body = MastoErrorBody),
+    ))]
+pub async fn tag(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    reader: MaybeScoped<ReadStatuses>,
+    Path(hashtag): Path<String>,
+    Query(params): Query<PageParams>,
+) -> Result<Response, MastoError> {
+    let (range, since, limit) = listing_range(&params)?;
+    let tag = hashtag.trim_start_matches('#').to_lowercase();
+    let page = state
+        .social
+        .tagged_statuses(reader.viewer(), &tag, range, limit)
+        .await?;
+    let origin = Origin::of(&state.mastodon, &headers);
+    let path = format!("/api/v1/timelines/tag/{tag}");
+    Ok(listing_response(
+        &origin,
+        &path,
+        &[],
+        range,
+        since,
+        limit,
+        page,
+    ))
 }

@@ -6,6 +6,7 @@ use async_trait::async_trait;
 use rusqlite::{Connection, OptionalExtension, params};
 
 use super::leases::check_fence;
+use super::rows::post_id_at;
 use super::{EmbeddedStore, record_change, user_exists};
 use crate::domain::{
     Activity, ActivityLayout, ActivityLimits, ActivityPage, ActivityType, ChangeOp, Fence, PostId,
@@ -353,6 +354,26 @@ impl ActivityStore for EmbeddedStore {
                     .collect::<rusqlite::Result<_>>(),
             };
             Ok(rows?)
+        })
+        .await
+    }
+
+    async fn like_counts(&self, posts: &[PostId]) -> StoreResult<Vec<(PostId, u64)>> {
+        let posts: Vec<Vec<u8>> = posts.iter().map(|p| p.bytes().to_vec()).collect();
+        if posts.is_empty() {
+            return Ok(Vec::new());
+        }
+        self.read(move |conn| {
+            let marks = vec!["?"; posts.len()].join(",");
+            let sql = format!(
+                "SELECT post, COUNT(*) FROM likes INDEXED BY likes_by_post \
+                 WHERE post IN ({marks}) GROUP BY post"
+            );
+            let mut stmt = conn.prepare(&sql)?;
+            let rows = stmt.query_map(rusqlite::params_from_iter(&posts), |row| {
+                Ok((post_id_at(row, 0)?, row.get::<_, i64>(1)?.max(0) as u64))
+            })?;
+            Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
         })
         .await
     }

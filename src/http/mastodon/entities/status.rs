@@ -22,7 +22,9 @@ pub struct Mention {
     pub acct: String,
 }
 
+/// Named `MastoStatus` in the OpenAPI document: `Status` is the health check's.
 #[derive(Debug, Clone, Serialize, ToSchema)]
+#[schema(as = MastoStatus)]
 pub struct Status {
     /// The post's id (a repost's own id for a repost): 24 hex digits, so ids sort by
     /// (length, then lexically) in creation order.
@@ -43,7 +45,7 @@ pub struct Status {
     pub url: Option<String>,
     pub replies_count: u64,
     pub reblogs_count: u64,
-    /// Always 0: likes are not counted per post.
+    /// The standing likes, counted per page in one grouped read.
     pub favourites_count: u64,
     pub edited_at: Option<String>,
     /// Whether the viewer likes it.
@@ -92,7 +94,7 @@ impl Status {
             url: Some(format!("{}/{id}", profile_url(origin, &author.id))),
             replies_count: post.replies_count,
             reblogs_count: post.reposts_count,
-            favourites_count: 0,
+            favourites_count: view.favourites,
             edited_at: None,
             favourited: view.viewed.favourited,
             reblogged: view.viewed.reblogged,

@@ -53,3 +53,29 @@ impl MongoStore {
         Ok(likers)
     }
 }
+
+impl MongoStore {
+    /// `ActivityStore::like_counts`: one `$group` over the likes of `posts`.
+    pub(super) async fn like_counts_of(&self, posts: &[PostId]) -> StoreResult<Vec<(PostId, u64)>> {
+        if posts.is_empty() {
+            return Ok(Vec::new());
+        }
+        let ids: Vec<_> = posts.iter().map(|p| oid(*p)).collect();
+        let pipeline = [
+            doc! { "$match": { "_id.p": { "$in": ids } } },
+            doc! { "$group": { "_id": "$_id.p", "n": { "$sum": 1 } } },
+        ];
+        let mut found = self
+            .db
+            .collection::<Document>("likes")
+            .aggregate(pipeline)
+            .await
+            .map_err(db_error)?;
+        let mut counts = Vec::new();
+        while let Some(group) = found.try_next().await.map_err(db_error)? {
+            let post = super::super::post_id(group.get("_id"))?;
+            counts.push((post, super::super::int(&group, "n").max(0) as u64));
+        }
+        Ok(counts)
+    }
+}

@@ -386,4 +386,8 @@ impl ActivityStore for MongoStore {
     ) -> StoreResult<Vec<Liker>> {
         self.likers_of(post, before, limit).await
     }
+
+    async fn like_counts(&self, posts: &[PostId]) -> StoreResult<Vec<(PostId, u64)>> {
+        self.like_counts_of(posts).await
+    }
 }
