@@ -4,7 +4,7 @@
 # authors with 3 posts each, a poster with 100 followers, authentication on for both,
 # rate limits off for both (all load comes from one address).
 #
-#   [ROUNDS=3] [DUR=10] [VUS=32] [AUTHORS=1000] [FOLLOWERS=100] loadtest/gts_compare.sh
+#   [ROUNDS=3] [DUR=10] [VUS=32] [AUTHORS=1000] [FOLLOWERS=100] [SOCIALITE_BIN=...] loadtest/gts_compare.sh
 #
 # Measures, under wrk, in alternating rounds (which server goes first alternates too):
 # GET /api/v1/timelines/home (default page, 20) throughput and p99; then POST
@@ -23,8 +23,13 @@ mkdir -p "$work" loadtest/results
 command -v wrk >/dev/null || { echo "gts_compare: wrk is needed (apt-get install wrk)" >&2; exit 1; }
 
 gts_dir="$(loadtest/install-gotosocial.sh)"
-cargo build --release --locked --quiet
-bin="${CARGO_TARGET_DIR:-$root/target}/release/socialite"
+# SOCIALITE_BIN: a socialite binary to measure instead of this tree's release build.
+if [[ -n "${SOCIALITE_BIN:-}" ]]; then
+  bin="$SOCIALITE_BIN"
+else
+  cargo build --release --locked --quiet
+  bin="${CARGO_TARGET_DIR:-$root/target}/release/socialite"
+fi
 
 pids=()
 trap 'for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true; done' EXIT
@@ -108,7 +113,9 @@ wrk_run() {
   local out="$work/wrk-$1.txt"
   local extra=()
   [[ -n "${6:-}" ]] && extra=(-s "$6")
-  wrk -t2 -c"$4" -d"$5"s --latency -H "Authorization: Bearer $3" "${extra[@]}" "$2" > "$out"
+  # GoToSocial refuses a request without a User-Agent; both get the same one.
+  wrk -t2 -c"$4" -d"$5"s --latency -H "Authorization: Bearer $3" -H "User-Agent: wrk" \
+    "${extra[@]}" "$2" > "$out"
   python3 - "$out" <<'PY'
 import re, sys
 text = open(sys.argv[1]).read()
@@ -126,8 +133,8 @@ s_poster="$(token "$work/socialite-data.json" poster)" g_poster="$(token "$work/
 home="/api/v1/timelines/home"
 # Warm both: a few pages each.
 for _ in 1 2 3; do
-  curl -fs -H "Authorization: Bearer $s_reader" "$s_base$home" > "$work/socialite-page.json"
-  curl -fs -H "Authorization: Bearer $g_reader" "$g_base$home" > "$work/gts-page.json"
+  curl -fs -A wrk -H "Authorization: Bearer $s_reader" "$s_base$home" > "$work/socialite-page.json"
+  curl -fs -A wrk -H "Authorization: Bearer $g_reader" "$g_base$home" > "$work/gts-page.json"
 done
 s_bytes="$(wc -c < "$work/socialite-page.json")" g_bytes="$(wc -c < "$work/gts-page.json")"
 s_items="$(python3 -c 'import json,sys; print(len(json.load(open(sys.argv[1]))))' "$work/socialite-page.json")"

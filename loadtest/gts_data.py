@@ -41,6 +41,7 @@ def names():
 def call(base, method, path, token=None, form=None, opener=None):
     data = urllib.parse.urlencode(form).encode() if form is not None else None
     request = urllib.request.Request(base + path, data=data, method=method)
+    request.add_header("User-Agent", "socialite-compare")
     if token:
         request.add_header("Authorization", f"Bearer {token}")
     if data is not None:
@@ -127,7 +128,11 @@ def main():
     took["accounts"] = round(time.monotonic() - start, 1)
 
     def account_id(name):
-        _, me = call(base, "GET", "/api/v1/accounts/verify_credentials", token=tokens[name])
+        # GoToSocial makes accounts locked, where a follow is only a request: unlock.
+        _, me = call(base, "PATCH", "/api/v1/accounts/update_credentials", token=tokens[name],
+                     form={"locked": "false"})
+        if me.get("locked"):
+            raise SystemExit(f"{name} is still locked")
         return name, me["id"]
 
     start = time.monotonic()
