@@ -18,12 +18,8 @@ impl Social {
     ) -> StoreResult<Page<User, Liker>> {
         let page = self.likers(post, caller, before, limit).await?;
         let ids: Vec<&str> = page.items.iter().map(|l| l.user.as_str()).collect();
-        let profiles = self.profiles(&ids).await?;
         Ok(Page {
-            items: ids
-                .iter()
-                .filter_map(|id| profiles.get(*id).cloned())
-                .collect(),
+            items: self.profiles_in_order(&ids).await?,
             next: page.next,
         })
     }
@@ -38,12 +34,8 @@ impl Social {
     ) -> StoreResult<Page<User, PostId>> {
         let page = self.reposters(post, caller, before, limit).await?;
         let ids: Vec<&str> = page.items.iter().map(|r| r.user.as_str()).collect();
-        let profiles = self.profiles(&ids).await?;
         Ok(Page {
-            items: ids
-                .iter()
-                .filter_map(|id| profiles.get(*id).cloned())
-                .collect(),
+            items: self.profiles_in_order(&ids).await?,
             next: page.next,
         })
     }

@@ -91,6 +91,22 @@ pub struct StatusPage {
     pub next: Option<PostId>,
 }
 
+/// Mastodon's `since_id` on a page read newest first: leaves out the items at or below
+/// `since` (by `id`), and answers the page's `next` cursor only when nothing was cut,
+/// since a page cut at `since` reached it and nothing older is asked for.
+pub fn cut_at_since<T, C>(
+    items: &mut Vec<T>,
+    next: Option<C>,
+    since: Option<PostId>,
+    id: impl Fn(&T) -> PostId,
+) -> Option<C> {
+    let whole = items.len();
+    if let Some(since) = since {
+        items.retain(|item| id(item) > since);
+    }
+    next.filter(|_| items.len() == whole)
+}
+
 impl Social {
     /// The profiles of `ids` (distinct), one read each, run together.
     pub(super) async fn profiles(&self, ids: &[&str]) -> StoreResult<HashMap<String, User>> {
@@ -302,12 +318,7 @@ impl Social {
             HomeRange::Older { before, since } => {
                 let page = self.timelines.page(user, before, limit).await?;
                 let mut items = page.items;
-                let whole = items.len();
-                if let Some(since) = since {
-                    items.retain(|item| item.id > since);
-                }
-                // A page cut at `since` reached it: nothing older is asked for.
-                let next = page.next_cursor.filter(|_| items.len() == whole);
+                let next = cut_at_since(&mut items, page.next_cursor, since, |item| item.id);
                 (items, next)
             }
             HomeRange::Newer { after } => {

@@ -201,8 +201,11 @@ impl Social {
     }
 
     /// The profiles of `ids`, in order; a user deleted meanwhile is left out.
-    async fn profiles_in_order(&self, ids: &[String]) -> StoreResult<Vec<User>> {
-        let users = try_join_all(ids.iter().map(|id| self.store.users.user(id))).await?;
+    pub(super) async fn profiles_in_order(
+        &self,
+        ids: &[impl AsRef<str>],
+    ) -> StoreResult<Vec<User>> {
+        let users = try_join_all(ids.iter().map(|id| self.store.users.user(id.as_ref()))).await?;
         Ok(users.into_iter().flatten().collect())
     }
 

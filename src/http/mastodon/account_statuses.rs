@@ -2,7 +2,7 @@
 //! newest first, paged with `max_id` and a `Link` header (next first).
 
 use axum::extract::{Path, State};
-use axum::http::{HeaderMap, header};
+use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use serde_json::Value;
@@ -14,7 +14,7 @@ use super::auth::{ReadStatuses, Scoped};
 use super::entities::{Status, status::statuses as render};
 use super::error::{MastoError, MastoErrorBody};
 use super::form::truthy;
-use super::link::{PageParams, link_header};
+use super::link::{PageParams, link_header, linked};
 use crate::http::AppState;
 use crate::http::error::{Json, Query};
 use crate::service::StatusFilter;
@@ -93,9 +93,5 @@ pub async fn statuses(
         page.next,
         page.items.first().map(|s| s.id()),
     );
-    let body = Json(render(&origin, &page.items));
-    Ok(match link {
-        Some(link) => ([(header::LINK, link)], body).into_response(),
-        None => body.into_response(),
-    })
+    Ok(linked(Json(render(&origin, &page.items)), link))
 }

@@ -5,8 +5,8 @@
 //! The account's statuses are in `account_statuses.rs`.
 
 use axum::extract::{Path, State};
-use axum::http::{HeaderMap, header};
-use axum::response::{IntoResponse, Response};
+use axum::http::HeaderMap;
+use axum::response::Response;
 use serde::Deserialize;
 use serde_json::Value;
 use utoipa::{IntoParams, ToSchema};
@@ -138,11 +138,7 @@ pub(super) fn account_page(
     accounts: Vec<Account>,
     link: Option<axum::http::HeaderValue>,
 ) -> Response {
-    let mut response = Json(accounts).into_response();
-    if let Some(link) = link {
-        response.headers_mut().insert(header::LINK, link);
-    }
-    response
+    super::link::linked(Json(accounts), link)
 }
 
 async fn follow_list(

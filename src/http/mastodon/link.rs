@@ -2,7 +2,8 @@
 //! header out with `next` first (`<url>; rel="next", <url>; rel="prev"`), which toot
 //! requires (it matches only a header that starts with the next link).
 
-use axum::http::{HeaderValue, StatusCode};
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use utoipa::IntoParams;
 
@@ -135,6 +136,14 @@ pub fn link_header(
         return None;
     }
     HeaderValue::from_str(&links.join(", ")).ok()
+}
+
+/// `body` as a response, with its page's `Link` header when it has one.
+pub fn linked(body: impl IntoResponse, link: Option<HeaderValue>) -> Response {
+    match link {
+        Some(link) => ([(header::LINK, link)], body).into_response(),
+        None => body.into_response(),
+    }
 }
 
 /// A 422 for a list parameter outside the allowed values.

@@ -4,7 +4,7 @@
 //! and a `Link` header with the next page.
 
 use axum::extract::{Path, RawQuery, State};
-use axum::http::{HeaderMap, header};
+use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -15,12 +15,13 @@ use super::auth::{ReadNotifications, Scoped, WriteNotifications};
 use super::entities::notification::{GroupedNotifications, Notification, engine_types};
 use super::error::{MastoError, MastoErrorBody};
 use super::form::FormOrJson;
-use super::link::{PageParams, Paging, link_header};
+use super::link::{PageParams, Paging, link_header, linked};
 use super::statuses::status_id;
 use crate::domain::{NotificationFilter, NotificationType};
 use crate::http::AppState;
 use crate::http::error::Json;
 use crate::service::masto_notifications::{GroupPage, NotificationPage};
+use crate::service::mastodon::cut_at_since;
 
 /// The query of both notification lists (lists as `key[]=`, as Rails reads them).
 #[derive(Debug, IntoParams)]
@@ -109,10 +110,8 @@ fn with_link(
     next: Option<crate::domain::PostId>,
 ) -> Response {
     // No `prev` link: it would name a `min_id` page, not served here yet.
-    match link_header(origin, path, &parsed.kept, parsed.paging.limit, next, None) {
-        Some(link) => ([(header::LINK, link)], body).into_response(),
-        None => body.into_response(),
-    }
+    let link = link_header(origin, path, &parsed.kept, parsed.paging.limit, next, None);
+    linked(body, link)
 }
 
 /// The caller's notifications, newest first.
@@ -141,12 +140,8 @@ pub async fn notifications(
                 .social
                 .notification_statuses(user, filter, max_id, limit)
                 .await?;
-            if let Some(since) = parsed.paging.since_id {
-                let whole = page.items.len();
-                page.items.retain(|n| n.id > since);
-                // A page cut at `since_id` reached it: nothing older is asked for.
-                page.next = page.next.filter(|_| page.items.len() == whole);
-            }
+            let since = parsed.paging.since_id;
+            page.next = cut_at_since(&mut page.items, page.next, since, |n| n.id);
             page
         }
         None => NotificationPage {
@@ -192,11 +187,8 @@ pub async fn grouped_notifications(
                 .social
                 .notification_group_statuses(user, filter, max_id, limit)
                 .await?;
-            if let Some(since) = parsed.paging.since_id {
-                let whole = page.groups.len();
-                page.groups.retain(|g| g.latest_id > since);
-                page.next = page.next.filter(|_| page.groups.len() == whole);
-            }
+            let since = parsed.paging.since_id;
+            page.next = cut_at_since(&mut page.groups, page.next, since, |g| g.latest_id);
             page
         }
         None => GroupPage {

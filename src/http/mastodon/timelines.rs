@@ -5,7 +5,7 @@
 //! left out.
 
 use axum::extract::{Path, State};
-use axum::http::{HeaderMap, header};
+use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
 
 use super::Origin;
@@ -15,10 +15,10 @@ use utoipa::IntoParams;
 use super::auth::{MaybeScoped, ReadStatuses, Scoped};
 use super::entities::{Status, status::statuses};
 use super::error::{MastoError, MastoErrorBody};
-use super::link::{PageParams, link_header};
+use super::link::{PageParams, link_header, linked};
 use crate::http::AppState;
 use crate::http::error::{Json, Query};
-use crate::service::mastodon::{HomeRange, StatusPage};
+use crate::service::mastodon::{HomeRange, StatusPage, cut_at_since};
 use crate::store::PostRange;
 
 /// The caller's home timeline: their posts and reposts and those of everyone they
@@ -52,11 +52,7 @@ pub async fn home(
         page.next,
         page.items.first().map(|s| s.id()),
     );
-    let body = Json(statuses(&origin, &page.items));
-    Ok(match link {
-        Some(link) => ([(header::LINK, link)], body).into_response(),
-        None => body.into_response(),
-    })
+    Ok(linked(Json(statuses(&origin, &page.items)), link))
 }
 
 /// What the public timeline takes besides paging.
@@ -101,14 +97,7 @@ fn listing_response(
     mut page: StatusPage,
 ) -> Response {
     let next = match range {
-        PostRange::Older(_) => {
-            let whole = page.items.len();
-            if let Some(since) = since {
-                page.items.retain(|s| s.id() > since);
-            }
-            // A page cut at `since_id` reached it: nothing older is asked for.
-            page.next.filter(|_| page.items.len() == whole)
-        }
+        PostRange::Older(_) => cut_at_since(&mut page.items, page.next, since, |s| s.id()),
         // A page above `min_id`: older statuses lie below its oldest one.
         PostRange::Newer(_) => page.items.last().map(|s| s.id()),
     };
@@ -120,11 +109,7 @@ fn listing_response(
         next,
         page.items.first().map(|s| s.id()),
     );
-    let body = Json(statuses(origin, &page.items));
-    match link {
-        Some(link) => ([(header::LINK, link)], body).into_response(),
-        None => body.into_response(),
-    }
+    linked(Json(statuses(origin, &page.items)), link)
 }
 
 /// The public timeline: every post, replies included, newest first. Readable without

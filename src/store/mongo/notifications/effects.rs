@@ -19,6 +19,16 @@ fn tombstone(seq: u64) -> Document {
     }
 }
 
+/// An emptied group, kept as a tombstone (`count` 0, no actors, out of every read),
+/// marked with the emptying change's `seq` when one is given.
+fn emptied_group(seq: Option<u64>) -> Document {
+    let mut set = doc! { "count": 0_i64, "actors": [] };
+    if let Some(seq) = seq {
+        set.insert("seq", seq as i64);
+    }
+    doc! { "$set": set, "$unset": { "latest_id": "", "latest_at": "" } }
+}
+
 impl MongoStore {
     async fn resolve(&self, to: &Recipient) -> StoreResult<Option<String>> {
         Ok(match to {
@@ -110,10 +120,7 @@ impl MongoStore {
         .await?;
         crate::faults::gate("notification.refresh", user).await;
         let update = match latest.first() {
-            None => doc! {
-                "$set": { "count": 0_i64, "actors": [] },
-                "$unset": { "latest_id": "", "latest_at": "" },
-            },
+            None => emptied_group(None),
             Some(first) => {
                 let actors: Vec<&str> = latest
                     .iter()
@@ -257,13 +264,7 @@ impl MongoStore {
             .await
             .map_err(db_error)?;
         self.groups_coll()
-            .update_many(
-                before,
-                doc! {
-                    "$set": { "count": 0_i64, "actors": [], "seq": seq as i64 },
-                    "$unset": { "latest_id": "", "latest_at": "" },
-                },
-            )
+            .update_many(before, emptied_group(Some(seq)))
             .await
             .map_err(db_error)?;
         Ok(())
