@@ -13,7 +13,7 @@ import requests
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import WebDriverWait
 
-from common import BASE, check, chromium, name, passed
+from common import BASE, check, chromium, element, name, passed, submit
 from redirect_catcher import Catcher
 
 OOB = "urn:ietf:wg:oauth:2.0:oob"
@@ -52,7 +52,7 @@ def sign_in(browser, url, secret, decision):
     browser.find_element(By.ID, "user").clear()
     browser.find_element(By.ID, "user").send_keys(user)
     browser.find_element(By.ID, "password").send_keys(secret)
-    browser.find_element(By.CSS_SELECTOR, f"button[value={decision}]").click()
+    submit(browser, f"button[value={decision}]")
 
 
 def landed_query(browser):
@@ -64,8 +64,8 @@ browser = chromium(javascript=False)
 try:
     # The page itself needs no script: with JavaScript off, nothing here would work if it did.
     sign_in(browser, authorize_url(catcher.uri, "wrong"), "not the password", "approve")
-    errors = browser.find_elements(By.CSS_SELECTOR, "p.error")
-    check(errors and errors[0].text, "a wrong password shows an error on the page", browser.page_source)
+    error = element(browser, By.CSS_SELECTOR, "p.error")
+    check(error.text, "a wrong password shows an error on the page", browser.page_source)
     check(browser.current_url.startswith(BASE), "a wrong password stays on the page", browser.current_url)
 
     sign_in(browser, authorize_url(catcher.uri, "yes"), password, "approve")
@@ -79,7 +79,7 @@ try:
     check("code" not in query, "Deny carries no code", query)
 
     sign_in(browser, authorize_url(OOB, "oob"), password, "approve")
-    shown = browser.find_element(By.ID, "code").text
+    shown = element(browser, By.ID, "code").text
     check(shown, "an out-of-band app is shown its code")
 finally:
     browser.quit()

@@ -69,6 +69,28 @@ def chromium(javascript=True):
     return webdriver.Chrome(options=options, service=Service(executable_path="/usr/bin/chromedriver"))
 
 
+def submit(browser, selector):
+    """Clicks the form button `selector` and waits until the page it was on is gone: a
+    click returns before the next page loads, and a lookup straight after it would read
+    the old page."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support import expected_conditions
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    button = browser.find_element(By.CSS_SELECTOR, selector)
+    button.click()
+    WebDriverWait(browser, 30).until(expected_conditions.staleness_of(button))
+
+
+def element(browser, by, value):
+    """The element once the page shows it (up to 30 s): pages load after the click that
+    asked for them."""
+    from selenium.webdriver.support import expected_conditions
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    return WebDriverWait(browser, 30).until(expected_conditions.presence_of_element_located((by, value)))
+
+
 def passed(scenario):
     """The line tests/clients.rs looks for: a script that stopped early without failing
     does not pass."""

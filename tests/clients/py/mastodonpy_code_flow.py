@@ -8,7 +8,7 @@ from mastodon import Mastodon
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import WebDriverWait
 
-from common import BASE, SCOPES, app, check, chromium, passed, register
+from common import BASE, SCOPES, app, check, chromium, element, passed, register, submit
 from redirect_catcher import Catcher
 
 catcher = Catcher()
@@ -23,10 +23,10 @@ try:
     browser.get(url)
     browser.find_element(By.ID, "user").send_keys(user)
     browser.find_element(By.ID, "password").send_keys(password)
-    browser.find_element(By.CSS_SELECTOR, "button[value=approve]").click()
+    submit(browser, "button[value=approve]")
     WebDriverWait(browser, 30).until(lambda b: b.current_url.startswith(catcher.uri))
     landed = browser.current_url
-    check(browser.find_element(By.ID, "landed").text == "redirected", "the redirect page loaded")
+    check(element(browser, By.ID, "landed").text == "redirected", "the redirect page loaded")
 finally:
     browser.quit()
     catcher.close()

@@ -9,7 +9,7 @@ import subprocess
 
 from selenium.webdriver.common.by import By
 
-from common import BASE, check, chromium, passed
+from common import BASE, check, chromium, element, passed, submit
 from toot_common import TOOT, register, toot
 
 user, account = register("toot")
@@ -46,8 +46,8 @@ try:
     browser.get(url)
     browser.find_element(By.ID, "user").send_keys(user)
     browser.find_element(By.ID, "password").send_keys("correct horse battery")
-    browser.find_element(By.CSS_SELECTOR, "button[value=approve]").click()
-    code = browser.find_element(By.ID, "code").text
+    submit(browser, "button[value=approve]")
+    code = element(browser, By.ID, "code").text
 finally:
     browser.quit()
 check(code, "the page shows the out-of-band code")
