@@ -12,7 +12,7 @@ use socialite::bulk::import::ImportFiles;
 use socialite::domain::{FeedStrategy, PostId, now_ms};
 use socialite::store::Store;
 
-use super::common::{TestConfig, TestServer, kinds};
+use super::common::{Api, Kind, TestConfig, TestServer, kinds};
 use super::config;
 use super::social::assert_derived_for;
 
@@ -46,10 +46,16 @@ async fn a_load_writes_reposts_and_derives_their_counts_and_notifications() {
         let dir = tempfile::tempdir().unwrap();
         let t0 = now_ms() - 100_000;
         let p = |k: i64| PostId::at(t0 + 1000 * k, 7);
-        let posts: Vec<String> = [(1, "ann"), (2, "ann"), (3, "bob")]
+        let mut posts: Vec<String> = [(1, "ann"), (2, "ann"), (3, "bob")]
             .iter()
             .map(|(k, a)| format!(r#"{{"id":"{}","author":"{a}","text":"p{k}"}}"#, p(*k)))
             .collect();
+        // dan answers bob's p3: a reply's event names what it answers.
+        posts.push(format!(
+            r#"{{"id":"{}","author":"dan","text":"re","in_reply_to":"{}"}}"#,
+            p(4),
+            p(3)
+        ));
         let given = PostId::at(t0 + 20_000, 99);
         let reposts = vec![
             format!(
@@ -83,9 +89,9 @@ async fn a_load_writes_reposts_and_derives_their_counts_and_notifications() {
         )
         .await
         .unwrap();
-        // bob's and cat's reposts of ann's p1, cat's of bob's p3.
+        // bob's and cat's reposts of ann's p1, cat's of bob's p3, and dan's reply to p3.
         let n = assert_derived_for(&store, &USERS, &label).await;
-        assert_eq!(n, 3, "{label}");
+        assert_eq!(n, 4, "{label}");
         for (k, count) in [(1, 2), (2, 1), (3, 1)] {
             let post = store.content.post(p(k)).await.unwrap().unwrap();
             assert_eq!(post.reposts_count, count, "{label}: p{k}");
@@ -117,13 +123,16 @@ async fn a_load_writes_reposts_and_derives_their_counts_and_notifications() {
         assert_eq!(report.reposts, 0, "{label}: {report}");
         let post = again.content.post(p(1)).await.unwrap().unwrap();
         assert_eq!(post.reposts_count, 2, "{label}");
-        assert_eq!(assert_derived_for(&again, &USERS, &label).await, 3);
+        assert_eq!(assert_derived_for(&again, &USERS, &label).await, 4);
         drop(again);
 
         // Served: the count, the reposter's list, and a later unrepost through the API
         // takes the loaded notification away (the workers start at the head).
         let server = TestServer::start(test).await;
         let api = server.api();
+        if kind == Kind::Embedded {
+            assert_loaded_log(&api, &p, given, &label).await;
+        }
         let (_, post) = api.get(&format!("/v1/posts/{}", p(1))).await;
         assert_eq!(post["reposts_count"], 2, "{label}: {post}");
         let (_, page) = api.get("/v1/users/ann/notifications?limit=100").await;
@@ -141,6 +150,58 @@ async fn a_load_writes_reposts_and_derives_their_counts_and_notifications() {
         assert_eq!(items[0]["type"], "repost", "{label}: {page}");
         server.stop().await;
     }
+}
+
+/// The embedded load's event log (MongoDB's capped log is not rebuilt): one
+/// `post.reposted` per loaded repost, naming the repost, its reposter, the post and its
+/// author, as the events worker writes them, and the reply's `post.created` naming what
+/// it answers.
+async fn assert_loaded_log(api: &Api, p: &impl Fn(i64) -> PostId, given: PostId, label: &str) {
+    let (_, page) = api.get("/v1/events?limit=1000").await;
+    let events = page["events"].as_array().unwrap();
+    let of = |kind: &str| -> Vec<&serde_json::Value> {
+        events.iter().filter(|e| e["type"] == kind).collect()
+    };
+    assert_eq!(of("post.created").len(), 4, "{label}: {page}");
+    let mut reposted: Vec<(String, String, String)> = of("post.reposted")
+        .iter()
+        .map(|e| {
+            let d = &e["payload"];
+            assert!(d["repost"].is_string(), "{label}: {e}");
+            let field = |k: &str| d[k].as_str().unwrap_or_default().to_owned();
+            (field("user"), field("post"), field("author"))
+        })
+        .collect();
+    reposted.sort();
+    let pair = |u: &str, k: i64, a: &str| (u.to_owned(), p(k).to_string(), a.to_owned());
+    assert_eq!(
+        reposted,
+        vec![
+            pair("ann", 2, "ann"),
+            pair("bob", 1, "ann"),
+            pair("cat", 1, "ann"),
+            pair("cat", 3, "bob"),
+        ],
+        "{label}: {page}"
+    );
+    let with_given = of("post.reposted")
+        .into_iter()
+        .filter(|e| e["payload"]["repost"] == given.to_string())
+        .count();
+    assert_eq!(with_given, 1, "{label}: the repost's own id: {page}");
+    let reply = of("post.created")
+        .into_iter()
+        .find(|e| e["payload"]["post"] == p(4).to_string())
+        .expect("the reply's event");
+    assert_eq!(
+        reply["payload"]["in_reply_to"]["post"],
+        p(3).to_string(),
+        "{label}: {reply}"
+    );
+    assert_eq!(
+        reply["payload"]["in_reply_to"]["author"], "bob",
+        "{label}: {reply}"
+    );
 }
 
 #[tokio::test]
