@@ -15,6 +15,8 @@ mod concurrency;
 mod counters;
 #[path = "conformance/oauth.rs"]
 mod oauth;
+#[path = "conformance/relations.rs"]
+mod relations;
 #[path = "conformance/timelines.rs"]
 mod timelines;
 #[path = "conformance/tokens.rs"]

@@ -7,7 +7,7 @@
 //! Memory, only when a reposts file is given: each repost's id, post, reposter and line;
 //! the author of each post of the posts file (interned); the blocks file's blocks.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use super::import::Input;
 use crate::domain::PostId;
@@ -117,8 +117,9 @@ impl RepostCheck {
                 None => stored_authors.get(&post).map(String::as_str),
             }
         };
-        // Blocks: the files', then the store's, one lookup per (author, reposter).
-        let mut stored_block: HashMap<(String, String), bool> = HashMap::new();
+        // Blocks: the files' first; then the store's, for the distinct (author,
+        // reposter) pairs left, a batch of them per read.
+        let mut asked: Vec<(String, String)> = Vec::new();
         for repost in &self.reposts {
             // A post found nowhere is reported by the reference checks.
             let Some(author) = author_of(repost.post) else {
@@ -132,25 +133,29 @@ impl RepostCheck {
                      them, so an import holding both is refused (leave out one of them)",
                     repost.at, repost.post, repost.user, repost.user, author
                 ));
-                continue;
+            } else if author != repost.user {
+                asked.push(pair);
             }
-            if author == repost.user {
-                continue;
-            }
-            let blocked = match stored_block.get(&pair) {
-                Some(&known) => known,
-                None => {
-                    let known = store.relations.blocks(author, &repost.user).await?;
-                    stored_block.insert(pair, known);
-                    known
+        }
+        asked.sort_unstable();
+        asked.dedup();
+        let mut stored_blocks: HashSet<(String, String)> = HashSet::new();
+        for chunk in asked.chunks(PER_READ) {
+            stored_blocks.extend(store.relations.blocks_among(chunk).await?);
+        }
+        if !stored_blocks.is_empty() {
+            for repost in &self.reposts {
+                let Some(author) = author_of(repost.post) else {
+                    continue;
+                };
+                let pair = (author.to_owned(), repost.user.clone());
+                if stored_blocks.contains(&pair) && !self.blocks.contains_key(&pair) {
+                    errors.push(format!(
+                        "{}: repost of {} by {:?}, whose author {:?} blocks them in the store: \
+                         a post's author who blocks the reposter cannot be reposted by them",
+                        repost.at, repost.post, repost.user, author
+                    ));
                 }
-            };
-            if blocked {
-                errors.push(format!(
-                    "{}: repost of {} by {:?}, whose author {:?} blocks them in the store: a \
-                     post's author who blocks the reposter cannot be reposted by them",
-                    repost.at, repost.post, repost.user, author
-                ));
             }
         }
         // Ids: neither a stored post's nor a stored repost's of another user or post.

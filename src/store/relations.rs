@@ -30,6 +30,10 @@ pub trait RelationStore: Send + Sync + 'static {
     async fn unblock(&self, user: &str, other: &str) -> StoreResult<bool>;
     /// Whether `user` blocks `other` (one direction).
     async fn blocks(&self, user: &str, other: &str) -> StoreResult<bool>;
+    /// Of `pairs` `(user, other)`, those where `user` blocks `other`, in one read
+    /// (embedded: one indexed lookup per pair in one read transaction; MongoDB: one
+    /// find by `_id`, a scatter across `user`'s shards). For bulk checks, not hot paths.
+    async fn blocks_among(&self, pairs: &[(String, String)]) -> StoreResult<Vec<(String, String)>>;
     /// Stores `user`'s mute of `other`, replacing the settings of a mute that stands.
     /// `NotFound` when either user is unknown. Returns whether the mute is new.
     async fn mute(

@@ -34,6 +34,9 @@ impl RelationStore for Counting {
     async fn blocks(&self, user: &str, other: &str) -> StoreResult<bool> {
         self.inner.blocks(user, other).await
     }
+    async fn blocks_among(&self, pairs: &[(String, String)]) -> StoreResult<Vec<(String, String)>> {
+        self.inner.blocks_among(pairs).await
+    }
     async fn mute(
         &self,
         user: &str,

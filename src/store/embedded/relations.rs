@@ -122,6 +122,22 @@ impl RelationStore for EmbeddedStore {
         .await
     }
 
+    async fn blocks_among(&self, pairs: &[(String, String)]) -> StoreResult<Vec<(String, String)>> {
+        let pairs = pairs.to_vec();
+        self.read(move |conn| {
+            let mut lookup =
+                conn.prepare_cached("SELECT 1 FROM blocks WHERE user = ?1 AND other = ?2")?;
+            let mut standing = Vec::new();
+            for (user, other) in pairs {
+                if lookup.exists([&user, &other])? {
+                    standing.push((user, other));
+                }
+            }
+            Ok(standing)
+        })
+        .await
+    }
+
     async fn mute(
         &self,
         user: &str,

@@ -133,6 +133,29 @@ impl RelationStore for MongoStore {
         .await
     }
 
+    async fn blocks_among(&self, pairs: &[(String, String)]) -> StoreResult<Vec<(String, String)>> {
+        if pairs.is_empty() {
+            return Ok(Vec::new());
+        }
+        let keys: Vec<String> = pairs.iter().map(|(u, o)| key(u, o)).collect();
+        let found = all(self
+            .collection(BLOCKS)
+            .find(doc! { "_id": { "$in": keys } })
+            .projection(doc! { "user": 1, "other": 1 }))
+        .await?;
+        found
+            .iter()
+            .map(|d| {
+                let field = |k: &str| {
+                    d.get_str(k)
+                        .map(str::to_owned)
+                        .map_err(|e| StoreError::Backend(e.into()))
+                };
+                Ok((field("user")?, field("other")?))
+            })
+            .collect()
+    }
+
     async fn mute(
         &self,
         user: &str,
