@@ -17,6 +17,8 @@ mod counters;
 mod oauth;
 #[path = "conformance/relations.rs"]
 mod relations;
+#[path = "conformance/reposts.rs"]
+mod reposts;
 #[path = "conformance/timelines.rs"]
 mod timelines;
 #[path = "conformance/tokens.rs"]
