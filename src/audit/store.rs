@@ -1,6 +1,7 @@
 //! The passes over the whole store, each in key order a page at a time: every post (its
-//! delivery marker, and its tags summed per tag), the markers of deleted posts and the
-//! tag totals; the event log against the change feed is in `events.rs`.
+//! delivery marker, and its tags summed per tag), every standing repost without its
+//! delivery marker, the markers of deleted posts and undone reposts, and the tag totals;
+//! the event log against the change feed is in `events.rs`.
 
 use std::collections::BTreeMap;
 
@@ -25,6 +26,7 @@ pub(super) async fn pass(
     let deliveries = settings.rules.strategy != FeedStrategy::FanoutOnRead;
     let totals = walk_posts(store, settings, &mut tally, progress, deliveries, true).await?;
     if deliveries {
+        undelivered_reposts(store, settings, &mut tally).await?;
         orphans(store, settings, &mut tally).await?;
     }
     if has("aggregates") {
@@ -103,6 +105,36 @@ async fn walk_posts(
     }
 }
 
+/// Every standing repost not marked delivered: a fan-out that never finished (the
+/// timelines worker's rebuild fans out every one it finds).
+async fn undelivered_reposts(
+    store: &Store,
+    settings: &Settings,
+    tally: &mut Tally,
+) -> StoreResult<()> {
+    let mut after = None;
+    loop {
+        let page = store.deliveries.undelivered_reposts(after, PAGE).await?;
+        let reposts = store.reposts.reposts_by_ids(&page).await?;
+        for repost in &reposts {
+            tally.found(undelivered_repost(repost), settings.keep);
+        }
+        tally.checked(Kind::Deliveries, page.len() as u64);
+        if page.len() < PAGE {
+            return Ok(());
+        }
+        after = page.last().copied();
+    }
+}
+
+fn undelivered_repost(repost: &crate::domain::Repost) -> Finding {
+    let detail = format!(
+        "repost {} by {} of {} by {} is not marked delivered",
+        repost.id, repost.user, repost.post.post, repost.post.author
+    );
+    post_finding(repost.id, detail)
+}
+
 /// A marker whose post is gone: the retraction must have taken the post out of every
 /// timeline (markers of deleted posts stay until a rebuild unmarks them).
 async fn orphans(store: &Store, settings: &Settings, tally: &mut Tally) -> StoreResult<()> {
@@ -153,12 +185,18 @@ pub(super) async fn check_post(
         return Ok(());
     }
     let marked = !store.deliveries.delivered(&[post]).await?.is_empty();
-    match exists {
-        Some(p) if !marked => {
+    // A post's unit may name a repost (reposts' ids are in the posts' id space).
+    let repost = match exists {
+        None => store.reposts.reposts_by_ids(&[post]).await?.pop(),
+        Some(_) => None,
+    };
+    match (exists, repost) {
+        (Some(p), _) if !marked => {
             let detail = format!("post {} by {} is not marked delivered", p.id, p.author);
             tally.found(post_finding(post, detail), settings.keep);
         }
-        None if marked => orphan(store, settings, post, tally).await?,
+        (None, Some(r)) if !marked => tally.found(undelivered_repost(&r), settings.keep),
+        (None, None) if marked => orphan(store, settings, post, tally).await?,
         _ => {}
     }
     Ok(())

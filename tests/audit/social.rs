@@ -1,6 +1,6 @@
 //! The derived data of the social features: notifications (both ways: one missing, one
-//! whose cause does not stand), `replies_count`, and timelines free of authors in a
-//! block with their reader. Each corrupted in the store, named by the audit as exactly
+//! whose cause does not stand), `replies_count`, timelines free of authors in a block
+//! with their reader, and reposts' delivery markers. Each corrupted in the store, named by the audit as exactly
 //! its kind and what is wrong, and mended by `--repair`.
 
 use std::time::Duration;
@@ -226,6 +226,23 @@ async fn notifications_reply_counts_and_blocked_authors_are_audited_and_repaired
                 dan.id
             );
             named_and_repaired(&store, &config, Audited::Timelines, &named).await;
+
+            // A repost stored whose fan-out never ran (a writer killed after the insert
+            // and the workers' positions past it): no delivery marker. ann reposts her
+            // own post, which notifies no one, so only the marker is wrong.
+            let repost = store
+                .reposts
+                .repost("ann", ann.id, socialite::domain::now_ms())
+                .await
+                .unwrap()
+                .repost;
+            let named = format!(
+                "repost {} by ann of {} by ann is not marked delivered",
+                repost.id, ann.id
+            );
+            named_and_repaired(&store, &config, Audited::Deliveries, &named).await;
+            let marked = store.deliveries.delivered(&[repost.id]).await.unwrap();
+            assert_eq!(marked, vec![repost.id], "{label}: the repair fanned it out");
         }
     }
 }
