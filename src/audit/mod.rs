@@ -59,10 +59,11 @@ pub enum Kind {
     Notifications,
     Replies,
     Reposts,
+    TagIndex,
 }
 
 impl Kind {
-    pub const ALL: [Kind; 9] = [
+    pub const ALL: [Kind; 10] = [
         Kind::Counters,
         Kind::Activity,
         Kind::Timelines,
@@ -72,6 +73,7 @@ impl Kind {
         Kind::Notifications,
         Kind::Replies,
         Kind::Reposts,
+        Kind::TagIndex,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -85,6 +87,7 @@ impl Kind {
             Kind::Notifications => "notifications",
             Kind::Replies => "replies",
             Kind::Reposts => "reposts",
+            Kind::TagIndex => "tag_index",
         }
     }
 
@@ -102,6 +105,9 @@ impl Kind {
             // MongoDB: an `$inc` right after), and a repost's likewise; on MongoDB the
             // counters worker settles what a writer that died before its `$inc` left.
             Kind::Replies | Kind::Reposts => &["counters"],
+            // Written with the post itself (embedded: in its transaction; MongoDB: in
+            // its document): nothing to wait for.
+            Kind::TagIndex => &[],
         }
     }
 }
@@ -112,6 +118,8 @@ pub enum Unit {
     User(String),
     Post(PostId),
     Tags,
+    /// The tag index the tag timeline reads (`post_tags`; MongoDB's posts' `tags`).
+    TagIndex,
     Events,
 }
 
@@ -131,6 +139,8 @@ pub enum Fix {
     /// Take the post out of every timeline and fan it out again: its entries made anew
     /// from the post and its author's profile.
     Redeliver(PostId),
+    /// Write the tag index again from the posts' text.
+    Reindex,
     /// Nothing derives this again (the event log is history).
     None,
 }
@@ -252,6 +262,7 @@ pub(crate) async fn recheck(
         }
         Unit::Post(id) => store::check_post(store, settings, *id, &mut tally).await?,
         Unit::Tags => store::tags(store, settings, &mut tally, &()).await?,
+        Unit::TagIndex => store::tag_index(store, settings, &mut tally).await?,
         Unit::Events => events::events(store, settings, &mut tally).await?,
     }
     Ok(tally.found.into_values().flatten().collect())

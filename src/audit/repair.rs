@@ -74,6 +74,12 @@ pub async fn repair(
         rebuild(config, store, worker, &holder).await?;
         done.push("activity: every log rebuilt from the sources".to_owned());
     }
+    if fixes.contains(&Fix::Reindex) {
+        let changed = store.audit.reindex_tags().await?;
+        done.push(format!(
+            "tag index: written again from the posts' text ({changed} posts changed)"
+        ));
+    }
     if kinds.contains(&Kind::Tags) {
         let holder = format!("{REBUILD_PREFIX}audit-{}", holder_id());
         let mut runner = aggregates_runner(config, store, holder);
@@ -162,7 +168,7 @@ async fn mend_timelines(
                 timelines.retract(*post).await?;
                 fan_out(store, &timelines, *post).await?;
             }
-            Fix::Rebuild | Fix::None => continue,
+            Fix::Rebuild | Fix::Reindex | Fix::None => continue,
         }
         mended += 1;
         if !store

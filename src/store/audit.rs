@@ -59,6 +59,17 @@ pub trait AuditStore: Send + Sync + 'static {
         after: Option<&str>,
         limit: usize,
     ) -> StoreResult<Vec<(String, u64)>>;
+    /// Up to `limit` tags strictly after `after`, ascending, with how many posts the tag
+    /// index holds under each (embedded `post_tags`; MongoDB the posts' `tags`).
+    async fn tag_index_totals(
+        &self,
+        after: Option<&str>,
+        limit: usize,
+    ) -> StoreResult<Vec<(String, u64)>>;
+    /// Writes the tag index again from every post's text (`domain::hashtags`);
+    /// answers how many posts' entries changed. Safe beside writers: a post's tags
+    /// follow from its text, which never changes.
+    async fn reindex_tags(&self) -> StoreResult<u64>;
     /// Up to `limit` users whose timeline (any bucket or cache) still holds `post`.
     async fn timelines_holding(&self, post: PostId, limit: usize) -> StoreResult<Vec<String>>;
     /// Those of `keys` that a notification is stored under, in no order.

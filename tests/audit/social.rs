@@ -1,6 +1,7 @@
 //! The derived data of the social features: notifications (both ways: one missing, one
 //! whose cause does not stand), `replies_count`, timelines free of authors in a block
-//! with their reader, and reposts' delivery markers. Each corrupted in the store, named by the audit as exactly
+//! with their reader, reposts' delivery markers, and the tag index the tag timeline
+//! reads. Each corrupted in the store, named by the audit as exactly
 //! its kind and what is wrong, and mended by `--repair`.
 
 use std::time::Duration;
@@ -244,5 +245,106 @@ async fn notifications_reply_counts_and_blocked_authors_are_audited_and_repaired
             let marked = store.deliveries.delivered(&[repost.id]).await.unwrap();
             assert_eq!(marked, vec![repost.id], "{label}: the repair fanned it out");
         }
+    }
+}
+
+impl Raw {
+    /// Takes `post` out of the tag index (embedded: its `post_tags` rows; MongoDB: its
+    /// `tags`), and files `other` under `#ghost`, which its text does not have.
+    async fn corrupt_tag_index(&self, post: PostId, other: PostId) {
+        match self {
+            Raw::Embedded(conn) => {
+                let n = conn
+                    .execute("DELETE FROM post_tags WHERE post = ?1", [&post.bytes()[..]])
+                    .unwrap();
+                assert_eq!(n, 1);
+                conn.execute(
+                    "INSERT INTO post_tags (tag, post) VALUES ('ghost', ?1)",
+                    [&other.bytes()[..]],
+                )
+                .unwrap();
+            }
+            Raw::Mongo(db) => {
+                let content = db.collection::<Document>("content");
+                let oid = |p: PostId| ObjectId::from_bytes(p.bytes());
+                let done = content
+                    .update_one(doc! { "_id": oid(post) }, doc! { "$unset": { "tags": "" } })
+                    .await
+                    .unwrap();
+                assert_eq!(done.modified_count, 1);
+                let done = content
+                    .update_one(
+                        doc! { "_id": oid(other) },
+                        doc! { "$set": { "tags": ["ghost"] } },
+                    )
+                    .await
+                    .unwrap();
+                assert_eq!(done.modified_count, 1);
+            }
+        }
+    }
+}
+
+/// The tag index: a post left out of it and a post filed under a tag its text lacks are
+/// each named (tag, held, wanted) and mended by `--repair`; the tag timeline serves the
+/// mended index.
+#[tokio::test]
+async fn the_tag_index_is_audited_against_the_posts_text_and_written_again() {
+    for kind in kinds("the_tag_index_is_audited_against_the_posts_text_and_written_again") {
+        let label = format!("{kind:?}");
+        let (config, _dir) = config(kind, FeedStrategy::Cache);
+        let (store, ann, _) = social_world(&config).await;
+        let state = build_state(&config, store.clone()).await.unwrap();
+        let tagged = state.social.post("ann", "about #rust").await.unwrap();
+        state.workers.stop().await;
+        skip_the_workers_past_it(&store).await;
+        let report = audit_of(&store, &config).await;
+        assert_clean(&report, &label);
+        assert!(
+            report
+                .checked
+                .get(&Audited::TagIndex)
+                .is_some_and(|n| *n > 0),
+            "{label}: {report}"
+        );
+        Raw::open(&config)
+            .await
+            .corrupt_tag_index(tagged.id, ann.id)
+            .await;
+        let report = audit_of(&store, &config).await;
+        assert_eq!(
+            report.wrong_kinds(),
+            [Audited::TagIndex],
+            "{label}: {report}"
+        );
+        let text = report.to_string();
+        for named in [
+            "the tag index holds 0 posts under #rust, the posts' text 1",
+            "the tag index holds 1 posts under #ghost, the posts' text 0",
+        ] {
+            assert!(text.contains(named), "{label}: {named}: {report}");
+        }
+        let done = audit::repair::repair(&config, &store, &report)
+            .await
+            .unwrap();
+        assert!(
+            done.iter()
+                .any(|d| d.contains("tag index") && d.contains("2 posts changed")),
+            "{label}: {done:?}"
+        );
+        assert_clean(
+            &audit_of(&store, &config).await,
+            &format!("{label}, repaired"),
+        );
+        let served = store
+            .content
+            .tagged_posts("rust", socialite::store::PostRange::Older(None), 10)
+            .await
+            .unwrap();
+        assert_eq!(
+            served.iter().map(|p| p.id).collect::<Vec<_>>(),
+            vec![tagged.id],
+            "{label}"
+        );
     }
 }

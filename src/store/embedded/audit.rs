@@ -28,6 +28,8 @@ pub(super) const NOTIFICATION_HELD: &str = "SELECT 1 FROM notifications
      WHERE user = ?1 AND type = ?2 AND actor = ?3 AND post = ?4";
 pub(super) const REPLY_COUNT: &str = "SELECT count(*) FROM posts WHERE reply_to = ?1";
 const REPOST_COUNT: &str = "SELECT count(*) FROM reposts WHERE post = ?1";
+pub(super) const TAG_INDEX_AFTER: &str = "SELECT tag, count(*) FROM post_tags WHERE tag > ?1
+     GROUP BY tag ORDER BY tag LIMIT ?2";
 pub(super) const TAGS_AFTER: &str =
     "SELECT tag, total FROM tags WHERE tag > ?1 ORDER BY tag LIMIT ?2";
 
@@ -112,6 +114,27 @@ impl AuditStore for EmbeddedStore {
             Ok(rows.collect::<rusqlite::Result<_>>()?)
         })
         .await
+    }
+
+    async fn tag_index_totals(
+        &self,
+        after: Option<&str>,
+        limit: usize,
+    ) -> StoreResult<Vec<(String, u64)>> {
+        let after = text_after(after).to_owned();
+        self.read(move |conn| {
+            let mut stmt = conn.prepare_cached(TAG_INDEX_AFTER)?;
+            let rows = stmt.query_map(params![after, limit as i64], |r| {
+                Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?.max(0) as u64))
+            })?;
+            Ok(rows.collect::<rusqlite::Result<_>>()?)
+        })
+        .await
+    }
+
+    async fn reindex_tags(&self) -> StoreResult<u64> {
+        self.write(|tx| Ok(super::content::tags::reindex(tx)?))
+            .await
     }
 
     async fn timelines_holding(&self, post: PostId, limit: usize) -> StoreResult<Vec<String>> {

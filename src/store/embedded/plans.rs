@@ -41,6 +41,7 @@ fn every_paged_read_seeks_its_index() {
         audit::LIKES_OF.into(),
         audit::POSTS_AFTER.into(),
         audit::TAGS_AFTER.into(),
+        audit::TAG_INDEX_AFTER.into(),
         audit::NOTIFICATION_HELD.into(),
         activity::LIKE_HELD.into(),
         activity::LIKERS.into(),

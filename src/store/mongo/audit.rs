@@ -126,6 +126,18 @@ impl AuditStore for MongoStore {
             .collect())
     }
 
+    async fn tag_index_totals(
+        &self,
+        after: Option<&str>,
+        limit: usize,
+    ) -> StoreResult<Vec<(String, u64)>> {
+        super::content::tags::index_totals(self, after, limit).await
+    }
+
+    async fn reindex_tags(&self) -> StoreResult<u64> {
+        super::content::tags::reindex(self).await
+    }
+
     async fn timelines_holding(&self, post: PostId, limit: usize) -> StoreResult<Vec<String>> {
         let mut users = Vec::new();
         let owner = |coll: &str, d: &Document| -> Option<String> {

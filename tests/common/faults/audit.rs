@@ -51,6 +51,16 @@ impl AuditStore for HoldingAudit {
     ) -> StoreResult<Vec<(String, u64)>> {
         self.inner.tag_totals(after, limit).await
     }
+    async fn tag_index_totals(
+        &self,
+        after: Option<&str>,
+        limit: usize,
+    ) -> StoreResult<Vec<(String, u64)>> {
+        self.inner.tag_index_totals(after, limit).await
+    }
+    async fn reindex_tags(&self) -> StoreResult<u64> {
+        self.inner.reindex_tags().await
+    }
     async fn timelines_holding(&self, post: PostId, limit: usize) -> StoreResult<Vec<String>> {
         self.inner.timelines_holding(post, limit).await
     }

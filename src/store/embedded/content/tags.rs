@@ -124,3 +124,44 @@ pub(in crate::store::embedded) fn tagged_posts(
     let rows = stmt.query_map(params![tag, bound, limit as i64], post_from_row)?;
     Ok(rows.collect::<rusqlite::Result<_>>()?)
 }
+
+/// The index written again from every post's text, in the caller's transaction: the
+/// rows no post's text stands for removed, the missing ones added. Answers how many
+/// posts' rows changed.
+pub(in crate::store::embedded) fn reindex(tx: &Transaction<'_>) -> rusqlite::Result<u64> {
+    tx.execute_batch(
+        "CREATE TEMP TABLE IF NOT EXISTS want_tags (tag TEXT NOT NULL, post BLOB NOT NULL,
+             PRIMARY KEY (tag, post)) WITHOUT ROWID;
+         DELETE FROM temp.want_tags;",
+    )?;
+    {
+        let mut read = tx.prepare("SELECT id, text FROM posts WHERE instr(text, '#') > 0")?;
+        let mut insert =
+            tx.prepare("INSERT OR IGNORE INTO temp.want_tags (tag, post) VALUES (?1, ?2)")?;
+        let mut rows = read.query([])?;
+        while let Some(row) = rows.next()? {
+            let id: Vec<u8> = row.get(0)?;
+            let text: String = row.get(1)?;
+            for tag in hashtags(&text) {
+                insert.execute(params![tag, id])?;
+            }
+        }
+    }
+    let changed: i64 = tx.query_row(
+        "SELECT count(DISTINCT post) FROM (
+             SELECT post FROM (SELECT tag, post FROM post_tags
+                               EXCEPT SELECT tag, post FROM temp.want_tags)
+             UNION ALL
+             SELECT post FROM (SELECT tag, post FROM temp.want_tags
+                               EXCEPT SELECT tag, post FROM post_tags))",
+        [],
+        |row| row.get(0),
+    )?;
+    tx.execute_batch(
+        "DELETE FROM post_tags WHERE NOT EXISTS (SELECT 1 FROM temp.want_tags w
+             WHERE w.tag = post_tags.tag AND w.post = post_tags.post);
+         INSERT OR IGNORE INTO post_tags (tag, post) SELECT tag, post FROM temp.want_tags;
+         DELETE FROM temp.want_tags;",
+    )?;
+    Ok(changed.max(0) as u64)
+}

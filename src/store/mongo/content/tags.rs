@@ -8,7 +8,7 @@ use futures::TryStreamExt;
 use mongodb::Database;
 use mongodb::bson::{Bson, Document, doc};
 
-use super::super::{MongoStore, all, index, post_from};
+use super::super::{MongoStore, all, db_error, index, int, post_from};
 use super::listings::bound;
 use crate::domain::{Post, hashtags};
 use crate::store::{PostRange, StoreResult};
@@ -103,4 +103,77 @@ impl MongoStore {
         .await?;
         docs.iter().map(post_from).collect()
     }
+}
+
+/// Up to `limit` tags strictly after `after`, ascending, with how many posts carry each:
+/// one aggregation over the posts with tags (the `{tags: 1, _id: -1}` index, a scatter
+/// across the posts' shards). For the audit, not for serving.
+pub(in crate::store::mongo) async fn index_totals(
+    store: &MongoStore,
+    after: Option<&str>,
+    limit: usize,
+) -> StoreResult<Vec<(String, u64)>> {
+    let past = match after {
+        Some(after) => doc! { TAGS: { "$gt": after } },
+        None => doc! { TAGS: { "$exists": true } },
+    };
+    let pipeline = vec![
+        doc! { "$match": past.clone() },
+        doc! { "$project": { TAGS: 1 } },
+        doc! { "$unwind": format!("${TAGS}") },
+        doc! { "$match": past },
+        doc! { "$group": { "_id": format!("${TAGS}"), "n": { "$sum": 1 } } },
+        doc! { "$sort": { "_id": 1 } },
+        doc! { "$limit": limit as i64 },
+    ];
+    let docs: Vec<Document> = store
+        .content_coll()
+        .aggregate(pipeline)
+        .await
+        .map_err(db_error)?
+        .try_collect()
+        .await
+        .map_err(db_error)?;
+    Ok(docs
+        .iter()
+        .filter_map(|d| match d.get("_id") {
+            Some(Bson::String(tag)) => Some((tag.clone(), int(d, "n").max(0) as u64)),
+            _ => None,
+        })
+        .collect())
+}
+
+/// Sets every post's `tags` to the hashtags of its text (removed where it has none),
+/// for the posts whose `tags` differ; answers how many changed. Idempotent, and safe
+/// beside writers: a post's text never changes.
+pub(in crate::store::mongo) async fn reindex(store: &MongoStore) -> StoreResult<u64> {
+    let content = store.content_coll();
+    let mut posts = content
+        .find(doc! { "$or": [ { TAGS: { "$exists": true } }, { "text": { "$regex": "#" } } ] })
+        .projection(doc! { "_id": 1, "author": 1, "text": 1, TAGS: 1 })
+        .await
+        .map_err(db_error)?;
+    let mut changed = 0_u64;
+    while let Some(post) = posts.try_next().await.map_err(db_error)? {
+        let want = hashtags(post.get_str("text").unwrap_or_default());
+        let held: Vec<&str> = post
+            .get_array(TAGS)
+            .map(|a| a.iter().filter_map(Bson::as_str).collect())
+            .unwrap_or_default();
+        if held == want.iter().map(String::as_str).collect::<Vec<_>>() {
+            continue;
+        }
+        let filter = doc! {
+            "_id": post.get("_id").cloned().unwrap_or(Bson::Null),
+            "author": post.get_str("author").unwrap_or_default(),
+        };
+        let update = if want.is_empty() {
+            doc! { "$unset": { TAGS: "" } }
+        } else {
+            doc! { "$set": { TAGS: want } }
+        };
+        content.update_one(filter, update).await.map_err(db_error)?;
+        changed += 1;
+    }
+    Ok(changed)
 }
