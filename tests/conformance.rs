@@ -10,10 +10,10 @@
 #[path = "conformance/changes.rs"]
 mod changes;
 mod common;
-#[path = "conformance/content.rs"]
-mod content;
 #[path = "conformance/concurrency.rs"]
 mod concurrency;
+#[path = "conformance/content.rs"]
+mod content;
 #[path = "conformance/counters.rs"]
 mod counters;
 #[path = "conformance/oauth.rs"]

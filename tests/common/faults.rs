@@ -101,7 +101,9 @@ impl ContentStore for FailingContent {
         now_ms: i64,
     ) -> StoreResult<Vec<(Post, NameStamp)>> {
         self.check()?;
-        self.inner.shown_home_posts(user, before, limit, now_ms).await
+        self.inner
+            .shown_home_posts(user, before, limit, now_ms)
+            .await
     }
     async fn merged_posts(
         &self,
@@ -213,7 +215,9 @@ impl ContentStore for PausingContent {
         limit: usize,
         now_ms: i64,
     ) -> StoreResult<Vec<(Post, NameStamp)>> {
-        self.inner.shown_home_posts(user, before, limit, now_ms).await
+        self.inner
+            .shown_home_posts(user, before, limit, now_ms)
+            .await
     }
     async fn merged_posts(
         &self,

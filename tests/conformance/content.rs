@@ -15,11 +15,13 @@ use crate::common::{fresh_store, kinds};
 async fn the_read_below_a_cache_is_the_newest_shown_posts_with_names() {
     for kind in kinds("the_read_below_a_cache_is_the_newest_shown_posts") {
         let t = fresh_store(kind).await;
-        let social = crate::common::social(
-            t.store.clone(),
-            &crate::settings(FeedStrategy::Cache, true),
-        );
-        crate::users(&social, &["reader", "ann", "bob", "cat", "dan", "eve", "fay"]).await;
+        let social =
+            crate::common::social(t.store.clone(), &crate::settings(FeedStrategy::Cache, true));
+        crate::users(
+            &social,
+            &["reader", "ann", "bob", "cat", "dan", "eve", "fay"],
+        )
+        .await;
         for author in ["ann", "bob", "cat", "dan", "eve"] {
             social.follow("reader", author).await.unwrap();
         }
@@ -58,7 +60,12 @@ async fn the_read_below_a_cache_is_the_newest_shown_posts_with_names() {
             other => other.to_owned(),
         };
         let now = socialite::domain::now_ms();
-        let cursors = [None, Some(expected[0].0), Some(expected[5].0), Some(posts[1].0)];
+        let cursors = [
+            None,
+            Some(expected[0].0),
+            Some(expected[5].0),
+            Some(posts[1].0),
+        ];
         for before in cursors {
             for limit in [0, 1, 2, 5, 100] {
                 let found = t

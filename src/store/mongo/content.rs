@@ -425,10 +425,13 @@ fn named(posts: Vec<Post>, names: &HashMap<String, NameStamp>) -> Vec<(Post, Nam
     posts
         .into_iter()
         .map(|post| {
-            let name = names.get(&post.author).cloned().unwrap_or_else(|| NameStamp {
-                display_name: post.author.clone(),
-                version: 0,
-            });
+            let name = names
+                .get(&post.author)
+                .cloned()
+                .unwrap_or_else(|| NameStamp {
+                    display_name: post.author.clone(),
+                    version: 0,
+                });
             (post, name)
         })
         .collect()

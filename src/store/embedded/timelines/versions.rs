@@ -238,13 +238,13 @@ fn cache_stands(conn: &Connection, user: &str, kept: &CacheVersion) -> StoreResu
         // the below clock, in one statement.
         let found: Option<(i64, i64)> = conn
             .prepare_cached(CACHE_AND_BELOW)?
-            .query_row(params(user, &kept.rows), |row| Ok((row.get(0)?, row.get(1)?)))
+            .query_row(params(user, &kept.rows), |row| {
+                Ok((row.get(0)?, row.get(1)?))
+            })
             .optional()?;
         let now = found.map(|(cache, clock)| (cache as u64, clock as u64));
-        return Ok(match kept.merged.is_none() && now == Some((kept.cache, below)) {
-            true => Stands::Yes,
-            false => Stands::No,
-        });
+        let stands = kept.merged.is_none() && now == Some((kept.cache, below));
+        return Ok(if stands { Stands::Yes } else { Stands::No });
     }
     let Some(merged) = &kept.merged else {
         let cache = cache_version(conn, user, kept.rows, false)?.map(|v| v.cache);
