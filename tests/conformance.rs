@@ -4,13 +4,16 @@
 //! This file holds the shared setups and the timeline model; the tests are by topic:
 //! timeline semantics, backfill and the cache in `conformance/timelines.rs`, concurrent
 //! writers in `conformance/concurrency.rs`, counters in `conformance/counters.rs`, the
-//! change feed in `conformance/changes.rs` and API tokens in `conformance/tokens.rs`.
+//! change feed in `conformance/changes.rs`, API tokens in `conformance/tokens.rs` and the
+//! content port's reads across authors in `conformance/content.rs`.
 
 #[path = "conformance/changes.rs"]
 mod changes;
 mod common;
 #[path = "conformance/concurrency.rs"]
 mod concurrency;
+#[path = "conformance/content.rs"]
+mod content;
 #[path = "conformance/counters.rs"]
 mod counters;
 #[path = "conformance/oauth.rs"]

@@ -12,6 +12,8 @@ mod failures;
 mod hybrid;
 #[path = "timelines/idle.rs"]
 mod idle;
+#[path = "timelines/kept_below.rs"]
+mod kept_below;
 #[path = "timelines/kept_renames.rs"]
 mod kept_renames;
 #[path = "timelines/pages.rs"]

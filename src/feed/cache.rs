@@ -216,20 +216,36 @@ impl FeedService for CacheFeed {
         before: Option<PostId>,
         want: usize,
     ) -> StoreResult<Vec<TimelineEntry>> {
-        Ok(self.versioned_entries(user, before, want).await?.0)
+        Ok(self.read(user, before, want, false).await?.0)
     }
 
     async fn stands(&self, user: &str, kept: &CacheVersion) -> StoreResult<Option<CacheVersion>> {
         self.store.timelines.cache_stands(user, kept).await
     }
 
-    /// Versioned when the cache alone answered the read: it filled it, or the cache is
-    /// complete (no fallback: nothing exists below a complete cache).
+    /// Versioned when the cache alone answered the read (it filled it, or the cache is
+    /// complete: nothing exists below a complete cache), or the read went on below the
+    /// cache and the store keeps a below clock ([`CacheVersion::below`]).
     async fn versioned_entries(
         &self,
         user: &str,
         before: Option<PostId>,
         want: usize,
+    ) -> StoreResult<(Vec<TimelineEntry>, Option<CacheVersion>)> {
+        self.read(user, before, want, true).await
+    }
+}
+
+impl CacheFeed {
+    /// The entries of [`FeedService::entries`], and with `versioned` their version as
+    /// [`FeedService::versioned_entries`] gives it (a read below the cache costs one
+    /// more light read for it).
+    async fn read(
+        &self,
+        user: &str,
+        before: Option<PostId>,
+        want: usize,
+        versioned: bool,
     ) -> StoreResult<(Vec<TimelineEntry>, Option<CacheVersion>)> {
         let store = &self.store;
         let now_ms = || self.clock.now_ms();
@@ -286,6 +302,7 @@ impl FeedService for CacheFeed {
                 cache,
                 rows,
                 merged: None,
+                below: None,
             });
             return Ok((entries, version));
         }
@@ -293,9 +310,26 @@ impl FeedService for CacheFeed {
             (Some(before), Some(oldest)) => Some(before.min(oldest)),
             (before, oldest) => before.or(oldest),
         };
+        // The below clock is read after the cache's rows and before the rows below
+        // them: a delete or rename the fallback misses moved it after this read, so a
+        // page kept under it is not served again. Every cache row below `before` was
+        // read, so the span reaches down to the bottom.
+        let clock = match (versioned, version) {
+            (true, Some(_)) => store.timelines.below_clock().await?,
+            _ => None,
+        };
         let rest = read_shown(store, user, below, want - entries.len(), now_ms()).await?;
         metrics::counter!("socialite_cache_fallbacks_total").increment(1);
         entries.extend(rest);
-        Ok((entries, None))
+        let version = version.zip(clock).map(|(cache, clock)| CacheVersion {
+            cache,
+            rows: CacheRows {
+                from: PostId::MIN,
+                below: before,
+            },
+            merged: None,
+            below: Some(clock),
+        });
+        Ok((entries, version))
     }
 }

@@ -3,7 +3,7 @@
 
 use async_trait::async_trait;
 
-use super::{FeedService, merged_entries};
+use super::{FeedService, merged_entries, with_reposts};
 use crate::domain::{FeedStrategy, NameStamp, PostId, TimelineEntry, TimelineKind};
 use crate::store::{Store, StoreResult};
 
@@ -34,9 +34,10 @@ pub(crate) async fn read_through(
 
 /// [`read_through`] without the posts of authors hidden from `user` at `now_ms`, left
 /// out by the store before it reads them (`ContentStore::shown_home_posts`): what a
-/// cache's fallback reads, since the page drops those authors' entries anyway. Reposts
-/// are read as [`read_through`] reads them (the page filters them by either author). A
-/// cache's build reads everything.
+/// cache's fallback reads, since the page drops those authors' entries anyway. Post
+/// entries carry their text and their author's name as the read found it, so the page
+/// looks up no names for them. Reposts are read as [`read_through`] reads them (the
+/// page filters them by either author). A cache's build reads everything.
 pub(crate) async fn read_shown(
     store: &Store,
     user: &str,
@@ -48,7 +49,11 @@ pub(crate) async fn read_shown(
         store.content.shown_home_posts(user, before, want, now_ms),
         store.reposts.home_reposts(user, before, want)
     )?;
-    merged_entries(store, &posts, &reposts, before, want).await
+    let entries = posts
+        .iter()
+        .map(|(post, name)| post.entry(true, Some(name)))
+        .collect();
+    with_reposts(store, entries, &reposts, before, want).await
 }
 
 #[async_trait]

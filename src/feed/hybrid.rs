@@ -126,6 +126,8 @@ impl FeedService for HybridFeed {
     /// Versioned when the cache alone filled its half: the merged half's version is
     /// read after the cache's rows (and must find them unchanged) and before the merge
     /// reads, so a change the merge sees has moved the version the page is kept under.
+    /// A read that went on below the cache is not versioned (its version has no room
+    /// for both the below clock and the merge's).
     async fn versioned_entries(
         &self,
         user: &str,
@@ -134,13 +136,13 @@ impl FeedService for HybridFeed {
     ) -> StoreResult<(Vec<TimelineEntry>, Option<CacheVersion>)> {
         let (entries, cache) = self.cache.versioned_entries(user, before, want).await?;
         let version = match cache {
-            Some(cache) => self
+            Some(cache) if cache.below.is_none() => self
                 .store
                 .timelines
                 .cache_version(user, cache.rows, true)
                 .await?
                 .filter(|v| v.cache == cache.cache),
-            None => None,
+            _ => None,
         };
         Ok((self.merge(user, before, want, entries).await?, version))
     }

@@ -29,7 +29,7 @@ pub use page::{TimelineItem, TimelinePage};
 pub use reposts::Original;
 pub(crate) use shared::{
     authored_entries, backfill_entries, distinct, merged_entries, normalise, note_read,
-    retract_gone,
+    retract_gone, with_reposts,
 };
 pub use sized_buckets::SizedBuckets;
 pub use timed_buckets::TimedBuckets;

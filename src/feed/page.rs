@@ -381,15 +381,26 @@ fn next_request(want: usize, kept: usize, examined: usize) -> usize {
 /// every write moves the version to a value it never had); else none. The rounds read
 /// adjacent spans (each below the last entry of the one before), so the page is a
 /// function of the rows from this round's last entry up to the first round's bound.
+///
+/// Rounds that read on below the cache carry the below clock each read first
+/// ([`CacheVersion::below`]): the page keeps it when every such round found the same.
+/// Such a round's span reaches down to the cache's bottom, so a later round's, also
+/// down to the bottom and below the earlier one's cursor, lies within it.
 fn spanning(so_far: Option<CacheVersion>, read: Option<CacheVersion>) -> Option<CacheVersion> {
     let (so_far, read) = (so_far?, read?);
-    let adjacent = read.rows.below == Some(so_far.rows.from);
+    let to_bottom = so_far.rows.from == PostId::MIN && read.rows.from == PostId::MIN;
+    let adjacent = read.rows.below == Some(so_far.rows.from) || to_bottom;
+    let below = match (so_far.below, read.below) {
+        (Some(a), Some(b)) if a != b => return None,
+        (a, b) => a.or(b),
+    };
     (adjacent && so_far.cache == read.cache && so_far.merged == read.merged).then_some(
         CacheVersion {
             rows: CacheRows {
                 from: read.rows.from,
                 below: so_far.rows.below,
             },
+            below,
             ..so_far
         },
     )

@@ -163,7 +163,19 @@ pub(crate) async fn merged_entries(
     before: Option<PostId>,
     limit: usize,
 ) -> StoreResult<Vec<TimelineEntry>> {
-    let mut entries: Vec<TimelineEntry> = posts.iter().map(|p| p.entry(true, None)).collect();
+    let entries: Vec<TimelineEntry> = posts.iter().map(|p| p.entry(true, None)).collect();
+    with_reposts(store, entries, reposts, before, limit).await
+}
+
+/// `entries`, sorted newest first, merged with `reposts`' entries, at most `limit` below
+/// `before`.
+pub(crate) async fn with_reposts(
+    store: &Store,
+    mut entries: Vec<TimelineEntry>,
+    reposts: &[Repost],
+    before: Option<PostId>,
+    limit: usize,
+) -> StoreResult<Vec<TimelineEntry>> {
     if !reposts.is_empty() {
         entries.extend(repost_entries(store, reposts).await?);
         normalise(&mut entries, before, limit);

@@ -136,6 +136,7 @@ mod tests {
                 below: None,
             },
             merged: None,
+            below: None,
         };
         let page = |expires_ms| Rendered {
             version: version.clone(),
@@ -161,6 +162,7 @@ mod tests {
                 below: None,
             },
             merged: None,
+            below: None,
         };
         for (user, before, limit) in [("ann", None, 20), ("bob", Some(before), 5)] {
             let body = Bytes::from(format!("{user}'s page"));

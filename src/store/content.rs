@@ -70,19 +70,20 @@ pub trait ContentStore: Send + Sync + 'static {
     /// (blocks either way, mutes standing then: as `RelationStore::hidden` reads them),
     /// who are left out of the authors read rather than read and dropped: a reader who
     /// mutes most of whom they follow reads none of those posts. One lookup per author,
-    /// never per post. For reads past a cache (which the page filters again); a cache's
-    /// build, which must hold everything, reads [`ContentStore::home_posts`]. By default
-    /// (a store that cannot leave them out) the posts of hidden authors are included.
+    /// never per post. Each post comes with its author's name as this read found it
+    /// (their id when they have no profile), so the page needs no lookup of names. For
+    /// reads below a cache (which the page filters again); a cache's build, which must
+    /// hold everything, reads [`ContentStore::home_posts`]. Embedded: each shown
+    /// author's newest ids from the `(author, id)` index, merged, stopping at the first
+    /// author whose newest would not make the page, then the page's rows; MongoDB: the
+    /// shown authors' posts by `$in` batches over `{author, _id}`, then their names.
     async fn shown_home_posts(
         &self,
         user: &str,
         before: Option<PostId>,
         limit: usize,
         now_ms: i64,
-    ) -> StoreResult<Vec<Post>> {
-        let _ = now_ms;
-        self.home_posts(user, before, limit).await
-    }
+    ) -> StoreResult<Vec<(Post, NameStamp)>>;
     /// The newest posts below `before` and above `above`, at most `limit`, by the
     /// accounts `user` follows through an edge flagged merged (see
     /// `GraphStore::reclassify`), newest first, each with its author's name as this read

@@ -180,13 +180,23 @@ pub trait TimelineStore: Send + Sync + 'static {
     ) -> StoreResult<Option<CacheVersion>> {
         Ok(None)
     }
+    /// The below clock, read before the rows a page reads below its cache, when the
+    /// store keeps one: every delete of a post and every rename moves it to a value it
+    /// never had, in its own write, so while it (and the cache's version, which covers
+    /// whom the owner follows, blocks and mutes) is unchanged, such rows stand: a new
+    /// post's id is above every page's. `None` from a store that keeps no versions (the
+    /// default).
+    async fn below_clock(&self) -> StoreResult<Option<u64>> {
+        Ok(None)
+    }
     /// Whether a page read under `kept` (from [`TimelineStore::cache_version`]) stands
     /// now (as [`TimelineStore::cache_version`] of `kept.rows` would find it): the
     /// version to keep it under from now on (`kept`, or `kept` with a newer merge clock
     /// when the followees it merges changed nothing since), or `None`. One
     /// light read while nothing merged anywhere moved; then one more, of the merge
-    /// versions of `kept`'s followees alone. `None` from a store that keeps no versions
-    /// (the default).
+    /// versions of `kept`'s followees alone. With [`CacheVersion::below`], also the below
+    /// clock ([`TimelineStore::below_clock`]), in the same read. `None` from a store that
+    /// keeps no versions (the default).
     async fn cache_stands(
         &self,
         _user: &str,

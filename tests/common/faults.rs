@@ -93,6 +93,18 @@ impl ContentStore for FailingContent {
         self.check()?;
         self.inner.home_posts(user, before, limit).await
     }
+    async fn shown_home_posts(
+        &self,
+        user: &str,
+        before: Option<PostId>,
+        limit: usize,
+        now_ms: i64,
+    ) -> StoreResult<Vec<(Post, NameStamp)>> {
+        self.check()?;
+        self.inner
+            .shown_home_posts(user, before, limit, now_ms)
+            .await
+    }
     async fn merged_posts(
         &self,
         user: &str,
@@ -195,6 +207,17 @@ impl ContentStore for PausingContent {
             resume.await.unwrap();
         }
         Ok(posts)
+    }
+    async fn shown_home_posts(
+        &self,
+        user: &str,
+        before: Option<PostId>,
+        limit: usize,
+        now_ms: i64,
+    ) -> StoreResult<Vec<(Post, NameStamp)>> {
+        self.inner
+            .shown_home_posts(user, before, limit, now_ms)
+            .await
     }
     async fn merged_posts(
         &self,

@@ -1,5 +1,6 @@
 //! Posts on SQLite. Ids come from the last one handed out, kept in `meta`.
 
+pub(super) mod home;
 mod listings;
 pub(super) mod tags;
 
@@ -59,6 +60,7 @@ impl ContentStore for EmbeddedStore {
                 // Every repost of it goes with it, each with its change.
                 super::reposts::remove_of(tx, post.id)?;
                 versions::bump_merge_version(tx, &post.author)?;
+                versions::bump_below_clock(tx)?;
                 // The deleted post rides with its change, so workers know its author.
                 record_change(tx, "posts", ChangeOp::Delete, &id.to_string(), Some(post))?;
             }
@@ -141,15 +143,10 @@ impl ContentStore for EmbeddedStore {
         before: Option<PostId>,
         limit: usize,
         now_ms: i64,
-    ) -> StoreResult<Vec<Post>> {
-        let (user, before) = (user.to_owned(), post_before(before));
-        self.read(move |conn| {
-            let mut stmt = conn.prepare_cached(SHOWN_HOME_POSTS)?;
-            let rows =
-                stmt.query_map(params![user, before, limit as i64, now_ms], post_from_row)?;
-            Ok(rows.collect::<rusqlite::Result<_>>()?)
-        })
-        .await
+    ) -> StoreResult<Vec<(Post, NameStamp)>> {
+        let user = user.to_owned();
+        self.read(move |conn| home::shown_home_posts(conn, &user, before, limit, now_ms))
+            .await
     }
 
     /// Bounded by the page, so read inline like a cache page.
@@ -169,7 +166,7 @@ impl ContentStore for EmbeddedStore {
         self.read_inline(move |conn| {
             // Each flagged followee with their newest post id below the cursor, from one
             // seek of the `(author, id)` index each, inside this one statement.
-            let mut celebrities: Vec<(PostId, String, NameStamp)> = Vec::new();
+            let mut celebrities: Vec<(PostId, (String, NameStamp))> = Vec::new();
             let mut followees = conn.prepare_cached(MERGED_FOLLOWEES)?;
             let mut rows = followees.query(params![&user, &before])?;
             while let Some(row) = rows.next()? {
@@ -185,39 +182,24 @@ impl ContentStore for EmbeddedStore {
                     display_name: row.get(1)?,
                     version: version.max(0) as u64,
                 };
-                celebrities.push((newest, row.get(0)?, name));
+                celebrities.push((newest, (row.get(0)?, name)));
             }
             drop(rows);
-            // Newest first, so the walk stops at the first followee whose newest post
-            // would not make the page.
-            celebrities.sort_unstable_by_key(|c| std::cmp::Reverse(c.0));
-            // Only ids from the `(author, id)` index (no row read), merged; then the rows
-            // of the page's ids alone.
-            let mut ids_by_author = conn.prepare_cached(POST_IDS_BY_AUTHOR)?;
-            let mut keys: Vec<(PostId, usize)> = Vec::new();
-            for (index, (newest, author, _)) in celebrities.iter().enumerate() {
-                if keys.len() >= limit {
-                    keys.sort_unstable_by_key(|key| std::cmp::Reverse(key.0));
-                    keys.truncate(limit);
-                    if *newest <= keys[limit - 1].0 {
-                        break;
-                    }
-                }
-                let rows = ids_by_author
-                    .query_map(params![author, &before, &above_key, limit as i64], |row| {
-                        Ok((post_id_at(row, 0)?, index))
-                    })?;
-                for key in rows {
-                    keys.push(key?);
-                }
-            }
-            keys.sort_unstable_by_key(|key| std::cmp::Reverse(key.0));
-            keys.truncate(limit);
+            // Only ids from the `(author, id)` index (no row read), merged, newest
+            // author first; then the rows of the page's ids alone.
+            let keys = home::merge_newest(
+                conn,
+                &mut celebrities,
+                |c| c.0.as_str(),
+                &before,
+                &above_key,
+                limit,
+            )?;
             let mut by_id = conn.prepare_cached(POST_BY_ID)?;
             let mut posts = Vec::with_capacity(keys.len());
             for (id, index) in keys {
                 let post = by_id.query_row([id.bytes()], post_from_row)?;
-                posts.push((post, celebrities[index].2.clone()));
+                posts.push((post, celebrities[index].1.1.clone()));
             }
             Ok(posts)
         })
@@ -345,22 +327,6 @@ pub(super) const HOME_POSTS: &str =
     "SELECT id, author, text, reply_to, reply_to_author, replies_count, reposts_count
      FROM posts
      WHERE author IN (SELECT followee FROM follows WHERE follower = ?1 UNION ALL SELECT ?1)
-       AND id < ?2 ORDER BY id DESC LIMIT ?3";
-/// [`HOME_POSTS`] without the authors hidden from the user at `?4`: each followee is
-/// looked up once in the user's mutes and in the blocks both ways (primary keys and
-/// `blocks_by_other`), and only the others' posts are read. The user is never hidden
-/// from themself.
-pub(super) const SHOWN_HOME_POSTS: &str =
-    "SELECT id, author, text, reply_to, reply_to_author, replies_count, reposts_count
-     FROM posts
-     WHERE author IN (
-         SELECT f.followee FROM follows AS f
-          WHERE f.follower = ?1
-            AND NOT EXISTS (SELECT 1 FROM mutes AS m WHERE m.user = ?1 AND m.other = f.followee
-                             AND (m.until_ms IS NULL OR m.until_ms > ?4))
-            AND NOT EXISTS (SELECT 1 FROM blocks AS b WHERE b.user = ?1 AND b.other = f.followee)
-            AND NOT EXISTS (SELECT 1 FROM blocks AS b WHERE b.user = f.followee AND b.other = ?1)
-         UNION ALL SELECT ?1)
        AND id < ?2 ORDER BY id DESC LIMIT ?3";
 /// `hybrid`: the followees whose edge is flagged merged, with their names as this read
 /// finds them and their newest post id below `?2` (one seek of the `(author, id)` index

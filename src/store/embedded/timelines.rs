@@ -326,6 +326,10 @@ impl TimelineStore for EmbeddedStore {
         self.read_cache_version(user, rows, merged).await
     }
 
+    async fn below_clock(&self) -> StoreResult<Option<u64>> {
+        self.read_below_clock().await
+    }
+
     async fn cache_stands(
         &self,
         user: &str,

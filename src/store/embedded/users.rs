@@ -105,6 +105,7 @@ impl UserStore for EmbeddedStore {
             }
             names::record_rename(tx, &id)?;
             versions::bump_merge_version(tx, &id)?;
+            versions::bump_below_clock(tx)?;
             let user = get_user(tx, &id)?;
             record_change(tx, "users", ChangeOp::Update, &id, user.as_ref())?;
             Ok(user)

@@ -10,6 +10,8 @@
 mod listings;
 pub(super) mod tags;
 
+use std::collections::HashMap;
+
 use async_trait::async_trait;
 use futures::{StreamExt, TryStreamExt};
 use mongodb::bson::{Document, doc, oid::ObjectId};
@@ -288,14 +290,24 @@ impl ContentStore for MongoStore {
         before: Option<PostId>,
         limit: usize,
         now_ms: i64,
-    ) -> StoreResult<Vec<Post>> {
+    ) -> StoreResult<Vec<(Post, NameStamp)>> {
         let (mut authors, hidden) = tokio::try_join!(
             self.neighbours(Side::Followees, user, None, usize::MAX >> 2),
             RelationStore::hidden(self, user, now_ms)
         )?;
         authors.retain(|a| !hidden.hides(a));
         authors.push(user.to_owned());
-        self.posts_of_authors(&authors, before, limit).await
+        let posts = self.posts_of_authors(&authors, before, limit).await?;
+        // The names of the page's authors alone, read after their posts, so each is at
+        // least as new as the read.
+        let mut shown: Vec<String> = posts.iter().map(|p| p.author.clone()).collect();
+        shown.sort_unstable();
+        shown.dedup();
+        let names = match shown.is_empty() {
+            true => HashMap::new(),
+            false => self.name_stamps(&shown).await?,
+        };
+        Ok(named(posts, &names))
     }
 
     /// Two queries: the flagged followees (`{from, merged}` index), then their posts
@@ -337,20 +349,7 @@ impl ContentStore for MongoStore {
         // new as the read: a rename finished before the page began is served.
         let (posts, names) =
             tokio::try_join!(self.find_posts(filter, limit), self.name_stamps(&authors))?;
-        // An author without a profile is named by their id, as a page names them.
-        Ok(posts
-            .into_iter()
-            .map(|post| {
-                let name = names
-                    .get(&post.author)
-                    .cloned()
-                    .unwrap_or_else(|| NameStamp {
-                        display_name: post.author.clone(),
-                        version: 0,
-                    });
-                (post, name)
-            })
-            .collect())
+        Ok(named(posts, &names))
     }
 
     async fn public_posts(&self, range: PostRange, limit: usize) -> StoreResult<Vec<Post>> {
@@ -418,4 +417,22 @@ impl MongoStore {
         posts.truncate(limit);
         Ok(posts)
     }
+}
+
+/// Each post with its author's name from `names`; an author without a profile is named
+/// by their id, as a page names them.
+fn named(posts: Vec<Post>, names: &HashMap<String, NameStamp>) -> Vec<(Post, NameStamp)> {
+    posts
+        .into_iter()
+        .map(|post| {
+            let name = names
+                .get(&post.author)
+                .cloned()
+                .unwrap_or_else(|| NameStamp {
+                    display_name: post.author.clone(),
+                    version: 0,
+                });
+            (post, name)
+        })
+        .collect()
 }

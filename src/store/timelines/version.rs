@@ -17,6 +17,14 @@ pub struct CacheVersion {
     pub rows: CacheRows,
     /// What a `hybrid` page merges beside the cache; `None` when not asked.
     pub merged: Option<MergedVersion>,
+    /// For a page read on below the cache (by fanout on read): the store's below
+    /// clock as read before the rows below the cache (see
+    /// [`super::TimelineStore::below_clock`]), which every delete of a post and every
+    /// rename moves. Which authors those rows are by is covered by
+    /// [`CacheVersion::cache`] (every change of the owner's edges, blocks and mutes
+    /// moves it), and rows inserted later get ids above every page's. `None` for a page
+    /// read from the cache alone.
+    pub below: Option<u64>,
 }
 
 /// A page's span of a cache's rows: those at or above `from` and below `below` (every

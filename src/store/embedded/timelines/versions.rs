@@ -20,6 +20,13 @@
 //! function of the rows alone. A rename of anyone else leaves it standing. The span's
 //! rows are looked at only while some rename is pending: the statement walks the
 //! pending renames first, and each one's seek is the span's range of the owner's rows.
+//!
+//! A page read on below the cache also stands on the posts below it and their authors'
+//! names, read from the posts and the profiles: the below clock (the `below_clock` row
+//! of `meta`), moved by every delete of a post and every rename ([`bump_below_clock`]),
+//! is read before those rows, and such a page stands while the cache's version and the
+//! clock both do. Which authors the rows are by is the cache version's (edges, blocks
+//! and mutes move it); inserts need no clock, their ids being above every page's.
 
 use std::sync::Arc;
 
@@ -48,6 +55,18 @@ impl EmbeddedStore {
         }
     }
 
+    /// `TimelineStore::below_clock`: one statement.
+    pub(super) async fn read_below_clock(&self) -> StoreResult<Option<u64>> {
+        let clock: i64 = self
+            .read_statement_inline(|conn| {
+                Ok(conn
+                    .prepare_cached(BELOW_CLOCK)?
+                    .query_row([], |row| row.get(0))?)
+            })
+            .await?;
+        Ok(Some(clock as u64))
+    }
+
     /// `TimelineStore::cache_stands`.
     pub(super) async fn read_cache_stands(
         &self,
@@ -72,6 +91,7 @@ impl EmbeddedStore {
                 clock,
                 followees: merged.followees.clone(),
             }),
+            below: kept.below,
         }))
     }
 }
@@ -159,6 +179,18 @@ pub(in crate::store::embedded) fn bump_merge_version(
     Ok(())
 }
 
+/// Moves the below clock (see `TimelineStore::below_clock`): in every transaction that
+/// deletes a post or renames a user, since either changes what a page read below a
+/// cache shows. Inserts need not: a new post's id is above every page's rows.
+pub(in crate::store::embedded) fn bump_below_clock(tx: &Transaction<'_>) -> StoreResult<()> {
+    tx.prepare_cached(
+        "INSERT INTO meta (key, value) VALUES ('below_clock', random())
+         ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+    )?
+    .execute([])?;
+    Ok(())
+}
+
 /// `user`'s cache version for a page of `rows`, and with `merged` what a `hybrid` page
 /// merges beside the cache. Without `merged`, one statement, which may run as a read
 /// transaction of its own; with it, call it inside one.
@@ -177,6 +209,7 @@ fn cache_version(
             cache: cache as u64,
             rows,
             merged: None,
+            below: None,
         }));
     }
     let Some((cache, clock)) = cache_and_clock(conn, user, &rows)? else {
@@ -192,6 +225,7 @@ fn cache_version(
         cache,
         rows,
         merged: Some(MergedVersion { clock, followees }),
+        below: None,
     }))
 }
 
@@ -199,6 +233,19 @@ fn cache_version(
 /// cache's version and, for a merged page, the clock, in one statement, which may run
 /// as a read transaction of its own.
 fn cache_stands(conn: &Connection, user: &str, kept: &CacheVersion) -> StoreResult<Stands> {
+    if let Some(below) = kept.below {
+        // A page read on below the cache (never a merged one): the cache's version and
+        // the below clock, in one statement.
+        let found: Option<(i64, i64)> = conn
+            .prepare_cached(CACHE_AND_BELOW)?
+            .query_row(params(user, &kept.rows), |row| {
+                Ok((row.get(0)?, row.get(1)?))
+            })
+            .optional()?;
+        let now = found.map(|(cache, clock)| (cache as u64, clock as u64));
+        let stands = kept.merged.is_none() && now == Some((kept.cache, below));
+        return Ok(if stands { Stands::Yes } else { Stands::No });
+    }
     let Some(merged) = &kept.merged else {
         let cache = cache_version(conn, user, kept.rows, false)?.map(|v| v.cache);
         return Ok(match cache == Some(kept.cache) {
@@ -280,6 +327,15 @@ pub(in crate::store::embedded) const CACHE_VERSION: &str =
 /// [`CACHE_VERSION`], with the merge clock.
 pub(in crate::store::embedded) const CACHE_AND_CLOCK: &str = concat!(
     "SELECT version, IFNULL((SELECT version FROM merge_versions WHERE author = ''), 0) ",
+    standing_cache!()
+);
+
+/// The below clock; 0 until the first delete or rename moves it.
+const BELOW_CLOCK: &str = "SELECT IFNULL((SELECT value FROM meta WHERE key = 'below_clock'), 0)";
+
+/// [`CACHE_VERSION`], with the below clock.
+pub(in crate::store::embedded) const CACHE_AND_BELOW: &str = concat!(
+    "SELECT version, IFNULL((SELECT value FROM meta WHERE key = 'below_clock'), 0) ",
     standing_cache!()
 );
 
