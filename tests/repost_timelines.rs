@@ -6,6 +6,8 @@
 //! worker; and a kept page never shows what a fresh read would not.
 
 mod common;
+#[path = "repost_timelines/rounds.rs"]
+mod rounds;
 
 use bytes::Bytes;
 use reqwest::StatusCode;

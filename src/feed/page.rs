@@ -183,6 +183,8 @@ impl Timelines {
             if kept.len() >= want || exhausted {
                 break;
             }
+            // Where a test holds a page between two of its rounds.
+            crate::faults::gate("page.round", user).await;
         }
         if kept.is_empty() && self.store.users.user(user).await?.is_none() {
             return Err(StoreError::NotFound(format!("user {user}")));
