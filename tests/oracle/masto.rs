@@ -217,7 +217,7 @@ pub struct Page {
 }
 
 /// Reads the page at `path` (on `/v1` a path ending in its query, to which `&before=`
-/// is added for the next page).
+/// is added for the next page); `None` when the process was down or busy (503).
 pub async fn read_page(
     world: &World,
     target: &Target,
@@ -228,7 +228,18 @@ pub async fn read_page(
     map: impl Fn(&Value) -> Value,
 ) -> Option<(Page, Value)> {
     let (body, link) = world.read_linked(target, path, Some(token)).await?;
-    let page = match api {
+    Some((page_of(api, path, field, &body, link.as_deref(), map), body))
+}
+
+fn page_of(
+    api: Api,
+    path: &str,
+    field: &str,
+    body: &Value,
+    link: Option<&str>,
+    map: impl Fn(&Value) -> Value,
+) -> Page {
+    match api {
         Api::V1 => {
             let base = path.split("&before=").next().unwrap_or(path);
             Page {
@@ -240,10 +251,9 @@ pub async fn read_page(
         }
         Api::Masto => Page {
             items: body.as_array().into_iter().flatten().map(map).collect(),
-            next: next_path(link.as_deref()),
+            next: next_path(link),
         },
-    };
-    Some((page, body))
+    }
 }
 
 /// The first page of `user`'s home timeline through `api`.
@@ -255,6 +265,8 @@ pub fn home_path(api: Api, user: &str, limit: usize) -> String {
 }
 
 /// Every page of `path` through `api`, mapped to `/v1` items: the items, or what failed.
+/// At quiescence nothing is in the way, but the MongoDB stand-in can be slow: a page
+/// that times out or answers 503 is asked again, up to four times.
 pub async fn walk(
     world: &World,
     target: &Target,
@@ -268,9 +280,21 @@ pub async fn walk(
     let mut items = Vec::new();
     let mut next = Some(path.to_owned());
     while let Some(path) = next.take() {
-        let (page, _) = read_page(world, target, api, &path, &token, field, &map)
-            .await
-            .ok_or(format!("GET {path} ({api}) failed"))?;
+        let mut attempt = 0;
+        let (body, link) = loop {
+            attempt += 1;
+            let (reply, link) = world
+                .call_linked(target, Method::GET, &path, Some(&token), None)
+                .await;
+            match reply {
+                Reply::Answer(StatusCode::OK, body) => break (body, link),
+                Reply::Answer(StatusCode::SERVICE_UNAVAILABLE, _) | Reply::Lost if attempt < 4 => {
+                    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+                }
+                other => return Err(format!("GET {path} ({api}) failed: {other:?}")),
+            }
+        };
+        let page = page_of(api, &path, field, &body, link.as_deref(), &map);
         items.extend(page.items);
         next = page.next;
         if items.len() > 100_000 {
@@ -279,7 +303,6 @@ pub async fn walk(
     }
     Ok(items)
 }
-
 #[cfg(test)]
 mod tests {
     use super::*;
