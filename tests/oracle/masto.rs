@@ -53,6 +53,16 @@ impl Api {
     }
 }
 
+/// The APIs user number `n` is read through at convergence: `/v1`, and for half the
+/// users (which half, by the seed) the Mastodon view too, so that the checks at
+/// quiescence cost about half again what `/v1`'s alone cost.
+pub fn at_convergence(world: &World, n: usize) -> &'static [Api] {
+    match world.seed.wrapping_add(n as u64) % 2 {
+        0 => &[Api::V1, Api::Masto],
+        _ => &[Api::V1],
+    }
+}
+
 /// How a fault names where a read went: `{slot} ({api})`.
 pub fn via(slot: usize, api: Api) -> String {
     format!("{slot} ({api})")

@@ -307,12 +307,13 @@ pub async fn converge(
             || s.blocks.contains(&(a.clone(), u.clone()))
             || quiet.contains(&(u, a))
     };
-    for user in s.users.keys() {
+    for (n, user) in s.users.keys().enumerate() {
         let target = world.cluster.up()[0].clone();
         let mut plain = None;
-        // The plain list through `/v1` and through the Mastodon view, each held to the
-        // model alike; the grouped view against the `/v1` list.
-        for api in [Api::V1, Api::Masto] {
+        // The plain list through `/v1`, and for a seeded half of the users through the
+        // Mastodon view too, each held to the model alike; the grouped view against the
+        // `/v1` list.
+        for &api in masto::at_convergence(world, n) {
             let via = masto::via(target.slot, api);
             let path = match api {
                 Api::V1 => format!("/v1/users/{user}/notifications?limit=100"),
