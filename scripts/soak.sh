@@ -56,8 +56,8 @@ done
 
 summary="$(grep '^oracle summary:' "$log" | awk '
   { for (i = 1; i <= NF; i++) { split($i, kv, "="); if (kv[2] ~ /^[0-9]+$/) sum[kv[1]] += kv[2] } }
-  END { printf "soak %s: runs=%d ops=%d kill-9s=%d aborts=%d streamed=%d takeovers=%d rebuilds=%d history_lost=%d kept=%d stale_notifications=%d reposts=%d reposts_served=%d divergences=%d",
-        "'"$duration"'", sum["runs"], sum["ops"], sum["kills"], sum["aborts"], sum["streamed"], sum["takeovers"], sum["rebuilds"], sum["history_lost"], sum["kept"], sum["stale_notifications"], sum["reposts"], sum["reposts_served"], sum["divergences"] }')"
+  END { printf "soak %s: runs=%d ops=%d kill-9s=%d aborts=%d streamed=%d takeovers=%d rebuilds=%d history_lost=%d kept=%d stale_notifications=%d reposts=%d reposts_served=%d masto_reads=%d divergences=%d",
+        "'"$duration"'", sum["runs"], sum["ops"], sum["kills"], sum["aborts"], sum["streamed"], sum["takeovers"], sum["rebuilds"], sum["history_lost"], sum["kept"], sum["stale_notifications"], sum["reposts"], sum["reposts_served"], sum["masto_reads"], sum["divergences"] }')"
 echo "$summary"
 if [[ "$status" != 0 ]] || ! grep -q 'divergences=0$' <<<"$summary"; then
   exit 1

@@ -3,7 +3,8 @@
 //! with random histories of virtual clients, checks every read for safety against a
 //! model of the history, and after quiescence checks every derived datum (timelines
 //! per strategy, counters, activity logs, the event log, tag counts) against the one
-//! definition in `socialite::derived`.
+//! definition in `socialite::derived`. A seeded share of the home-timeline and
+//! notification reads go through the Mastodon API instead of `/v1` (`oracle::masto`).
 //!
 //! Budget: `SOCIALITE_ORACLE_BUDGET` (default `75s` per backend: the fixed seeds, then
 //! fresh ones, each printed); `SOCIALITE_ORACLE_SEED=N` replays one seed;
@@ -20,6 +21,7 @@ mod oracle {
     pub mod converge;
     pub mod focus;
     pub mod logs;
+    pub mod masto;
     pub mod model;
     pub mod notes;
     pub mod ops;
@@ -96,7 +98,7 @@ async fn budget(kind: Kind) {
         total.workers.kept += outcome.workers.kept;
         let divergences = outcome.violations.len();
         eprintln!(
-            "oracle summary: backend={kind:?} seed={seed} runs=1 ops={} kills={} aborts={} streamed={} takeovers={} rebuilds={} history_lost={} kept={} stale_notifications={} reposts={} reposts_served={} divergences={divergences}",
+            "oracle summary: backend={kind:?} seed={seed} runs=1 ops={} kills={} aborts={} streamed={} takeovers={} rebuilds={} history_lost={} kept={} stale_notifications={} reposts={} reposts_served={} masto_reads={} divergences={divergences}",
             outcome.ops,
             outcome.kills,
             outcome.aborts,
@@ -107,7 +109,8 @@ async fn budget(kind: Kind) {
             outcome.workers.kept,
             outcome.stale_notifications,
             outcome.reposts,
-            outcome.reposts_served
+            outcome.reposts_served,
+            outcome.masto_reads
         );
         if divergences > 0 {
             let found = format!(

@@ -48,6 +48,9 @@ pub struct Topology {
     /// drops and rebuilds.
     pub cache_idle: &'static str,
     pub focus: Focus,
+    /// The share of home-timeline and notification reads that go through the Mastodon
+    /// view (`oracle::masto`) rather than `/v1`.
+    pub masto_share: f64,
 }
 
 impl Topology {
@@ -93,10 +96,13 @@ impl Topology {
             hybrid_threshold: 100,
             cache_idle: "7d",
             focus: Focus::of(seed),
+            masto_share: 0.0,
         };
         // Drawn apart, so that every other draw of a seed stays what it was.
         let mut idle = Xoshiro256PlusPlus::seed_from_u64(seed ^ 0x1d1e);
         topology.cache_idle = ["1s", "2s", "0s", "7d"][idle.random_range(0..4)];
+        let mut share = Xoshiro256PlusPlus::seed_from_u64(seed ^ 0x3a57);
+        topology.masto_share = [0.25, 0.5, 0.75][share.random_range(0..3)];
         if let Some(clients) = std::env::var("SOCIALITE_ORACLE_CLIENTS")
             .ok()
             .and_then(|c| c.trim().parse().ok())

@@ -10,6 +10,7 @@ use socialite::derived::{PostSource, Sources, TimelineRules, Window};
 use socialite::domain::PostId;
 
 use super::cluster::Target;
+use super::masto::{self, Api};
 use super::model::{Model, NEVER, Toggle};
 use super::world::World;
 
@@ -432,76 +433,10 @@ pub async fn derived(world: &World, s: &Sources) -> Vec<String> {
     };
     for (n, user) in s.users.keys().enumerate() {
         let target = &up[n % up.len()];
-        let token = world.token(user);
-        let path = format!("/v1/users/{user}/timeline?limit=5");
-        let items = match walk(world, target, &path, "before", Some(&token)).await {
-            Ok(items) => items,
-            Err(e) => {
-                faults.push(e);
-                continue;
-            }
-        };
-        let bounds = s.served_timeline(user, rules);
-        let served: Vec<PostId> = items
-            .iter()
-            .filter_map(|i| i["id"].as_str()?.parse().ok())
-            .collect();
-        faults.extend(seen_once(user, s, &items));
-        if served.windows(2).any(|w| w[0] <= w[1]) {
-            faults.push(format!(
-                "{user}'s timeline not newest first without duplicates: {served:?}"
-            ));
-        }
-        faults.extend(super::reads::kept_heads(world, user, &served).await);
-        let set: BTreeSet<PostId> = served.iter().copied().collect();
-        let missing: Vec<String> = bounds
-            .lower
-            .iter()
-            .filter(|p| !set.contains(p))
-            .map(|p| describe(s, p))
-            .collect();
-        let upper: BTreeSet<PostId> = bounds.upper.iter().copied().collect();
-        let extra: Vec<String> = served
-            .iter()
-            .filter(|p| !upper.contains(p))
-            .map(|p| describe(s, p))
-            .collect();
-        if !missing.is_empty() || !extra.is_empty() {
-            let what = format!(
-                "{user}'s timeline via {} ({} served): missing {missing:?}, not allowed {extra:?}",
-                target.slot,
-                served.len()
-            );
-            faults.push(what);
-        }
-        for item in &items {
-            let original;
-            let item = match super::reposts::as_repost(item) {
-                Some(r) => {
-                    original = r.original;
-                    &original
-                }
-                None => item,
-            };
-            let author = item["author"].as_str().unwrap_or_default();
-            let name = item["author_display_name"].as_str().unwrap_or_default();
-            if s.users.get(author).is_some_and(|n| n != name) {
-                let what = format!(
-                    "{user}'s timeline: {} by {author} named {name:?}, now {:?}",
-                    item["id"], s.users[author]
-                );
-                faults.push(what);
-                break;
-            }
-            let id: Option<PostId> = item["id"].as_str().and_then(|i| i.parse().ok());
-            if let Some(p) = id.and_then(|id| s.posts.get(&id))
-                && item["text"].as_str() != Some(p.text.as_str())
-            {
-                faults.push(format!(
-                    "{user}'s timeline: {} with text {}, written {:?}",
-                    item["id"], item["text"], p.text
-                ));
-            }
+        // The home timeline through `/v1`, and for a seeded half of the users through
+        // the Mastodon view too, each held to the sources alike.
+        for &api in masto::at_convergence(world, n) {
+            faults.extend(home(world, s, target, api, user, rules).await);
         }
         let profile = world
             .read(target, &format!("/v1/users/{user}"), None)
@@ -517,6 +452,88 @@ pub async fn derived(world: &World, s: &Sources) -> Vec<String> {
     faults
 }
 
+/// `user`'s home timeline through `api`, walked to the end at pages of 5, against the
+/// sources under `rules`: exactly the posts the timeline serves
+/// (`Sources::served_timeline`), newest first, each post once, names and texts as they
+/// stand, and every kept first page its head. Returns what is wrong, naming the API.
+async fn home(
+    world: &World,
+    s: &Sources,
+    target: &Target,
+    api: Api,
+    user: &str,
+    rules: TimelineRules,
+) -> Vec<String> {
+    let path = masto::home_path(api, user, 5);
+    let walked = masto::walk(world, target, api, user, &path, "items", masto::status_item);
+    let items = match walked.await {
+        Ok(items) => items,
+        Err(e) => return vec![e],
+    };
+    let mut faults = Vec::new();
+    let via = masto::via(target.slot, api);
+    let bounds = s.served_timeline(user, rules);
+    let served: Vec<PostId> = items
+        .iter()
+        .filter_map(|i| i["id"].as_str()?.parse().ok())
+        .collect();
+    faults.extend(seen_once(user, &via, s, &items));
+    if served.windows(2).any(|w| w[0] <= w[1]) {
+        faults.push(format!(
+            "{user}'s timeline via {via} not newest first without duplicates: {served:?}"
+        ));
+    }
+    faults.extend(super::reads::kept_heads(world, api, user, &served).await);
+    let set: BTreeSet<PostId> = served.iter().copied().collect();
+    let missing: Vec<String> = bounds
+        .lower
+        .iter()
+        .filter(|p| !set.contains(p))
+        .map(|p| describe(s, p))
+        .collect();
+    let upper: BTreeSet<PostId> = bounds.upper.iter().copied().collect();
+    let extra: Vec<String> = served
+        .iter()
+        .filter(|p| !upper.contains(p))
+        .map(|p| describe(s, p))
+        .collect();
+    if !missing.is_empty() || !extra.is_empty() {
+        faults.push(format!(
+            "{user}'s timeline via {via} ({} served): missing {missing:?}, not allowed {extra:?}",
+            served.len()
+        ));
+    }
+    for item in &items {
+        let original;
+        let item = match super::reposts::as_repost(item) {
+            Some(r) => {
+                original = r.original;
+                &original
+            }
+            None => item,
+        };
+        let author = item["author"].as_str().unwrap_or_default();
+        let name = item["author_display_name"].as_str().unwrap_or_default();
+        if s.users.get(author).is_some_and(|n| n != name) {
+            faults.push(format!(
+                "{user}'s timeline via {via}: {} by {author} named {name:?}, now {:?}",
+                item["id"], s.users[author]
+            ));
+            break;
+        }
+        let id: Option<PostId> = item["id"].as_str().and_then(|i| i.parse().ok());
+        if let Some(p) = id.and_then(|id| s.posts.get(&id))
+            && item["text"].as_str() != Some(p.text.as_str())
+        {
+            faults.push(format!(
+                "{user}'s timeline via {via}: {} with text {}, written {:?}",
+                item["id"], item["text"], p.text
+            ));
+        }
+    }
+    faults
+}
+
 fn describe(s: &Sources, id: &PostId) -> String {
     match (s.posts.get(id), s.reposts.get(id)) {
         (Some(p), _) => format!("{id} {}:{:?} created {:?}", p.author, p.text, p.created),
@@ -527,14 +544,14 @@ fn describe(s: &Sources, id: &PostId) -> String {
 
 /// A converged walk of `user`'s timeline: each post shown once, and each repost item
 /// the repost the sources hold (its reposter and original).
-fn seen_once(user: &str, s: &Sources, items: &[Value]) -> Vec<String> {
+fn seen_once(user: &str, via: &str, s: &Sources, items: &[Value]) -> Vec<String> {
     let mut faults = Vec::new();
     let mut shown = BTreeSet::new();
     for item in items {
         let post = super::reposts::shown_post(item);
         if !shown.insert(post.clone()) {
             faults.push(format!(
-                "{user}'s timeline shows {post} twice (again as {})",
+                "{user}'s timeline via {via} shows {post} twice (again as {})",
                 item["id"]
             ));
         }
@@ -547,7 +564,7 @@ fn seen_once(user: &str, s: &Sources, items: &[Value]) -> Vec<String> {
                 .and_then(|id| s.reposts.get(&id));
         if !held.is_some_and(|h| h.user == r.by && h.post.post.to_string() == post) {
             faults.push(format!(
-                "{user}'s timeline: repost {} by {} of {post}, the sources hold {held:?}",
+                "{user}'s timeline via {via}: repost {} by {} of {post}, the sources hold {held:?}",
                 r.id, r.by
             ));
         }

@@ -10,6 +10,7 @@ use rand::RngExt;
 use socialite::domain::FeedStrategy;
 
 use super::cluster::{Target, Topology};
+use super::masto::{self, Api};
 use super::ops::{Relation, any_user, relation_at, toggle_at};
 use super::world::{Rng, World};
 use crate::common::Kind;
@@ -135,20 +136,39 @@ impl Focus {
     }
 }
 
-/// The first page of `reader`'s timeline (which builds their cache); the items served.
-async fn first_page(world: &World, target: &Target, reader: &str, limit: u32) -> Vec<String> {
-    let token = world.token(reader);
-    let path = format!("/v1/users/{reader}/timeline?limit={limit}");
+/// The first page of `reader`'s timeline (which builds their cache) through `api`; the
+/// items served.
+async fn first_page(
+    world: &World,
+    target: &Target,
+    api: Api,
+    reader: &str,
+    limit: u32,
+) -> Vec<String> {
+    let token = api.token(world, reader);
+    let path = masto::home_path(api, reader, limit as usize);
     let t0 = world.now();
-    let Some(page) = world.read(target, &path, Some(&token)).await else {
+    let read = masto::read_page(
+        world,
+        target,
+        api,
+        &path,
+        &token,
+        "items",
+        masto::status_item,
+    );
+    let Some((page, _)) = read.await else {
         return Vec::new();
     };
     let t1 = world.now();
     let mut model = world.model();
     let mut ids = Vec::new();
-    for item in page["items"].as_array().into_iter().flatten() {
+    for item in &page.items {
         if let Some(fault) = super::reads::item_fault(&mut model, reader, item, t0, t1) {
-            model.violation(format!("{reader}'s first page [{t0}..{t1}]: {fault}"));
+            let via = masto::via(target.slot, api);
+            model.violation(format!(
+                "{reader}'s first page via {via} [{t0}..{t1}]: {fault}"
+            ));
         }
         ids.push(item["id"].as_str().unwrap_or_default().to_owned());
     }
@@ -214,6 +234,7 @@ pub async fn late_push(world: &World, rng: &mut Rng) {
     let Some([r, a, b]) = fresh_triple(world) else {
         return super::reads::timeline(world, rng).await;
     };
+    let api = Api::pick(world, rng);
     let away = away_from_timelines(world, rng).await;
     let fans: Vec<String> = world.model().users.keys().take(2).cloned().collect();
     let audience = world.topology.inline_fanout_max as usize + 1;
@@ -225,7 +246,7 @@ pub async fn late_push(world: &World, rng: &mut Rng) {
     let limit = rng.random_range(1..=world.topology.cache_size);
     let backfill = rng.random_bool(0.5);
     if backfill {
-        first_page(world, &away, &r, limit).await;
+        first_page(world, &away, api, &r, limit).await;
     } else {
         toggle_at(world, &away, &r, b.clone(), false, true).await;
     }
@@ -239,7 +260,7 @@ pub async fn late_push(world: &World, rng: &mut Rng) {
     if backfill {
         toggle_at(world, &here, &r, b.clone(), false, true).await;
     }
-    let served = first_page(world, &here, &r, limit).await;
+    let served = first_page(world, &here, api, &r, limit).await;
     let b_posts: Vec<String> = {
         let model = world.model();
         served
@@ -281,7 +302,7 @@ pub async fn flip_pair(world: &World, rng: &mut Rng) {
     toggle_at(world, &target, &a, b.clone(), false, true).await;
     if world.topology.strategy == FeedStrategy::Cache {
         // A cache to lose b's posts from.
-        first_page(world, &target, &a, 2).await;
+        first_page(world, &target, Api::V1, &a, 2).await;
     }
     // The unfollow through the worker's holder, which the unfollow wakes at once: the
     // worker's own upkeep of the unfollow can then come before the request's.
@@ -330,11 +351,12 @@ pub async fn follow_storm(world: &World, rng: &mut Rng) {
 /// block or mute was answered. Half the time it is lifted again afterwards, and the
 /// reader follows the author back, so the run keeps edges to hide.
 pub async fn hide_race(world: &World, rng: &mut Rng) {
+    let api = Api::pick(world, rng);
     let reader = any_user(world, rng);
     let target = world.pick(rng).await;
     let limit = rng.random_range(2..=6);
-    first_page(world, &target, &reader, limit).await;
-    let served = first_page(world, &target, &reader, limit).await;
+    first_page(world, &target, api, &reader, limit).await;
+    let served = first_page(world, &target, api, &reader, limit).await;
     let authors: Vec<String> = {
         let model = world.model();
         served
@@ -362,20 +384,20 @@ pub async fn hide_race(world: &World, rng: &mut Rng) {
         false => (reader.as_str(), author.as_str()),
     };
     relation_at(world, &target, by, of, kind, true, lasts_s, true).await;
-    first_page(world, &target, &reader, limit).await;
+    first_page(world, &target, api, &reader, limit).await;
     let other = world.pick(rng).await;
-    first_page(world, &other, &reader, limit).await;
+    first_page(world, &other, api, &reader, limit).await;
     if lasts_s.is_some() {
         // Past the expiry, the author's posts may show again; they must not before it.
         tokio::time::sleep(Duration::from_millis(1_100)).await;
-        first_page(world, &target, &reader, limit).await;
+        first_page(world, &target, api, &reader, limit).await;
     }
     if rng.random_bool(0.5) {
         relation_at(world, &target, by, of, kind, false, None, true).await;
         if kind == Relation::Block {
             toggle_at(world, &target, &reader, author.clone(), false, true).await;
         }
-        first_page(world, &target, &reader, limit).await;
+        first_page(world, &target, api, &reader, limit).await;
     }
 }
 
@@ -384,6 +406,7 @@ pub async fn hide_race(world: &World, rng: &mut Rng) {
 /// mute of the reposter or of the original's author, and the page again on the same
 /// process and on another: no page may show the repost once that was answered.
 pub async fn repost_race(world: &World, rng: &mut Rng) {
+    let api = Api::pick(world, rng);
     let (reader, by) = (any_user(world, rng), any_user(world, rng));
     if reader == by {
         return;
@@ -415,13 +438,13 @@ pub async fn repost_race(world: &World, rng: &mut Rng) {
     // Until the repost shows (a worker delivers it to a larger audience), then once
     // more, on the same process: the page and what it hides are read under a version.
     for _ in 0..8 {
-        let ids = first_page(world, &target, &reader, limit).await;
+        let ids = first_page(world, &target, api, &reader, limit).await;
         if id.as_ref().is_none_or(|id| ids.contains(id)) {
             break;
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    first_page(world, &target, &reader, limit).await;
+    first_page(world, &target, api, &reader, limit).await;
     match rng.random_range(0..4) {
         0 => super::ops::delete_at(world, &target, &post, &author).await,
         1 => super::reposts::repost_at(world, &target, &by, &post, false).await,
@@ -444,7 +467,7 @@ pub async fn repost_race(world: &World, rng: &mut Rng) {
             }
         }
     }
-    first_page(world, &target, &reader, limit).await;
+    first_page(world, &target, api, &reader, limit).await;
     let other = world.pick(rng).await;
-    first_page(world, &other, &reader, limit).await;
+    first_page(world, &other, api, &reader, limit).await;
 }

@@ -61,6 +61,8 @@ pub struct RepostSeen {
 #[derive(Debug, Clone)]
 pub struct UserM {
     pub token: String,
+    /// An OAuth access token (scope `read`) for the Mastodon view's reads.
+    pub masto_token: String,
     /// Every name the user was given or was being renamed to.
     pub names: Vec<(String, Span)>,
 }

@@ -20,6 +20,7 @@ use socialite::derived::Sources;
 use socialite::derived::notifications::{NotificationKey, expected};
 use socialite::domain::{NotificationType, NotifyPost, NotifySources, PostId, mentions};
 
+use super::masto::{self, Api};
 use super::model::Model;
 use super::ops::any_user;
 use super::world::{Rng, Stats, World};
@@ -99,11 +100,12 @@ fn note_fault(
 }
 
 /// A read of a random user's notifications: one to three pages, plain (some filtered by
-/// type) or grouped, each checked for safety over the time it was in flight.
+/// type) or grouped, each checked for safety over the time it was in flight. A seeded
+/// share of the plain reads go through `GET /api/v1/notifications` (`oracle::masto`),
+/// the same filters in Mastodon's names, mapped back and checked alike.
 pub async fn read(world: &World, rng: &mut Rng) {
     let user = any_user(world, rng);
     let target = world.pick(rng).await;
-    let token = world.token(&user);
     let grouped = rng.random_bool(0.3);
     let filter = match rng.random_range(0..6) {
         0 => "&types=like,follow",
@@ -112,23 +114,36 @@ pub async fn read(world: &World, rng: &mut Rng) {
         _ => "",
     };
     let limit = rng.random_range(2..=8);
-    let mut before = String::new();
+    let api = match grouped {
+        true => Api::V1,
+        false => Api::pick(world, rng),
+    };
+    let token = api.token(world, &user);
+    let via = masto::via(target.slot, api);
+    let mut path = match (api, grouped) {
+        (Api::Masto, _) => format!(
+            "/api/v1/notifications?limit={limit}{}",
+            masto_filter(filter)
+        ),
+        (Api::V1, true) => {
+            format!("/v1/users/{user}/notifications?grouped=true&limit={limit}{filter}")
+        }
+        (Api::V1, false) => format!("/v1/users/{user}/notifications?limit={limit}{filter}"),
+    };
     let mut last: Option<String> = None;
+    let field = if grouped { "groups" } else { "items" };
+    let map = |n: &Value| masto::notification_item(&user, n);
     for _ in 0..rng.random_range(1..=3) {
-        let path = if grouped {
-            format!("/v1/users/{user}/notifications?grouped=true&limit={limit}{filter}{before}")
-        } else {
-            format!("/v1/users/{user}/notifications?limit={limit}{filter}{before}")
-        };
         let t0 = world.now();
-        let Some(page) = world.read(&target, &path, Some(&token)).await else {
+        let Some((page, _)) =
+            masto::read_page(world, &target, api, &path, &token, field, map).await
+        else {
             return;
         };
         let t1 = world.now();
         Stats::bump(&world.stats.reads_checked);
         let mut model = world.model();
-        let field = if grouped { "groups" } else { "items" };
-        for item in page[field].as_array().into_iter().flatten() {
+        for item in &page.items {
             let kind = item["type"].as_str().unwrap_or_default();
             let post = item["post_id"].as_str();
             let id = if grouped {
@@ -139,13 +154,17 @@ pub async fn read(world: &World, rng: &mut Rng) {
             let id = id.unwrap_or_default().to_owned();
             if last.as_ref().is_some_and(|l| *l <= id) {
                 model.violation(format!(
-                    "{user}'s notifications via {} [{t0}..{t1}]: {id} after {last:?} (not newest first, or twice): {path}",
-                    target.slot
+                    "{user}'s notifications via {via} [{t0}..{t1}]: {id} after {last:?} (not newest first, or twice): {path}"
                 ));
             }
             last = Some(id);
-            if !filter.is_empty() && !admitted(filter, kind) {
-                model.violation(format!("{user}'s notifications {path}: a {kind}"));
+            if !filter.is_empty() && !admitted(filter, api, kind) {
+                model.violation(format!("{user}'s notifications via {via} {path}: a {kind}"));
+            }
+            if let Some(fault) = status_fault(&mut model, item) {
+                model.violation(format!(
+                    "{user}'s notifications via {via} [{t0}..{t1}]: {fault}"
+                ));
             }
             let actors: Vec<&str> = if grouped {
                 item["actors"]
@@ -164,54 +183,57 @@ pub async fn read(world: &World, rng: &mut Rng) {
                         Stats::bump(&world.stats.stale_notifications);
                         if !grouped {
                             model.violation(format!(
-                                "{user}'s notifications via {} [{t0}..{t1}]: a {kind} by {actor} ({post:?}) whose cause was undone before the read",
-                                target.slot
+                                "{user}'s notifications via {via} [{t0}..{t1}]: a {kind} by {actor} ({post:?}) whose cause was undone before the read"
                             ));
                         }
                     }
                     Err(fault) => model.violation(format!(
-                        "{user}'s notifications via {} [{t0}..{t1}]: {fault}",
-                        target.slot
+                        "{user}'s notifications via {via} [{t0}..{t1}]: {fault}"
                     )),
                 }
             }
         }
-        match page["next_cursor"].as_str() {
-            Some(next) => before = format!("&before={next}"),
+        match page.next {
+            Some(next) => path = next,
             None => return,
         }
     }
 }
 
-fn admitted(filter: &str, kind: &str) -> bool {
+/// A `/v1` type filter in Mastodon's names.
+fn masto_filter(filter: &str) -> &'static str {
     match filter {
-        "&types=like,follow" => kind == "like" || kind == "follow",
-        "&exclude_types=mention" => kind != "mention",
-        "&types=repost" => kind == "repost",
-        _ => true,
+        "&types=like,follow" => "&types[]=favourite&types[]=follow",
+        "&types=repost" => "&types[]=reblog",
+        "&exclude_types=mention" => "&exclude_types[]=mention",
+        _ => "",
     }
 }
 
-/// Every page of `path` (a notifications list), following `next_cursor` as `before`.
-async fn walk(world: &World, user: &str, path: &str, field: &str) -> Result<Vec<Value>, String> {
-    let token = world.token(user);
-    let target = world.cluster.up()[0].clone();
-    let mut items = Vec::new();
-    let mut before = String::new();
-    loop {
-        let page_path = format!("{path}{before}");
-        let page = world
-            .read(&target, &page_path, Some(&token))
-            .await
-            .ok_or(format!("GET {page_path} failed"))?;
-        items.extend(page[field].as_array().cloned().unwrap_or_default());
-        match page["next_cursor"].as_str() {
-            Some(next) => before = format!("&before={next}"),
-            None => return Ok(items),
-        }
-        if items.len() > 100_000 {
-            return Err(format!("{path} never ends"));
-        }
+/// The Mastodon view names a notification's post as a Status: its author and text must
+/// be the post's as written (`None` on `/v1`, whose items carry the id alone).
+fn status_fault(model: &mut Model, item: &Value) -> Option<String> {
+    let status = item.get("status")?;
+    let id = status["id"].as_str().unwrap_or_default();
+    let text = status["text"].as_str().unwrap_or_default();
+    let author = status["author"].as_str().unwrap_or_default();
+    let i = model.learn(id, text)?;
+    let p = &model.posts[i];
+    (p.author != author || p.text != text).then(|| {
+        format!(
+            "status {id} served as {author} {text:?}, written by {} as {:?}",
+            p.author, p.text
+        )
+    })
+}
+
+fn admitted(filter: &str, api: Api, kind: &str) -> bool {
+    match filter {
+        "&types=like,follow" => kind == "like" || kind == "follow",
+        // Mastodon's `mention` is the engine's mentions and replies alike.
+        "&exclude_types=mention" if api == Api::Masto => kind != "mention" && kind != "reply",
+        "&types=repost" => kind == "repost",
+        _ => true,
     }
 }
 
@@ -285,52 +307,71 @@ pub async fn converge(
             || s.blocks.contains(&(a.clone(), u.clone()))
             || quiet.contains(&(u, a))
     };
-    for user in s.users.keys() {
-        let path = format!("/v1/users/{user}/notifications?limit=100");
-        let items = match walk(world, user, &path, "items").await {
-            Ok(items) => items,
-            Err(e) => {
-                faults.push(e);
+    for (n, user) in s.users.keys().enumerate() {
+        let target = world.cluster.up()[0].clone();
+        let mut plain = None;
+        // The plain list through `/v1`, and for a seeded half of the users through the
+        // Mastodon view too, each held to the model alike; the grouped view against the
+        // `/v1` list.
+        for &api in masto::at_convergence(world, n) {
+            let via = masto::via(target.slot, api);
+            let path = match api {
+                Api::V1 => format!("/v1/users/{user}/notifications?limit=100"),
+                Api::Masto => "/api/v1/notifications?limit=40".to_owned(),
+            };
+            let map = |n: &Value| masto::notification_item(user, n);
+            let items = match masto::walk(world, &target, api, user, &path, "items", map).await {
+                Ok(items) => items,
+                Err(e) => {
+                    faults.push(e);
+                    continue;
+                }
+            };
+            // (id, key) as served, newest first.
+            let mut served: Vec<(String, NotificationKey)> = Vec::new();
+            for item in &items {
+                let kind = item["type"].as_str().unwrap_or_default();
+                let Some(kind) = kind_of(kind) else {
+                    faults.push(format!(
+                        "{user}'s notifications via {via}: unknown type {item}"
+                    ));
+                    continue;
+                };
+                let post = item["post_id"].as_str().and_then(|p| p.parse().ok());
+                let actor = item["actor"]["id"].as_str().unwrap_or_default().to_owned();
+                let id = item["id"].as_str().unwrap_or_default().to_owned();
+                served.push((id, (user.clone(), kind, actor, post)));
+            }
+            if served.windows(2).any(|w| w[0].0 <= w[1].0) {
+                faults.push(format!(
+                    "{user}'s notifications via {via} not newest first without duplicates"
+                ));
+            }
+            let got: BTreeSet<&NotificationKey> = served.iter().map(|(_, k)| k).collect();
+            let mine = |k: &&NotificationKey| k.0 == *user && !hidden(user, &k.2);
+            let want: BTreeSet<&NotificationKey> = all.iter().filter(mine).collect();
+            let missing: Vec<_> = want
+                .difference(&got)
+                .filter(|k| !unsure.contains(**k))
+                .collect();
+            let extra: Vec<_> = got
+                .difference(&want)
+                .filter(|k| !(unsure.contains(**k) && mine(k)))
+                .collect();
+            if !missing.is_empty() || !extra.is_empty() {
+                faults.push(format!(
+                    "{user}'s notifications via {via} ({} served): missing {missing:?}, not allowed {extra:?}",
+                    served.len()
+                ));
                 continue;
             }
-        };
-        // (id, key) as served, newest first.
-        let mut served: Vec<(String, NotificationKey)> = Vec::new();
-        for item in &items {
-            let kind = item["type"].as_str().unwrap_or_default();
-            let Some(kind) = kind_of(kind) else {
-                faults.push(format!("{user}'s notifications: unknown type {item}"));
-                continue;
-            };
-            let post = item["post_id"].as_str().and_then(|p| p.parse().ok());
-            let actor = item["actor"]["id"].as_str().unwrap_or_default().to_owned();
-            let id = item["id"].as_str().unwrap_or_default().to_owned();
-            served.push((id, (user.clone(), kind, actor, post)));
+            if api == Api::V1 {
+                plain = Some(served);
+            }
         }
-        if served.windows(2).any(|w| w[0].0 <= w[1].0) {
-            faults.push(format!(
-                "{user}'s notifications not newest first without duplicates"
-            ));
+        if let Some(served) = plain {
+            faults.extend(groups(world, user, &served, &all, &unsure, &hidden).await);
         }
-        let got: BTreeSet<&NotificationKey> = served.iter().map(|(_, k)| k).collect();
-        let mine = |k: &&NotificationKey| k.0 == *user && !hidden(user, &k.2);
-        let want: BTreeSet<&NotificationKey> = all.iter().filter(mine).collect();
-        let missing: Vec<_> = want
-            .difference(&got)
-            .filter(|k| !unsure.contains(**k))
-            .collect();
-        let extra: Vec<_> = got
-            .difference(&want)
-            .filter(|k| !(unsure.contains(**k) && mine(k)))
-            .collect();
-        if !missing.is_empty() || !extra.is_empty() {
-            faults.push(format!(
-                "{user}'s notifications ({} served): missing {missing:?}, not allowed {extra:?}",
-                served.len()
-            ));
-            continue;
-        }
-        faults.extend(groups(world, user, &served, &all, &unsure, &hidden).await);
     }
     faults
 }
@@ -349,7 +390,9 @@ async fn groups(
 ) -> Vec<String> {
     type Group = (NotificationType, Option<PostId>);
     let path = format!("/v1/users/{user}/notifications?grouped=true&limit=100");
-    let got = match walk(world, user, &path, "groups").await {
+    let target = world.cluster.up()[0].clone();
+    let walked = masto::walk(world, &target, Api::V1, user, &path, "groups", Value::clone);
+    let got = match walked.await {
         Ok(groups) => groups,
         Err(e) => return vec![e],
     };

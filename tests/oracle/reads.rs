@@ -9,6 +9,7 @@ use rand::RngExt;
 use serde_json::Value;
 use socialite::domain::PostId;
 
+use super::masto::{self, Api};
 use super::model::Model;
 use super::ops::any_user;
 use super::reposts::{as_repost, repost_fault, repost_listed_fault, shown_post, surely_eligible};
@@ -63,6 +64,21 @@ pub fn item_fault(
             item["reply_to_author"]
         ));
     }
+    // The Mastodon view also names the parent post itself.
+    if let Some(served) = item.get("in_reply_to_id") {
+        let written = post.reply_to.map(|p| model.posts[p].id.clone());
+        let wrong = match &written {
+            None => !served.is_null(),
+            Some(Some(parent)) => served.as_str() != Some(parent.as_str()),
+            // A parent whose id the history never learnt.
+            Some(None) => false,
+        };
+        if wrong {
+            return Some(format!(
+                "{id} by {author} served with in_reply_to_id {served}, written answering {written:?}"
+            ));
+        }
+    }
     if let Some(parent) = parent
         && parent != author
         && parent != reader
@@ -84,30 +100,39 @@ pub fn item_fault(
 /// The page lengths a walk asks for.
 const PAGE_LIMITS: RangeInclusive<usize> = 1..=6;
 
-/// Walks `reader`'s timeline a few pages with `before`. Half the walks read their first
-/// page twice on the same process, back to back: the second read is served as a kept
-/// page (`service::pages`) unless a write moved what the page was read from, so kept
-/// pages meet the concurrent writes, kills and faults of the run, and are checked like
-/// any page.
+/// Walks `reader`'s timeline a few pages, through `/v1` (`before`) or, for a seeded
+/// share of the walks, the Mastodon view (`max_id` from the `Link` header), its
+/// statuses mapped to `/v1` items and checked alike (`oracle::masto`). Half the walks
+/// read their first page twice on the same process, back to back: the second read is
+/// served as a kept page (`service::pages`) unless a write moved what the page was read
+/// from, so kept pages meet the concurrent writes, kills and faults of the run, and are
+/// checked like any page.
 pub async fn timeline(world: &World, rng: &mut Rng) {
     let reader = any_user(world, rng);
     let target = world.pick(rng).await;
-    let token = world.token(&reader);
     let limit = rng.random_range(PAGE_LIMITS);
-    let mut before: Option<String> = None;
     let mut last: Option<String> = None;
     let mut again = rng.random_bool(0.5);
     let mut walk = Walk::default();
+    let api = Api::pick(world, rng);
+    let token = api.token(world, &reader);
+    let via = masto::via(target.slot, api);
+    let mut path = masto::home_path(api, &reader, limit);
     for _ in 0..rng.random_range(1..=6) {
-        let cursor = before
-            .as_ref()
-            .map(|b| format!("&before={b}"))
-            .unwrap_or_default();
-        let path = format!("/v1/users/{reader}/timeline?limit={limit}{cursor}");
         let above = last.clone();
         let page = loop {
             let t0 = world.now();
-            let Some(read) = world.read(&target, &path, Some(&token)).await else {
+            let Some((read, _)) = masto::read_page(
+                world,
+                &target,
+                api,
+                &path,
+                &token,
+                "items",
+                masto::status_item,
+            )
+            .await
+            else {
                 return;
             };
             let t1 = world.now();
@@ -117,9 +142,9 @@ pub async fn timeline(world: &World, rng: &mut Rng) {
             last = check_page(
                 world,
                 &reader,
-                &target.slot,
+                &via,
                 &path,
-                &read,
+                &read.items,
                 (t0, t1),
                 above.clone(),
                 &mut this,
@@ -129,8 +154,8 @@ pub async fn timeline(world: &World, rng: &mut Rng) {
                 break read;
             }
         };
-        match page["next_cursor"].as_str() {
-            Some(next) => before = Some(next.to_owned()),
+        match page.next {
+            Some(next) => path = next,
             None => return,
         }
     }
@@ -154,14 +179,14 @@ pub fn check_page(
     reader: &str,
     slot: &impl std::fmt::Display,
     path: &str,
-    page: &Value,
+    items: &[Value],
     (t0, t1): (i64, i64),
     mut last: Option<String>,
     walk: &mut Walk,
 ) -> Option<String> {
     let mut model = world.model();
     let mut here = std::collections::BTreeSet::new();
-    for item in page["items"].as_array().into_iter().flatten() {
+    for item in items {
         let id = item["id"].as_str().unwrap_or_default().to_owned();
         if last.as_ref().is_some_and(|l| *l <= id) {
             model.violation(format!("{reader}'s timeline via {slot}: {id} after {last:?} (not newest first, or twice): {path}"));
@@ -405,58 +430,56 @@ pub fn activity_entries(body: &Value) -> Vec<((String, String), i64)> {
         .collect()
 }
 
-fn page_ids(page: &Value) -> Vec<PostId> {
-    page["items"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(|i| i["id"].as_str()?.parse().ok())
-        .collect()
-}
-
-/// At quiescence: the first page of `user`'s timeline at every length a walk may ask
-/// for (walked on from its cursor while it is short), from every process up, is the head of `served` (the converged timeline, as a
-/// full walk read it). A process keeps rendered pages by owner, cursor and length
-/// (`service::pages`), so this serves every page kept during the run that its version
-/// still says stands: one a write should have moved shows here, whatever it lacks or
-/// holds. Returns what differs.
-pub async fn kept_heads(world: &World, user: &str, served: &[PostId]) -> Vec<String> {
+/// At quiescence: the first page of `user`'s timeline through `api` at every length a
+/// walk may ask for (walked on from its cursor while it is short), from every process
+/// up, is the head of `served` (the converged timeline, as a full walk read it). A
+/// process keeps rendered pages by owner, cursor and length (`service::pages`), so this
+/// serves every page kept during the run that its version still says stands: one a
+/// write should have moved shows here, whatever it lacks or holds. Returns what differs.
+pub async fn kept_heads(world: &World, api: Api, user: &str, served: &[PostId]) -> Vec<String> {
     let mut faults = Vec::new();
-    let token = world.token(user);
+    let token = api.token(world, user);
+    let ids_of = |items: &[Value]| -> Vec<PostId> {
+        items
+            .iter()
+            .filter_map(|i| i["id"].as_str()?.parse().ok())
+            .collect()
+    };
     for target in world.cluster.up() {
         for limit in PAGE_LIMITS {
-            let path = format!("/v1/users/{user}/timeline?limit={limit}");
-            let Some(page) = world.read(&target, &path, Some(&token)).await else {
+            let path = masto::home_path(api, user, limit);
+            let read = masto::read_page(world, &target, api, &path, &token, "items", Value::clone);
+            let Some((page, _)) = read.await else {
                 continue;
             };
-            let mut ids = page_ids(&page);
+            let mut ids = ids_of(&page.items);
             // A page may come back short with a cursor, when its read skipped many
             // hidden entries in its rounds (docs/timelines.md, "Pages"): the walk goes
             // on from the cursor, and what it finds must be the head all the same.
-            let mut next = page["next_cursor"].as_str().map(str::to_owned);
+            let mut next = page.next;
             let mut more = 0;
             while ids.len() < limit && more < 20 {
-                let Some(cursor) = next.take() else { break };
-                let path = format!("{path}&before={cursor}");
-                let Some(page) = world.read(&target, &path, Some(&token)).await else {
+                let Some(path) = next.take() else { break };
+                let read =
+                    masto::read_page(world, &target, api, &path, &token, "items", Value::clone);
+                let Some((page, _)) = read.await else {
                     break;
                 };
-                ids.extend(page_ids(&page));
-                next = page["next_cursor"].as_str().map(str::to_owned);
+                ids.extend(ids_of(&page.items));
+                next = page.next;
                 more += 1;
             }
+            let via = masto::via(target.slot, api);
             if more > 0 {
                 eprintln!(
-                    "oracle: {user}'s first page via {} at limit {limit} came back short with a cursor; {more} more read",
-                    target.slot
+                    "oracle: {user}'s first page via {via} at limit {limit} came back short with a cursor; {more} more read"
                 );
             }
             ids.truncate(limit);
             let head = &served[..limit.min(served.len())];
             if ids.as_slice() != head {
                 faults.push(format!(
-                    "{user}'s first page via {} at limit {limit}: {ids:?}, the converged head {head:?}",
-                    target.slot
+                    "{user}'s first page via {via} at limit {limit}: {ids:?}, the converged head {head:?}"
                 ));
             }
         }

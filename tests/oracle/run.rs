@@ -15,7 +15,7 @@ use super::focus::{self, Focus};
 use super::model::{Clock, Model, Span, UserM};
 use super::ops::Relation;
 use super::world::{Reply, Rng, Stats, World};
-use super::{logs, notes, ops, reads, reposts, streams, threads, tokens};
+use super::{logs, masto, notes, ops, reads, reposts, streams, threads, tokens};
 use crate::common::Kind;
 
 /// What a run did and found.
@@ -31,6 +31,8 @@ pub struct Outcome {
     /// Reposts acknowledged; repost items served in home timelines.
     pub reposts: u64,
     pub reposts_served: u64,
+    /// Home-timeline and notification reads served by the Mastodon view.
+    pub masto_reads: u64,
     pub workers: WorkerTotals,
     pub violations: Vec<String>,
     pub report: String,
@@ -220,7 +222,8 @@ async fn create_users(world: &World) {
             };
             let name = format!("{id} v0");
             let target = world.cluster.up()[0].clone();
-            let body = json!({ "id": id, "display_name": name });
+            let password = masto::password(&id);
+            let body = json!({ "id": id, "display_name": name, "password": password });
             let reply = world
                 .call(&target, Method::POST, "/v1/users", None, Some(body))
                 .await;
@@ -232,7 +235,13 @@ async fn create_users(world: &World) {
                         complete: 0,
                     };
                     let names = vec![(name, span)];
-                    world.model().users.insert(id, UserM { token, names });
+                    let masto_token = String::new();
+                    let user = UserM {
+                        token,
+                        masto_token,
+                        names,
+                    };
+                    world.model().users.insert(id, user);
                     break;
                 }
                 Reply::Lost
@@ -295,6 +304,7 @@ pub async fn run(seed: u64, kind: Kind, duration: Duration) -> Outcome {
         baseline: Default::default(),
     });
     create_users(&world).await;
+    masto::sign_in(&world).await;
     converge::baseline(&world).await;
     let until = Instant::now() + duration;
     let mut tasks = Vec::new();
@@ -319,6 +329,7 @@ pub async fn run(seed: u64, kind: Kind, duration: Duration) -> Outcome {
     outcome.stale_notifications = world.stats.stale_notifications.load(Ordering::Relaxed);
     outcome.reposts = world.stats.reposts.load(Ordering::Relaxed);
     outcome.reposts_served = world.stats.reposts_served.load(Ordering::Relaxed);
+    outcome.masto_reads = world.stats.masto_reads.load(Ordering::Relaxed);
     outcome.violations = world.model().violations.clone();
     if !outcome.violations.is_empty() {
         outcome.report = report(&world, &outcome.violations);

@@ -49,6 +49,9 @@ pub struct Stats {
     /// Reposts acknowledged, and repost items served in home timelines (each checked).
     pub reposts: AtomicU64,
     pub reposts_served: AtomicU64,
+    /// Home-timeline walks and notification reads sent to the Mastodon view
+    /// (`oracle::masto`), each checked like a `/v1` one.
+    pub masto_reads: AtomicU64,
 }
 
 impl Stats {
@@ -93,6 +96,11 @@ impl World {
         self.model().users[user].token.clone()
     }
 
+    /// `user`'s OAuth access token for the Mastodon view (`oracle::masto::sign_in`).
+    pub fn masto_token(&self, user: &str) -> String {
+        self.model().users[user].masto_token.clone()
+    }
+
     pub async fn call(
         &self,
         target: &Target,
@@ -101,6 +109,18 @@ impl World {
         token: Option<&str>,
         body: Option<Value>,
     ) -> Reply {
+        self.call_linked(target, method, path, token, body).await.0
+    }
+
+    /// [`World::call`], and the answer's `Link` header (Mastodon's paging).
+    pub async fn call_linked(
+        &self,
+        target: &Target,
+        method: Method,
+        path: &str,
+        token: Option<&str>,
+        body: Option<Value>,
+    ) -> (Reply, Option<String>) {
         let mut request = self.http.request(method, format!("{}{path}", target.base));
         if let Some(token) = token {
             request = request.bearer_auth(token);
@@ -110,30 +130,48 @@ impl World {
         }
         let response = match request.send().await {
             Ok(r) => r,
-            Err(e) if e.is_connect() => return Reply::Refused,
+            Err(e) if e.is_connect() => return (Reply::Refused, None),
             Err(_) => {
                 Stats::bump(&self.stats.lost);
-                return Reply::Lost;
+                return (Reply::Lost, None);
             }
         };
         let status = response.status();
+        let link = response
+            .headers()
+            .get("link")
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned);
         let Ok(text) = response.text().await else {
             Stats::bump(&self.stats.lost);
-            return Reply::Lost;
+            return (Reply::Lost, None);
         };
         let value = serde_json::from_str(&text).unwrap_or(Value::String(text));
         if status == StatusCode::INTERNAL_SERVER_ERROR {
             self.model()
                 .violation(format!("500 from {} {path}: {value}", target.base));
         }
-        Reply::Answer(status, value)
+        (Reply::Answer(status, value), link)
     }
 
     /// A read that must succeed while the process is up: `None` when the process went
     /// away or was busy (503), so that nothing is checked.
     pub async fn read(&self, target: &Target, path: &str, token: Option<&str>) -> Option<Value> {
-        match self.call(target, Method::GET, path, token, None).await {
-            Reply::Answer(StatusCode::OK, v) => Some(v),
+        self.read_linked(target, path, token).await.map(|(v, _)| v)
+    }
+
+    /// [`World::read`], and the answer's `Link` header.
+    pub async fn read_linked(
+        &self,
+        target: &Target,
+        path: &str,
+        token: Option<&str>,
+    ) -> Option<(Value, Option<String>)> {
+        let (reply, link) = self
+            .call_linked(target, Method::GET, path, token, None)
+            .await;
+        match reply {
+            Reply::Answer(StatusCode::OK, v) => Some((v, link)),
             Reply::Answer(StatusCode::SERVICE_UNAVAILABLE, _) | Reply::Refused | Reply::Lost => {
                 None
             }
