@@ -100,6 +100,16 @@ async fn act(server: &TestServer, cast: &Cast) -> String {
     post
 }
 
+/// A guard, not a measure: an event due on a stream that has not come in this long is
+/// taken as never coming, so that a missing event fails the test rather than hangs it.
+const PATIENCE: std::time::Duration = std::time::Duration::from_secs(60);
+
+async fn within<F: std::future::Future>(read: F) -> F::Output {
+    tokio::time::timeout(PATIENCE, read)
+        .await
+        .expect("nothing more came on the stream within a minute")
+}
+
 /// Mastodon's SSE: `event:` and `data:` lines (data a Status, a Notification, or a
 /// bare id), `:thump` comments when idle.
 struct Sse {
@@ -123,6 +133,10 @@ impl Sse {
 
     /// The next event's name and data (comments skipped).
     async fn next(&mut self) -> (String, String) {
+        within(self.next_unguarded()).await
+    }
+
+    async fn next_unguarded(&mut self) -> (String, String) {
         loop {
             if let Some(end) = self.buffer.find("\n\n") {
                 let block: String = self.buffer.drain(..end + 2).collect();
@@ -428,6 +442,10 @@ async fn next_event(socket: &mut Socket) -> (Value, String, String) {
 
 /// The next text message as JSON (pings skipped).
 async fn next_text(socket: &mut Socket) -> Value {
+    within(next_text_unguarded(socket)).await
+}
+
+async fn next_text_unguarded(socket: &mut Socket) -> Value {
     loop {
         match socket.next().await.unwrap().unwrap() {
             WsMessage::Text(text) => return serde_json::from_str(text.as_str()).unwrap(),
