@@ -120,6 +120,7 @@ pub async fn build_state_with_clock(
                 max_streams: config.events.max_streams,
                 stream_buffer: config.events.stream_buffer,
             },
+            clock.clone(),
         )
     });
     let social = Social::new(store.clone(), &config.feed.settings(), limits, wakers)

@@ -164,6 +164,11 @@ async fn mastodonpy_stream_user_update_and_notification() {
     scenario(Runtime::Python, "mastodonpy_stream.py").await;
 }
 
+#[tokio::test]
+async fn mastodonpy_stream_public_and_hashtag() {
+    scenario(Runtime::Python, "mastodonpy_stream_listings.py").await;
+}
+
 // toot (PyPI), a CLI: driven as a user would, its configuration in a temporary HOME.
 
 #[tokio::test]

@@ -1,12 +1,18 @@
 //! Mastodon's streaming API on real servers: the SSE user stream and the WebSocket
 //! deliver a followee's post as `update` (a Status) and a like as `notification`,
 //! never what a block or mute hides; tokens, scopes and the WebSocket protocol echo.
+//! The public and hashtag streams (`mastodon_stream/listings.rs`), and blocks and mutes
+//! on every stream (`mastodon_stream/hidden.rs`).
 //! The event log is needed, so MongoDB runs only where it has capped collections.
 
 #[allow(dead_code)] // shared with tests/mastodon.rs, which uses all of it
 #[path = "mastodon/client.rs"]
 mod client;
 mod common;
+#[path = "mastodon_stream/hidden.rs"]
+mod hidden;
+#[path = "mastodon_stream/listings.rs"]
+mod listings;
 
 use client::Masto;
 use common::{TestServer, event_log_kinds, fresh_config};
@@ -94,6 +100,16 @@ async fn act(server: &TestServer, cast: &Cast) -> String {
     post
 }
 
+/// A guard, not a measure: an event due on a stream that has not come in this long is
+/// taken as never coming, so that a missing event fails the test rather than hangs it.
+const PATIENCE: std::time::Duration = std::time::Duration::from_secs(60);
+
+async fn within<F: std::future::Future>(read: F) -> F::Output {
+    tokio::time::timeout(PATIENCE, read)
+        .await
+        .expect("nothing more came on the stream within a minute")
+}
+
 /// Mastodon's SSE: `event:` and `data:` lines (data a Status, a Notification, or a
 /// bare id), `:thump` comments when idle.
 struct Sse {
@@ -117,6 +133,10 @@ impl Sse {
 
     /// The next event's name and data (comments skipped).
     async fn next(&mut self) -> (String, String) {
+        within(self.next_unguarded()).await
+    }
+
+    async fn next_unguarded(&mut self) -> (String, String) {
         loop {
             if let Some(end) = self.buffer.find("\n\n") {
                 let block: String = self.buffer.drain(..end + 2).collect();
@@ -231,10 +251,15 @@ async fn refusals(server: TestServer) {
     for path in [
         "/api/v1/streaming/user",
         "/api/v1/streaming/user/notification",
+        "/api/v1/streaming/public",
+        "/api/v1/streaming/public/local",
+        "/api/v1/streaming/hashtag?tag=rust",
+        "/api/v1/streaming/hashtag/local?tag=rust",
     ] {
+        let sep = if path.contains('?') { '&' } else { '?' };
         let answer = server
             .client
-            .get(server.url(&format!("{path}?access_token=not-a-token")))
+            .get(server.url(&format!("{path}{sep}access_token=not-a-token")))
             .send()
             .await
             .unwrap();
@@ -262,6 +287,43 @@ async fn refusals(server: TestServer) {
             .await
             .unwrap();
         assert_eq!(answer.status(), status, "{path}");
+    }
+    // The listings' streams: a token that may read statuses opens them (503 without an
+    // event log); a hashtag stream needs a tag that can be one.
+    let reader = scoped_token(&server, "fi", "read:statuses").await;
+    let open = match log {
+        true => StatusCode::OK,
+        false => StatusCode::SERVICE_UNAVAILABLE,
+    };
+    for (path, status) in [
+        ("/api/v1/streaming/public", open),
+        ("/api/v1/streaming/public/local", open),
+        ("/api/v1/streaming/hashtag?tag=%23Rust", open),
+        ("/api/v1/streaming/hashtag/local?tag=rust", open),
+        ("/api/v1/streaming/hashtag", StatusCode::BAD_REQUEST),
+        ("/api/v1/streaming/hashtag?tag=", StatusCode::BAD_REQUEST),
+        (
+            "/api/v1/streaming/hashtag?tag=no-dash",
+            StatusCode::BAD_REQUEST,
+        ),
+        ("/api/v1/streaming/public", StatusCode::FORBIDDEN),
+    ] {
+        let token = match status {
+            StatusCode::FORBIDDEN => &token,
+            _ => &reader,
+        };
+        let answer = server
+            .client
+            .get(server.url(path))
+            .bearer_auth(token)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(answer.status(), status, "{path}");
+        if status != StatusCode::OK {
+            let body: Value = answer.json().await.unwrap();
+            assert!(body["error"].is_string(), "{path}: {body}");
+        }
     }
     // A bad token is refused before the upgrade.
     let mut request = format!("{}/api/v1/streaming?stream=user", ws_base(&server))
@@ -333,8 +395,57 @@ fn ws_base(server: &TestServer) -> String {
 type Socket =
     tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
 
+/// A WebSocket to the streaming API, signed in with `token` as the protocol.
+async fn connect(server: &TestServer, token: &str) -> Socket {
+    let mut request = format!("{}/api/v1/streaming", ws_base(server))
+        .into_client_request()
+        .unwrap();
+    request
+        .headers_mut()
+        .insert("sec-websocket-protocol", token.parse().unwrap());
+    tokio_tungstenite::connect_async(request).await.unwrap().0
+}
+
+/// Sends `command`, then a message the server refuses, and waits for that refusal:
+/// messages are handled in order, so `command` has taken effect by then. Answers what
+/// `command` itself answered, if anything.
+async fn command(socket: &mut Socket, command: Value) -> Option<Value> {
+    socket
+        .send(WsMessage::text(command.to_string()))
+        .await
+        .unwrap();
+    let probe = json!({"type": "subscribe", "stream": "probe"}).to_string();
+    socket.send(WsMessage::text(probe)).await.unwrap();
+    let first = next_text(socket).await;
+    if first["error"] == "Unknown stream type" {
+        return None;
+    }
+    let probe = next_text(socket).await;
+    assert_eq!(probe["error"], "Unknown stream type", "{probe}");
+    Some(first)
+}
+
+/// The next message's `stream`, `event` and payload (a Status's id, or a deletion's id).
+async fn next_event(socket: &mut Socket) -> (Value, String, String) {
+    let message = next_text(socket).await;
+    let event = message["event"].as_str().expect("an event").to_owned();
+    let payload = message["payload"].as_str().unwrap();
+    let id = match event.as_str() {
+        "delete" => payload.to_owned(),
+        _ => {
+            let status: Value = serde_json::from_str(payload).unwrap();
+            status["id"].as_str().unwrap().to_owned()
+        }
+    };
+    (message["stream"].clone(), event, id)
+}
+
 /// The next text message as JSON (pings skipped).
 async fn next_text(socket: &mut Socket) -> Value {
+    within(next_text_unguarded(socket)).await
+}
+
+async fn next_text_unguarded(socket: &mut Socket) -> Value {
     loop {
         match socket.next().await.unwrap().unwrap() {
             WsMessage::Text(text) => return serde_json::from_str(text.as_str()).unwrap(),

@@ -12,7 +12,8 @@ use tokio::sync::{Semaphore, broadcast};
 use tokio::task::JoinHandle;
 
 use super::reader::EventReader;
-use crate::domain::{Event, EventId, EventType, PostId};
+use crate::domain::clock::Clock;
+use crate::domain::{Event, EventId, EventType, PostId, hashtags};
 use crate::feed::{Original, TimelineItem};
 use crate::store::{Store, StoreError, StoreResult};
 
@@ -42,6 +43,9 @@ pub struct Prepared {
     pub author: Option<String>,
     /// `user.unfollowed`: the unfollowed author's newest post ids.
     pub removed: Vec<PostId>,
+    /// `post.created` and `post.deleted`: the post's hashtags (`domain::hashtags`);
+    /// `None` for a deletion whose post's creation left the log.
+    pub tags: Option<Vec<String>>,
 }
 
 /// What the broadcast carries.
@@ -64,12 +68,15 @@ pub struct Hub {
     /// [`Hub::relations_changed`]): a stream reads what its user hides again before
     /// its next item once it sees it moved.
     pub(super) relations_epoch: AtomicU64,
+    /// The server's clock: timed mutes expire by it.
+    clock: Arc<dyn Clock>,
     task: std::sync::Mutex<Option<JoinHandle<()>>>,
 }
 
 impl Hub {
-    /// Starts the shared tail at the log's current head.
-    pub fn start(store: Store, settings: HubSettings) -> Arc<Hub> {
+    /// Starts the shared tail at the log's current head; `clock` is the server's, which
+    /// timed mutes expire by.
+    pub fn start(store: Store, settings: HubSettings, clock: Arc<dyn Clock>) -> Arc<Hub> {
         // Big enough for a burst of a few batches; a stream further behind is slow.
         let (sender, _) = broadcast::channel((settings.batch_max * 4).max(1024));
         let hub = Arc::new(Hub {
@@ -80,6 +87,7 @@ impl Hub {
             slow_disconnects: AtomicU64::new(0),
             closing: tokio::sync::watch::channel(false).0,
             relations_epoch: AtomicU64::new(0),
+            clock,
             task: std::sync::Mutex::new(None),
         });
         let task = tokio::spawn(follow(Arc::downgrade(&hub)));
@@ -94,7 +102,11 @@ impl Hub {
         self.slots.close();
     }
 
-    /// Streams open now.
+    /// The server's time.
+    pub(super) fn now_ms(&self) -> i64 {
+        self.clock.now_ms()
+    }
+
     /// Called by every block, unblock, mute and unmute of this process before it
     /// answers, with the users whose streams it concerns: every stream reads what its
     /// user hides again before sending its next item. One counter for all users, as
@@ -104,6 +116,7 @@ impl Hub {
         self.relations_epoch.fetch_add(1, Ordering::SeqCst);
     }
 
+    /// Streams open now.
     pub fn open_streams(&self) -> usize {
         self.settings.max_streams - self.slots.available_permits()
     }
@@ -144,6 +157,7 @@ impl Hub {
             let mut author = event.field("author").map(str::to_owned);
             let mut item = None;
             let mut removed = Vec::new();
+            let tags = tags_of(&event);
             match event.kind {
                 EventType::PostCreated => {
                     let id = event.field("post").and_then(|p| p.parse::<PostId>().ok());
@@ -215,9 +229,30 @@ impl Hub {
                 item,
                 author,
                 removed,
+                tags,
             });
         }
         Ok(prepared)
+    }
+}
+
+/// A post event's hashtags: as its payload lists them (a deletion's, copied from the
+/// creation by the events worker, `null` when that had left the log), else parsed from
+/// its text.
+fn tags_of(event: &Event) -> Option<Vec<String>> {
+    if !matches!(event.kind, EventType::PostCreated | EventType::PostDeleted) {
+        return None;
+    }
+    match event.payload.get("tags").and_then(|t| t.as_array()) {
+        Some(tags) => Some(
+            tags.iter()
+                .filter_map(|t| t.as_str().map(str::to_owned))
+                .collect(),
+        ),
+        None if event.kind == EventType::PostCreated => {
+            Some(hashtags(event.field("text").unwrap_or_default()))
+        }
+        None => None,
     }
 }
 

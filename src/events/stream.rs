@@ -1,26 +1,26 @@
-//! One live timeline stream: the user's new timeline items and removals, in event-log
-//! order, each tagged with its event id.
+//! One live stream: the user's new timeline items and removals, notifications, and
+//! the public and tag listings' new and deleted posts, as its [`Interest`] asks
+//! (routing and filtering in `router.rs`), in event-log order, each tagged with its
+//! event id.
 //!
 //! Opening subscribes to the hub's broadcast first, then loads the following set, then
 //! (when resuming) reads what was missed from the log: anything appended after the
 //! subscription is in the broadcast, anything before it in the log, and broadcast
 //! events at or below the last one sent are skipped, so nothing is lost or repeated.
 //! A connection task routes events into a per-stream buffer of `stream_buffer`
-//! messages; a client that lets it fill, or falls behind the broadcast, is disconnected.
+//! messages; a client that lets it fill, or falls behind the broadcast, is disconnected,
+//! and no other stream waits for it.
 
 use std::collections::HashSet;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use tokio::sync::{OwnedSemaphorePermit, broadcast, mpsc, watch};
 
 use super::hub::{Delivery, Hub, Prepared};
-use crate::domain::relations::Hidden;
-use crate::domain::{
-    EventId, EventType, NotificationType, PostId, notification_id, notifies, post_notifies,
-    reply_visible,
-};
+use super::router::Router;
+use crate::domain::{EventId, NotificationType, PostId};
 use crate::feed::TimelineItem;
 use crate::store::{StoreError, StoreResult};
 
@@ -50,9 +50,32 @@ pub enum StreamMessage {
         post: Option<PostId>,
         at_ms: i64,
     },
+    /// A new post of the listings the stream follows ([`Interest::public`] and
+    /// [`Interest::tags`]).
+    Listed {
+        id: EventId,
+        item: TimelineItem,
+        listings: Listings,
+    },
+    /// A deleted post of the listings the stream follows.
+    Unlisted {
+        id: EventId,
+        post: PostId,
+        listings: Listings,
+    },
     /// The log does not hold the position asked for (trimmed, or never issued: past its
     /// newest event): reload the timeline, then continue from `id`, the head.
     Reset { id: Option<EventId> },
+}
+
+/// The listings a post belongs to, among those a stream follows.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Listings {
+    /// The public listing (when the stream follows it: every post is on it).
+    pub public: bool,
+    /// The followed tags the post carries (every followed tag for a deletion whose
+    /// tags the log no longer knows).
+    pub tags: Vec<String>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -65,178 +88,30 @@ pub enum OpenError {
 
 pub type TimelineStream = mpsc::Receiver<StreamMessage>;
 
-/// In other processes than the one that made a block or mute, a stream reads what its
-/// user hides again at most this long after its last read, before its next item.
-pub const RELATIONS_RECHECK: Duration = Duration::from_secs(1);
-
-/// What a stream needs to route events to its user.
-struct Router {
-    user: String,
-    following: HashSet<String>,
-    /// What the user's blocks and mutes hide (see [`Router::admit`]).
-    hidden: Hidden,
-    /// The hub's relations epoch, and when, `hidden` was read.
-    hidden_epoch: u64,
-    hidden_at: Instant,
-}
-
-impl Router {
-    /// Whether `message` may go to the user: an item whose author is hidden from them
-    /// does not. What is hidden is read again first when this process changed a block
-    /// or mute since the last read (so from the change's 2xx on), when a timed mute in
-    /// it expired, or when the last read is older than [`RELATIONS_RECHECK`] (changes
-    /// made in other processes).
-    async fn admit(&mut self, hub: &Hub, message: &StreamMessage) -> StoreResult<bool> {
-        // A repost is hidden with its original's author as with its reposter.
-        let original = match message {
-            StreamMessage::Item { item, .. } => item.repost_of.as_ref().map(|o| &o.author),
-            _ => None,
-        };
-        let (other, notification) = match message {
-            StreamMessage::Item { item, .. } => (&item.author, false),
-            StreamMessage::Notification { actor, .. } => (actor, true),
-            _ => return Ok(true),
-        };
-        if *other == self.user && original.is_none_or(|o| *o == self.user) {
-            return Ok(true);
-        }
-        let epoch = hub.relations_epoch.load(Ordering::SeqCst);
-        let now = crate::domain::now_ms();
-        let stale = epoch != self.hidden_epoch
-            || self.hidden.expires_ms().is_some_and(|e| now >= e)
-            || self.hidden_at.elapsed() >= RELATIONS_RECHECK;
-        if stale {
-            self.hidden = hub.store.relations.hidden(&self.user, now).await?;
-            self.hidden_epoch = epoch;
-            self.hidden_at = Instant::now();
-        }
-        Ok(match notification {
-            true => !self.hidden.hides_notifications_of(other),
-            false => !self.hidden.hides(other) && original.is_none_or(|o| !self.hidden.hides(o)),
-        })
-    }
-}
-
-impl Router {
-    /// Every message `prepared` makes for this stream, in order: at most a timeline
-    /// message and a notification.
-    fn route(&mut self, prepared: &Prepared) -> Vec<StreamMessage> {
-        let mut out: Vec<StreamMessage> = self.timeline(prepared).into_iter().collect();
-        out.extend(self.notification(prepared));
-        out
-    }
-
-    /// The notification `prepared` is for this stream's user, if any: the same rules as
-    /// the notifications worker (`domain::notifications`).
-    fn notification(&self, prepared: &Prepared) -> Option<StreamMessage> {
-        let event = &prepared.event;
-        let user = self.user.as_str();
-        let (kind, actor, post) = match event.kind {
-            EventType::UserFollowed if event.field("followee") == Some(user) => {
-                (NotificationType::Follow, event.field("follower")?, None)
-            }
-            EventType::PostLiked if prepared.author.as_deref() == Some(user) => {
-                let post = event.field("post")?.parse().ok()?;
-                (NotificationType::Like, event.field("user")?, Some(post))
-            }
-            EventType::PostCreated => {
-                let author = event.field("author")?;
-                let reply_to = event.reply_to();
-                let text = event.field("text").unwrap_or_default();
-                let (_, kind) = post_notifies(author, text, reply_to.as_ref())
-                    .into_iter()
-                    .find(|(to, _)| to == user)?;
-                (kind, author, Some(event.field("post")?.parse().ok()?))
-            }
-            _ => return None,
-        };
-        notifies(user, actor).then(|| StreamMessage::Notification {
-            id: event.id,
-            notification: notification_id(event.at_ms, event.id.0),
-            kind,
-            actor: actor.to_owned(),
-            post,
-            at_ms: event.at_ms,
-        })
-    }
-
-    fn timeline(&mut self, prepared: &Prepared) -> Option<StreamMessage> {
-        let event = &prepared.event;
-        let id = event.id;
-        let mine = |r: &Router, author: &str| author == r.user || r.following.contains(author);
-        match event.kind {
-            EventType::PostCreated => {
-                let item = prepared.item.as_ref()?;
-                // The home rule for replies, against the stream's following set.
-                let parent = item.reply_to_author.as_deref();
-                let follows_parent = parent.is_some_and(|p| self.following.contains(p));
-                let shown = mine(self, &item.author)
-                    && reply_visible(&self.user, &item.author, parent, follows_parent);
-                shown.then(|| StreamMessage::Item {
-                    id,
-                    item: item.clone(),
-                })
-            }
-            // A repost of the reposter's, unless the original itself is in the
-            // timeline (its author is the user or followed, and the reply rule lets it
-            // through): the original wins (see docs/timelines.md, "Reposts").
-            EventType::PostReposted => {
-                let item = prepared.item.as_ref()?;
-                let original = item.repost_of.as_ref()?;
-                let parent = original.reply_to_author.as_deref();
-                let follows_parent = parent.is_some_and(|p| self.following.contains(p));
-                let original_shown = mine(self, &original.author)
-                    && reply_visible(&self.user, &original.author, parent, follows_parent);
-                (mine(self, &item.author) && !original_shown).then(|| StreamMessage::Item {
-                    id,
-                    item: item.clone(),
-                })
-            }
-            EventType::PostUnreposted => {
-                let repost = event.field("repost")?.parse().ok()?;
-                mine(self, event.field("user")?).then(|| StreamMessage::Delete {
-                    id,
-                    posts: vec![repost],
-                    author: None,
-                })
-            }
-            EventType::PostDeleted => {
-                let post = event.field("post")?.parse().ok()?;
-                // An unknown author (its creation left the log) goes to every stream:
-                // a removal of an item a client does not hold is harmless.
-                let relevant = prepared.author.as_deref().is_none_or(|a| mine(self, a));
-                relevant.then(|| StreamMessage::Delete {
-                    id,
-                    posts: vec![post],
-                    author: None,
-                })
-            }
-            EventType::UserFollowed if event.field("follower") == Some(self.user.as_str()) => {
-                self.following.insert(event.field("followee")?.to_owned());
-                None
-            }
-            EventType::UserUnfollowed if event.field("follower") == Some(self.user.as_str()) => {
-                let followee = event.field("followee")?.to_owned();
-                self.following.remove(&followee);
-                Some(StreamMessage::Delete {
-                    id,
-                    posts: prepared.removed.clone(),
-                    author: Some(followee),
-                })
-            }
-            _ => None,
-        }
-    }
-}
+pub use super::router::{Interest, RELATIONS_RECHECK};
 
 impl Hub {
-    /// Opens `user`'s stream, resuming after `last_event_id` when given (a `reset` first
+    /// Opens `user`'s stream of their home timeline and notifications
+    /// ([`Interest::home`]), resuming after `last_event_id` when given (a `reset` first
     /// when the log no longer holds it). `NotFound` for an unknown user; `TooMany` past
     /// `events.max_streams`.
     pub async fn open_stream(
         self: &Arc<Self>,
         user: &str,
         last_event_id: Option<EventId>,
+    ) -> Result<TimelineStream, OpenError> {
+        let (_, interest) = watch::channel(Interest::home());
+        self.open_stream_for(user, last_event_id, interest).await
+    }
+
+    /// As [`Hub::open_stream`], carrying what `interest` asks for at each event: the
+    /// opener keeps its sender to change it while the stream runs (one stream, one slot
+    /// of `events.max_streams` and one buffer, however many listings it follows).
+    pub async fn open_stream_for(
+        self: &Arc<Self>,
+        user: &str,
+        last_event_id: Option<EventId>,
+        interest: watch::Receiver<Interest>,
     ) -> Result<TimelineStream, OpenError> {
         let permit = self
             .slots
@@ -264,11 +139,7 @@ impl Hub {
             }
         }
         let hidden_epoch = self.relations_epoch.load(Ordering::SeqCst);
-        let hidden = self
-            .store
-            .relations
-            .hidden(user, crate::domain::now_ms())
-            .await?;
+        let hidden = self.store.relations.hidden(user, self.now_ms()).await?;
         let router = Router {
             user: user.to_owned(),
             following,
@@ -278,14 +149,14 @@ impl Hub {
         };
         let (sender, receiver) = mpsc::channel(self.settings.stream_buffer.max(1));
         metrics::gauge!("socialite_streams_open").increment(1.0);
-        tokio::spawn(run(
-            self.clone(),
+        let task = Task {
+            hub: self.clone(),
             router,
+            interest,
             live,
-            last_event_id,
             sender,
-            (permit, closing),
-        ));
+        };
+        tokio::spawn(task.run(last_event_id, (permit, closing)));
         Ok(receiver)
     }
 }
@@ -297,30 +168,128 @@ enum End {
     Failed(StoreError),
 }
 
-async fn run(
+/// A stream's task: routes the shared tail into the stream's buffer.
+struct Task {
     hub: Arc<Hub>,
-    mut router: Router,
-    mut live: broadcast::Receiver<Delivery>,
-    resume: Option<EventId>,
+    router: Router,
+    interest: watch::Receiver<Interest>,
+    live: broadcast::Receiver<Delivery>,
     sender: mpsc::Sender<StreamMessage>,
-    (_permit, mut closing): (OwnedSemaphorePermit, watch::Receiver<bool>),
-) {
-    let end = tokio::select! {
-        end = stream(&hub, &mut router, &mut live, resume, &sender) => end,
-        _ = closing.wait_for(|closed| *closed) => End::Gone,
-    };
-    match end {
-        End::Gone => {}
-        End::Slow => {
-            hub.slow_disconnects.fetch_add(1, Ordering::SeqCst);
-            metrics::counter!("socialite_streams_slow_disconnects_total").increment(1);
-            tracing::info!(user = %router.user, "timeline stream closed: the client did not keep up");
+}
+
+impl Task {
+    async fn run(
+        mut self,
+        resume: Option<EventId>,
+        (_permit, mut closing): (OwnedSemaphorePermit, watch::Receiver<bool>),
+    ) {
+        let end = tokio::select! {
+            end = self.stream(resume) => end,
+            _ = closing.wait_for(|closed| *closed) => End::Gone,
+        };
+        let user = &self.router.user;
+        match end {
+            End::Gone => {}
+            End::Slow => {
+                self.hub.slow_disconnects.fetch_add(1, Ordering::SeqCst);
+                metrics::counter!("socialite_streams_slow_disconnects_total").increment(1);
+                tracing::info!(%user, "timeline stream closed: the client did not keep up");
+            }
+            End::Failed(error) => {
+                tracing::warn!(%user, error = %error, "timeline stream closed");
+            }
         }
-        End::Failed(error) => {
-            tracing::warn!(user = %router.user, error = %error, "timeline stream closed");
+        metrics::gauge!("socialite_streams_open").decrement(1.0);
+    }
+
+    /// The messages `prepared` makes for this stream, by its interest now.
+    fn route(&mut self, prepared: &Prepared) -> Vec<StreamMessage> {
+        let interest = self.interest.borrow();
+        self.router.route(prepared, &interest)
+    }
+
+    async fn stream(&mut self, resume: Option<EventId>) -> End {
+        let mut last = None;
+        if let Some(from) = resume {
+            match self.catch_up(from).await {
+                Ok(Ok(through)) => last = through,
+                Ok(Err(end)) => return end,
+                Err(error) => return End::Failed(error),
+            }
+        }
+        loop {
+            let delivery = tokio::select! {
+                delivery = self.live.recv() => delivery,
+                () = self.sender.closed() => return End::Gone,
+            };
+            let result = match delivery {
+                Ok(Delivery::Event(prepared)) => {
+                    if last.is_some_and(|l| prepared.event.id <= l) {
+                        continue;
+                    }
+                    last = Some(prepared.event.id);
+                    let mut sent = Ok(());
+                    for message in self.route(&prepared) {
+                        sent = match self.router.admit(&self.hub, &message).await {
+                            Ok(true) => send(&self.sender, message),
+                            Ok(false) => Ok(()),
+                            Err(error) => Err(End::Failed(error)),
+                        };
+                        if sent.is_err() {
+                            break;
+                        }
+                    }
+                    sent
+                }
+                Ok(Delivery::Reset(id)) => {
+                    last = id;
+                    send(&self.sender, StreamMessage::Reset { id })
+                }
+                Err(broadcast::error::RecvError::Lagged(_)) => Err(End::Slow),
+                Err(broadcast::error::RecvError::Closed) => Err(End::Gone),
+            };
+            if let Err(end) = result {
+                return end;
+            }
         }
     }
-    metrics::gauge!("socialite_streams_open").decrement(1.0);
+
+    /// Sends what the log holds after `from`; returns the last id covered (live events
+    /// up to it are skipped). A position the log does not hold, trimmed or never issued
+    /// (past its newest event), gives a `reset` at the current head (none while the log
+    /// is empty).
+    async fn catch_up(&mut self, from: EventId) -> StoreResult<Result<Option<EventId>, End>> {
+        let events = self.hub.store.events.clone();
+        let mut last = from;
+        // Only `from` came from the client; every later position is an id the log holds.
+        let mut read = events.events_after_issued(Some(from), CATCH_UP_PAGE).await;
+        loop {
+            let page = match read {
+                Ok(page) => page,
+                Err(StoreError::PositionLost(_)) => {
+                    let head = events.newest_event().await?;
+                    let sent = self.sender.send(StreamMessage::Reset { id: head }).await;
+                    return Ok(sent.map(|()| head).map_err(|_| End::Gone));
+                }
+                Err(error) => return Err(error),
+            };
+            let Some(newest) = page.last().map(|e| e.id) else {
+                return Ok(Ok(Some(last)));
+            };
+            // Catching up waits for the client (backpressure) rather than calling it slow.
+            for prepared in self.hub.prepare(page).await? {
+                for message in self.route(&prepared) {
+                    if self.router.admit(&self.hub, &message).await?
+                        && self.sender.send(message).await.is_err()
+                    {
+                        return Ok(Err(End::Gone));
+                    }
+                }
+            }
+            last = newest;
+            read = events.events_after(Some(last), CATCH_UP_PAGE).await;
+        }
+    }
 }
 
 fn send(sender: &mpsc::Sender<StreamMessage>, message: StreamMessage) -> Result<(), End> {
@@ -328,95 +297,4 @@ fn send(sender: &mpsc::Sender<StreamMessage>, message: StreamMessage) -> Result<
         mpsc::error::TrySendError::Full(_) => End::Slow,
         mpsc::error::TrySendError::Closed(_) => End::Gone,
     })
-}
-
-async fn stream(
-    hub: &Hub,
-    router: &mut Router,
-    live: &mut broadcast::Receiver<Delivery>,
-    resume: Option<EventId>,
-    sender: &mpsc::Sender<StreamMessage>,
-) -> End {
-    let mut last = None;
-    if let Some(from) = resume {
-        match catch_up(hub, router, from, sender).await {
-            Ok(Ok(through)) => last = through,
-            Ok(Err(end)) => return end,
-            Err(error) => return End::Failed(error),
-        }
-    }
-    loop {
-        let delivery = tokio::select! {
-            delivery = live.recv() => delivery,
-            () = sender.closed() => return End::Gone,
-        };
-        let result = match delivery {
-            Ok(Delivery::Event(prepared)) => {
-                if last.is_some_and(|l| prepared.event.id <= l) {
-                    continue;
-                }
-                last = Some(prepared.event.id);
-                let mut sent = Ok(());
-                for message in router.route(&prepared) {
-                    sent = match router.admit(hub, &message).await {
-                        Ok(true) => send(sender, message),
-                        Ok(false) => Ok(()),
-                        Err(error) => Err(End::Failed(error)),
-                    };
-                    if sent.is_err() {
-                        break;
-                    }
-                }
-                sent
-            }
-            Ok(Delivery::Reset(id)) => {
-                last = id;
-                send(sender, StreamMessage::Reset { id })
-            }
-            Err(broadcast::error::RecvError::Lagged(_)) => Err(End::Slow),
-            Err(broadcast::error::RecvError::Closed) => Err(End::Gone),
-        };
-        if let Err(end) = result {
-            return end;
-        }
-    }
-}
-
-/// Sends what the log holds after `from`; returns the last id covered (live events up
-/// to it are skipped). A position the log does not hold, trimmed or never issued (past
-/// its newest event), gives a `reset` at the current head (none while the log is empty).
-async fn catch_up(
-    hub: &Hub,
-    router: &mut Router,
-    from: EventId,
-    sender: &mpsc::Sender<StreamMessage>,
-) -> StoreResult<Result<Option<EventId>, End>> {
-    let events = &hub.store.events;
-    let mut last = from;
-    // Only `from` came from the client; every later position is an id the log holds.
-    let mut read = events.events_after_issued(Some(from), CATCH_UP_PAGE).await;
-    loop {
-        let page = match read {
-            Ok(page) => page,
-            Err(StoreError::PositionLost(_)) => {
-                let head = events.newest_event().await?;
-                let sent = sender.send(StreamMessage::Reset { id: head }).await;
-                return Ok(sent.map(|()| head).map_err(|_| End::Gone));
-            }
-            Err(error) => return Err(error),
-        };
-        let Some(newest) = page.last().map(|e| e.id) else {
-            return Ok(Ok(Some(last)));
-        };
-        // Catching up waits for the client (backpressure) rather than calling it slow.
-        for prepared in hub.prepare(page).await? {
-            for message in router.route(&prepared) {
-                if router.admit(hub, &message).await? && sender.send(message).await.is_err() {
-                    return Ok(Err(End::Gone));
-                }
-            }
-        }
-        last = newest;
-        read = events.events_after(Some(last), CATCH_UP_PAGE).await;
-    }
 }

@@ -156,7 +156,7 @@ pub struct StreamEvent {
     pub id: Option<String>,
 }
 
-fn sse(message: StreamMessage) -> SseEvent {
+fn sse(message: StreamMessage) -> Option<SseEvent> {
     let (name, id, data) = match message {
         StreamMessage::Item { id, item } => (
             "item",
@@ -193,20 +193,25 @@ fn sse(message: StreamMessage) -> SseEvent {
             id,
             Ok(r#"{"reason":"the position asked for is not in the event log (trimmed, or never issued): reload the timeline"}"#.to_owned()),
         ),
+        // The listings' messages: this stream follows none (`Interest::home`).
+        StreamMessage::Listed { .. } | StreamMessage::Unlisted { .. } => return None,
     };
     let event = SseEvent::default()
         .event(name)
         .data(data.unwrap_or_else(|_| "{}".to_owned()));
-    match id {
+    Some(match id {
         Some(id) => event.id(id.to_string()),
         None => event,
-    }
+    })
 }
 
 fn events(stream: TimelineStream) -> impl Stream<Item = Result<SseEvent, Infallible>> {
     stream::unfold(stream, |mut stream| async move {
-        let message = stream.recv().await?;
-        Some((Ok(sse(message)), stream))
+        loop {
+            if let Some(event) = sse(stream.recv().await?) {
+                return Some((Ok(event), stream));
+            }
+        }
     })
 }
 

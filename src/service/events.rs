@@ -86,6 +86,17 @@ impl EventsService {
         hub.open_stream(user, last_event_id).await
     }
 
+    /// `user`'s live stream of what `interest` asks for at each event (its sender,
+    /// kept by the caller, changes it while the stream runs).
+    pub async fn open_stream_for(
+        &self,
+        user: &str,
+        interest: tokio::sync::watch::Receiver<crate::events::Interest>,
+    ) -> Result<TimelineStream, OpenError> {
+        let hub = self.hub.as_ref().ok_or_else(log_off)?;
+        hub.open_stream_for(user, None, interest).await
+    }
+
     /// Posts per hour over the last seven days, and the live total.
     pub async fn tag(&self, tag: &str) -> StoreResult<TagCounts> {
         let from_hour = now_ms().div_euclid(HOUR_MS) - (HOURS_KEPT - 1);

@@ -295,6 +295,14 @@ pub fn routes() -> Router<AppState> {
         )
         .route("/api/v1/streaming/public", get(streaming::sse::public))
         .route("/api/v1/streaming/hashtag", get(streaming::sse::hashtag))
+        .route(
+            "/api/v1/streaming/public/local",
+            get(streaming::sse::public_local),
+        )
+        .route(
+            "/api/v1/streaming/hashtag/local",
+            get(streaming::sse::hashtag_local),
+        )
         .route("/api/v1/timelines/public", get(timelines::public))
         .route("/api/v1/timelines/tag/{hashtag}", get(timelines::tag))
         .route("/api/v1/notifications", get(notifications::notifications))

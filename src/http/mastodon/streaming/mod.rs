@@ -1,27 +1,34 @@
 //! Mastodon's streaming API as a view over the engine's live timeline streams
 //! (`events::stream`, one shared tail fanned out per process): SSE under
 //! `/api/v1/streaming/*` (`sse.rs`) and the WebSocket `/api/v1/streaming` (`ws.rs`).
-//! A connection opens at most one engine stream for its user; the engine has already
-//! applied the home timeline's rules, blocks and mutes to what it sends, and each
-//! message is rendered here with the service's batched status and notification reads.
-//!
-//! `public` and `hashtag` are accepted, but the engine's streams route by reader only
-//! (home timeline and notifications), so they carry heartbeats and no events.
+//! A connection opens at most one engine stream for its user, whatever it subscribes
+//! to: its subscriptions become the stream's `Interest` (home timeline, notifications,
+//! the public listing, tags), which the engine routes by and filters with the reader's
+//! blocks and mutes; each message is rendered here with the service's batched status
+//! and notification reads. A WebSocket holds at most [`MAX_SUBSCRIPTIONS`]; a client
+//! that lets the engine stream's buffer (`events.stream_buffer`) fill is disconnected.
 
 pub mod sse;
 pub mod ws;
 
 use axum::http::HeaderMap;
+use tokio::sync::watch;
 
 use super::Origin;
 use super::auth::{Grant, bearer_value};
 use super::entities::Status;
 use super::entities::notification::Notification;
 use super::error::MastoError;
+use crate::domain::is_tag;
 use crate::events::stream::OpenError;
-use crate::events::{StreamMessage, TimelineStream};
+use crate::events::{Interest, Listings, StreamMessage, TimelineStream};
+use crate::feed::TimelineItem;
 use crate::http::AppState;
 use crate::service::AuthError;
+
+/// Subscriptions one WebSocket may hold at once; one more is refused with an error
+/// message.
+pub const MAX_SUBSCRIPTIONS: usize = 32;
 
 /// The comment sent on an idle SSE stream, and how often a WebSocket is pinged.
 pub const HEARTBEAT: std::time::Duration = std::time::Duration::from_secs(15);
@@ -33,32 +40,48 @@ pub enum Channel {
     User,
     /// Notifications only.
     UserNotification,
-    /// Accepted; carries no events (see the module's documentation).
-    Public,
-    /// Accepted; carries no events (see the module's documentation).
-    Hashtag(String),
+    /// Every new post and deletion: `public`, or `public:local` (`local`; the same
+    /// posts, as every account is local).
+    Public { local: bool },
+    /// New posts carrying the tag, and their deletions: `hashtag`, or `hashtag:local`.
+    Hashtag { tag: String, local: bool },
+    /// A stream of what this server never has (remote posts, media attachments),
+    /// named as subscribed: accepted, never an event.
+    Empty(&'static str),
 }
 
 impl Channel {
-    /// `stream` (and `tag` for the hashtag streams), as Mastodon names them; the
-    /// `:local` and `:media` variants are the same streams here (every account is local).
+    /// `stream` (and `tag` for the hashtag streams), as Mastodon names them; 400 with
+    /// [`Channel::refusal`]'s reason otherwise.
     pub fn parse(stream: &str, tag: Option<&str>) -> Result<Channel, MastoError> {
-        let bad = |why: &str| MastoError::new(axum::http::StatusCode::BAD_REQUEST, why);
+        Channel::refusal(stream, tag)
+            .map_err(|why| MastoError::new(axum::http::StatusCode::BAD_REQUEST, why))
+    }
+
+    /// As [`Channel::parse`], refusing with the reason alone.
+    pub fn refusal(stream: &str, tag: Option<&str>) -> Result<Channel, &'static str> {
         match stream {
             "user" => Ok(Channel::User),
             "user:notification" => Ok(Channel::UserNotification),
-            "public"
-            | "public:local"
-            | "public:remote"
-            | "public:media"
-            | "public:local:media"
-            | "public:remote:media" => Ok(Channel::Public),
+            "public" => Ok(Channel::Public { local: false }),
+            "public:local" => Ok(Channel::Public { local: true }),
+            "public:remote" => Ok(Channel::Empty("public:remote")),
+            "public:media" => Ok(Channel::Empty("public:media")),
+            "public:local:media" => Ok(Channel::Empty("public:local:media")),
+            "public:remote:media" => Ok(Channel::Empty("public:remote:media")),
             "hashtag" | "hashtag:local" => match tag.map(|t| t.trim().trim_start_matches('#')) {
-                Some(tag) if !tag.is_empty() => Ok(Channel::Hashtag(tag.to_lowercase())),
-                _ => Err(bad("Missing tag name parameter")),
+                Some(tag) if !tag.is_empty() => {
+                    let tag = tag.to_lowercase();
+                    if !is_tag(&tag) {
+                        return Err("Invalid tag name: letters, digits or _, at most 64");
+                    }
+                    let local = stream == "hashtag:local";
+                    Ok(Channel::Hashtag { tag, local })
+                }
+                _ => Err("Missing tag name parameter"),
             },
-            "" => Err(bad("Missing stream name")),
-            _ => Err(bad("Unknown stream type")),
+            "" => Err("Missing stream name"),
+            _ => Err("Unknown stream type"),
         }
     }
 
@@ -75,15 +98,35 @@ impl Channel {
         match self {
             Channel::User => vec!["user".to_owned()],
             Channel::UserNotification => vec!["user:notification".to_owned()],
-            Channel::Public => vec!["public".to_owned()],
-            Channel::Hashtag(tag) => vec!["hashtag".to_owned(), tag.clone()],
+            Channel::Public { local: false } => vec!["public".to_owned()],
+            Channel::Public { local: true } => vec!["public:local".to_owned()],
+            Channel::Hashtag { tag, local } => {
+                let name = if *local { "hashtag:local" } else { "hashtag" };
+                vec![name.to_owned(), tag.clone()]
+            }
+            Channel::Empty(name) => vec![(*name).to_owned()],
         }
     }
+}
 
-    /// Whether the engine's stream of the reader feeds this channel.
-    pub fn needs_engine(&self) -> bool {
-        matches!(self, Channel::User | Channel::UserNotification)
+/// What the engine's stream must carry for `channels`; `None` when none needs it.
+pub fn interest(channels: &[Channel]) -> Option<Interest> {
+    let mut interest = Interest::default();
+    for channel in channels {
+        match channel {
+            Channel::User => {
+                interest.home = true;
+                interest.notifications = true;
+            }
+            Channel::UserNotification => interest.notifications = true,
+            Channel::Public { .. } => interest.public = true,
+            Channel::Hashtag { tag, .. } => {
+                interest.tags.insert(tag.clone());
+            }
+            Channel::Empty(_) => {}
+        }
     }
+    (interest != Interest::default()).then_some(interest)
 }
 
 /// The credential of a streaming request: `Authorization: Bearer`, else the
@@ -117,9 +160,14 @@ pub fn allowed(grant: &Grant, channel: &Channel) -> Result<(), MastoError> {
     }
 }
 
-/// Opens the engine's live stream of `user` (503 past `events.max_streams`).
-pub async fn open(state: &AppState, user: &str) -> Result<TimelineStream, MastoError> {
-    match state.events.open_stream(user, None).await {
+/// Opens the engine's live stream of `user`, carrying what `interest` asks for at each
+/// event (503 past `events.max_streams`).
+pub async fn open(
+    state: &AppState,
+    user: &str,
+    interest: watch::Receiver<Interest>,
+) -> Result<TimelineStream, MastoError> {
+    match state.events.open_stream_for(user, interest).await {
         Ok(stream) => Ok(stream),
         Err(OpenError::TooMany) => Err(MastoError::new(
             axum::http::StatusCode::SERVICE_UNAVAILABLE,
@@ -138,6 +186,16 @@ pub struct Outgoing {
     pub payload: String,
 }
 
+impl Outgoing {
+    fn new(channel: Channel, event: &'static str, payload: String) -> Outgoing {
+        Outgoing {
+            channel,
+            event,
+            payload,
+        }
+    }
+}
+
 /// What renders the engine's messages for one connection.
 pub struct Live {
     pub state: AppState,
@@ -147,9 +205,10 @@ pub struct Live {
 
 impl Live {
     /// The events `message` makes for the subscribed `channels`: `update` and `delete`
-    /// (a deleted post; the engine's removals on unfollow are not deletions) on
-    /// `user`, `notification` on `user` and `user:notification`. A post or actor gone
-    /// before the render makes nothing; a storage fault is logged and makes nothing.
+    /// (a deleted post; the engine's removals on unfollow are not deletions) on `user`,
+    /// on the public channels and on the hashtag channels of the post's tags;
+    /// `notification` on `user` and `user:notification`. A post or actor gone before
+    /// the render makes nothing; a storage fault is logged and makes nothing.
     pub async fn render(&self, message: StreamMessage, channels: &[Channel]) -> Vec<Outgoing> {
         let user_on = channels.contains(&Channel::User);
         let notifications_on = user_on || channels.contains(&Channel::UserNotification);
@@ -157,25 +216,36 @@ impl Live {
         let mut out = Vec::new();
         match message {
             StreamMessage::Item { item, .. } if user_on => {
-                match social.live_status(&self.user, item).await {
-                    Ok(Some(view)) => out.push(Outgoing {
-                        channel: Channel::User,
-                        event: "update",
-                        payload: json(&Status::new(&self.origin, &view)),
-                    }),
-                    Ok(None) => {}
-                    Err(error) => tracing::warn!(%error, "streaming: a status was not rendered"),
+                if let Some(payload) = self.status(item).await {
+                    out.push(Outgoing::new(Channel::User, "update", payload));
                 }
             }
             StreamMessage::Delete {
                 posts,
                 author: None,
                 ..
-            } if user_on => out.extend(posts.iter().map(|post| Outgoing {
-                channel: Channel::User,
-                event: "delete",
-                payload: post.to_string(),
-            })),
+            } if user_on => out.extend(
+                posts
+                    .iter()
+                    .map(|post| Outgoing::new(Channel::User, "delete", post.to_string())),
+            ),
+            StreamMessage::Listed { item, listings, .. } => {
+                let listed = listed(channels, &listings);
+                if !listed.is_empty()
+                    && let Some(payload) = self.status(item).await
+                {
+                    out.extend(
+                        listed
+                            .into_iter()
+                            .map(|c| Outgoing::new(c, "update", payload.clone())),
+                    );
+                }
+            }
+            StreamMessage::Unlisted { post, listings, .. } => out.extend(
+                listed(channels, &listings)
+                    .into_iter()
+                    .map(|c| Outgoing::new(c, "delete", post.to_string())),
+            ),
             StreamMessage::Notification {
                 notification,
                 kind,
@@ -192,11 +262,7 @@ impl Live {
                         let payload = json(&Notification::new(&self.origin, &item));
                         for channel in [Channel::User, Channel::UserNotification] {
                             if channels.contains(&channel) {
-                                out.push(Outgoing {
-                                    channel,
-                                    event: "notification",
-                                    payload: payload.clone(),
-                                });
+                                out.push(Outgoing::new(channel, "notification", payload.clone()));
                             }
                         }
                     }
@@ -210,6 +276,30 @@ impl Live {
         }
         out
     }
+
+    /// `item` as a Status's JSON, as the reader sees it.
+    async fn status(&self, item: TimelineItem) -> Option<String> {
+        match self.state.social.live_status(&self.user, item).await {
+            Ok(view) => view.map(|view| json(&Status::new(&self.origin, &view))),
+            Err(error) => {
+                tracing::warn!(%error, "streaming: a status was not rendered");
+                None
+            }
+        }
+    }
+}
+
+/// The subscribed public and hashtag channels that `listings` names.
+fn listed(channels: &[Channel], listings: &Listings) -> Vec<Channel> {
+    channels
+        .iter()
+        .filter(|channel| match channel {
+            Channel::Public { .. } => listings.public,
+            Channel::Hashtag { tag, .. } => listings.tags.contains(tag),
+            _ => false,
+        })
+        .cloned()
+        .collect()
 }
 
 fn json<T: serde::Serialize>(value: &T) -> String {

@@ -9,9 +9,10 @@ use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use futures::stream::{self, Stream};
 use serde::Deserialize;
+use tokio::sync::watch;
 use utoipa::IntoParams;
 
-use super::{Channel, HEARTBEAT, Live, allowed, open, signed_in, token};
+use super::{Channel, HEARTBEAT, Live, allowed, interest, open, signed_in, token};
 use crate::events::TimelineStream;
 use crate::http::AppState;
 use crate::http::error::Query;
@@ -80,9 +81,10 @@ async fn serve(
     let channel = channel?;
     allowed(&grant, &channel)?;
     let user = grant.user.unwrap_or_default();
-    let engine = match channel.needs_engine() {
-        true => Some(open(&state, &user).await?),
-        false => None,
+    let engine = match interest(std::slice::from_ref(&channel)) {
+        // The stream's interest never changes: the sender can go.
+        Some(wanted) => Some(open(&state, &user, watch::channel(wanted).1).await?),
+        None => None,
     };
     let live = Live {
         origin: Origin::of(&state.mastodon, &headers),
@@ -132,34 +134,55 @@ pub async fn user_notification(
     serve(state, headers, params, Ok(Channel::UserNotification)).await
 }
 
-/// Accepted so clients keep their connection, but the engine's live streams route by
-/// reader only: this stream carries `:thump` heartbeats and no events.
+/// Every new post, live: `update` (a Status) for each, and `delete` (the bare id) for
+/// each deleted post, leaving out the posts of authors the caller blocks, is blocked by
+/// or mutes (as the public timeline does). Reposts are not posts, so none comes.
 #[utoipa::path(get, path = "/api/v1/streaming/public", tag = "mastodon",
     params(StreamParams),
     security(("bearer" = [])),
     responses(
-        (status = 200, description = "`:thump` heartbeats only", body = String, content_type = "text/event-stream"),
+        (status = 200, description = "`event: update|delete` and `data:` lines; `:thump` when idle", body = String, content_type = "text/event-stream"),
         (status = 401, description = "No valid user token", body = MastoErrorBody),
         (status = 403, description = "The token lacks read:statuses", body = MastoErrorBody),
+        (status = 503, description = "Too many open streams, or the event log is off", body = MastoErrorBody),
     ))]
 pub async fn public(
     State(state): State<AppState>,
     headers: HeaderMap,
     Query(params): Query<StreamParams>,
 ) -> Result<Response, MastoError> {
-    serve(state, headers, params, Ok(Channel::Public)).await
+    serve(state, headers, params, Ok(Channel::Public { local: false })).await
 }
 
-/// Accepted so clients keep their connection, but the engine's live streams route by
-/// reader only: this stream carries `:thump` heartbeats and no events.
+/// The same stream as `/api/v1/streaming/public` (every account is local).
+#[utoipa::path(get, path = "/api/v1/streaming/public/local", tag = "mastodon",
+    params(StreamParams),
+    security(("bearer" = [])),
+    responses(
+        (status = 200, description = "`event: update|delete` and `data:` lines; `:thump` when idle", body = String, content_type = "text/event-stream"),
+        (status = 401, description = "No valid user token", body = MastoErrorBody),
+        (status = 403, description = "The token lacks read:statuses", body = MastoErrorBody),
+        (status = 503, description = "Too many open streams, or the event log is off", body = MastoErrorBody),
+    ))]
+pub async fn public_local(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    Query(params): Query<StreamParams>,
+) -> Result<Response, MastoError> {
+    serve(state, headers, params, Ok(Channel::Public { local: true })).await
+}
+
+/// The new posts carrying `tag`, live: `update` (a Status) for each and `delete` (the
+/// bare id) when one is deleted, leaving out hidden authors as the public stream does.
 #[utoipa::path(get, path = "/api/v1/streaming/hashtag", tag = "mastodon",
     params(StreamParams),
     security(("bearer" = [])),
     responses(
-        (status = 200, description = "`:thump` heartbeats only", body = String, content_type = "text/event-stream"),
-        (status = 400, description = "No `tag`", body = MastoErrorBody),
+        (status = 200, description = "`event: update|delete` and `data:` lines; `:thump` when idle", body = String, content_type = "text/event-stream"),
+        (status = 400, description = "No `tag`, or not a tag (letters, digits or `_`, at most 64)", body = MastoErrorBody),
         (status = 401, description = "No valid user token", body = MastoErrorBody),
         (status = 403, description = "The token lacks read:statuses", body = MastoErrorBody),
+        (status = 503, description = "Too many open streams, or the event log is off", body = MastoErrorBody),
     ))]
 pub async fn hashtag(
     State(state): State<AppState>,
@@ -167,5 +190,25 @@ pub async fn hashtag(
     Query(params): Query<StreamParams>,
 ) -> Result<Response, MastoError> {
     let channel = Channel::parse("hashtag", params.tag.as_deref());
+    serve(state, headers, params, channel).await
+}
+
+/// The same stream as `/api/v1/streaming/hashtag` (every account is local).
+#[utoipa::path(get, path = "/api/v1/streaming/hashtag/local", tag = "mastodon",
+    params(StreamParams),
+    security(("bearer" = [])),
+    responses(
+        (status = 200, description = "`event: update|delete` and `data:` lines; `:thump` when idle", body = String, content_type = "text/event-stream"),
+        (status = 400, description = "No `tag`, or not a tag (letters, digits or `_`, at most 64)", body = MastoErrorBody),
+        (status = 401, description = "No valid user token", body = MastoErrorBody),
+        (status = 403, description = "The token lacks read:statuses", body = MastoErrorBody),
+        (status = 503, description = "Too many open streams, or the event log is off", body = MastoErrorBody),
+    ))]
+pub async fn hashtag_local(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    Query(params): Query<StreamParams>,
+) -> Result<Response, MastoError> {
+    let channel = Channel::parse("hashtag:local", params.tag.as_deref());
     serve(state, headers, params, channel).await
 }

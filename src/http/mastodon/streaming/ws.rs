@@ -8,10 +8,14 @@ use axum::extract::ws::{Message, WebSocket, WebSocketUpgrade};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
 use serde::Deserialize;
+use tokio::sync::watch;
 use utoipa::IntoParams;
 
-use super::{Channel, HEARTBEAT, Live, Outgoing, allowed, open, signed_in, token};
-use crate::events::TimelineStream;
+use super::{
+    Channel, HEARTBEAT, Live, MAX_SUBSCRIPTIONS, Outgoing, allowed, interest, open, signed_in,
+    token,
+};
+use crate::events::{Interest, TimelineStream};
 use crate::http::AppState;
 use crate::http::error::Query;
 use crate::http::mastodon::Origin;
@@ -42,9 +46,12 @@ struct Command {
 /// Upgrades to a WebSocket carrying Mastodon's streaming messages. The token comes
 /// from `Sec-WebSocket-Protocol` (echoed back as the protocol), `access_token` or
 /// `Authorization`; a bad one is refused before the upgrade. Streams: `user` (`update`,
-/// `delete`, `notification`), `user:notification`, and `public` and `hashtag`, which
-/// are accepted but carry no events (the engine's streams route by reader only).
-/// Errors after the upgrade come as `{"error": ..., "status": ...}` messages.
+/// `delete`, `notification`), `user:notification` (`notification`), `public` and
+/// `public:local` (`update`, `delete`: every post) and `hashtag` and `hashtag:local`
+/// with `tag` (`update`, `delete`: the posts carrying it); blocks and mutes hold on
+/// every one. `public:remote` and the `:media` streams are accepted and stay quiet.
+/// At most 32 subscriptions per connection. Errors after the upgrade come as
+/// `{"error": ..., "status": ...}` messages.
 #[utoipa::path(get, path = "/api/v1/streaming", tag = "mastodon",
     params(
         SocketParams,
@@ -83,25 +90,23 @@ pub async fn socket(
         None => None,
     };
     let upgrade = upgrade.map_err(|e| MastoError::new(StatusCode::BAD_REQUEST, e.body_text()))?;
-    let user = grant.user.clone().unwrap_or_default();
-    let engine = match first.as_ref().is_some_and(Channel::needs_engine) {
-        true => Some(open(&state, &user).await?),
-        false => None,
-    };
     let live = Live {
         origin: Origin::of(&state.mastodon, &headers),
         state,
-        user,
+        user: grant.user.clone().unwrap_or_default(),
     };
-    let upgrade = match protocol {
-        Some(protocol) => upgrade.protocols([protocol.to_owned()]),
-        None => upgrade,
-    };
-    let connection = Connection {
+    let mut connection = Connection {
         live,
         grant,
         channels: first.into_iter().collect(),
-        engine,
+        engine: None,
+    };
+    // A first subscription's stream opens before the upgrade, so that a refusal is a
+    // status (503).
+    connection.follow().await?;
+    let upgrade = match protocol {
+        Some(protocol) => upgrade.protocols([protocol.to_owned()]),
+        None => upgrade,
     };
     Ok(upgrade.on_upgrade(move |socket| connection.run(socket)))
 }
@@ -110,13 +115,16 @@ struct Connection {
     live: Live,
     grant: Grant,
     channels: Vec<Channel>,
-    engine: Option<TimelineStream>,
+    /// The engine's stream, and the sender of its interest, while a channel needs it.
+    engine: Option<(TimelineStream, watch::Sender<Interest>)>,
 }
 
 /// The next message of the engine's stream; never, without one.
-async fn next(engine: &mut Option<TimelineStream>) -> Option<crate::events::StreamMessage> {
+async fn next(
+    engine: &mut Option<(TimelineStream, watch::Sender<Interest>)>,
+) -> Option<crate::events::StreamMessage> {
     match engine {
-        Some(receiver) => receiver.recv().await,
+        Some((receiver, _)) => receiver.recv().await,
         None => std::future::pending().await,
     }
 }
@@ -127,6 +135,23 @@ fn error_message(error: &MastoError, why: &str) -> Message {
 }
 
 impl Connection {
+    /// Brings the engine's stream in line with the channels: its interest changed,
+    /// opened when a channel first needs it, closed when none does any more.
+    async fn follow(&mut self) -> Result<(), MastoError> {
+        match (interest(&self.channels), &self.engine) {
+            (None, _) => self.engine = None,
+            (Some(wanted), Some((_, sender))) => {
+                sender.send_replace(wanted);
+            }
+            (Some(wanted), None) => {
+                let (sender, receiver) = watch::channel(wanted);
+                let stream = open(&self.live.state, &self.live.user, receiver).await?;
+                self.engine = Some((stream, sender));
+            }
+        }
+        Ok(())
+    }
+
     async fn run(mut self, mut socket: WebSocket) {
         let mut heartbeat = tokio::time::interval(HEARTBEAT);
         heartbeat.tick().await;
@@ -170,9 +195,12 @@ impl Connection {
                 return Some(error_message(&error, "Malformed message"));
             }
         };
-        let channel = match Channel::parse(&command.stream, command.tag.as_deref()) {
+        let channel = match Channel::refusal(&command.stream, command.tag.as_deref()) {
             Ok(channel) => channel,
-            Err(error) => return Some(error_message(&error, "Unknown stream type")),
+            Err(why) => {
+                let error = MastoError::new(StatusCode::BAD_REQUEST, why);
+                return Some(error_message(&error, why));
+            }
         };
         match command.kind.as_str() {
             "subscribe" => {
@@ -182,25 +210,28 @@ impl Connection {
                         "Access token does not have the required scopes",
                     ));
                 }
-                if channel.needs_engine() && self.engine.is_none() {
-                    match open(&self.live.state, &self.live.user).await {
-                        Ok(engine) => self.engine = Some(engine),
-                        Err(error) => {
-                            return Some(error_message(&error, "The stream could not be opened"));
-                        }
-                    }
+                if self.channels.contains(&channel) {
+                    return None;
                 }
-                if !self.channels.contains(&channel) {
-                    self.channels.push(channel);
+                if self.channels.len() >= MAX_SUBSCRIPTIONS {
+                    let error = MastoError::new(StatusCode::BAD_REQUEST, "");
+                    let why = format!(
+                        "Too many subscriptions: a connection holds at most {MAX_SUBSCRIPTIONS}"
+                    );
+                    return Some(error_message(&error, &why));
+                }
+                self.channels.push(channel);
+                if let Err(error) = self.follow().await {
+                    self.channels.pop();
+                    return Some(error_message(&error, "The stream could not be opened"));
                 }
                 None
             }
             "unsubscribe" => {
                 self.channels.retain(|c| *c != channel);
-                if !self.channels.iter().any(Channel::needs_engine) {
-                    // Frees its slot of `events.max_streams`.
-                    self.engine = None;
-                }
+                // Closing the engine's stream when no channel needs it frees its slot of
+                // `events.max_streams`; it does not fail.
+                let _ = self.follow().await;
                 None
             }
             _ => {
