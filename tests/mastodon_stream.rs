@@ -193,13 +193,16 @@ async fn the_sse_user_stream_sends_updates_and_notifications_but_nothing_hidden(
         let (event, data) = stream.next().await;
         assert_eq!(event, "notification", "{kind:?}: {data}");
         check_notification(&serde_json::from_str(&data).unwrap(), &cast);
-        // A deletion: the bare id.
+        // A deletion: the id as a JSON string (Mastodon.py parses SSE data as JSON).
         let masto = Masto::of(&server);
         let gone = masto
             .delete(&format!("/api/v1/statuses/{post}"), &cast.bo)
             .await;
         assert_eq!(gone.status, StatusCode::OK);
-        assert_eq!(stream.next().await, ("delete".to_owned(), post));
+        assert_eq!(
+            stream.next().await,
+            ("delete".to_owned(), format!("\"{post}\""))
+        );
     }
 }
 

@@ -29,7 +29,8 @@ async fn next_id(stream: &mut Sse) -> (String, String) {
             let status: Value = serde_json::from_str(&data).unwrap();
             status["id"].as_str().unwrap().to_owned()
         }
-        _ => data,
+        // A deletion's data is the id as a JSON string.
+        _ => serde_json::from_str::<String>(&data).unwrap(),
     };
     (event, id)
 }
@@ -89,7 +90,7 @@ async fn public_and_hashtag_sse_streams_carry_posts_and_their_deletions() {
             assert_eq!(
                 next_id(&mut public).await,
                 ("delete".to_owned(), post.clone()),
-                "{kind:?}: every deletion, the bare id"
+                "{kind:?}: every deletion, its id"
             );
         }
         // The untagged post's deletion comes first, but not on the tag's stream.

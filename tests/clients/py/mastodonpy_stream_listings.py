@@ -1,7 +1,7 @@
 """Mastodon.py's stream_public and stream_hashtag (SSE, /api/v1/streaming/public and
 /api/v1/streaming/hashtag): an author's posts arrive on the public stream, only the
-tagged ones on the hashtag stream (the deletion is checked by tests/mastodon_stream.rs:
-Mastodon.py's on_delete was not seen here within 30 s, not yet understood). The streams are live only once the server has them open, which the client
+tagged ones on the hashtag stream, and a deletion reaches both as on_delete with the
+status's id. The streams are live only once the server has them open, which the client
 cannot see, so the author posts again every half second (at most 60 times) until a
 tagged post has reached both."""
 
@@ -53,8 +53,13 @@ try:
     check(any(str(s.id) in plain for s in public.updates), "untagged posts arrive on the public stream")
     check(all(str(s.id) in news for s in tagged.updates), "only tagged posts on the hashtag stream", tagged.updates)
     check(all(s.account.username == alice for s in public.updates), "every update is alice's post")
+    gone = next(str(s.id) for s in tagged.updates)
+    a.status_delete(gone)
+    for listener, where in [(public, "public"), (tagged, "hashtag")]:
+        check(listener.deleted.wait(30), f"on_delete fired on the {where} stream", listener.deletes)
+        check(gone in listener.deletes, f"the {where} stream named the deleted status", listener.deletes)
 finally:
     for handle in handles:
         handle.close()
 
-passed("Mastodon.py stream_public and stream_hashtag: update")
+passed("Mastodon.py stream_public and stream_hashtag: update and delete")

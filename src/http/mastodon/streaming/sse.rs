@@ -60,7 +60,7 @@ fn events(
                     .render(message, channels)
                     .await
                     .into_iter()
-                    .map(|o| SseEvent::default().event(o.event).data(o.payload))
+                    .map(|o| SseEvent::default().event(o.event).data(sse_data(o)))
                     .collect();
             }
         },
@@ -211,4 +211,15 @@ pub async fn hashtag_local(
 ) -> Result<Response, MastoError> {
     let channel = Channel::parse("hashtag:local", params.tag.as_deref());
     serve(state, headers, params, channel).await
+}
+
+/// An event's `data`: its JSON payload; a `delete`'s id as a JSON string. Mastodon's
+/// ids are numbers, so its bare id is JSON too, and Mastodon.py parses every `data` as
+/// JSON; socialite's ids are 24 hex digits, which only a JSON string carries. (The
+/// WebSocket sends the bare id, which masto.js takes as it is.)
+fn sse_data(outgoing: super::Outgoing) -> String {
+    match outgoing.event {
+        "delete" => format!("\"{}\"", outgoing.payload),
+        _ => outgoing.payload,
+    }
 }
