@@ -4,14 +4,17 @@
 # authors with 3 posts each, a poster with 100 followers, authentication on for both,
 # rate limits off for both (all load comes from one address).
 #
-#   [ROUNDS=3] [DUR=10] [VUS=32] [AUTHORS=1000] [FOLLOWERS=100] [SOCIALITE_BIN=...] loadtest/gts_compare.sh
+#   [ROUNDS=3] [DUR=10] [VUS=32] [AUTHORS=1000] [FOLLOWERS=100] [SOCIALITE_BIN=...]
+#   [SOCIALITE_BEFORE_BIN=...] loadtest/gts_compare.sh
 #
 # Measures, under wrk, in alternating rounds (which server goes first alternates too):
 # GET /api/v1/timelines/home (default page, 20) throughput and p99; then POST
 # /api/v1/statuses by the poster at 4 connections, p50 and p99; the RSS of each server
 # after; and the bytes of one home page. Writes loadtest/results/gts-DATE.md. Data and
 # logs in target/gts-compare/ (removed first). Minutes, mostly GoToSocial's account
-# creation and sign-ins: not run in CI.
+# creation and sign-ins: not run in CI. With SOCIALITE_BEFORE_BIN, a second socialite
+# (that binary, its own file, the same data) reads in every round too, as "before":
+# two builds beside one GoToSocial set-up (its accounts take the longest).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
@@ -43,6 +46,16 @@ SOCIALITE_STORAGE__PATH="$work/socialite.db" SOCIALITE_AUTH__MODE=token \
 s_pid=$!
 pids+=("$s_pid")
 s_base="$(await_listening "$work/socialite.log" "$s_pid")"
+b_base=""
+if [[ -n "${SOCIALITE_BEFORE_BIN:-}" ]]; then
+  SOCIALITE_STORAGE__PATH="$work/before.db" SOCIALITE_AUTH__MODE=token \
+    SOCIALITE_RATE__IP_PER_MIN=0 SOCIALITE_RATE__WRITES_PER_MIN=0 SOCIALITE_RATE__READS_PER_MIN=0 \
+    RUST_LOG=warn,socialite=info NO_COLOR=1 "$SOCIALITE_BEFORE_BIN" serve --listen 127.0.0.1:0 \
+    > "$work/before.log" 2>&1 &
+  b_pid=$!
+  pids+=("$b_pid")
+  b_base="$(await_listening "$work/before.log" "$b_pid")"
+fi
 
 # GoToSocial: SQLite (WAL), plain HTTP on this machine, rate limits and throttling off.
 g_port="$(free_port)"
@@ -95,6 +108,7 @@ start_gts
 
 echo "gts_compare: the same data through the Mastodon API on both" >&2
 python3 loadtest/gts_data.py socialite "$s_base" > "$work/socialite-data.json"
+[[ -n "$b_base" ]] && python3 loadtest/gts_data.py socialite "$b_base" > "$work/before-data.json"
 python3 loadtest/gts_data.py gotosocial "$g_base" "$password" > "$work/gts-data.json"
 token() { python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])' "$1" "$2"; }
 
@@ -136,6 +150,12 @@ for _ in 1 2 3; do
   curl -fs -A wrk -H "Authorization: Bearer $s_reader" "$s_base$home" > "$work/socialite-page.json"
   curl -fs -A wrk -H "Authorization: Bearer $g_reader" "$g_base$home" > "$work/gts-page.json"
 done
+if [[ -n "$b_base" ]]; then
+  b_reader="$(token "$work/before-data.json" reader)"
+  for _ in 1 2 3; do
+    curl -fs -A wrk -H "Authorization: Bearer $b_reader" "$b_base$home" > /dev/null
+  done
+fi
 s_bytes="$(wc -c < "$work/socialite-page.json")" g_bytes="$(wc -c < "$work/gts-page.json")"
 s_items="$(python3 -c 'import json,sys; print(len(json.load(open(sys.argv[1]))))' "$work/socialite-page.json")"
 g_items="$(python3 -c 'import json,sys; print(len(json.load(open(sys.argv[1]))))' "$work/gts-page.json")"
@@ -144,9 +164,12 @@ rows=()
 for ((r = 1; r <= rounds; r++)); do
   order=(socialite gotosocial)
   (( r % 2 == 0 )) && order=(gotosocial socialite)
+  [[ -n "$b_base" ]] && order+=(before)
   for who in "${order[@]}"; do
     if [[ "$who" == socialite ]]; then
       rows+=("read $r socialite $(wrk_run "read-s-$r" "$s_base$home" "$s_reader" "$vus" "$dur")")
+    elif [[ "$who" == before ]]; then
+      rows+=("read $r before $(wrk_run "read-b-$r" "$b_base$home" "$b_reader" "$vus" "$dur")")
     else
       rows+=("read $r gotosocial $(wrk_run "read-g-$r" "$g_base$home" "$g_reader" "$vus" "$dur")")
     fi
@@ -193,6 +216,9 @@ lines = [
 ]
 sr, gr = med("read", "socialite", 0), med("read", "gotosocial", 0)
 lines.append(f"| home timeline, req/s | {sr:.0f} | {gr:.0f} | {sr / gr:.1f}× |")
+if ("read", "before") in table:
+    br = med("read", "before", 0)
+    lines.append(f"| home timeline, req/s, SOCIALITE_BEFORE_BIN | {br:.0f} | {gr:.0f} | {br / gr:.1f}× |")
 sp, gp = med("read", "socialite", 2), med("read", "gotosocial", 2)
 lines.append(f"| home timeline, p99 ms | {sp:.2f} | {gp:.2f} | {sp / gp:.2f}× |")
 for q, i in (("p50", 1), ("p99", 2)):

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Usage: [STRATEGY=cache|hybrid] [THRESHOLD=N] [HIDDEN=N] loadtest/read_cost.sh [ROUNDS] [NAME=BINARY ...]
+# Usage: [VIEW=v1|mastodon] [STRATEGY=cache|hybrid] [THRESHOLD=N] [HIDDEN=N] loadtest/read_cost.sh [ROUNDS] [NAME=BINARY ...]
 # What a warm timeline read costs the server, for comparing builds on a noisy machine:
 # for each binary in turn (default: this tree's release build), ROUNDS times (2), a
 # server over a fresh copy of one seeded data set (10,000 users, max-follows 200, 20
@@ -11,7 +11,9 @@
 # timelines. Prints per arm the throughput and the server's CPU time (user + system,
 # from /proc) per request served (the CPU figure moves with the code, the throughput as
 # much with the machine), and the share of reads served as kept pages
-# (`socialite_page_memo_hits_total`). With HIDDEN=N, every reader hides N accounts
+# (`socialite_page_memo_hits_total`). With VIEW=mastodon the reads (warm-up and wrk)
+# are the same users' Mastodon home timeline, `/api/v1/timelines/home?limit=20`, and
+# the kept share is `socialite_masto_page_hits_total`'s. With HIDDEN=N, every reader hides N accounts
 # before the reads: N/2 blocks of accounts they do not follow and N/2 mutes, a tenth of
 # those of accounts they follow (so that pages lose entries to the filter), written
 # into the seeded file directly, as a load of blocks and mutes would (where one
@@ -28,6 +30,12 @@ if (( $# == 0 )); then
 fi
 command -v wrk > /dev/null || { echo "wrk is needed (apt-get install wrk)" >&2; exit 1; }
 strategy="${STRATEGY:-cache}"
+view="${VIEW:-v1}"
+case "$view" in
+  v1) read_mode=read kept_metric=socialite_page_memo_hits_total ;;
+  mastodon) read_mode=masto kept_metric=socialite_masto_page_hits_total ;;
+  *) echo "read_cost: VIEW must be v1 or mastodon, got $view" >&2; exit 1 ;;
+esac
 dir="$root/target/read-cost/$strategy"
 mkdir -p "$dir"
 export SOCIALITE_AUTH__MODE=token SOCIALITE_FEED__STRATEGY="$strategy"
@@ -91,11 +99,13 @@ for round in $(seq 1 "$rounds"); do
       "$bin" serve --listen 127.0.0.1:0 > "$dir/server.log" 2>&1 &
     pid=$!
     base="$(await_listening "$dir/server.log" "$pid")"
-    python3 - "$base" "$dir/users" <<'PY'
+    python3 - "$base" "$dir/users" "$view" <<'PY'
 import sys, urllib.request
 for line in open(sys.argv[2]):
     user, token = line.split()
-    request = urllib.request.Request(f"{sys.argv[1]}/v1/users/{user}/timeline?limit=20",
+    path = {"v1": f"/v1/users/{user}/timeline?limit=20",
+            "mastodon": "/api/v1/timelines/home?limit=20"}[sys.argv[3]]
+    request = urllib.request.Request(f"{sys.argv[1]}{path}",
                                      headers={"Authorization": "Bearer " + token})
     for _ in range(2):  # builds the cache, then keeps the rendered page
         urllib.request.urlopen(request).read()
@@ -103,9 +113,9 @@ PY
     c0="$(cpu_ticks)"
     wrk -t2 -c32 -d"${DUR:-10}s" -s loadtest/scale_wrk.lua "$base" -- healthz > "$dir/healthz.txt"
     c1="$(cpu_ticks)"
-    wrk -t2 -c32 -d"${DUR:-10}s" -s loadtest/scale_wrk.lua "$base" -- read "$dir/users" > "$dir/read.txt"
+    wrk -t2 -c32 -d"${DUR:-10}s" -s loadtest/scale_wrk.lua "$base" -- "$read_mode" "$dir/users" > "$dir/read.txt"
     c2="$(cpu_ticks)"
-    kept="$( (curl -fsS "$base/metrics" || true) | awk '/^socialite_page_memo_hits_total / {print $2}')"
+    kept="$( (curl -fsS "$base/metrics" || true) | awk -v m="$kept_metric" '$1 == m {print $2}')"
     python3 - "$name" "$round" "$dir/healthz.txt" "$dir/read.txt" "$c0" "$c1" "$c2" "$(getconf CLK_TCK)" "${kept:-0}" <<'PY'
 import json, sys
 name, round_, healthz, read = sys.argv[1:5]

@@ -3,6 +3,7 @@
 --   healthz: GET /healthz
 --   read:    page 1 of the timeline of a random line of USERS_FILE ("id token" lines),
 --            with that user's bearer token
+--   masto:   the same users' Mastodon home timeline, /api/v1/timelines/home?limit=20
 --   get:     MODE PATH TOKEN: GET PATH with that bearer token (grouped_notifications.sh)
 -- Every request is formatted once, in init(): request() only picks one, in both modes,
 -- so the generator's Lua costs the shared cores the same small amount per request
@@ -16,6 +17,12 @@ function init(args)
     for line in io.lines(args[2]) do
       local id, token = line:match("^(%S+) (%S+)$")
       requests[#requests + 1] = wrk.format("GET", "/v1/users/" .. id .. "/timeline?limit=20",
+        { ["Authorization"] = "Bearer " .. token })
+    end
+  elseif mode == "masto" then
+    for line in io.lines(args[2]) do
+      local _, token = line:match("^(%S+) (%S+)$")
+      requests[#requests + 1] = wrk.format("GET", "/api/v1/timelines/home?limit=20",
         { ["Authorization"] = "Bearer " .. token })
     end
   elseif mode == "get" then

@@ -134,6 +134,11 @@ pub async fn build_state_with_clock(
             },
             token_cache_ttl: config.auth.token_cache_ttl.0,
         })
+        .with_mastodon_pages(crate::service::MastoPageSettings {
+            mib: config.mastodon.page_memo_mib,
+            max_age_ms: i64::try_from(config.mastodon.kept_page_max_age.0.as_millis())
+                .unwrap_or(i64::MAX),
+        })
         .with_clock(clock.clone())
         .with_streams(hub.clone());
     Ok(AppState {

@@ -7,6 +7,8 @@ mod client;
 mod common;
 #[path = "mastodon/engagement.rs"]
 mod engagement;
+#[path = "mastodon/kept_pages.rs"]
+mod kept_pages;
 #[path = "mastodon/notifications.rs"]
 mod notifications;
 #[path = "mastodon/statuses.rs"]

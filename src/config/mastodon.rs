@@ -27,6 +27,13 @@ pub struct MastodonConfig {
     pub signin_failures_per_address: u32,
     /// How long failed sign-ins count, from the first.
     pub signin_failure_window: HumanDuration,
+    /// MiB of rendered home timeline pages (as statuses) each process keeps; 0 keeps
+    /// none.
+    pub page_memo_mib: u32,
+    /// How long a kept home page may be served after it was rendered: its counts and
+    /// the viewer's likes made through other processes are at most this old; 0 keeps
+    /// none.
+    pub kept_page_max_age: HumanDuration,
 }
 
 impl Default for MastodonConfig {
@@ -38,6 +45,8 @@ impl Default for MastodonConfig {
             signin_failures_per_account: 5,
             signin_failures_per_address: 20,
             signin_failure_window: HumanDuration(Duration::from_secs(15 * 60)),
+            page_memo_mib: 128,
+            kept_page_max_age: HumanDuration(Duration::from_secs(10)),
         }
     }
 }
@@ -68,6 +77,18 @@ impl MastodonConfig {
         let window = self.signin_failure_window.0;
         if window < Duration::from_secs(1) || window > Duration::from_secs(24 * 3600) {
             bail!("mastodon.signin_failure_window must be 1s to 24h");
+        }
+        if self.page_memo_mib > 4096 {
+            bail!(
+                "mastodon.page_memo_mib must be at most 4096, got {}",
+                self.page_memo_mib
+            );
+        }
+        if self.kept_page_max_age.0 > Duration::from_secs(300) {
+            bail!(
+                "mastodon.kept_page_max_age must be at most 5m (it is how old a kept page's \
+                 counts may be)"
+            );
         }
         Ok(())
     }

@@ -3,6 +3,7 @@
 
 use std::sync::Arc;
 
+use super::masto_pages::ActEpochs;
 use crate::domain::{Activity, ActivityLimits, ActivityPage, ActivityType, PostId, now_ms};
 use crate::store::{Store, StoreError, StoreResult};
 use crate::workers::Wakers;
@@ -11,6 +12,8 @@ pub struct ActivityLog {
     store: Store,
     limits: ActivityLimits,
     wakers: Arc<Wakers>,
+    /// Each liker's likes and unlikes written here, for the Mastodon view's kept pages.
+    epochs: ActEpochs,
 }
 
 impl ActivityLog {
@@ -19,7 +22,12 @@ impl ActivityLog {
             store,
             limits,
             wakers,
+            epochs: ActEpochs::default(),
         }
+    }
+
+    pub(super) fn epochs(&self) -> &ActEpochs {
+        &self.epochs
     }
 
     /// Appends an entry directly, outside the change feed: for tests and benchmarks of
@@ -39,7 +47,9 @@ impl ActivityLog {
     /// Likes a post; a new like reaches the activity log through the change feed.
     /// `NotFound` when the user or the post is unknown.
     pub async fn like(&self, user: &str, post: PostId) -> StoreResult<()> {
-        if self.store.activity.like(user, post, now_ms()).await? {
+        let new = self.store.activity.like(user, post, now_ms()).await?;
+        self.epochs.bump(user);
+        if new {
             self.wakers.wake_all();
         }
         Ok(())
@@ -51,6 +61,7 @@ impl ActivityLog {
             return Err(StoreError::NotFound(format!("user {user}")));
         }
         self.store.activity.unlike(user, post).await?;
+        self.epochs.bump(user);
         Ok(())
     }
 

@@ -8,8 +8,6 @@
 
 use std::collections::{HashMap, HashSet};
 
-use futures::future::try_join_all;
-
 use super::Social;
 use crate::domain::{Post, PostId, User, now_ms};
 use crate::store::{StoreError, StoreResult};
@@ -108,17 +106,13 @@ pub fn cut_at_since<T, C>(
 }
 
 impl Social {
-    /// The profiles of `ids` (distinct), one read each, run together.
+    /// The profiles of `ids` (distinct), in one read.
     pub(super) async fn profiles(&self, ids: &[&str]) -> StoreResult<HashMap<String, User>> {
-        let mut ids: Vec<&str> = ids.to_vec();
+        let mut ids: Vec<String> = ids.iter().map(|id| (*id).to_owned()).collect();
         ids.sort_unstable();
         ids.dedup();
-        let users = try_join_all(ids.iter().map(|id| self.store.users.user(id))).await?;
-        Ok(users
-            .into_iter()
-            .flatten()
-            .map(|u| (u.id.clone(), u))
-            .collect())
+        let users = self.store.users.users(&ids).await?;
+        Ok(users.into_iter().map(|u| (u.id.clone(), u)).collect())
     }
 
     /// `entries` as `viewer` sees them, in order. An entry whose author (or reposter)

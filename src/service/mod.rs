@@ -15,6 +15,7 @@ mod idempotency;
 mod listings;
 mod masto_listings;
 pub mod masto_notifications;
+mod masto_pages;
 pub mod masto_stream;
 pub mod mastodon;
 pub mod notifications;
@@ -42,6 +43,7 @@ pub use discovery::{Found, SearchFor};
 pub use engagement::{liker_cursor, parse_liker_cursor};
 pub use events::{EventPage, EventsService, Window};
 pub use idempotency::{KeyedPost, POST_KEY_TTL_MS};
+pub use masto_pages::MastoPageSettings;
 pub use notifications::Notifications;
 pub use relations::MuteRequest;
 pub use relationships::RelationshipView;
@@ -76,6 +78,8 @@ pub struct Social {
     store: Store,
     timelines: Timelines,
     pages: pages::PageMemo,
+    /// The Mastodon home timeline's kept pages (`masto_pages.rs`).
+    masto_pages: masto_pages::MastoPages,
     activity: ActivityLog,
     notifications: Notifications,
     auth: Auth,
@@ -101,6 +105,10 @@ impl Social {
         Social {
             timelines: Timelines::new(store.clone(), feed),
             pages: pages::PageMemo::new(feed.page_memo_mib),
+            masto_pages: masto_pages::MastoPages::new(MastoPageSettings {
+                mib: 0,
+                max_age_ms: 0,
+            }),
             activity: ActivityLog::new(store.clone(), limits, wakers.clone()),
             notifications: Notifications::new(store.clone()),
             auth: Auth::new(&store, AuthSettings::default()),

@@ -205,8 +205,9 @@ impl Social {
         &self,
         ids: &[impl AsRef<str>],
     ) -> StoreResult<Vec<User>> {
-        let users = try_join_all(ids.iter().map(|id| self.store.users.user(id.as_ref()))).await?;
-        Ok(users.into_iter().flatten().collect())
+        let wanted: Vec<&str> = ids.iter().map(AsRef::as_ref).collect();
+        let mut found = self.profiles(&wanted).await?;
+        Ok(wanted.iter().filter_map(|id| found.remove(*id)).collect())
     }
 
     /// [`Social::follow_list`] with each listed user's profile.

@@ -42,6 +42,8 @@ pub trait UserStore: Send + Sync + 'static {
     /// `Conflict` when the id is taken.
     async fn create_user(&self, user: &NewUser) -> StoreResult<User>;
     async fn user(&self, id: &str) -> StoreResult<Option<User>>;
+    /// The existing users among `ids`, in one read (any order; unknown ids left out).
+    async fn users(&self, ids: &[String]) -> StoreResult<Vec<User>>;
     /// `None` when the user is unknown.
     async fn rename_user(&self, id: &str, display_name: &str) -> StoreResult<Option<User>>;
     /// The existing users among `authors`, with their display names and whether `reader`

@@ -5,8 +5,9 @@
 //! left out.
 
 use axum::extract::{Path, State};
-use axum::http::HeaderMap;
+use axum::http::{HeaderMap, HeaderValue, header};
 use axum::response::{IntoResponse, Response};
+use bytes::Bytes;
 
 use super::Origin;
 use serde::Deserialize;
@@ -42,8 +43,21 @@ pub async fn home(
 ) -> Result<Response, MastoError> {
     let user = auth.user()?;
     let (range, limit) = params.home_range()?;
-    let page = state.social.home_statuses(user, range, limit).await?;
     let origin = Origin::of(&state.mastodon, &headers);
+    if let HomeRange::Older {
+        before,
+        since: None,
+    } = range
+    {
+        let kept = state
+            .social
+            .rendered_home_statuses(user, before, limit, origin.base(), |page| {
+                kept_body(&origin, limit, &page)
+            })
+            .await?;
+        return Ok(kept_response(kept));
+    }
+    let page = state.social.home_statuses(user, range, limit).await?;
     let link = link_header(
         &origin,
         "/api/v1/timelines/home",
@@ -53,6 +67,33 @@ pub async fn home(
         page.items.first().map(|s| s.id()),
     );
     Ok(linked(Json(statuses(&origin, &page.items)), link))
+}
+
+/// A home page as it is kept: its `Link` value, a newline, then its JSON (which has no
+/// raw newline), so that a kept page answers with both.
+fn kept_body(origin: &Origin, limit: usize, page: &StatusPage) -> anyhow::Result<Bytes> {
+    let link = link_header(
+        origin,
+        "/api/v1/timelines/home",
+        &[],
+        limit,
+        page.next,
+        page.items.first().map(|s| s.id()),
+    );
+    let mut body = link.map_or_else(Vec::new, |l| l.as_bytes().to_vec());
+    body.push(b'\n');
+    serde_json::to_writer(&mut body, &statuses(origin, &page.items))?;
+    Ok(body.into())
+}
+
+/// The response of a [`kept_body`].
+fn kept_response(kept: Bytes) -> Response {
+    let split = kept.iter().position(|b| *b == b'\n').unwrap_or(0);
+    let json = kept.slice((split + 1).min(kept.len())..);
+    let link = HeaderValue::from_maybe_shared(kept.slice(..split))
+        .ok()
+        .filter(|l| !l.is_empty());
+    linked(([(header::CONTENT_TYPE, "application/json")], json), link)
 }
 
 /// What the public timeline takes besides paging.

@@ -92,6 +92,29 @@ impl UserStore for EmbeddedStore {
         self.read_inline(move |conn| Ok(get_user(conn, &id)?)).await
     }
 
+    async fn users(&self, ids: &[String]) -> StoreResult<Vec<User>> {
+        if ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let ids = ids.to_vec();
+        self.read_inline(move |conn| {
+            let mut found = Vec::with_capacity(ids.len());
+            for chunk in ids.chunks(IN_CHUNK) {
+                let sql = format!(
+                    "SELECT {USER_COLUMNS} FROM users WHERE id IN ({})",
+                    placeholders(chunk.len())
+                );
+                let mut stmt = conn.prepare_cached(&sql)?;
+                let rows = stmt.query_map(rusqlite::params_from_iter(chunk), user_from_row)?;
+                for row in rows {
+                    found.push(row?);
+                }
+            }
+            Ok(found)
+        })
+        .await
+    }
+
     async fn rename_user(&self, id: &str, display_name: &str) -> StoreResult<Option<User>> {
         let (id, name) = (id.to_owned(), display_name.to_owned());
         self.write(move |tx| {

@@ -115,7 +115,7 @@ impl MongoStore {
     }
 
     /// The users that exist among `ids`, in no particular order.
-    pub(super) async fn users(&self, ids: &[String]) -> StoreResult<Vec<User>> {
+    pub(super) async fn users_among(&self, ids: &[String]) -> StoreResult<Vec<User>> {
         if ids.is_empty() {
             return Ok(Vec::new());
         }
@@ -168,6 +168,10 @@ impl UserStore for MongoStore {
         found.as_ref().map(user_from).transpose()
     }
 
+    async fn users(&self, ids: &[String]) -> StoreResult<Vec<User>> {
+        self.users_among(ids).await
+    }
+
     /// One `update_one` that sets the name and bumps the version, so no counter `$inc`
     /// can make it fail or retry, then a read of the profile as it stands. (Not
     /// `findOneAndUpdate`: the test stand-in leaves it out of the oplog, and so out of
@@ -191,8 +195,10 @@ impl UserStore for MongoStore {
 
     /// Two queries, run at once.
     async fn authors(&self, reader: &str, authors: &[String]) -> StoreResult<Vec<AuthorView>> {
-        let (users, followed) =
-            futures::try_join!(self.users(authors), self.followed_among(reader, authors))?;
+        let (users, followed) = futures::try_join!(
+            self.users_among(authors),
+            self.followed_among(reader, authors)
+        )?;
         let followed: std::collections::HashSet<String> = followed.into_iter().collect();
         Ok(users
             .into_iter()

@@ -36,6 +36,10 @@ impl UserStore for FailingUsers {
         self.check()?;
         self.inner.user(id).await
     }
+    async fn users(&self, ids: &[String]) -> StoreResult<Vec<User>> {
+        self.check()?;
+        self.inner.users(ids).await
+    }
     async fn rename_user(&self, id: &str, display_name: &str) -> StoreResult<Option<User>> {
         self.check()?;
         self.inner.rename_user(id, display_name).await
@@ -91,6 +95,9 @@ impl UserStore for PausingUsers {
     }
     async fn user(&self, id: &str) -> StoreResult<Option<User>> {
         self.inner.user(id).await
+    }
+    async fn users(&self, ids: &[String]) -> StoreResult<Vec<User>> {
+        self.inner.users(ids).await
     }
     async fn rename_user(&self, id: &str, display_name: &str) -> StoreResult<Option<User>> {
         self.inner.rename_user(id, display_name).await

@@ -107,7 +107,7 @@ impl MongoStore {
         &self,
         authors: &[String],
     ) -> StoreResult<HashMap<String, NameStamp>> {
-        let users = self.users(authors).await?;
+        let users = self.users_among(authors).await?;
         Ok(users
             .iter()
             .map(|u| (u.id.clone(), u.name_stamp()))

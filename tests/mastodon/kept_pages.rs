@@ -1,0 +1,148 @@
+//! Kept home pages of the Mastodon view (`service::masto_pages`): what docs/mastodon.md
+//! promises of them. Immediate on the next read: the reader's own like and unlike, a
+//! rename of a shown author, a block, a delete, a new post. Within
+//! `mastodon.kept_page_max_age`: other users' likes (and the other counts). The
+//! embedded store keeps pages (it has cache versions), MongoDB serves every read fresh;
+//! both must answer the same from the points the rules name.
+
+use std::sync::Arc;
+
+use reqwest::StatusCode;
+use serde_json::{Value, json};
+use socialite::domain::now_ms;
+use socialite::workers::ManualClock;
+
+use super::client::{Answer, Masto};
+use crate::common::{Kind, TestServer, fresh_config, kinds};
+
+const HOME: &str = "/api/v1/timelines/home?limit=4";
+
+/// The page's statuses by id: (favourited, favourites_count, display name).
+fn shown(page: &Answer) -> Vec<(String, bool, u64, String)> {
+    page.body
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| {
+            (
+                s["id"].as_str().unwrap().to_owned(),
+                s["favourited"].as_bool().unwrap(),
+                s["favourites_count"].as_u64().unwrap(),
+                s["account"]["display_name"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect()
+}
+
+fn ids(page: &Answer) -> Vec<String> {
+    shown(page).into_iter().map(|s| s.0).collect()
+}
+
+fn of<'a>(page: &'a [(String, bool, u64, String)], id: &str) -> &'a (String, bool, u64, String) {
+    page.iter().find(|s| s.0 == id).expect("shown")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_kept_home_page_shows_what_the_rules_make_immediate_on_the_next_read() {
+    for kind in kinds("a_kept_home_page_shows_what_the_rules_make_immediate_on_the_next_read") {
+        let test = fresh_config(kind);
+        let max_age_ms = test.config.mastodon.kept_page_max_age.0.as_millis() as i64;
+        assert!(max_age_ms > 0, "kept pages are on by default");
+        let clock = Arc::new(ManualClock::at(now_ms()));
+        let server = TestServer::start_with_clock(test, clock.clone()).await;
+        let api = server.api();
+        for u in ["al", "bo", "cy"] {
+            api.user(u).await;
+        }
+        for followee in ["bo", "cy"] {
+            let (status, _) = api.put(&format!("/v1/users/al/following/{followee}")).await;
+            assert_eq!(status, StatusCode::NO_CONTENT);
+        }
+        let (al, bo, cy) = (api.token("al"), api.token("bo"), api.token("cy"));
+        let masto = Masto::of(&server);
+        let mut posted = Vec::new();
+        for i in 0..3 {
+            posted.push(masto.toot(&bo, &format!("bo {i}")).await["id"].clone());
+        }
+        let newest = posted[2].as_str().unwrap().to_owned();
+        server.settle().await;
+        let read = || masto.get(HOME, Some(&al));
+        // The first read builds al's cache; the next is read from it and kept.
+        read().await;
+        let first = read().await;
+        assert_eq!(first.status, StatusCode::OK, "{}", first.body);
+        assert_eq!(ids(&first).len(), 3);
+
+        // Someone else's like: within the max age (kept pages hold the count).
+        let liked = masto
+            .form(&format!("/api/v1/statuses/{newest}/favourite"), &cy, &[])
+            .await;
+        assert_eq!(liked.status, StatusCode::OK);
+        let kept = read().await;
+        assert_eq!(
+            kept.link(),
+            first.link(),
+            "{kind:?}: a kept page keeps its Link"
+        );
+        let count = of(&shown(&kept), &newest).2;
+        match kind {
+            Kind::Embedded => assert_eq!(count, 0, "the page was kept"),
+            _ => assert_eq!(count, 1, "MongoDB keeps no pages"),
+        }
+        clock.advance(max_age_ms);
+        let aged = shown(&read().await);
+        assert_eq!(of(&aged, &newest).2, 1, "{kind:?}: past the max age");
+
+        // The reader's own like and unlike: on the next read.
+        let mine = masto
+            .form(&format!("/api/v1/statuses/{newest}/favourite"), &al, &[])
+            .await;
+        assert_eq!(mine.status, StatusCode::OK);
+        let page = shown(&read().await);
+        assert!(of(&page, &newest).1, "{kind:?}: own like at once");
+        assert_eq!(of(&page, &newest).2, 2, "{kind:?}");
+        let undone = masto
+            .form(&format!("/api/v1/statuses/{newest}/unfavourite"), &al, &[])
+            .await;
+        assert_eq!(undone.status, StatusCode::OK);
+        let page = shown(&read().await);
+        assert!(!of(&page, &newest).1, "{kind:?}: own unlike at once");
+
+        // A rename of a shown author: on the next read.
+        let (status, _) = api
+            .patch("/v1/users/bo", json!({"display_name": "Bo Renamed"}))
+            .await;
+        assert_eq!(status, StatusCode::OK);
+        let page = shown(&read().await);
+        assert!(
+            page.iter().all(|s| s.3 == "Bo Renamed"),
+            "{kind:?}: {page:?}"
+        );
+        server.settle().await;
+        read().await;
+
+        // A new post, a delete, a block: on the next read.
+        let from_cy = masto.toot(&cy, "cy 0").await["id"].clone();
+        let page = ids(&read().await);
+        assert_eq!(page[0], from_cy.as_str().unwrap(), "{kind:?}: a new post");
+        let deleted = masto
+            .delete(&format!("/api/v1/statuses/{newest}"), &bo)
+            .await;
+        assert_eq!(deleted.status, StatusCode::OK);
+        let page = ids(&read().await);
+        assert!(!page.contains(&newest), "{kind:?}: a delete");
+        let blocked = masto.form("/api/v1/accounts/cy/block", &al, &[]).await;
+        assert_eq!(blocked.status, StatusCode::OK, "{}", blocked.body);
+        let page = ids(&read().await);
+        assert!(
+            !page.contains(&from_cy.as_str().unwrap().to_owned()),
+            "{kind:?}: a block"
+        );
+        let expected: Vec<Value> = posted[..2].iter().rev().cloned().collect();
+        assert_eq!(
+            page.iter().map(|s| json!(s)).collect::<Vec<_>>(),
+            expected,
+            "{kind:?}"
+        );
+    }
+}
