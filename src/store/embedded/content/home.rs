@@ -104,15 +104,16 @@ pub(in crate::store::embedded) fn merge_newest<T>(
 /// below `?2` (one seek of the `(author, id)` index each): each followee is looked up
 /// once in the user's mutes and in the blocks both ways (primary keys and
 /// `blocks_by_other`). The user is never hidden from themself.
-pub(in crate::store::embedded) const SHOWN_AUTHORS: &str = "SELECT a.author,
-        (SELECT id FROM posts WHERE author = a.author AND id < ?2 ORDER BY id DESC LIMIT 1)
-     FROM (SELECT f.followee AS author FROM follows AS f
-            WHERE f.follower = ?1
-              AND NOT EXISTS (SELECT 1 FROM mutes AS m WHERE m.user = ?1 AND m.other = f.followee
-                               AND (m.until_ms IS NULL OR m.until_ms > ?3))
-              AND NOT EXISTS (SELECT 1 FROM blocks AS b WHERE b.user = ?1 AND b.other = f.followee)
-              AND NOT EXISTS (SELECT 1 FROM blocks AS b WHERE b.user = f.followee AND b.other = ?1)
-           UNION ALL SELECT ?1) AS a";
+pub(in crate::store::embedded) const SHOWN_AUTHORS: &str = "SELECT f.followee,
+        (SELECT id FROM posts WHERE author = f.followee AND id < ?2 ORDER BY id DESC LIMIT 1)
+     FROM follows AS f
+     WHERE f.follower = ?1
+       AND NOT EXISTS (SELECT 1 FROM mutes AS m WHERE m.user = ?1 AND m.other = f.followee
+                        AND (m.until_ms IS NULL OR m.until_ms > ?3))
+       AND NOT EXISTS (SELECT 1 FROM blocks AS b WHERE b.user = ?1 AND b.other = f.followee)
+       AND NOT EXISTS (SELECT 1 FROM blocks AS b WHERE b.user = f.followee AND b.other = ?1)
+     UNION ALL
+     SELECT ?1, (SELECT id FROM posts WHERE author = ?1 AND id < ?2 ORDER BY id DESC LIMIT 1)";
 
 /// One post by its id, with its author's name as this read finds it (their id when
 /// they have no profile, as a page names them).
