@@ -33,6 +33,26 @@ pub(super) const TAG_INDEX_AFTER: &str = "SELECT tag, count(*) FROM post_tags WH
 pub(super) const TAGS_AFTER: &str =
     "SELECT tag, total FROM tags WHERE tag > ?1 ORDER BY tag LIMIT ?2";
 
+impl EmbeddedStore {
+    /// A page of `(tag, count)` rows from `sql` (`?1` the tag after, `?2` the limit).
+    async fn tag_counts(
+        &self,
+        sql: &'static str,
+        after: Option<&str>,
+        limit: usize,
+    ) -> StoreResult<Vec<(String, u64)>> {
+        let after = text_after(after).to_owned();
+        self.read(move |conn| {
+            let mut stmt = conn.prepare_cached(sql)?;
+            let rows = stmt.query_map(params![after, limit as i64], |r| {
+                Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?.max(0) as u64))
+            })?;
+            Ok(rows.collect::<rusqlite::Result<_>>()?)
+        })
+        .await
+    }
+}
+
 #[async_trait]
 impl AuditStore for EmbeddedStore {
     async fn user_count(&self) -> StoreResult<u64> {
@@ -105,15 +125,7 @@ impl AuditStore for EmbeddedStore {
         after: Option<&str>,
         limit: usize,
     ) -> StoreResult<Vec<(String, u64)>> {
-        let after = text_after(after).to_owned();
-        self.read(move |conn| {
-            let mut stmt = conn.prepare_cached(TAGS_AFTER)?;
-            let rows = stmt.query_map(params![after, limit as i64], |r| {
-                Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?.max(0) as u64))
-            })?;
-            Ok(rows.collect::<rusqlite::Result<_>>()?)
-        })
-        .await
+        self.tag_counts(TAGS_AFTER, after, limit).await
     }
 
     async fn tag_index_totals(
@@ -121,15 +133,7 @@ impl AuditStore for EmbeddedStore {
         after: Option<&str>,
         limit: usize,
     ) -> StoreResult<Vec<(String, u64)>> {
-        let after = text_after(after).to_owned();
-        self.read(move |conn| {
-            let mut stmt = conn.prepare_cached(TAG_INDEX_AFTER)?;
-            let rows = stmt.query_map(params![after, limit as i64], |r| {
-                Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?.max(0) as u64))
-            })?;
-            Ok(rows.collect::<rusqlite::Result<_>>()?)
-        })
-        .await
+        self.tag_counts(TAG_INDEX_AFTER, after, limit).await
     }
 
     async fn reindex_tags(&self) -> StoreResult<u64> {

@@ -34,17 +34,7 @@ pub(in crate::store::embedded) fn tags_schema(conn: &Connection) -> rusqlite::Re
     }
     conn.execute_batch("SAVEPOINT post_tags;")?;
     let filled = (|| {
-        let mut read = conn.prepare("SELECT id, text FROM posts WHERE instr(text, '#') > 0")?;
-        let mut insert =
-            conn.prepare("INSERT OR IGNORE INTO post_tags (tag, post) VALUES (?1, ?2)")?;
-        let mut rows = read.query([])?;
-        while let Some(row) = rows.next()? {
-            let id: Vec<u8> = row.get(0)?;
-            let text: String = row.get(1)?;
-            for tag in hashtags(&text) {
-                insert.execute(params![tag, id])?;
-            }
-        }
+        fill_from_posts(conn, "post_tags")?;
         conn.execute(
             "INSERT OR IGNORE INTO meta (key, value) VALUES (?1, 1)",
             [BACKFILLED],
@@ -134,19 +124,7 @@ pub(in crate::store::embedded) fn reindex(tx: &Transaction<'_>) -> rusqlite::Res
              PRIMARY KEY (tag, post)) WITHOUT ROWID;
          DELETE FROM temp.want_tags;",
     )?;
-    {
-        let mut read = tx.prepare("SELECT id, text FROM posts WHERE instr(text, '#') > 0")?;
-        let mut insert =
-            tx.prepare("INSERT OR IGNORE INTO temp.want_tags (tag, post) VALUES (?1, ?2)")?;
-        let mut rows = read.query([])?;
-        while let Some(row) = rows.next()? {
-            let id: Vec<u8> = row.get(0)?;
-            let text: String = row.get(1)?;
-            for tag in hashtags(&text) {
-                insert.execute(params![tag, id])?;
-            }
-        }
-    }
+    fill_from_posts(tx, "temp.want_tags")?;
     let changed: i64 = tx.query_row(
         "SELECT count(DISTINCT post) FROM (
              SELECT post FROM (SELECT tag, post FROM post_tags
@@ -164,4 +142,22 @@ pub(in crate::store::embedded) fn reindex(tx: &Transaction<'_>) -> rusqlite::Res
          DELETE FROM temp.want_tags;",
     )?;
     Ok(changed.max(0) as u64)
+}
+
+/// Writes into `table` (`tag`, `post`) one row per hashtag of every post, as
+/// `domain::hashtags` parses its text: the index's backfill and its rewrite.
+fn fill_from_posts(conn: &Connection, table: &str) -> rusqlite::Result<()> {
+    let mut read = conn.prepare("SELECT id, text FROM posts WHERE instr(text, '#') > 0")?;
+    let mut insert = conn.prepare(&format!(
+        "INSERT OR IGNORE INTO {table} (tag, post) VALUES (?1, ?2)"
+    ))?;
+    let mut rows = read.query([])?;
+    while let Some(row) = rows.next()? {
+        let id: Vec<u8> = row.get(0)?;
+        let text: String = row.get(1)?;
+        for tag in hashtags(&text) {
+            insert.execute(params![tag, id])?;
+        }
+    }
+    Ok(())
 }
