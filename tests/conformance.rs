@@ -26,6 +26,8 @@ mod reposts;
 mod timelines;
 #[path = "conformance/tokens.rs"]
 mod tokens;
+#[path = "conformance/users.rs"]
+mod users;
 
 use common::{TestStore, fresh_store, kinds};
 use socialite::domain::{FeedStrategy, PostId};

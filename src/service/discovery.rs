@@ -1,6 +1,6 @@
 //! What the Mastodon view's discovery endpoints read: the trending hashtags with their
-//! last week of counts, and search by exact account id or hashtag. The store has no
-//! index of users by id prefix or name, so account search finds one exact id only.
+//! last week of counts, and search of accounts by id prefix (one range of the id index;
+//! display names are not indexed, so not searched) and of a hashtag by its name.
 
 use futures::future::try_join_all;
 
@@ -44,17 +44,14 @@ impl Social {
         try_join_all(top.iter().map(|(tag, _)| trends.tag_counts(tag, from_hour))).await
     }
 
-    /// The account whose id is `query` (a leading `@` and a trailing `@domain` are the
-    /// caller's to strip) and the hashtag `query` (without `#`, any case) when it has
-    /// live posts.
-    pub async fn search(&self, query: &str, what: SearchFor) -> StoreResult<Found> {
+    /// The first `limit` accounts whose id starts with `query` (a leading `@` and a
+    /// trailing `@domain` are the caller's to strip), by id, so an exact match comes
+    /// first; and the hashtag `query` (without `#`, any case) when it has live posts.
+    pub async fn search(&self, query: &str, what: SearchFor, limit: usize) -> StoreResult<Found> {
         let mut found = Found::default();
         let id = query.trim_start_matches('@');
-        if what.accounts
-            && crate::domain::validate_user_id(id).is_ok()
-            && let Some(user) = self.store.users.user(id).await?
-        {
-            found.accounts.push(user);
+        if what.accounts && crate::domain::validate_user_id(id).is_ok() {
+            found.accounts = self.store.users.users_by_prefix(id, limit).await?;
         }
         let tag = query.trim_start_matches('#').to_lowercase();
         if what.hashtags && is_tag(&tag) {

@@ -44,6 +44,9 @@ pub trait UserStore: Send + Sync + 'static {
     async fn user(&self, id: &str) -> StoreResult<Option<User>>;
     /// The existing users among `ids`, in one read (any order; unknown ids left out).
     async fn users(&self, ids: &[String]) -> StoreResult<Vec<User>>;
+    /// The users whose id starts with `prefix` (a valid user id), by id ascending, at
+    /// most `limit`: one range of the id index, between `prefix` and [`prefix_end`].
+    async fn users_by_prefix(&self, prefix: &str, limit: usize) -> StoreResult<Vec<User>>;
     /// `None` when the user is unknown.
     async fn rename_user(&self, id: &str, display_name: &str) -> StoreResult<Option<User>>;
     /// The existing users among `authors`, with their display names and whether `reader`
@@ -68,4 +71,15 @@ pub trait UserStore: Send + Sync + 'static {
     /// `replies_count` from the posts answering it (MongoDB: each write guarded by the
     /// count it replaces). Returns how many users and posts were written.
     async fn recount_all(&self, fence: &Fence) -> StoreResult<u64>;
+}
+
+/// The least id above every id starting with `prefix` (a valid user id, so ASCII
+/// letters, digits and `_`): `prefix` with its last byte moved on by one. Ids compare
+/// bytewise on both stores.
+pub fn prefix_end(prefix: &str) -> String {
+    let mut end = prefix.as_bytes().to_vec();
+    if let Some(last) = end.last_mut() {
+        *last += 1;
+    }
+    String::from_utf8(end).expect("an ASCII id stays ASCII")
 }

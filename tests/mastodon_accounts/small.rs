@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use reqwest::{Method, StatusCode};
-use serde_json::json;
+use serde_json::{Value, json};
 use socialite::workers::ManualClock;
 
 use super::common::{Kind, TestServer, fresh_config};
@@ -225,7 +225,7 @@ async fn multipart_forms_register_accounts_and_refuse_files() {
 }
 
 /// Trends come from the real hashtag counts, with a week of daily history, newest day
-/// first; search finds an exact account id and an exact hashtag, never statuses.
+/// first; search finds accounts by id prefix and an exact hashtag, never statuses.
 #[tokio::test]
 async fn trends_and_search_read_the_real_counts() {
     for kind in super::common::event_log_kinds("trends").await {
@@ -279,16 +279,44 @@ async fn trends_and_search_read_the_real_counts() {
         assert_eq!(tag["hashtags"][0]["name"], "rust", "{kind:?}");
         assert_eq!(tag["hashtags"][0]["history"][0]["uses"], "3");
         assert_eq!(tag["accounts"], json!([]));
-        let nothing = client.get("/api/v2/search?q=bo", Some(&ann)).await;
+        // Accounts by id prefix, by id (an exact match first), at most `limit`.
+        client.user("bobby", None).await;
+        client.user("bo_", None).await;
+        let prefix = client.get("/api/v2/search?q=%40bo", Some(&ann)).await;
+        let ids = |v: &Value| -> Vec<String> {
+            v["accounts"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|a| a["id"].as_str().unwrap().to_owned())
+                .collect()
+        };
+        assert_eq!(
+            ids(&prefix.expect(StatusCode::OK)),
+            ["bo_", "bob", "bobby"],
+            "{kind:?}"
+        );
+        let one = client.get("/api/v2/search?q=bob&limit=1", Some(&ann)).await;
+        assert_eq!(ids(&one.expect(StatusCode::OK)), ["bob"], "{kind:?}");
+        let nothing = client.get("/api/v2/search?q=bz", Some(&ann)).await;
         assert_eq!(nothing.expect(StatusCode::OK)["accounts"], json!([]));
         let bad = client
             .get("/api/v2/search?q=bob&type=people", Some(&ann))
             .await;
         bad.expect(StatusCode::UNPROCESSABLE_ENTITY);
-        client
-            .get("/api/v2/search?q=bob", None)
-            .await
-            .expect(StatusCode::UNAUTHORIZED);
+        // Without a token, as on Mastodon: found, but not with `resolve` or `offset`.
+        let anonymous = client.get("/api/v2/search?q=bobb", None).await;
+        assert_eq!(
+            ids(&anonymous.expect(StatusCode::OK)),
+            ["bobby"],
+            "{kind:?}"
+        );
+        for query in ["q=bob&resolve=true", "q=bob&offset=0"] {
+            client
+                .get(&format!("/api/v2/search?{query}"), None)
+                .await
+                .expect(StatusCode::UNAUTHORIZED);
+        }
         server.stop().await;
     }
 }

@@ -1,20 +1,20 @@
 //! `GET /api/v2/search` and the trending hashtags (`/api/v1/trends/tags`, with
-//! `/api/v1/trends` its older name). Search finds an account by its exact id (the store
-//! has no index by id prefix or display name) and a hashtag by its exact name; it finds
-//! no statuses. `resolve` is ignored: nothing federates.
+//! `/api/v1/trends` its older name). Search finds accounts by id prefix (display names
+//! are not indexed) and a hashtag by its exact name; it finds no statuses. `resolve` is
+//! ignored: nothing federates.
 //!
 //! A Tag's `history` is its last seven days, newest first, from the hourly counts the
 //! aggregates worker keeps. `accounts` there is the day's posts: distinct authors are
 //! not counted, so it is an upper bound (docs/mastodon.md says so).
 
 use axum::extract::State;
-use axum::http::HeaderMap;
+use axum::http::{HeaderMap, StatusCode};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use utoipa::{IntoParams, ToSchema};
 
 use super::Origin;
-use super::auth::{ReadSearch, Scoped};
+use super::auth::{MaybeScoped, ReadSearch};
 use super::entities::{Account, Tag};
 use super::error::{MastoError, MastoErrorBody};
 use crate::http::AppState;
@@ -123,19 +123,20 @@ pub async fn trends(
 #[derive(Debug, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
 pub struct SearchQuery {
-    /// An account id (`alice`, `@alice`, `alice@` this domain) or a hashtag (`rust`,
-    /// `#rust`).
+    /// The start of an account id (`ali`, `@alice`, `alice@` this domain) or a hashtag
+    /// (`rust`, `#rust`).
     pub q: String,
     /// `accounts`, `hashtags` or `statuses`; all when absent.
     #[param(value_type = Option<String>, pattern = "^(accounts|hashtags|statuses)$")]
     pub r#type: Option<String>,
-    /// Ignored: nothing federates.
+    /// Ignored (nothing federates), but `true` needs a token, as on Mastodon.
     #[param(value_type = Option<bool>)]
     pub resolve: Option<String>,
-    /// 1–40, default 20 (at most one account and one tag match).
+    /// 1–40, default 20: the accounts found, at most (at most one tag matches).
     #[param(value_type = Option<u32>, minimum = 1)]
     pub limit: Option<String>,
-    /// Past 0, nothing is found: every match is on the first page.
+    /// Past 0, nothing is found: every match is on the first page. Needs a token, as on
+    /// Mastodon.
     #[param(value_type = Option<u32>)]
     pub offset: Option<String>,
 }
@@ -149,30 +150,39 @@ pub struct SearchResults {
     pub hashtags: Vec<Tag>,
 }
 
-/// Search by exact account id and exact hashtag; statuses are not searched.
+/// Search accounts by id prefix (by id, so an exact match first) and a hashtag by its
+/// name; statuses are not searched. Without a token, as on Mastodon, only without
+/// `resolve` and `offset`.
 #[utoipa::path(get, path = "/api/v2/search", tag = "mastodon",
-    security(("bearer" = [])),
+    security((), ("bearer" = [])),
     params(SearchQuery),
     responses(
         (status = 200, description = "What was found", body = SearchResults),
         (status = 400, description = "No q", body = MastoErrorBody),
-        (status = 401, description = "No valid token", body = MastoErrorBody),
+        (status = 401, description = "An invalid token, or none with resolve=true or an offset", body = MastoErrorBody),
         (status = 403, description = "The token lacks read:search", body = MastoErrorBody),
         (status = 422, description = "An unknown type, a bad limit or offset", body = MastoErrorBody),
     ))]
 pub async fn search(
     State(state): State<AppState>,
     headers: HeaderMap,
-    _auth: Scoped<ReadSearch>,
+    reader: MaybeScoped<ReadSearch>,
     Query(query): Query<SearchQuery>,
 ) -> Result<Json<SearchResults>, MastoError> {
-    limit(query.limit.as_deref(), 20, 40)?;
+    let limit = limit(query.limit.as_deref(), 20, 40)?;
     let offset = match query.offset.as_deref().filter(|o| !o.is_empty()) {
         None => 0,
         Some(raw) => raw.parse::<u64>().map_err(|_| {
             MastoError::unprocessable(format!("offset must be a whole number, got {raw:?}"))
         })?,
     };
+    let resolve = matches!(query.resolve.as_deref(), Some("true" | "1" | "on"));
+    if reader.0.is_none() && (resolve || query.offset.is_some()) {
+        return Err(MastoError::new(
+            StatusCode::UNAUTHORIZED,
+            "Search queries that resolve or use offset require a token",
+        ));
+    }
     let what = match query.r#type.as_deref().filter(|t| !t.is_empty()) {
         None => SearchFor {
             accounts: true,
@@ -205,7 +215,7 @@ pub async fn search(
         None => q,
     };
     let found = match offset {
-        0 if !q.is_empty() => state.social.search(q, what).await?,
+        0 if !q.is_empty() => state.social.search(q, what, limit).await?,
         _ => Default::default(),
     };
     let now = crate::domain::now_ms();

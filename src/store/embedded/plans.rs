@@ -37,6 +37,7 @@ fn every_paged_read_seeks_its_index() {
     super::set_up(&conn).unwrap();
     let mut paged: Vec<String> = vec![
         audit::USERS_AFTER.clone(),
+        super::users::USERS_BY_PREFIX.clone(),
         audit::FOLLOW_EDGES.into(),
         audit::LIKES_OF.into(),
         audit::POSTS_AFTER.into(),

@@ -8,6 +8,7 @@ use super::leases::check_fence;
 use super::timelines::{names, versions};
 use super::{EmbeddedStore, IN_CHUNK, placeholders, record_change};
 use crate::domain::{AuthorView, ChangeOp, Fence, NewUser, User};
+use crate::store::users::prefix_end;
 use crate::store::{Counted, Recount, StoreError, StoreResult, UserStore};
 
 /// One user's counters' version and counts from the sources, read in one statement (one
@@ -58,6 +59,11 @@ pub(super) fn user_from_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<User> {
 
 pub(super) const USER_COLUMNS: &str =
     "id, display_name, followers_count, following_count, posts_count, created_at, version";
+
+/// A range of the id index (`plans.rs` checks that it seeks).
+pub(super) static USERS_BY_PREFIX: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+    format!("SELECT {USER_COLUMNS} FROM users WHERE id >= ?1 AND id < ?2 ORDER BY id LIMIT ?3")
+});
 
 fn get_user(conn: &Connection, id: &str) -> rusqlite::Result<Option<User>> {
     conn.prepare_cached(&format!("SELECT {USER_COLUMNS} FROM users WHERE id = ?1"))?
@@ -111,6 +117,16 @@ impl UserStore for EmbeddedStore {
                 }
             }
             Ok(found)
+        })
+        .await
+    }
+
+    async fn users_by_prefix(&self, prefix: &str, limit: usize) -> StoreResult<Vec<User>> {
+        let (from, to) = (prefix.to_owned(), prefix_end(prefix));
+        self.read_inline(move |conn| {
+            let mut stmt = conn.prepare_cached(&USERS_BY_PREFIX)?;
+            let rows = stmt.query_map(params![from, to, limit as i64], user_from_row)?;
+            Ok(rows.collect::<rusqlite::Result<_>>()?)
         })
         .await
     }

@@ -12,6 +12,7 @@ use mongodb::bson::{Bson, Document, doc};
 
 use super::{COUNTER_VERSION, MongoStore, all, db_error, insert_new, int, user_from};
 use crate::domain::{AuthorView, Fence, NewUser, User};
+use crate::store::users::prefix_end;
 use crate::store::{Counted, Counter, Recount, StoreError, StoreResult, UserStore};
 
 /// Users recounted at once.
@@ -170,6 +171,18 @@ impl UserStore for MongoStore {
 
     async fn users(&self, ids: &[String]) -> StoreResult<Vec<User>> {
         self.users_among(ids).await
+    }
+
+    /// A range of `_id` (bytewise, the default collation), sorted by it.
+    async fn users_by_prefix(&self, prefix: &str, limit: usize) -> StoreResult<Vec<User>> {
+        let range = doc! { "$gte": prefix, "$lt": prefix_end(prefix) };
+        let docs = all(self
+            .users_coll()
+            .find(doc! { "_id": range })
+            .sort(doc! { "_id": 1 })
+            .limit(i64::try_from(limit).unwrap_or(i64::MAX)))
+        .await?;
+        docs.iter().map(user_from).collect()
     }
 
     /// One `update_one` that sets the name and bumps the version, so no counter `$inc`

@@ -40,6 +40,10 @@ impl UserStore for FailingUsers {
         self.check()?;
         self.inner.users(ids).await
     }
+    async fn users_by_prefix(&self, prefix: &str, limit: usize) -> StoreResult<Vec<User>> {
+        self.check()?;
+        self.inner.users_by_prefix(prefix, limit).await
+    }
     async fn rename_user(&self, id: &str, display_name: &str) -> StoreResult<Option<User>> {
         self.check()?;
         self.inner.rename_user(id, display_name).await
@@ -98,6 +102,9 @@ impl UserStore for PausingUsers {
     }
     async fn users(&self, ids: &[String]) -> StoreResult<Vec<User>> {
         self.inner.users(ids).await
+    }
+    async fn users_by_prefix(&self, prefix: &str, limit: usize) -> StoreResult<Vec<User>> {
+        self.inner.users_by_prefix(prefix, limit).await
     }
     async fn rename_user(&self, id: &str, display_name: &str) -> StoreResult<Option<User>> {
         self.inner.rename_user(id, display_name).await
