@@ -35,12 +35,14 @@ impl StatusFilter {
 }
 
 impl Social {
-    /// One page of `author`'s statuses as `viewer` sees them, below `before`.
+    /// One page of `author`'s statuses as `viewer` (none: anonymous) sees them, below
+    /// `before`; with `since`, the page ends at the first status at or below it.
     pub async fn account_statuses(
         &self,
         author: &str,
-        viewer: &str,
+        viewer: Option<&str>,
         before: Option<PostId>,
+        since: Option<PostId>,
         limit: usize,
         filter: StatusFilter,
     ) -> StoreResult<StatusPage> {
@@ -48,10 +50,14 @@ impl Social {
         let mut cursor = before;
         let mut next = None;
         'rounds: for round in 0..MAX_ROUNDS {
-            let page = self.post_list(author, Some(viewer), cursor, limit).await?;
+            let page = self.post_list(author, viewer, cursor, limit).await?;
             let read = page.items.len();
             for (i, listed) in page.items.into_iter().enumerate() {
                 let id = listed.id();
+                if since.is_some_and(|since| id <= since) {
+                    next = None;
+                    break 'rounds;
+                }
                 if filter.keeps(&listed) {
                     entries.push(match listed {
                         Listed::Post(post) => Entry::Post(post),
@@ -77,7 +83,7 @@ impl Social {
             }
         }
         Ok(StatusPage {
-            items: self.views(Some(viewer), entries).await?,
+            items: self.views(viewer, entries).await?,
             next,
         })
     }

@@ -221,12 +221,16 @@ impl Social {
     }
 
     /// Deletes `caller`'s post and answers it as it was: `NotFound` when it does not
-    /// exist (or is hidden from the caller), `Forbidden` when it is someone else's.
+    /// exist, is hidden from the caller, or is someone else's (Mastodon looks the status
+    /// up among the caller's own, so another's is "not found" rather than forbidden).
     pub async fn delete_status(&self, caller: &str, id: PostId) -> StoreResult<StatusView> {
         let view = self.status(Some(caller), id).await?;
-        match self.delete_post_as(id, Some(caller)).await? {
-            Some(_) => Ok(view),
-            None => Err(StoreError::NotFound(format!("post {id}"))),
+        match self.delete_post_as(id, Some(caller)).await {
+            Ok(Some(_)) => Ok(view),
+            Ok(None) | Err(StoreError::Forbidden(_)) => {
+                Err(StoreError::NotFound(format!("post {id}")))
+            }
+            Err(other) => Err(other),
         }
     }
 

@@ -119,9 +119,14 @@ async fn statuses_are_created_read_liked_reposted_and_deleted() {
         assert_eq!(undone.body["id"], id.as_str());
         assert_eq!(undone.body["reblogged"], false);
 
-        // Only the author deletes; the answer carries the source text.
+        // Only the author deletes (another's status is not found, as on Mastodon, and
+        // stays); the answer carries the source text.
         let refused = masto.delete(&format!("/api/v1/statuses/{id}"), &bo).await;
-        assert_eq!(refused.status, StatusCode::FORBIDDEN, "{}", refused.body);
+        assert_eq!(refused.status, StatusCode::NOT_FOUND, "{}", refused.body);
+        let kept = masto
+            .get(&format!("/api/v1/statuses/{id}"), Some(&al))
+            .await;
+        assert_eq!(kept.status, StatusCode::OK, "{}", kept.body);
         let deleted = masto.delete(&format!("/api/v1/statuses/{id}"), &al).await;
         assert_eq!(deleted.status, StatusCode::OK, "{}", deleted.body);
         assert_eq!(deleted.body["text"], "hi @bo & <all> #Rust");

@@ -364,6 +364,48 @@ async fn an_accounts_statuses_filter_replies_and_reblogs_and_walk_by_link() {
             [&last, &own_reply, &root].map(String::clone),
             "{kind:?}"
         );
+        // Readable without a token, as on Mastodon; `since_id` cuts the newest page
+        // there; the `Link` names no `prev` page, since `min_id` is not served here.
+        let anonymous = client
+            .get("/api/v1/accounts/ann/statuses?limit=40", None)
+            .await;
+        assert_eq!(ids(&anonymous.expect(StatusCode::OK)), all, "{kind:?}");
+        let since = client
+            .get(
+                &format!("/api/v1/accounts/ann/statuses?limit=1&since_id={other_reply}"),
+                Some(&bob),
+            )
+            .await;
+        assert_eq!(
+            ids(&since.expect(StatusCode::OK)),
+            std::slice::from_ref(&last),
+            "{kind:?}"
+        );
+        let link = since.header("link").unwrap_or_default();
+        assert!(!link.contains("rel=\"prev\""), "{kind:?}: {link}");
+        let newest = client
+            .get(
+                &format!("/api/v1/accounts/ann/statuses?since_id={other_reply}"),
+                Some(&bob),
+            )
+            .await;
+        assert_eq!(
+            ids(&newest.expect(StatusCode::OK)),
+            [last.clone(), reblog.clone()],
+            "{kind:?}: cut at since_id"
+        );
+        assert_eq!(
+            newest.header("link"),
+            None,
+            "{kind:?}: nothing below a cut page"
+        );
+        client
+            .get(
+                &format!("/api/v1/accounts/ann/statuses?min_id={root}"),
+                Some(&bob),
+            )
+            .await
+            .expect(StatusCode::UNPROCESSABLE_ENTITY);
         let pinned = client
             .get("/api/v1/accounts/ann/statuses?pinned=true", Some(&bob))
             .await;

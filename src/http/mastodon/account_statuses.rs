@@ -1,5 +1,6 @@
 //! `GET /api/v1/accounts/{id}/statuses`: the account's posts and reposts as statuses,
-//! newest first, paged with `max_id` and a `Link` header (next first).
+//! newest first, paged with `max_id` (and `since_id`, a cut of the newest page) and a
+//! `Link` header with `next` only (no `prev`: `min_id` is not served here).
 
 use axum::extract::{Path, State};
 use axum::http::HeaderMap;
@@ -10,7 +11,7 @@ use utoipa::IntoParams;
 
 use super::Origin;
 use super::accounts::account_id;
-use super::auth::{ReadStatuses, Scoped};
+use super::auth::{MaybeScoped, ReadStatuses};
 use super::entities::{Status, status::statuses as render};
 use super::error::{MastoError, MastoErrorBody};
 use super::form::truthy;
@@ -40,26 +41,27 @@ pub struct StatusFilters {
 }
 
 /// The account's statuses, newest first; empty when the account blocks the caller.
+/// Readable without a token, as on Mastodon.
 #[utoipa::path(get, path = "/api/v1/accounts/{id}/statuses", tag = "mastodon",
-    security(("bearer" = [])),
+    security((), ("bearer" = [])),
     params(("id" = String, Path, description = "The user id"), PageParams, StatusFilters),
     responses(
-        (status = 200, description = "A page of statuses; `Link` has the next page first, then the previous",
-            body = Vec<Status>, headers(("Link" = String, description = "`<...max_id=X>; rel=\"next\", <...min_id=Y>; rel=\"prev\"`"))),
-        (status = 401, description = "No valid token", body = MastoErrorBody),
+        (status = 200, description = "A page of statuses; `Link` has the next page (no prev: min_id is not served here)",
+            body = Vec<Status>, headers(("Link" = String, description = "`<...max_id=X>; rel=\"next\"`"))),
+        (status = 401, description = "An invalid token (tokens are optional)", body = MastoErrorBody),
         (status = 403, description = "The token lacks read:statuses", body = MastoErrorBody),
         (status = 404, description = "No such account", body = MastoErrorBody),
-        (status = 422, description = "A bad limit or id, since_id or min_id (not supported), or an app's token", body = MastoErrorBody),
+        (status = 422, description = "A bad limit or id, or min_id (not supported here)", body = MastoErrorBody),
     ))]
 pub async fn statuses(
     State(state): State<AppState>,
     headers: HeaderMap,
-    auth: Scoped<ReadStatuses>,
+    reader: MaybeScoped<ReadStatuses>,
     Path(id): Path<String>,
     Query(params): Query<PageParams>,
     Query(filters): Query<StatusFilters>,
 ) -> Result<Response, MastoError> {
-    let viewer = auth.user()?;
+    let viewer = reader.viewer();
     let id = account_id(&id)?;
     let paging = params.paging()?;
     let origin = Origin::of(&state.mastodon, &headers);
@@ -74,7 +76,14 @@ pub async fn statuses(
     };
     let page = state
         .social
-        .account_statuses(id, viewer, paging.max_id, paging.limit, filter)
+        .account_statuses(
+            id,
+            viewer,
+            paging.max_id,
+            paging.since_id,
+            paging.limit,
+            filter,
+        )
         .await?;
     let mut extra = Vec::new();
     for (name, on) in [
@@ -91,7 +100,7 @@ pub async fn statuses(
         &extra,
         paging.limit,
         page.next,
-        page.items.first().map(|s| s.id()),
+        None,
     );
     Ok(linked(Json(render(&origin, &page.items)), link))
 }

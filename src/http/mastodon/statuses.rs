@@ -206,8 +206,8 @@ pub async fn get_status(
     responses(
         (status = 200, description = "The deleted status, with `text`", body = Status),
         (status = 401, description = "No valid token", body = MastoErrorBody),
-        (status = 403, description = "The token lacks write:statuses, or the status is someone else's", body = MastoErrorBody),
-        (status = 404, description = "Unknown or already deleted", body = MastoErrorBody),
+        (status = 403, description = "The token lacks write:statuses", body = MastoErrorBody),
+        (status = 404, description = "Unknown, already deleted, or someone else's (as on Mastodon)", body = MastoErrorBody),
         (status = 422, description = "An app's token (no user)", body = MastoErrorBody),
     ))]
 pub async fn delete_status(
