@@ -1,13 +1,14 @@
 //! Post creation under an `Idempotency-Key`, on both stores: one post per (author, key)
 //! within an hour by the service's clock, the first post answered to every retry
 //! whatever its body, concurrent retries making one post, a failed insert keeping no
-//! key, and (MongoDB) a claim left by a crash completed by the retry.
+//! key, a post deleted before its key was marked done not posted again by a retry, and
+//! (MongoDB) a claim left by a crash completed by the retry.
 
 mod common;
 
 use std::sync::Arc;
 
-use common::{TestServer, fresh_config, fresh_store, kinds};
+use common::{Kind, TestServer, fresh_config, fresh_store, kinds};
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 use socialite::domain::PostId;
@@ -169,6 +170,74 @@ async fn a_failed_insert_keeps_no_key() {
         let answer = social.post_once("ann", "a post", None, "k").await.unwrap();
         assert!(answer.created, "{kind:?}: the refused request kept the key");
         assert_eq!(answer.post.text, "a post");
+    }
+}
+
+/// A post stored under a key and deleted before its key was marked done (MongoDB: the
+/// first request held there, as a crash or a slow request leaves it; embedded: one
+/// transaction, so the delete comes after it), then retried with the key within the
+/// hour: the retry answers that the post is gone, and nothing is posted again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_post_deleted_before_its_key_is_done_is_not_posted_again() {
+    for kind in kinds("a_post_deleted_before_its_key_is_done_is_not_posted_again") {
+        let t = fresh_store(kind).await;
+        // A name of its own: gates are process-wide, keyed by the author.
+        let ann = "deleted_before_done";
+        common::create_user(&t.store, ann).await;
+        let social = Arc::new(common::social(t.store.clone(), &FeedSettings::default()));
+        let gate = (kind == Kind::Mongo).then(|| socialite::faults::hold("post_key.inserted", ann));
+        let mut first = Some({
+            let social = social.clone();
+            tokio::spawn(async move { social.post_once(ann, "first", None, "k").await })
+        });
+        let mut answered = None;
+        match &gate {
+            Some(gate) => gate.reached.notified().await,
+            None => answered = Some(first.take().unwrap().await.unwrap()),
+        }
+        let posts = t
+            .store
+            .content
+            .posts_by_author(ann, None, 10)
+            .await
+            .unwrap();
+        assert_eq!(posts.len(), 1, "{kind:?}: {posts:?}");
+        let id = posts[0].id;
+        assert!(social.delete_post(id).await.unwrap().is_some(), "{kind:?}");
+
+        let retry = social.post_once(ann, "retried", None, "k").await;
+        assert!(
+            matches!(retry, Err(StoreError::NotFound(_))),
+            "{kind:?}: a retry after the delete answered {retry:?}"
+        );
+        if let Some(gate) = &gate {
+            gate.release.notify_one();
+        }
+        let first = match first {
+            Some(first) => first.await.unwrap(),
+            None => answered.unwrap(),
+        };
+        // The first request stored the post; it answers it, or (when it saw the delete
+        // before answering) that it is gone; never another post.
+        match &first {
+            Ok(answer) => assert_eq!(answer.post.id, id, "{kind:?}"),
+            Err(StoreError::NotFound(_)) => {}
+            Err(other) => panic!("{kind:?}: {other:?}"),
+        }
+        let again = social.post_once(ann, "again", None, "k").await;
+        assert!(
+            matches!(again, Err(StoreError::NotFound(_))),
+            "{kind:?}: {again:?}"
+        );
+        let posts = t
+            .store
+            .content
+            .posts_by_author(ann, None, 10)
+            .await
+            .unwrap();
+        assert!(posts.is_empty(), "{kind:?}: posted again: {posts:?}");
+        let user = t.store.users.user(ann).await.unwrap().unwrap();
+        assert_eq!(user.posts_count, 0, "{kind:?}");
     }
 }
 

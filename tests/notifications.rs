@@ -14,6 +14,8 @@ mod http;
 mod late;
 #[path = "notifications/live.rs"]
 mod live;
+#[path = "notifications/races.rs"]
+mod races;
 #[path = "notifications/rebuild.rs"]
 mod rebuild;
 #[path = "stream/sse.rs"]

@@ -7,7 +7,9 @@
 //! the post nor makes two: the embedded store claims the key and inserts the post in one
 //! transaction; MongoDB claims the key with a post id minted first, then inserts the
 //! post under that id (idempotent by the unique `_id`), and a retry that finds a claim
-//! whose post is missing and not yet marked done inserts it.
+//! whose post is missing, not yet marked done and not deleted since (its delete's
+//! tombstone) inserts it. A post deleted before its key was marked done answers
+//! `Deleted` on both stores.
 
 use async_trait::async_trait;
 

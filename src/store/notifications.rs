@@ -144,8 +144,10 @@ pub trait NotificationStore: Send + Sync + 'static {
     async fn dismissals(&self, user: &str) -> StoreResult<Dismissals>;
     /// Records that `user` dismissed the notification of (`kind`, `actor`, `post`) up to
     /// `upto_ms`, and removes it (with its group moved) if stored: embedded, in one
-    /// transaction; MongoDB, the source first, then the notification and a recount of
-    /// its group. Idempotent; a later dismissal of the same cause moves `upto_ms` up.
+    /// transaction; MongoDB, the source first, then the notification made a tombstone
+    /// and its group moved by one only if this call's write did so (each notification
+    /// leaves its group once, whether the worker or a dismissal takes it). Idempotent; a
+    /// later dismissal of the same cause moves `upto_ms` up.
     async fn dismiss_notification(
         &self,
         user: &str,

@@ -7,13 +7,22 @@
 //! the write), then inserts the post under that id (idempotent: the posts' `_id` is
 //! unique), then marks the claim `done`. A crash between the claim and the insert leaves
 //! a claim whose post is missing and not done: the next request with the key inserts the
-//! post under the claimed id. A claim that is done and whose post is missing stands for
-//! a deleted post. The one window left: a post deleted after a crash between its insert
-//! and `done`, then retried, is inserted again under its id.
+//! post under the claimed id. A claim whose post is missing stands for a deleted post
+//! when it is done, or when the post's delete left its tombstone in `deleted_posts`
+//! (written before the post goes, kept 30 days, longer than a key): so a post deleted
+//! between its insert and `done` (a crash there, or a request still on its way) is
+//! answered `Deleted` to a retry, never inserted again. Whoever inserts under a claimed
+//! id looks for that tombstone again after its insert: a delete may have landed between
+//! its first look and the insert (the retry read before the first request's insert, the
+//! post was then deleted), and the insert just made it stand again; it deletes it again
+//! (a second delete change, which the workers retract) and answers `Deleted`. The
+//! first look keeps the common case from inserting at all; the second makes every
+//! interleaving end with the post deleted.
 
 use async_trait::async_trait;
 use mongodb::bson::{DateTime, Document, doc};
 
+use super::content::DELETED_POSTS;
 use super::{IndexSpec, MongoStore, db_error, insert_new, int, oid, post_id};
 use crate::domain::{Post, PostId};
 use crate::store::idempotency::{IdempotencyStore, KeyedInsert, PostKey};
@@ -78,12 +87,20 @@ impl MongoStore {
         if let Some(post) = self.post(claimed).await? {
             return Ok(Some(Err(KeyedInsert::Existing(post))));
         }
-        if found.get_bool("done").unwrap_or(false) {
+        // Missing: deleted (done, or its delete's tombstone stands; read after the post,
+        // so a delete that removed it left its tombstone first), or not inserted yet.
+        if found.get_bool("done").unwrap_or(false) || self.was_deleted(claimed).await? {
             return Ok(Some(Err(KeyedInsert::Deleted(claimed))));
         }
         // Claimed by a request that has not stored its post (crashed, or still on its
         // way: then one of the two inserts wins on the post's `_id`).
         Ok(Some(Ok(claimed)))
+    }
+
+    /// Whether a delete of post `id` left its tombstone (see `ContentStore::delete_post`:
+    /// written before the post is removed).
+    async fn was_deleted(&self, id: PostId) -> StoreResult<bool> {
+        super::exists(&self.collection(DELETED_POSTS), doc! { "_id": oid(id) }).await
     }
 
     async fn mark_done(&self, key: &PostKey, post: PostId) -> StoreResult<()> {
@@ -94,6 +111,20 @@ impl MongoStore {
             .await
             .map_err(db_error)?;
         Ok(())
+    }
+}
+
+impl MongoStore {
+    /// After this call inserted post `id`: whether a delete of it had landed, or has since
+    /// (its tombstone stands). Then the insert may have brought a deleted post back, and
+    /// it is deleted again, as the client asked: the key answers `Deleted`.
+    async fn deleted_meanwhile(&self, key: &PostKey, id: PostId) -> StoreResult<bool> {
+        crate::faults::gate("post_key.inserted", &key.author).await;
+        if !self.was_deleted(id).await? {
+            return Ok(false);
+        }
+        ContentStore::delete_post(self, id).await?;
+        Ok(true)
     }
 }
 
@@ -119,7 +150,10 @@ impl IdempotencyStore for MongoStore {
                 .insert_post_as(id, &key.author, text, &prepared)
                 .await?
             {
-                Some(inserted) => KeyedInsert::Created(inserted),
+                Some(inserted) if !self.deleted_meanwhile(key, id).await? => {
+                    KeyedInsert::Created(inserted)
+                }
+                Some(_) => KeyedInsert::Deleted(id),
                 // Taken: by this post, inserted by a racing request with the key.
                 None => match self.post(id).await? {
                     Some(post) if post.author == key.author => KeyedInsert::Existing(post),

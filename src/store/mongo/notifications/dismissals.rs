@@ -5,20 +5,31 @@
 //!   type, actor, post, upto}`, indexed `{user: 1}`.
 //!
 //! A dismissal or clear is written first (an upsert moving `upto` up with `$max`), then
-//! the notifications it hides are deleted and their groups recounted. The worker reads
-//! the recipient's before inserting and again after; when a dismissal landed in between
-//! it deletes what it inserted (and recounts the group), so whichever of the two runs
-//! last removes the notification. A group's count recounted while the worker moves it
-//! may trail by one until the next move or rebuild, as counts trail elsewhere.
+//! the notifications it hides are taken away. The worker reads the recipient's before
+//! inserting and again after; when a dismissal landed in between it takes away what it
+//! inserted, so whichever of the two runs last removes the notification.
+//!
+//! Groups are never recounted: a count is the sum of `$inc`s, and each notification is
+//! taken out of its group exactly once, by whoever's conditional write turned it from
+//! standing into a tombstone (the filter `removed: {$ne: true}` lets one writer win):
+//! the worker's removal (`effects.rs`, its own `seq` on the tombstone) or a dismissal
+//! (here, the notification's `seq` kept and a `taken` token of its own, so that a clear,
+//! which takes many with one `update_many`, finds which ones it took). The worker's
+//! add owes its one to the group whether or not a dismissal took the notification since
+//! (its `seq` stays); a dismissal's `-1` may land first, and the group reads as empty
+//! (`count` not above 0) until the add's lands. So a group's count equals its standing
+//! notifications once the moves on their way have landed, in every interleaving. A
+//! dismissal or clear killed between its tombstone and its move leaves the group one
+//! high (its token stays on the tombstone) until the audit's repair or a rebuild.
 
 use std::collections::BTreeMap;
 
 use futures::TryStreamExt;
-use mongodb::bson::{Bson, Document, doc};
+use mongodb::bson::{Document, doc, oid::ObjectId};
 
-use super::{NOTIFICATIONS, group_key, key, opt_post, post_bson};
+use super::{group_key, key, opt_post, post_bson};
 use crate::domain::{Dismissals, NotificationType, PostId};
-use crate::store::mongo::{IndexSpec, MongoStore, all, db_error, index, int};
+use crate::store::mongo::{IndexSpec, MongoStore, all, db_error, index, int, is_duplicate_key};
 use crate::store::{StoreError, StoreResult};
 
 pub(super) const CLEARS: &str = "notification_clears";
@@ -77,36 +88,42 @@ impl MongoStore {
         Ok(out)
     }
 
-    /// Sets the group's count to the notifications it holds and its latest few, or drops
-    /// it when none is left.
-    pub(super) async fn recount_group(
+    /// Takes `n` notifications that a dismissal made tombstones out of their group, and
+    /// refreshes its latest few. Not a change of the feed: no watermark to keep to, and
+    /// none needed, as only the dismissal that took a notification moves it. The group
+    /// is made (empty, `seq` 0) if the add's own move has not landed yet.
+    async fn uncount(
         &self,
         user: &str,
         kind: NotificationType,
         post: Option<PostId>,
+        n: i64,
     ) -> StoreResult<()> {
-        let count = self
-            .notifications_coll()
-            .count_documents(doc! {
-                "user": user, "type": kind.as_str(), "post": post_bson(post),
-                "removed": { "$ne": true },
-            })
+        let filter = doc! { "_id": group_key(user, kind, post), "user": user };
+        let update = doc! {
+            "$inc": { "count": -n, "v": 1 },
+            "$setOnInsert": {
+                "type": kind.as_str(), "post": post_bson(post), "actors": [], "seq": 0_i64,
+            },
+        };
+        let groups = self.groups_coll();
+        if let Err(error) = groups
+            .update_one(filter.clone(), update.clone())
+            .upsert(true)
             .await
-            .map_err(db_error)?;
-        self.groups_coll()
-            .update_one(
-                doc! { "_id": group_key(user, kind, post), "user": user },
-                doc! { "$set": { "count": count as i64 } },
-            )
-            .await
-            .map_err(db_error)?;
-        // Not a change of the feed: no watermark to keep to (see the race noted in
-        // docs/mongodb.md).
+        {
+            // Two upserts of a missing group at once: one made it, the other moves it.
+            if !is_duplicate_key(&error) {
+                return Err(db_error(error));
+            }
+            groups.update_one(filter, update).await.map_err(db_error)?;
+        }
         self.refresh_group(user, kind, post, i64::MAX as u64).await
     }
 
-    /// Deletes `user`'s notification of this cause if stored at or before `upto_ms`, and
-    /// recounts its group.
+    /// Makes `user`'s notification of this cause a tombstone if it stands, stored at or
+    /// before `upto_ms`, and, when this call's write is the one that did, takes it out of
+    /// its group.
     pub(super) async fn take_away(
         &self,
         user: &str,
@@ -115,16 +132,38 @@ impl MongoStore {
         post: Option<PostId>,
         upto_ms: i64,
     ) -> StoreResult<()> {
-        let deleted = self
+        let token = ObjectId::new();
+        let taken = self
             .notifications_coll()
-            .delete_one(doc! {
-                "_id": key(user, kind, actor, post), "user": user, "at": { "$lte": upto_ms },
-            })
+            .update_one(
+                doc! {
+                    "_id": key(user, kind, actor, post), "user": user,
+                    "removed": { "$ne": true }, "at": { "$lte": upto_ms },
+                },
+                taken_by(token),
+            )
             .await
             .map_err(db_error)?;
-        if deleted.deleted_count > 0 {
-            self.recount_group(user, kind, post).await?;
+        if taken.modified_count == 1 {
+            crate::faults::gate("notification.taken", user).await;
+            self.uncount(user, kind, post, 1).await?;
+            self.settled(
+                doc! { "_id": key(user, kind, actor, post), "user": user },
+                token,
+            )
+            .await?;
         }
+        Ok(())
+    }
+
+    /// Drops the token of a taking whose group moves have all landed, from the
+    /// notifications `filter` names.
+    async fn settled(&self, mut filter: Document, token: ObjectId) -> StoreResult<()> {
+        filter.insert("taken", token);
+        self.notifications_coll()
+            .update_many(filter, doc! { "$unset": { "taken": "" } })
+            .await
+            .map_err(db_error)?;
         Ok(())
     }
 
@@ -160,26 +199,43 @@ impl MongoStore {
             .delete_many(doc! { "user": user, "upto": { "$lte": upto_ms } })
             .await
             .map_err(db_error)?;
-        self.db
-            .collection::<Document>(NOTIFICATIONS)
-            .delete_many(doc! { "user": user, "at": { "$lte": upto_ms } })
+        // Every standing one up to `upto_ms` made a tombstone with this clear's token in
+        // one write; then the ones that carry it are exactly those this clear took.
+        let token = ObjectId::new();
+        self.notifications_coll()
+            .update_many(
+                doc! { "user": user, "removed": { "$ne": true }, "at": { "$lte": upto_ms } },
+                taken_by(token),
+            )
             .await
             .map_err(db_error)?;
-        let groups = all(self
-            .groups_coll()
-            .find(doc! { "user": user })
+        crate::faults::gate("notification.taken", user).await;
+        let taken = all(self
+            .notifications_coll()
+            .find(doc! { "user": user, "taken": token })
             .projection(doc! { "type": 1, "post": 1 }))
         .await?;
-        for g in groups {
-            let Some(kind) = NotificationType::parse(g.get_str("type").unwrap_or_default()) else {
-                continue;
-            };
-            let post = match g.get("post") {
-                Some(Bson::ObjectId(_)) => opt_post(&g, "post"),
-                _ => None,
-            };
-            self.recount_group(user, kind, post).await?;
+        let mut moves: BTreeMap<(NotificationType, Option<PostId>), i64> = BTreeMap::new();
+        for d in &taken {
+            let kind = d.get_str("type").unwrap_or_default();
+            let kind = NotificationType::parse(kind).ok_or_else(|| {
+                StoreError::Backend(anyhow::anyhow!("unknown notification type {kind:?}"))
+            })?;
+            *moves.entry((kind, opt_post(d, "post"))).or_default() += 1;
         }
-        Ok(())
+        for ((kind, post), n) in moves {
+            self.uncount(user, kind, post, n).await?;
+        }
+        self.settled(doc! { "user": user }, token).await
+    }
+}
+
+/// A notification taken away by a dismissal or clear: a tombstone that keeps the `seq` of
+/// the change that made it (that change still owes its group its one) and names the
+/// taking by `token`.
+fn taken_by(token: ObjectId) -> Document {
+    doc! {
+        "$set": { "removed": true, "taken": token },
+        "$unset": { "id": "", "at": "" },
     }
 }

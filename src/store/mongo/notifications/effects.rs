@@ -1,6 +1,8 @@
 //! The notifications' effects on MongoDB, each write guarded by the `seq` watermark of
 //! the document it changes (see the module above).
 
+use std::collections::BTreeMap;
+
 use mongodb::bson::{Bson, Document, doc};
 
 use super::{group_key, key, oid, post_bson};
@@ -19,14 +21,12 @@ fn tombstone(seq: u64) -> Document {
     }
 }
 
-/// An emptied group, kept as a tombstone (`count` 0, no actors, out of every read),
-/// marked with the emptying change's `seq` when one is given.
-fn emptied_group(seq: Option<u64>) -> Document {
-    let mut set = doc! { "count": 0_i64, "actors": [] };
-    if let Some(seq) = seq {
-        set.insert("seq", seq as i64);
-    }
-    doc! { "$set": set, "$unset": { "latest_id": "", "latest_at": "" } }
+/// A group left with no notification standing: no actors, no latest, out of every read
+/// (its `count`, moved only by `$inc`s, is 0 by then). Its count is never set here: a
+/// count is exact only as the sum of the moves of those who made and took away its
+/// notifications.
+fn emptied_group() -> Document {
+    doc! { "$set": { "actors": [] }, "$unset": { "latest_id": "", "latest_at": "" } }
 }
 
 impl MongoStore {
@@ -68,7 +68,7 @@ impl MongoStore {
             "_id": group_key(user, kind, post), "user": user, "seq": { "$lt": seq as i64 },
         };
         let update = doc! {
-            "$inc": { "count": delta },
+            "$inc": { "count": delta, "v": 1 },
             "$set": { "seq": seq as i64 },
         };
         let mut update = update;
@@ -98,9 +98,13 @@ impl MongoStore {
         }
     }
 
-    /// Sets the group's latest few from the notifications, or drops it when none is left.
     /// Sets the group's latest few from the notifications, or empties it to a tombstone
-    /// when none is left; written only while no change after `seq` moved the group.
+    /// when none is left and its count is down to 0 (else a move still on its way, whose
+    /// own refresh follows it, holds it); written only while no change after `seq` moved
+    /// the group, and only while no move at all (`v`, which every move steps, a
+    /// dismissal's too) landed since it read: a refresh that read before another's
+    /// notification was taken then leaves the write to that one's own refresh, which
+    /// follows its move. So the last refresh to write read after every move.
     pub(super) async fn refresh_group(
         &self,
         user: &str,
@@ -108,6 +112,20 @@ impl MongoStore {
         post: Option<PostId>,
         seq: u64,
     ) -> StoreResult<()> {
+        let id = group_key(user, kind, post);
+        let Some(group) = self
+            .groups_coll()
+            .find_one(doc! { "_id": &id, "user": user })
+            .projection(doc! { "v": 1 })
+            .await
+            .map_err(db_error)?
+        else {
+            return Ok(());
+        };
+        let moved = match group.get("v") {
+            Some(v) => v.clone(),
+            None => Bson::Document(doc! { "$exists": false }),
+        };
         let latest = all(self
             .notifications_coll()
             .find(doc! {
@@ -119,8 +137,14 @@ impl MongoStore {
             .projection(doc! { "actor": 1, "id": 1, "at": 1 }))
         .await?;
         crate::faults::gate("notification.refresh", user).await;
+        let mut filter = doc! {
+            "_id": &id, "user": user, "seq": { "$lte": seq as i64 }, "v": moved,
+        };
         let update = match latest.first() {
-            None => emptied_group(None),
+            None => {
+                filter.insert("count", doc! { "$lte": 0_i64 });
+                emptied_group()
+            }
             Some(first) => {
                 let actors: Vec<&str> = latest
                     .iter()
@@ -131,9 +155,6 @@ impl MongoStore {
                     "latest_at": int(first, "at"),
                 } }
             }
-        };
-        let filter = doc! {
-            "_id": group_key(user, kind, post), "user": user, "seq": { "$lte": seq as i64 },
         };
         self.groups_coll()
             .update_one(filter, update)
@@ -194,19 +215,13 @@ impl MongoStore {
             Err(error) if is_duplicate_key(&error) => false,
             Err(error) => return Err(db_error(error)),
         };
-        // Made by this change (now, or before a crash that this is the replay of).
-        let made_here = made_now || {
-            let found = self
-                .notifications_coll()
-                .find_one(doc! { "_id": &id, "user": &user })
-                .projection(doc! { "seq": 1, "removed": 1 })
-                .await
-                .map_err(db_error)?;
-            found.is_some_and(|d| {
-                int(&d, "seq") == seq as i64 && !d.get_bool("removed").unwrap_or(false)
-            })
-        };
+        // Made by this change (now, or before a crash that this is the replay of), and
+        // perhaps dismissed since: a dismissal keeps the `seq` of the change that made
+        // the notification and takes its own one away from the group, so this change
+        // owes its one all the same (moved once, by the group's watermark).
+        let made_here = made_now || self.marked_by(&id, &user, seq).await?;
         if made_here {
+            crate::faults::gate("notification.made", &user).await;
             self.move_group(&user, kind, post, seq, 1, Some(&n)).await?;
             self.refresh_group(&user, kind, post, seq).await?;
             // A dismissal that landed since the read above found nothing to remove.
@@ -221,6 +236,22 @@ impl MongoStore {
         Ok(())
     }
 
+    /// Whether notification `id` carries change `seq`'s mark: made by it (standing or
+    /// dismissed since) or removed by it.
+    async fn marked_by(&self, id: &str, user: &str, seq: u64) -> StoreResult<bool> {
+        let found = self
+            .notifications_coll()
+            .find_one(doc! { "_id": id, "user": user })
+            .projection(doc! { "seq": 1 })
+            .await
+            .map_err(db_error)?;
+        Ok(found.is_some_and(|d| int(&d, "seq") == seq as i64))
+    }
+
+    /// Takes the notification of this key away: the group moves by one only when this
+    /// change's own conditional write made it a tombstone (now, or before a crash that
+    /// this is the replay of). A dismissal that took it first moved the group itself, so
+    /// each notification leaves its group exactly once, whoever takes it.
     pub(super) async fn remove(
         &self,
         seq: u64,
@@ -233,40 +264,74 @@ impl MongoStore {
             Some(user) => doc! { "_id": key(user, kind, actor, post), "user": user },
             None => doc! { "post": post_bson(post), "type": kind.as_str(), "actor": actor },
         };
-        // Standing, and made by an earlier change than this one.
-        filter.insert("removed", doc! { "$ne": true });
-        filter.insert("seq", doc! { "$lt": seq as i64 });
+        // Standing and made by an earlier change, or taken away by this one already.
+        filter.insert(
+            "$or",
+            vec![
+                doc! { "removed": { "$ne": true }, "seq": { "$lt": seq as i64 } },
+                doc! { "removed": true, "seq": seq as i64 },
+            ],
+        );
         let found = all(self
             .notifications_coll()
-            .find(filter.clone())
+            .find(filter)
             .projection(doc! { "user": 1 }))
         .await?;
         for doc in found {
             let user = doc.get_str("user").unwrap_or_default().to_owned();
-            self.move_group(&user, kind, post, seq, -1, None).await?;
-            let mut one = filter.clone();
-            one.insert("_id", doc.get("_id").cloned().unwrap_or(Bson::Null));
-            one.insert("user", &user);
-            self.notifications_coll()
-                .update_one(one, tombstone(seq))
+            let id = doc.get_str("_id").unwrap_or_default().to_owned();
+            crate::faults::gate("notification.found", &user).await;
+            let standing = doc! {
+                "_id": &id, "user": &user,
+                "removed": { "$ne": true }, "seq": { "$lt": seq as i64 },
+            };
+            let taken = self
+                .notifications_coll()
+                .update_one(standing, tombstone(seq))
                 .await
                 .map_err(db_error)?;
+            if taken.modified_count == 1 || self.marked_by(&id, &user, seq).await? {
+                self.move_group(&user, kind, post, seq, -1, None).await?;
+            }
             self.refresh_group(&user, kind, post, seq).await?;
         }
         Ok(())
     }
 
-    /// Every notification about `post` (deleted) and its groups, made tombstones.
+    /// Every notification about `post` (deleted) made a tombstone marked with this
+    /// change, and each group moved by as many as this change marked in it (so a replay
+    /// moves nothing twice, and one a dismissal took first is not counted again).
     pub(super) async fn remove_post(&self, seq: u64, post: PostId) -> StoreResult<()> {
-        let before = doc! { "post": oid(post), "seq": { "$lt": seq as i64 } };
         self.notifications_coll()
-            .update_many(before.clone(), tombstone(seq))
+            .update_many(
+                doc! {
+                    "post": oid(post), "removed": { "$ne": true }, "seq": { "$lt": seq as i64 },
+                },
+                tombstone(seq),
+            )
             .await
             .map_err(db_error)?;
-        self.groups_coll()
-            .update_many(before, emptied_group(Some(seq)))
-            .await
-            .map_err(db_error)?;
+        let marked = all(self
+            .notifications_coll()
+            .find(doc! { "post": oid(post), "removed": true, "seq": seq as i64 })
+            .projection(doc! { "user": 1, "type": 1 }))
+        .await?;
+        let mut moves: BTreeMap<(String, String), i64> = BTreeMap::new();
+        for d in &marked {
+            let at = (
+                d.get_str("user").unwrap_or_default().to_owned(),
+                d.get_str("type").unwrap_or_default().to_owned(),
+            );
+            *moves.entry(at).or_default() += 1;
+        }
+        for ((user, kind), n) in moves {
+            let Some(kind) = NotificationType::parse(&kind) else {
+                continue;
+            };
+            self.move_group(&user, kind, Some(post), seq, -n, None)
+                .await?;
+            self.refresh_group(&user, kind, Some(post), seq).await?;
+        }
         Ok(())
     }
 }

@@ -21,8 +21,13 @@
 //!   set in the same command), and only when the notification was made by this change,
 //!   so a replay after a crash between the two moves it exactly once; an emptied group
 //!   stays as a tombstone (`count` 0, no actors) for the same reason;
-//! - a removal moves the group first (same guard) and marks the notification after, so
-//!   a replay finds the notification still standing and the group already moved;
+//! - a removal marks the notification first (a conditional write from standing to a
+//!   tombstone with its `seq`) and moves the group after (same guard) only when its own
+//!   write did the marking, so a replay finds its mark and moves the group once, and a
+//!   notification a dismissal took first (`dismissals.rs`) is not taken out twice: each
+//!   notification leaves its group once, by whoever made it a tombstone;
+//! - a group's count is only ever moved by `$inc`s, never set, so none of these moves
+//!   can be lost under another (see `dismissals.rs`);
 //! - the latest actors are re-read from the notifications (at most `GROUP_ACTORS`) and
 //!   written only while the group's watermark is not past the change, so a late refresh
 //!   cannot name an actor a later change removed.
