@@ -5,8 +5,9 @@
 //! This file holds the world the audits run on and the in-process corruptions; the
 //! command line (exit statuses, repair) and the live server are in `audit/cli.rs`, the
 //! fields of timeline entries in `audit/entries.rs`, notifications, reply counts and
-//! blocked authors in `audit/social.rs`, what the audit refuses and that it
-//! only reads in `audit/readonly.rs`.
+//! blocked authors in `audit/social.rs`, the reposts a timeline must hold in
+//! `audit/reposts.rs`, what the audit refuses and that it only reads in
+//! `audit/readonly.rs`.
 
 #[path = "audit/cli.rs"]
 mod cli;
@@ -15,6 +16,8 @@ mod common;
 mod entries;
 #[path = "audit/readonly.rs"]
 mod readonly;
+#[path = "audit/reposts.rs"]
+mod reposts;
 #[path = "audit/social.rs"]
 mod social;
 #[path = "audit/window.rs"]

@@ -6,13 +6,15 @@
 //! This file holds the helpers and delivery (items, deletes, resume, reset); capacity
 //! (many streams, slow clients, the limit) is in `stream/capacity.rs`, bad requests,
 //! `/v1/events` pages and the hashtag endpoints in `stream/endpoints.rs`, and the SSE
-//! client in `stream/sse.rs`.
+//! client in `stream/sse.rs`, reposts (seen once) in `stream/reposts.rs`.
 
 #[path = "stream/capacity.rs"]
 mod capacity;
 mod common;
 #[path = "stream/endpoints.rs"]
 mod endpoints;
+#[path = "stream/reposts.rs"]
+mod reposts;
 #[path = "stream/sse.rs"]
 mod sse;
 

@@ -7,7 +7,8 @@
 //! A timeline wrong beyond what the rebuild restores is mended first, under the same
 //! lease: a cache is dropped (its owner's next read builds it from the sources), a
 //! deleted post retracted, an edge's upkeep run again (which takes out the entries of an
-//! author in a block with the reader, as no edge stands between them), a post fanned out again, a post
+//! author in a block with the reader, as no edge stands between them), a post or a
+//! repost fanned out again, a post
 //! whose entries carry a wrong field taken out of every timeline and fanned out anew.
 //! A lease another process holds (a running server's workers) stops the repair of that
 //! kind: stop the workers, or wait for the lease to expire, and run it again.
@@ -184,10 +185,24 @@ async fn mend_timelines(
 }
 
 /// Fans `post` out again to its author and every follower, stamped with the author's
-/// name as it stands; false when the post or its author is gone.
+/// name as it stands; false when the post or its author is gone. `post` may name a
+/// repost (reposts' ids are in the posts' id space): then the repost is fanned out, to
+/// its reposter and their followers, while it and its original stand.
 async fn fan_out(store: &Store, timelines: &Timelines, post: PostId) -> anyhow::Result<bool> {
     let Some(post) = store.content.post(post).await? else {
-        return Ok(false);
+        let Some(repost) = store.reposts.reposts_by_ids(&[post]).await?.pop() else {
+            return Ok(false);
+        };
+        let original = store.content.post(repost.post.post).await?;
+        let reposter = store.users.user(&repost.user).await?;
+        let (Some(original), Some(reposter)) = (original, reposter) else {
+            return Ok(false);
+        };
+        let name = reposter.name_stamp();
+        timelines
+            .repost_created(&repost, &original.text, &name)
+            .await?;
+        return Ok(true);
     };
     let Some(author) = store.users.user(&post.author).await? else {
         return Ok(false);

@@ -239,7 +239,9 @@ async fn timeline(
         }
     }
     tally.checked(Kind::Timelines, 1);
-    super::reposts::check(store, settings, id, kind, &mut entries, tally).await?;
+    // A cache covers from its oldest entry up, a post's or a repost's.
+    let oldest = entries.keys().next().copied();
+    let reposts = super::reposts::check(store, settings, id, kind, &mut entries, tally).await?;
     let ids: Vec<PostId> = entries.keys().copied().collect();
     add_posts(&mut sources, &existing(store, &ids).await?);
     // The posts the bounds must name: from the oldest entry up for a cache; all of them
@@ -288,6 +290,17 @@ async fn timeline(
     report_faults(
         id, kind, &entries, &sources, rules, faults, why, settings, tally,
     );
+    // The reposts it must hold: a ready cache's from its oldest entry up, buckets' all.
+    if kind.is_some() || (ready && oldest.is_some()) {
+        let held = super::reposts::Held {
+            kind,
+            floor: oldest.filter(|_| kind.is_none()),
+            reposts: &reposts,
+            merged,
+            hidden: &hidden,
+        };
+        super::reposts::missing(store, settings, id, held, &mut sources, tally).await?;
+    }
     super::entries::check(store, settings, id, kind, &entries, &mut sources, tally).await
 }
 

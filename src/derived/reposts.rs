@@ -50,6 +50,25 @@ impl Sources {
         }
     }
 
+    /// The reposts `reader`'s materialised timeline must hold under `rules`, newest
+    /// first: those its reads surely serve (the reposts of the lower bound of
+    /// [`Sources::served_timeline`]). A timeline is delivered every standing repost by
+    /// its reader and their followees (seen once and what the reader hides are applied
+    /// at read time, and nothing is purged for them), but a repost that seen once drops,
+    /// or whose reposter or original's author is hidden, is never served, so a timeline
+    /// that lacks it is not wrong; nor, under the bucket strategies, is one lacking a
+    /// repost not surely delivered (made before the follow that carries it). Hidden
+    /// users count only as far as `blocks` and `mutes` say, and an older occurrence
+    /// counts only when `self` holds it (the original as a post, an older repost): a
+    /// slice of the sources that leaves them out asks for more than the reads serve.
+    pub fn reposts_required(&self, reader: &str, rules: TimelineRules) -> Vec<PostId> {
+        self.served_timeline(reader, rules)
+            .lower
+            .into_iter()
+            .filter(|id| self.reposts.contains_key(id))
+            .collect()
+    }
+
     /// `posts` (the bounds of the posts `reader`'s timeline serves, see
     /// [`Sources::served_timeline`]) with the reposts it serves, each original once.
     pub(super) fn with_reposts(
@@ -217,6 +236,30 @@ mod tests {
         assert_eq!(s.served_timeline("r", CACHE).upper, [b_reply]);
         follow(&mut s, "r", "z", 1);
         assert_eq!(s.served_timeline("r", CACHE).upper, [reply, root]);
+    }
+
+    #[test]
+    fn a_timeline_must_hold_the_reposts_its_reads_serve_and_no_other() {
+        let mut s = Sources::default();
+        let (p, q) = (PostId::at(10, 0), PostId::at(11, 0));
+        s.posts.insert(p, post("a", 10));
+        s.posts.insert(q, post("x", 11));
+        follow(&mut s, "r", "a", 1);
+        follow(&mut s, "r", "b", 1);
+        follow(&mut s, "r", "c", 1);
+        // p's original is served (r follows a): no repost of it is required.
+        repost(&mut s, 20, "b", p);
+        // q: b's repost is the first, c's and r's own are seen-once's to drop.
+        let b_q = repost(&mut s, 21, "b", q);
+        repost(&mut s, 22, "c", q);
+        repost(&mut s, 23, "r", q);
+        assert_eq!(s.reposts_required("r", CACHE), [b_q]);
+        // b muted: c's is the first now; x blocked: none of q's.
+        s.mutes.insert(("r".into(), "b".into()));
+        let c_q = PostId::at(22, 1);
+        assert_eq!(s.reposts_required("r", CACHE), [c_q]);
+        s.blocks.insert(("r".into(), "x".into()));
+        assert!(s.reposts_required("r", CACHE).is_empty());
     }
 
     #[test]

@@ -4,6 +4,7 @@
 pub mod hub;
 pub mod reader;
 mod router;
+mod seen;
 pub mod stream;
 
 pub use hub::{Hub, HubSettings};

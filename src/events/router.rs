@@ -1,13 +1,15 @@
 //! How one live stream picks its messages out of the shared tail: the reader's home
 //! timeline (the home rules against the stream's following set), their notifications
 //! (the notifications worker's rules), and the public and tag listings, as the stream's
-//! [`Interest`] asks; then what the reader's blocks and mutes hide, on every kind.
+//! [`Interest`] asks; then what the reader's blocks and mutes hide, on every kind, and
+//! which reposts seen once leaves out (`seen.rs`).
 
 use std::collections::{BTreeSet, HashSet};
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use super::hub::{Hub, Prepared};
+use super::seen::{Reader, SeenOnce};
 use super::stream::{Listings, StreamMessage};
 use crate::domain::relations::Hidden;
 use crate::domain::reply_visible;
@@ -54,6 +56,8 @@ pub(super) struct Router {
     /// The hub's relations epoch, and when, `hidden` was read.
     pub(super) hidden_epoch: u64,
     pub(super) hidden_at: Instant,
+    /// The reposts this stream sent, for the seen-once rule.
+    pub(super) seen: SeenOnce,
 }
 
 impl Router {
@@ -64,7 +68,31 @@ impl Router {
     /// change's 2xx on), when a timed mute in it expired by the server's clock, or when
     /// the last read is older than [`RELATIONS_RECHECK`] (changes made in other
     /// processes). Removals always pass: removing what a client does not hold is harmless.
+    /// A repost that passes goes only when it is its original's first repost for the user
+    /// (seen once: no older standing repost of it by the user or a followee, see
+    /// `seen.rs`; the original itself winning was decided by [`Router::route`]).
     pub(super) async fn admit(&mut self, hub: &Hub, message: &StreamMessage) -> StoreResult<bool> {
+        if !self.unhidden(hub, message).await? {
+            return Ok(false);
+        }
+        let StreamMessage::Item { item, .. } = message else {
+            return Ok(true);
+        };
+        let Some(original) = &item.repost_of else {
+            return Ok(true);
+        };
+        let reader = Reader {
+            user: &self.user,
+            following: &self.following,
+            hidden: &self.hidden,
+        };
+        self.seen
+            .first(&hub.store, reader, item.id, &item.author, original.id)
+            .await
+    }
+
+    /// Whether `message` passes what the user hides (see [`Router::admit`]).
+    async fn unhidden(&mut self, hub: &Hub, message: &StreamMessage) -> StoreResult<bool> {
         // A repost is hidden with its original's author as with its reposter.
         let original = match message {
             StreamMessage::Item { item, .. } => item.repost_of.as_ref().map(|o| &o.author),
@@ -163,7 +191,8 @@ impl Router {
             }
             // A repost of the reposter's, unless the original itself is in the
             // timeline (its author is the user or followed, and the reply rule lets it
-            // through): the original wins (see docs/timelines.md, "Reposts").
+            // through): the original wins (see docs/timelines.md, "Reposts"). Whether
+            // an older repost wins is [`Router::admit`]'s to decide, with a store read.
             EventType::PostReposted => {
                 let item = prepared.item.as_ref()?;
                 let original = item.repost_of.as_ref()?;
@@ -178,6 +207,9 @@ impl Router {
             }
             EventType::PostUnreposted => {
                 let repost = event.field("repost")?.parse().ok()?;
+                if let Some(post) = event.field("post").and_then(|p| p.parse().ok()) {
+                    self.seen.undone(post, repost);
+                }
                 mine(self, event.field("user")?).then(|| StreamMessage::Delete {
                     id,
                     posts: vec![repost],
@@ -186,6 +218,7 @@ impl Router {
             }
             EventType::PostDeleted => {
                 let post = event.field("post")?.parse().ok()?;
+                self.seen.deleted(post);
                 // An unknown author (its creation left the log) goes to every stream:
                 // a removal of an item a client does not hold is harmless.
                 let relevant = prepared.author.as_deref().is_none_or(|a| mine(self, a));

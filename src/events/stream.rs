@@ -146,6 +146,7 @@ impl Hub {
             hidden,
             hidden_epoch,
             hidden_at: Instant::now(),
+            seen: Default::default(),
         };
         let (sender, receiver) = mpsc::channel(self.settings.stream_buffer.max(1));
         metrics::gauge!("socialite_streams_open").increment(1.0);
