@@ -7,7 +7,10 @@
 # (`scale_probe.py lag`) and LAG_POSTS reposts by it of posts by a user nobody follows
 # (`scale_probe.py repost-lag`), one at a time, each timed from its request's start until
 # it tops page 1 of the timelines of three of its followers and the timelines worker has
-# nothing waiting. Usage: loadtest/repost_lag.sh [USERS]
+# nothing waiting. Under `hybrid`, when the largest account is above
+# `feed.hybrid_threshold` (default 10,000 followers) it is a celebrity: its posts and
+# its reposts alike reach only its own cache and are merged into each follower's page at
+# read time, so neither waits for a fan-out. Usage: loadtest/repost_lag.sh [USERS]
 set -euo pipefail
 users=${1:-100000}
 lag_posts=${LAG_POSTS:-10} lag_timeout=${LAG_TIMEOUT:-60}

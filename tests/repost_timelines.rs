@@ -3,9 +3,13 @@
 //! unrepost and the original's delete take it away at once; a block or mute of the
 //! reposter or of the original's author hides it; each post is served once (the
 //! original wins, else the first repost); a large audience gets it from the timelines
-//! worker; and a kept page never shows what a fresh read would not.
+//! worker (under `hybrid` a celebrity's repost is merged at read time instead:
+//! `repost_timelines/hybrid.rs`); and a kept page never shows what a fresh read would
+//! not.
 
 mod common;
+#[path = "repost_timelines/hybrid.rs"]
+mod hybrid;
 #[path = "repost_timelines/rounds.rs"]
 mod rounds;
 

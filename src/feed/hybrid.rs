@@ -1,17 +1,20 @@
 //! The hybrid: the capped cache for everyone, except that *celebrities*, authors with
-//! more than `feed.hybrid_threshold` followers, are not fanned out. A reader's page
-//! merges their cache with the newest posts of the celebrities they follow, read through
-//! the `(author, id)` index and bounded by the page.
+//! more than `feed.hybrid_threshold` followers, are not fanned out: neither their posts
+//! nor their reposts. A reader's page merges their cache with the newest posts and
+//! reposts of the celebrities they follow, read through the `(author, id)` and
+//! `(user, id)` indexes and bounded by the page.
 //!
 //! Completeness across a switch rests on two marks (see `GraphStore::reclassify`): an
 //! author becomes a celebrity only after every edge to them is flagged *merged*, a flag
-//! that new edges copy and that is never taken away; and a page merges the posts of
-//! every flagged followee. So a post that is not fanned out (its author was a celebrity
-//! when the fan-out ran) is always merged, and a post fanned out as well is served once,
-//! since pages drop duplicate ids. Leaving celebrity status needs nothing: later posts
-//! are fanned out again, earlier ones stay merged. The status changes with hysteresis
-//! (above the threshold to enter, below nine tenths of it to leave), decided by the
-//! timelines worker on each follow change.
+//! that new edges copy and that is never taken away; and a page merges the posts and
+//! the reposts of every flagged followee. So an entry (a post, or a repost under its own
+//! id) that is not fanned out (its author was a celebrity when the fan-out ran) is
+//! always merged, and one fanned out as well is served once, since pages drop duplicate
+//! ids (and a repost's seen-once check, `feed::reposts`, reads the sources, wherever the
+//! entry came from). Leaving celebrity status needs nothing: later entries are fanned
+//! out again, earlier ones stay merged. The status changes with hysteresis (above the
+//! threshold to enter, below nine tenths of it to leave), decided by the timelines
+//! worker on each follow change.
 //!
 //! A reader finds the celebrities they follow through the flagged edges (an index of
 //! those edges alone, by follower), never by walking their whole follow list.
@@ -21,6 +24,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 
 use super::cache::CacheFeed;
+use super::shared::repost_entries;
 use super::{FeedService, FeedSettings, normalise};
 use crate::domain::clock::Clock;
 use crate::domain::{FeedStrategy, NameStamp, PostId, TimelineEntry, TimelineKind};
@@ -63,12 +67,11 @@ impl FeedService for HybridFeed {
         true
     }
 
-    /// A celebrity's post reaches their own cache only; everyone else's is a cache
-    /// fan-out. The status is read now, not at the post: either way the post is served,
-    /// merged or cached. Reposts are not merged: a repost, a celebrity's too, is a
-    /// cache fan-out (by the timelines worker for a large audience, as under `cache`).
+    /// A celebrity's post or repost reaches their own cache only; everyone else's is a
+    /// cache fan-out. The status is read now, not at the post: either way the entry is
+    /// served, merged or cached.
     async fn fan_out(&self, item: &TimelineEntry, name: Option<&NameStamp>) -> StoreResult<u64> {
-        if !item.is_repost() && self.store.graph.celebrity(&item.author).await? {
+        if self.store.graph.celebrity(&item.author).await? {
             let own = std::slice::from_ref(&item.author);
             return self.cache.deliver(item, name, own).await;
         }
@@ -108,7 +111,7 @@ impl FeedService for HybridFeed {
     /// older exists), so their merge does too. The cache half is read first: when it
     /// fills the page, its oldest entry bounds the merged half, since `want` distinct
     /// entries at or above it are served whatever is merged, and a celebrity with
-    /// nothing newer costs the merge no read of their posts.
+    /// nothing newer costs the merge no read of their posts or reposts.
     async fn entries(
         &self,
         user: &str,
@@ -125,7 +128,9 @@ impl FeedService for HybridFeed {
 
     /// Versioned when the cache alone filled its half: the merged half's version is
     /// read after the cache's rows (and must find them unchanged) and before the merge
-    /// reads, so a change the merge sees has moved the version the page is kept under.
+    /// reads, so a change the merge sees has moved the version the page is kept under
+    /// (a merged author's post, repost, unrepost, a delete of either, and a rename all
+    /// move their merge version; a page that merged a repost is not kept at all).
     /// A read that went on below the cache is not versioned (its version has no room
     /// for both the below clock and the merge's).
     async fn versioned_entries(
@@ -149,7 +154,9 @@ impl FeedService for HybridFeed {
 }
 
 impl HybridFeed {
-    /// `entries`, the cache half, merged with the celebrities' half.
+    /// `entries`, the cache half, merged with the celebrities' half: their posts, each
+    /// with its author's name, and their reposts, each with its original's text (a
+    /// repost whose original is gone is left out, as the page would drop it).
     async fn merge(
         &self,
         user: &str,
@@ -161,19 +168,19 @@ impl HybridFeed {
             true => entries.iter().map(|e| e.id).min(),
             false => None,
         };
-        let merged = self
-            .store
-            .content
-            .merged_posts(user, before, above, want)
-            .await?;
-        if merged.is_empty() {
+        let (posts, reposts) = tokio::try_join!(
+            self.store.content.merged_posts(user, before, above, want),
+            self.store.reposts.merged_reposts(user, before, above, want)
+        )?;
+        if posts.is_empty() && reposts.is_empty() {
             return Ok(entries);
         }
         entries.extend(
-            merged
+            posts
                 .iter()
                 .map(|(post, name)| post.entry(true, Some(name))),
         );
+        entries.extend(repost_entries(&self.store, &reposts).await?);
         normalise(&mut entries, before, want);
         Ok(entries)
     }

@@ -60,8 +60,8 @@ pub trait GraphStore: Send + Sync + 'static {
         limit: usize,
     ) -> StoreResult<Vec<(String, String)>>;
 
-    /// Whether `author` is a celebrity now (see `feed::hybrid`): their posts are merged
-    /// into readers' pages rather than fanned out.
+    /// Whether `author` is a celebrity now (see `feed::hybrid`): their posts and reposts
+    /// are merged into readers' pages rather than fanned out.
     async fn celebrity(&self, author: &str) -> StoreResult<bool>;
     /// Makes `author` a celebrity when they have more than `enter_above` followers, and
     /// no longer one below `leave_below`; returns the new status when it changed.
@@ -69,7 +69,8 @@ pub trait GraphStore: Send + Sync + 'static {
     /// Becoming one keeps readers complete in this order: the author is marked *merged*
     /// (for good), every edge to them is flagged merged (new edges copy the mark, checked
     /// again after their insert), and only then is the author a celebrity, whose posts
-    /// are no longer fanned out. A reader merges the posts of every flagged followee.
+    /// and reposts are no longer fanned out. A reader merges the posts and reposts of
+    /// every flagged followee.
     async fn reclassify(
         &self,
         author: &str,

@@ -55,6 +55,22 @@ pub trait RepostStore: Send + Sync + 'static {
         before: Option<PostId>,
         limit: usize,
     ) -> StoreResult<Vec<Repost>>;
+    /// `hybrid`'s merged half, for reposts as `ContentStore::merged_posts` is for posts:
+    /// the newest reposts below `before` and above `above`, at most `limit`, by the
+    /// accounts `user` follows through an edge flagged merged (see
+    /// `GraphStore::reclassify`), newest first. `above` is a lower bound the caller
+    /// already knows the page stops at. Embedded: the flagged edges from
+    /// `follows_flagged`, each one's newest repost id below the cursor from
+    /// `reposts_by_user_id` (one seek each), then the `(user, id)` ids merged as
+    /// `merged_posts` merges post ids, and the page's rows alone; MongoDB: the flagged
+    /// edges, then one query of `{user: 1, _id: -1}`.
+    async fn merged_reposts(
+        &self,
+        user: &str,
+        before: Option<PostId>,
+        above: Option<PostId>,
+        limit: usize,
+    ) -> StoreResult<Vec<Repost>>;
     /// The reposts among `ids` (repost ids) that still stand, in no particular order.
     async fn reposts_by_ids(&self, ids: &[PostId]) -> StoreResult<Vec<Repost>>;
     /// The reposts of any of `posts` by any of `reposters` with ids strictly below

@@ -1,5 +1,6 @@
 //! Reposts, likes and the count claims at the port, held to one behaviour on every
-//! backend: a fanout-on-read home read of reposts (`home_reposts`), the reposts a
+//! backend: a fanout-on-read home read of reposts (`home_reposts`), `hybrid`'s merged
+//! reposts (`merged_reposts`), the reposts a
 //! rebuild still has to fan out (`undelivered_reposts`), a page's like counts
 //! (`like_counts`) and the settling of count claims (`ClaimStore`).
 
@@ -74,6 +75,73 @@ async fn home_reposts_are_the_readers_and_followees_newest_first() {
         );
         assert_eq!(first, None, "{kind:?}: dan follows no reposter");
         assert_eq!(second, Some(_by_cat), "{kind:?}: cat's own repost");
+    }
+}
+
+/// `hybrid`'s merged half of reposts: the newest reposts of the reader's flagged
+/// followees alone (not an unflagged followee's, not the reader's own), between the
+/// page's bounds, newest first, at most the limit, and an unrepost or the original's
+/// delete takes a repost out at once.
+#[tokio::test]
+async fn merged_reposts_are_the_flagged_followees_newest_between_the_bounds() {
+    for kind in kinds("merged_reposts_are_the_flagged_followees_newest_between_the_bounds") {
+        let t = fresh_store(kind).await;
+        let store = &t.store;
+        users(store, &["ann", "bob", "cat", "dan", "eve"]).await;
+        for followee in ["bob", "cat", "eve"] {
+            store.graph.follow("ann", followee, now_ms()).await.unwrap();
+        }
+        // bob and eve become celebrities (one follower > 0): every edge to them flagged.
+        for celebrity in ["bob", "eve"] {
+            let changed = store.graph.reclassify(celebrity, 0, 0).await.unwrap();
+            assert_eq!(changed, Some(true), "{kind:?} {celebrity}");
+        }
+        let (p, q) = (post(store, "dan", "p").await, post(store, "dan", "q").await);
+        let mut merged = Vec::new();
+        for (user, original) in [("bob", p), ("cat", p), ("eve", p), ("ann", q), ("bob", q)] {
+            let id = repost(store, user, original).await;
+            if user == "bob" || user == "eve" {
+                merged.push(id);
+            }
+        }
+        merged.reverse();
+        let read = async |before: Option<PostId>, above: Option<PostId>, limit: usize| {
+            let found = store.reposts.merged_reposts("ann", before, above, limit);
+            found
+                .await
+                .unwrap()
+                .into_iter()
+                .map(|r| r.id)
+                .collect::<Vec<PostId>>()
+        };
+        assert_eq!(read(None, None, 10).await, merged, "{kind:?}: flagged only");
+        for start in 0..merged.len() {
+            let before = start.checked_sub(1).map(|i| merged[i]);
+            for floor in std::iter::once(None).chain((start..merged.len()).map(Some)) {
+                let above = floor.map(|i: usize| merged[i]);
+                for limit in [1, 2, 5] {
+                    let want: Vec<PostId> = merged[start..]
+                        .iter()
+                        .copied()
+                        .take_while(|id| above.is_none_or(|above| *id > above))
+                        .take(limit)
+                        .collect();
+                    let got = read(before, above, limit).await;
+                    assert_eq!(got, want, "{kind:?}: {before:?} {above:?} {limit}");
+                }
+            }
+        }
+        let none = store.reposts.merged_reposts("dan", None, None, 10).await;
+        assert!(none.unwrap().is_empty(), "{kind:?}: dan follows nobody");
+        store.reposts.unrepost("bob", q).await.unwrap();
+        assert_eq!(
+            read(None, None, 10).await,
+            merged[1..],
+            "{kind:?}: unreposted"
+        );
+        store.content.delete_post(p).await.unwrap();
+        store.reposts.remove_reposts_of(p).await.unwrap();
+        assert!(read(None, None, 10).await.is_empty(), "{kind:?}: p deleted");
     }
 }
 

@@ -1,12 +1,14 @@
 //! The hybrid strategy on every backend: a celebrity's posts are not fanned out but
 //! merged into readers' pages, and an author crossing the threshold either way keeps
-//! every timeline complete and duplicate-free, with hysteresis against flapping.
+//! every timeline complete and duplicate-free, with hysteresis against flapping. Their
+//! reposts likewise: served in `repost_timelines/hybrid.rs`, kept pages' versions here.
 
 use socialite::domain::{FeedStrategy, PostId};
 use socialite::feed::FeedSettings;
 use socialite::store::Store;
+use socialite::store::timelines::{CacheRows, CacheVersion};
 
-use crate::common::{fresh_store, kinds};
+use crate::common::{Kind, fresh_store, kinds};
 use crate::{catch_up, social};
 
 fn settings() -> FeedSettings {
@@ -226,4 +228,73 @@ async fn pages_merge_several_celebrities_newest_first_under_their_own_names() {
             }
         }
     }
+}
+
+/// A kept merged page stands on its celebrities' reposts as on their posts (the embedded
+/// store; MongoDB keeps no versions): a followed celebrity's repost, its unrepost and the
+/// delete of an original they reposted each move their merge version, though none of
+/// them writes the reader's cache; a repost by someone the reader does not follow leaves
+/// the page standing.
+#[tokio::test]
+async fn a_kept_merged_page_stands_on_its_celebrities_reposts() {
+    let t = fresh_store(Kind::Embedded).await;
+    let s = &t.store;
+    for id in ["reader", "star", "ann", "nobody"] {
+        crate::common::create_user(s, id).await;
+    }
+    s.graph.follow("reader", "star", 0).await.unwrap();
+    assert_eq!(s.graph.reclassify("star", 0, 0).await.unwrap(), Some(true));
+    let insert = async |text: &str| {
+        let inserted = s.content.insert_post("ann", text, None, 0).await;
+        inserted.unwrap().post.id
+    };
+    let (p, q) = (insert("p").await, insert("q").await);
+    // A complete cache with nothing in it: its rows are the whole (empty) timeline.
+    assert!(s.timelines.cache_start("reader", 0).await.unwrap());
+    s.timelines.cache_fill("reader", &[], 3).await.unwrap();
+    let rows = CacheRows {
+        from: PostId::MIN,
+        below: None,
+    };
+    let kept = async |step: &str| {
+        let version = s.timelines.cache_version("reader", rows, true).await;
+        let version = version
+            .unwrap()
+            .unwrap_or_else(|| panic!("{step}: a version"));
+        let stands = s.timelines.cache_stands("reader", &version).await.unwrap();
+        assert_eq!(stands.as_ref(), Some(&version), "{step}: stands as read");
+        version
+    };
+    let stands =
+        async |version: CacheVersion| s.timelines.cache_stands("reader", &version).await.unwrap();
+
+    let v = kept("before anyone else's repost").await;
+    s.reposts.repost("nobody", p, 0).await.unwrap();
+    assert!(stands(v).await.is_some(), "not a merged reposter");
+    let v = kept("before a repost").await;
+    s.reposts.repost("star", p, 0).await.unwrap();
+    assert_eq!(stands(v).await, None, "a followed celebrity's repost");
+    // An unrepost and a delete hold every version back while their retraction is
+    // pending; once settled, the merge version alone tells.
+    let v = kept("before an unrepost").await;
+    s.reposts.unrepost("star", p).await.unwrap();
+    s.timelines.settle_retractions().await.unwrap();
+    assert_eq!(stands(v).await, None, "a followed celebrity's unrepost");
+    s.reposts.repost("star", q, 0).await.unwrap();
+    let v = kept("before the original's delete").await;
+    s.content.delete_post(q).await.unwrap();
+    s.reposts.remove_reposts_of(q).await.unwrap();
+    s.timelines.settle_retractions().await.unwrap();
+    assert!(
+        s.reposts
+            .reposts_by("star", None, 1)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    assert_eq!(
+        stands(v).await,
+        None,
+        "the delete of an original star reposted"
+    );
 }

@@ -48,6 +48,8 @@ fn every_paged_read_seeks_its_index() {
         activity::LIKERS.into(),
         activity::LIKERS_BEFORE.into(),
         reposts::REPOSTS_OF_POST.into(),
+        reposts::MERGED_REPOSTERS.into(),
+        reposts::REPOST_IDS_BY_USER.into(),
         audit::REPLY_COUNT.into(),
         deliveries::UNDELIVERED.into(),
         deliveries::ORPHANED.into(),
@@ -116,11 +118,13 @@ fn a_kept_page_check_reads_its_rows_only_for_a_pending_rename() {
 fn a_hybrid_page_reads_only_the_flagged_edges() {
     let conn = Connection::open_in_memory().unwrap();
     super::set_up(&conn).unwrap();
-    let lines = plan(&conn, content::MERGED_FOLLOWEES);
-    assert!(
-        lines
-            .iter()
-            .any(|l| l.starts_with("SEARCH f USING COVERING INDEX follows_flagged")),
-        "{lines:?}"
-    );
+    for sql in [content::MERGED_FOLLOWEES, reposts::MERGED_REPOSTERS] {
+        let lines = plan(&conn, sql);
+        assert!(
+            lines
+                .iter()
+                .any(|l| l.starts_with("SEARCH f USING COVERING INDEX follows_flagged")),
+            "{lines:?}: {sql}"
+        );
+    }
 }

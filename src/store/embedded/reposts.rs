@@ -40,6 +40,45 @@ pub(super) const HOME_REPOSTS: &str = "SELECT id, user, post, post_author FROM r
      WHERE user IN (SELECT followee FROM follows WHERE follower = ?1 UNION ALL SELECT ?1)
        AND id < ?2 ORDER BY id DESC LIMIT ?3";
 
+/// `hybrid`: the followees whose edge is flagged merged, each with their newest repost
+/// id below `?2` (one seek of `reposts_by_user_id` each, inside this statement), the
+/// edges from the covering `follows_flagged` index alone, as `content::MERGED_FOLLOWEES`
+/// reads them for posts.
+pub(super) const MERGED_REPOSTERS: &str = "SELECT f.followee,
+        (SELECT id FROM reposts INDEXED BY reposts_by_user_id
+          WHERE user = f.followee AND id < ?2 ORDER BY id DESC LIMIT 1)
+     FROM follows AS f INDEXED BY follows_flagged
+     WHERE f.follower = ?1 AND f.merged";
+
+/// One reposter's repost ids below `?2` and above `?3`, newest first, at most `?4`,
+/// from the `(user, id)` index alone: the walk of `content::home::merge_newest_of`.
+pub(super) const REPOST_IDS_BY_USER: &str = "SELECT id FROM reposts
+     INDEXED BY reposts_by_user_id
+     WHERE user = ?1 AND id < ?2 AND id > ?3 ORDER BY id DESC LIMIT ?4";
+
+/// `hybrid`'s merged reposters with a repost between the page's bounds (`before` as a
+/// key; `above` exclusive), each with their newest repost id below `before`.
+fn merged_reposters(
+    conn: &rusqlite::Connection,
+    user: &str,
+    before: &[u8],
+    above: Option<PostId>,
+) -> StoreResult<Vec<(PostId, String)>> {
+    let mut reposters = Vec::new();
+    let mut stmt = conn.prepare_cached(MERGED_REPOSTERS)?;
+    let mut rows = stmt.query(params![user, before])?;
+    while let Some(row) = rows.next()? {
+        if row.get_ref(1)? == rusqlite::types::ValueRef::Null {
+            continue;
+        }
+        let newest = post_id_at(row, 1)?;
+        if above.is_none_or(|above| newest > above) {
+            reposters.push((newest, row.get(0)?));
+        }
+    }
+    Ok(reposters)
+}
+
 fn repost_from_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<Repost> {
     Ok(Repost {
         id: post_id_at(row, 0)?,
@@ -84,6 +123,8 @@ pub(super) fn remove_of(tx: &Transaction<'_>, post: PostId) -> StoreResult<Vec<R
         .collect::<rusqlite::Result<_>>()?;
     for repost in &removed {
         super::timelines::retractions::mark_delete(tx, repost.id)?;
+        // As an unrepost: a merged reposter's entries are served by `hybrid`'s merge.
+        super::timelines::versions::bump_merge_version(tx, &repost.user)?;
         record(tx, ChangeOp::Delete, repost)?;
     }
     Ok(removed)
@@ -205,6 +246,51 @@ impl RepostStore for EmbeddedStore {
             let mut stmt = conn.prepare_cached(HOME_REPOSTS)?;
             let rows = stmt.query_map(params![user, before, limit as i64], repost_from_row)?;
             Ok(rows.collect::<rusqlite::Result<_>>()?)
+        })
+        .await
+    }
+
+    /// Bounded by the page, so read inline like a cache page. The flagged edges are
+    /// looked at first in one statement (its own read transaction): a reader whose
+    /// celebrities have no repost between the bounds (most readers) pays nothing more.
+    async fn merged_reposts(
+        &self,
+        user: &str,
+        before: Option<PostId>,
+        above: Option<PostId>,
+        limit: usize,
+    ) -> StoreResult<Vec<Repost>> {
+        if limit == 0 {
+            return Ok(Vec::new());
+        }
+        let (user, before) = (user.to_owned(), post_before(before));
+        let probe = self
+            .read_statement_inline(|conn| merged_reposters(conn, &user, &before, above))
+            .await?;
+        if probe.is_empty() {
+            return Ok(Vec::new());
+        }
+        // An empty blob is below every id.
+        let above_key = above.map_or_else(Vec::new, |id| id.bytes().to_vec());
+        self.read_inline(move |conn| {
+            // Again inside the walk's transaction, so that its ids and rows agree.
+            let mut reposters = merged_reposters(conn, &user, &before, above)?;
+            let keys = super::content::home::merge_newest_of(
+                conn,
+                REPOST_IDS_BY_USER,
+                &mut reposters,
+                String::as_str,
+                &before,
+                &above_key,
+                limit,
+            )?;
+            let mut by_id =
+                conn.prepare_cached(&format!("SELECT {COLUMNS} FROM reposts WHERE id = ?1"))?;
+            let mut reposts = Vec::with_capacity(keys.len());
+            for (id, _) in keys {
+                reposts.push(by_id.query_row([id.bytes()], repost_from_row)?);
+            }
+            Ok(reposts)
         })
         .await
     }

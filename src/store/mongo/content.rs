@@ -319,18 +319,7 @@ impl ContentStore for MongoStore {
         above: Option<PostId>,
         limit: usize,
     ) -> StoreResult<Vec<(Post, NameStamp)>> {
-        let authors: Vec<String> = self
-            .collection(super::graph::FOLLOWS)
-            .find(doc! { "from": user, "merged": true })
-            .projection(doc! { "to": 1 })
-            .await
-            .map_err(db_error)?
-            .try_collect::<Vec<_>>()
-            .await
-            .map_err(db_error)?
-            .iter()
-            .filter_map(|edge| edge.get_str("to").ok().map(str::to_owned))
-            .collect();
+        let authors = self.merged_followees(user).await?;
         if authors.is_empty() {
             return Ok(Vec::new());
         }

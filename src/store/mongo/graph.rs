@@ -282,6 +282,20 @@ impl GraphStore for MongoStore {
 }
 
 impl MongoStore {
+    /// The accounts `user` follows through an edge flagged merged (index `{from: 1,
+    /// merged: 1}`, on the reader's chunk): whose posts and reposts `hybrid` merges.
+    pub(super) async fn merged_followees(&self, user: &str) -> StoreResult<Vec<String>> {
+        let edges = all(self
+            .collection(FOLLOWS)
+            .find(doc! { "from": user, "merged": true })
+            .projection(doc! { "to": 1 }))
+        .await?;
+        Ok(edges
+            .iter()
+            .filter_map(|edge| edge.get_str("to").ok().map(str::to_owned))
+            .collect())
+    }
+
     /// Whether `user` was ever a celebrity (`None`: no such user).
     async fn merged(&self, user: &str) -> StoreResult<Option<bool>> {
         let found = self

@@ -324,6 +324,39 @@ impl RepostStore for MongoStore {
         Ok(found)
     }
 
+    /// Two queries, as `merged_posts`: the flagged followees, then their reposts, one
+    /// query of `{user: 1, _id: -1}` on those reposters' chunks.
+    async fn merged_reposts(
+        &self,
+        user: &str,
+        before: Option<PostId>,
+        above: Option<PostId>,
+        limit: usize,
+    ) -> StoreResult<Vec<Repost>> {
+        let reposters = self.merged_followees(user).await?;
+        if reposters.is_empty() || limit == 0 {
+            return Ok(Vec::new());
+        }
+        let mut filter = doc! { "user": { "$in": &reposters } };
+        let mut bounds = doc! {};
+        if let Some(before) = before {
+            bounds.insert("$lt", oid(before));
+        }
+        if let Some(above) = above {
+            bounds.insert("$gt", oid(above));
+        }
+        if !bounds.is_empty() {
+            filter.insert("_id", bounds);
+        }
+        let docs = all(self
+            .reposts_coll()
+            .find(filter)
+            .sort(doc! { "_id": -1 })
+            .limit(limit as i64))
+        .await?;
+        docs.iter().map(repost_from).collect()
+    }
+
     async fn reposts_by_ids(&self, ids: &[PostId]) -> StoreResult<Vec<Repost>> {
         if ids.is_empty() {
             return Ok(Vec::new());

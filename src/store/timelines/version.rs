@@ -35,15 +35,17 @@ pub struct CacheRows {
     pub below: Option<PostId>,
 }
 
-/// What a `hybrid` page merges: the posts and names of the followees whose edge is
-/// flagged merged. Which followees those are is covered by [`CacheVersion::cache`].
+/// What a `hybrid` page merges: the posts, reposts and names of the followees whose
+/// edge is flagged merged. Which followees those are is covered by
+/// [`CacheVersion::cache`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MergedVersion {
     /// The store's merge clock, moved with every followee's merge version: while it
     /// stands, so do they all, and one read of it checks them all.
     pub clock: u64,
     /// Each followee whose edge is flagged merged, with their merge version, which
-    /// every insert or delete of their posts and every rename of theirs moves.
+    /// every insert or delete of their posts or reposts and every rename of theirs
+    /// moves.
     pub followees: Arc<[(String, u64)]>,
 }
 

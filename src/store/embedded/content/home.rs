@@ -1,6 +1,7 @@
 //! Reads of a home timeline's posts across authors by merging each author's newest ids
 //! from the `(author, id)` index: the read below a cache (`shown_home_posts`) and
-//! `hybrid`'s merged half (`merged_posts`) share the walk ([`merge_newest`]).
+//! `hybrid`'s merged half (`merged_posts`, and `merged_reposts` over the reposts'
+//! `(user, id)` index) share the walk ([`merge_newest`], [`merge_newest_of`]).
 //!
 //! One `IN (...) ORDER BY id DESC` over the authors instead reads every post of every
 //! author below the cursor and sorts them in a temporary B-tree: for a reader who hides
@@ -72,11 +73,34 @@ pub(in crate::store::embedded) fn merge_newest<T>(
     above: &[u8],
     limit: usize,
 ) -> StoreResult<Vec<(PostId, usize)>> {
+    merge_newest_of(
+        conn,
+        POST_IDS_BY_AUTHOR,
+        authors,
+        author_of,
+        before,
+        above,
+        limit,
+    )
+}
+
+/// [`merge_newest`] over the ids `ids_by_author` reads: a statement of one author's ids
+/// (`?1`) below `?2` and above `?3`, newest first, at most `?4`, from an index alone
+/// (`POST_IDS_BY_AUTHOR`, or `reposts::REPOST_IDS_BY_USER` for `hybrid`'s reposts).
+pub(in crate::store::embedded) fn merge_newest_of<T>(
+    conn: &Connection,
+    ids_by_author: &str,
+    authors: &mut [(PostId, T)],
+    author_of: impl Fn(&T) -> &str,
+    before: &[u8],
+    above: &[u8],
+    limit: usize,
+) -> StoreResult<Vec<(PostId, usize)>> {
     if limit == 0 {
         return Ok(Vec::new());
     }
     authors.sort_unstable_by_key(|a| std::cmp::Reverse(a.0));
-    let mut ids_by_author = conn.prepare_cached(POST_IDS_BY_AUTHOR)?;
+    let mut ids_by_author = conn.prepare_cached(ids_by_author)?;
     let mut keys: Vec<(PostId, usize)> = Vec::new();
     for (index, (newest, author)) in authors.iter().enumerate() {
         if keys.len() >= limit {

@@ -1,14 +1,16 @@
 //! Cache versions (see `TimelineStore::cache_version`): what lets a rendered page be
 //! served again while it stands (`service::pages`).
 //!
-//! A `hybrid` page also merges the posts and names of the reader's flagged followees.
+//! A `hybrid` page also merges the posts, reposts and names of the reader's flagged
+//! followees.
 //! Which followees those are is covered by the reader's cache version: every graph
 //! transaction that adds or removes an edge of the reader's (any edge, since which
 //! replies a page shows depends on whom the reader follows, see
 //! `domain::reply_visible`), or flags them, moves it ([`bump_version`],
 //! [`enter_merged`]). What each of them serves is covered by
 //! their merge version, a row of `merge_versions` that exists for every author ever
-//! marked merged, moved by every insert and delete of their posts and every rename
+//! marked merged, moved by every insert and delete of their posts, every insert and
+//! removal of their reposts (an unrepost, or the original's delete) and every rename
 //! ([`bump_merge_version`]); the row keyed by the empty id, which no user has, is the
 //! clock, moved with every one of them. So a kept merged page is checked with one
 //! statement while no merged author changed anything, and otherwise by reading the
@@ -166,7 +168,8 @@ pub(in crate::store::embedded) fn all_merged(tx: &Transaction<'_>) -> StoreResul
 }
 
 /// Moves `author`'s merge version, and the clock, when they were ever marked merged: in
-/// every transaction that inserts or deletes a post of theirs or renames them.
+/// every transaction that inserts or deletes a post or a repost of theirs or renames
+/// them.
 pub(in crate::store::embedded) fn bump_merge_version(
     tx: &Transaction<'_>,
     author: &str,
