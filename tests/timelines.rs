@@ -2,7 +2,8 @@
 //! (issue 13): build races, replays and size bounds here, injected failures in
 //! `timelines/failures.rs`, fanout on read and real-MongoDB plans in `timelines/reads.rs`,
 //! pushes racing with retractions in `timelines/retractions.rs`, kept pages in
-//! `timelines/pages.rs`, idle caches dropped in `timelines/idle.rs`.
+//! `timelines/pages.rs` (read below the cache, renames, reposts: `timelines/kept_*.rs`),
+//! idle caches dropped in `timelines/idle.rs`.
 //! Faults and pauses come from port decorators (`timelines/faults.rs`).
 
 mod common;
@@ -16,6 +17,8 @@ mod idle;
 mod kept_below;
 #[path = "timelines/kept_renames.rs"]
 mod kept_renames;
+#[path = "timelines/kept_reposts.rs"]
+mod kept_reposts;
 #[path = "timelines/pages.rs"]
 mod pages;
 #[path = "timelines/races.rs"]

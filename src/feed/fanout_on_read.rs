@@ -1,9 +1,11 @@
 //! Fanout on read: nothing is materialised; a read merges the newest posts of the reader
 //! and everyone the reader follows, through the (author, id) index.
 
+use std::collections::HashMap;
+
 use async_trait::async_trait;
 
-use super::{FeedService, merged_entries, with_reposts};
+use super::{FeedService, distinct, merged_entries, with_reposts};
 use crate::domain::{FeedStrategy, NameStamp, PostId, TimelineEntry, TimelineKind};
 use crate::store::{Store, StoreResult};
 
@@ -37,7 +39,10 @@ pub(crate) async fn read_through(
 /// cache's fallback reads, since the page drops those authors' entries anyway. Post
 /// entries carry their text and their author's name as the read found it, so the page
 /// looks up no names for them. Reposts are read as [`read_through`] reads them (the
-/// page filters them by either author). A cache's build reads everything.
+/// page filters them by either author), then stamped with their reposter's name as one
+/// lookup finds it (the one the page would make for them), so that a page with them is
+/// whole too and may be kept (under the below clock, which every rename moves). A
+/// cache's build reads everything.
 pub(crate) async fn read_shown(
     store: &Store,
     user: &str,
@@ -53,7 +58,30 @@ pub(crate) async fn read_shown(
         .iter()
         .map(|(post, name)| post.entry(true, Some(name)))
         .collect();
-    with_reposts(store, entries, &reposts, before, want).await
+    let mut entries = with_reposts(store, entries, &reposts, before, want).await?;
+    let unnamed = |e: &TimelineEntry| e.is_repost() && e.name.is_none();
+    let reposters: Vec<String> = distinct(
+        entries
+            .iter()
+            .filter(|e| unnamed(e))
+            .map(|e| e.author.as_str()),
+    )
+    .map(str::to_owned)
+    .collect();
+    if reposters.is_empty() {
+        return Ok(entries);
+    }
+    let stamps: HashMap<String, NameStamp> = store
+        .users
+        .authors(user, &reposters)
+        .await?
+        .into_iter()
+        .map(|v| (v.id.clone(), v.name_stamp()))
+        .collect();
+    for entry in entries.iter_mut().filter(|e| unnamed(e)) {
+        entry.name = stamps.get(&entry.author).cloned();
+    }
+    Ok(entries)
 }
 
 #[async_trait]

@@ -116,9 +116,6 @@ impl Timelines {
         let mut version = None;
         let mut examined = 0;
         let mut originals: HashMap<PostId, Original> = HashMap::new();
-        // A page that examined a repost entry is never kept: which of its reposts it
-        // serves depends on sources beyond the cache's rows (see `reposts`).
-        let mut reposts_seen = false;
         let mut shown: HashSet<PostId> = HashSet::new();
         for round in 0..MAX_READ_ROUNDS {
             let request = next_request(want, kept.len(), examined);
@@ -155,7 +152,6 @@ impl Timelines {
             exhausted = candidates.len() < request;
             examined += candidates.len();
             cursor = candidates.last().map(|e| e.id).or(cursor);
-            reposts_seen |= candidates.iter().any(TimelineEntry::is_repost);
             if let Some(hidden) = hidden.as_ref().filter(|h| !h.is_empty()) {
                 // A repost is hidden with its reposter or its original's author.
                 candidates.retain(|e| {
@@ -164,6 +160,12 @@ impl Timelines {
                             .as_ref()
                             .is_none_or(|o| !hidden.hides(&o.author))
                 });
+            }
+            // Which of its repost entries a page serves depends on sources beyond the
+            // cache's rows: the page stands on them under the below clock, read before
+            // them (see `reposts`).
+            if version.is_some() && candidates.iter().any(TimelineEntry::is_repost) {
+                version = self.under_repost_clock(version).await?;
             }
             let current = self.current(user, candidates, &mut names).await?;
             let hides = hidden.as_deref().cloned().unwrap_or_default();
@@ -199,7 +201,6 @@ impl Timelines {
             cursor
         };
         kept.truncate(limit);
-        let version = version.filter(|_| !reposts_seen);
         let items = kept
             .into_iter()
             .map(|e| TimelineItem {
@@ -387,7 +388,8 @@ fn next_request(want: usize, kept: usize, examined: usize) -> usize {
 /// Rounds that read on below the cache carry the below clock each read first
 /// ([`CacheVersion::below`]): the page keeps it when every such round found the same.
 /// Such a round's span reaches down to the cache's bottom, so a later round's, also
-/// down to the bottom and below the earlier one's cursor, lies within it.
+/// down to the bottom and below the earlier one's cursor, lies within it. A page that
+/// met repost entries carries the clock from then on too (`under_repost_clock`).
 fn spanning(so_far: Option<CacheVersion>, read: Option<CacheVersion>) -> Option<CacheVersion> {
     let (so_far, read) = (so_far?, read?);
     let to_bottom = so_far.rows.from == PostId::MIN && read.rows.from == PostId::MIN;

@@ -18,6 +18,28 @@
 //! batched reads (the reposts by id, the originals, their authors' follow state and
 //! names) and, only when some original is not itself eligible, a second: the reader's
 //! followees and one `reposts_of` over those originals. Never one read per entry.
+//!
+//! A kept page (`service::pages`) that served from repost entries stands on more than
+//! its cache's rows, so it is kept under the cache's version *and* the store's below
+//! clock, read before the sources above ([`Timelines::under_repost_clock`]). What those
+//! reads depend on, and what moves one of the two in its own transaction (embedded):
+//! - whether each repost stands, and which earlier reposts of an original by the reader
+//!   or a followee exist (`reposts_by_ids`, `reposts_of`): every unrepost, and every
+//!   delete of an original (which removes its reposts), moves the below clock; a new
+//!   repost's id is above every page's (`reposts_of` reads below the page's reposts),
+//!   and its fan-out into the reader's cache moves the cache's version;
+//! - whether each original exists, its text and its parent: every delete of a post
+//!   moves the below clock (a post's text and parent never change);
+//! - its author's name: every rename moves the below clock;
+//! - whom the reader follows (the original's author, the reposters, a reply's parent
+//!   author: `authors`, `following`): every follow and unfollow of the reader's moves
+//!   the cache's version;
+//! - what the reader hides (blocks either way, mutes): every block, unblock, mute and
+//!   unmute moves the cache version of each reader it concerns, and a timed mute's
+//!   expiry ends the page ([`Hidden::expires_ms`]).
+//!
+//! A store without a below clock (MongoDB keeps no versions at all) and a `hybrid`
+//! page (its version has no room for the clock beside the merge's) keep no such page.
 
 use std::collections::{HashMap, HashSet};
 
@@ -25,6 +47,7 @@ use super::{Timelines, distinct};
 use crate::domain::relations::Hidden;
 use crate::domain::{Post, PostId, TimelineEntry, reply_visible};
 use crate::store::StoreResult;
+use crate::store::timelines::CacheVersion;
 
 /// What a served repost entry carries of its original, beside the entry.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -170,6 +193,28 @@ impl Timelines {
             );
         }
         Ok(entries)
+    }
+
+    /// `version`, of a page about to serve from repost entries, made to stand on what
+    /// [`Timelines::served_reposts`] reads beyond the cache's rows: with the below
+    /// clock, read now, before those reads (see the module), or as it is when it
+    /// already holds one (read before the rows below the cache, earlier still). `None`
+    /// for a `hybrid` page, and from a store that keeps no clock.
+    pub(super) async fn under_repost_clock(
+        &self,
+        version: Option<CacheVersion>,
+    ) -> StoreResult<Option<CacheVersion>> {
+        let Some(version) = version.filter(|v| v.merged.is_none()) else {
+            return Ok(None);
+        };
+        if version.below.is_some() {
+            return Ok(Some(version));
+        }
+        let clock = self.store.timelines.below_clock().await?;
+        Ok(clock.map(|clock| CacheVersion {
+            below: Some(clock),
+            ..version
+        }))
     }
 
     /// Everyone `user` follows, a page of the follow list at a time.

@@ -1,8 +1,10 @@
 //! Kept pages of the Mastodon home timeline: the first `max_id` pages rendered as
 //! statuses, kept like `/v1`'s (`pages.rs`) and served again after the same one light
 //! read finds the cache's version standing, with no removal and no rename of a shown
-//! author pending. So a block, mute, delete, unfollow, new entry or rename of a shown
-//! author shows on the next read, as on `/v1`.
+//! author pending (and, for a page with reposts, the below clock standing: any unrepost,
+//! delete or rename moves it). So a block, mute, delete, unfollow, new entry or rename
+//! of a shown author, or a change of which repost of a post is its first, shows on the
+//! next read, as on `/v1`.
 //!
 //! A Status shows more than the cache's rows: counts (`favourites_count`,
 //! `replies_count`, `reblogs_count`, an Account's followers, following and statuses)

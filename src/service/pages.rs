@@ -6,7 +6,9 @@
 //! `CacheRows`; a rename of anyone else leaves it kept). Every write of a cache's rows,
 //! by any process that shares the store, moves its version to a value it never had, so
 //! a kept page is never served past a change: what a kept page saves is the page's
-//! rows, their decoding and the rendering, not the read.
+//! rows, their decoding and the rendering, not the read. A page that read below the
+//! cache, or met a repost entry, stands on the store's below clock too, in the same
+//! read (`CacheVersion::below`).
 
 use std::hash::{Hash, Hasher};
 

@@ -180,12 +180,13 @@ pub trait TimelineStore: Send + Sync + 'static {
     ) -> StoreResult<Option<CacheVersion>> {
         Ok(None)
     }
-    /// The below clock, read before the rows a page reads below its cache, when the
-    /// store keeps one: every delete of a post and every rename moves it to a value it
-    /// never had, in its own write, so while it (and the cache's version, which covers
-    /// whom the owner follows, blocks and mutes) is unchanged, such rows stand: a new
-    /// post's id is above every page's. `None` from a store that keeps no versions (the
-    /// default).
+    /// The below clock, read before the rows a page reads below its cache (and before
+    /// the reposts and originals a page's repost entries are checked against), when the
+    /// store keeps one: every delete of a post, every removal of a repost and every
+    /// rename moves it to a value it never had, in its own write, so while it (and the
+    /// cache's version, which covers whom the owner follows, blocks and mutes) is
+    /// unchanged, such rows stand: a new post's id is above every page's. `None` from a
+    /// store that keeps no versions (the default).
     async fn below_clock(&self) -> StoreResult<Option<u64>> {
         Ok(None)
     }

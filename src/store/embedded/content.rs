@@ -60,6 +60,7 @@ impl ContentStore for EmbeddedStore {
                 // Every repost of it goes with it, each with its change.
                 super::reposts::remove_of(tx, post.id)?;
                 versions::bump_merge_version(tx, &post.author)?;
+                // For pages read below a cache, and pages with reposts of it.
                 versions::bump_below_clock(tx)?;
                 // The deleted post rides with its change, so workers know its author.
                 record_change(tx, "posts", ChangeOp::Delete, &id.to_string(), Some(post))?;

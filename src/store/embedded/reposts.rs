@@ -113,7 +113,8 @@ fn record(tx: &Transaction<'_>, op: ChangeOp, repost: &Repost) -> StoreResult<()
 }
 
 /// Removes every repost of `post` in the caller's transaction (a post's delete), each
-/// with its change and its retraction mark.
+/// with its change and its retraction mark. The caller moves the below clock (a kept
+/// page with reposts stands on every repost of its originals, `feed::reposts`).
 pub(super) fn remove_of(tx: &Transaction<'_>, post: PostId) -> StoreResult<Vec<Repost>> {
     let removed: Vec<Repost> = tx
         .prepare_cached(&format!(
@@ -206,6 +207,9 @@ impl RepostStore for EmbeddedStore {
                 count_repost(tx, post, -1)?;
                 super::timelines::retractions::mark_delete(tx, repost.id)?;
                 super::timelines::versions::bump_merge_version(tx, &repost.user)?;
+                // A kept page with reposts stands on every repost of its originals,
+                // not only on those its owner's cache holds (`feed::reposts`).
+                super::timelines::versions::bump_below_clock(tx)?;
                 record(tx, ChangeOp::Delete, repost)?;
             }
             Ok(removed)
@@ -214,7 +218,14 @@ impl RepostStore for EmbeddedStore {
     }
 
     async fn remove_reposts_of(&self, post: PostId) -> StoreResult<Vec<Repost>> {
-        self.write(move |tx| remove_of(tx, post)).await
+        self.write(move |tx| {
+            let removed = remove_of(tx, post)?;
+            if !removed.is_empty() {
+                super::timelines::versions::bump_below_clock(tx)?;
+            }
+            Ok(removed)
+        })
+        .await
     }
 
     async fn reposts_by(

@@ -17,13 +17,14 @@ pub struct CacheVersion {
     pub rows: CacheRows,
     /// What a `hybrid` page merges beside the cache; `None` when not asked.
     pub merged: Option<MergedVersion>,
-    /// For a page read on below the cache (by fanout on read): the store's below
-    /// clock as read before the rows below the cache (see
-    /// [`super::TimelineStore::below_clock`]), which every delete of a post and every
-    /// rename moves. Which authors those rows are by is covered by
-    /// [`CacheVersion::cache`] (every change of the owner's edges, blocks and mutes
-    /// moves it), and rows inserted later get ids above every page's. `None` for a page
-    /// read from the cache alone.
+    /// For a page read on below the cache (by fanout on read), or one that serves from
+    /// repost entries: the store's below clock as read before the rows below the cache,
+    /// or before the reposts and originals those entries are checked against (see
+    /// [`super::TimelineStore::below_clock`]), which every delete of a post, every
+    /// removal of a repost and every rename moves. Which authors those rows are by is
+    /// covered by [`CacheVersion::cache`] (every change of the owner's edges, blocks and
+    /// mutes moves it), and rows inserted later get ids above every page's. `None` for
+    /// a page read from the cache alone, without reposts.
     pub below: Option<u64>,
 }
 

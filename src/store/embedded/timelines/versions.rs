@@ -25,10 +25,13 @@
 //!
 //! A page read on below the cache also stands on the posts below it and their authors'
 //! names, read from the posts and the profiles: the below clock (the `below_clock` row
-//! of `meta`), moved by every delete of a post and every rename ([`bump_below_clock`]),
-//! is read before those rows, and such a page stands while the cache's version and the
-//! clock both do. Which authors the rows are by is the cache version's (edges, blocks
-//! and mutes move it); inserts need no clock, their ids being above every page's.
+//! of `meta`), moved by every delete of a post, every removal of a repost (an unrepost,
+//! or an original's delete) and every rename ([`bump_below_clock`]), is read before
+//! those rows, and such a page stands while the cache's version and the clock both do.
+//! Which authors the rows are by is the cache version's (edges, blocks and mutes move
+//! it); inserts need no clock, their ids being above every page's. A page that serves
+//! from repost entries stands on the reposts and originals it checks them against
+//! (`feed::reposts`) the same way: under the clock, read before them.
 
 use std::sync::Arc;
 
@@ -183,8 +186,9 @@ pub(in crate::store::embedded) fn bump_merge_version(
 }
 
 /// Moves the below clock (see `TimelineStore::below_clock`): in every transaction that
-/// deletes a post or renames a user, since either changes what a page read below a
-/// cache shows. Inserts need not: a new post's id is above every page's rows.
+/// deletes a post, removes a repost or renames a user, since each changes what a page
+/// read below a cache shows, or which of a page's repost entries it serves. Inserts
+/// need not: a new post's or repost's id is above every page's rows.
 pub(in crate::store::embedded) fn bump_below_clock(tx: &Transaction<'_>) -> StoreResult<()> {
     tx.prepare_cached(
         "INSERT INTO meta (key, value) VALUES ('below_clock', random())
@@ -237,8 +241,8 @@ fn cache_version(
 /// as a read transaction of its own.
 fn cache_stands(conn: &Connection, user: &str, kept: &CacheVersion) -> StoreResult<Stands> {
     if let Some(below) = kept.below {
-        // A page read on below the cache (never a merged one): the cache's version and
-        // the below clock, in one statement.
+        // A page read on below the cache, or one with reposts (never a merged one):
+        // the cache's version and the below clock, in one statement.
         let found: Option<(i64, i64)> = conn
             .prepare_cached(CACHE_AND_BELOW)?
             .query_row(params(user, &kept.rows), |row| {
