@@ -324,16 +324,7 @@ impl ContentStore for MongoStore {
             return Ok(Vec::new());
         }
         let mut filter = doc! { "author": { "$in": &authors } };
-        let mut bounds = doc! {};
-        if let Some(before) = before {
-            bounds.insert("$lt", oid(before));
-        }
-        if let Some(above) = above {
-            bounds.insert("$gt", oid(above));
-        }
-        if !bounds.is_empty() {
-            filter.insert("_id", bounds);
-        }
+        super::within_ids(&mut filter, before, above);
         // The names are read beside the posts, never before them, so each is at least as
         // new as the read: a rename finished before the page began is served.
         let (posts, names) =

@@ -163,6 +163,21 @@ pub(super) async fn exists(
         .is_some())
 }
 
+/// Adds to `filter` the `_id` window strictly between `above` and `before` (either may be
+/// open), as the merged reads of posts and of reposts page.
+pub(super) fn within_ids(filter: &mut Document, before: Option<PostId>, above: Option<PostId>) {
+    let mut bounds = Document::new();
+    if let Some(before) = before {
+        bounds.insert("$lt", oid(before));
+    }
+    if let Some(above) = above {
+        bounds.insert("$gt", oid(above));
+    }
+    if !bounds.is_empty() {
+        filter.insert("_id", bounds);
+    }
+}
+
 pub(super) fn oid(id: PostId) -> ObjectId {
     ObjectId::from_bytes(id.bytes())
 }

@@ -338,16 +338,7 @@ impl RepostStore for MongoStore {
             return Ok(Vec::new());
         }
         let mut filter = doc! { "user": { "$in": &reposters } };
-        let mut bounds = doc! {};
-        if let Some(before) = before {
-            bounds.insert("$lt", oid(before));
-        }
-        if let Some(above) = above {
-            bounds.insert("$gt", oid(above));
-        }
-        if !bounds.is_empty() {
-            filter.insert("_id", bounds);
-        }
+        super::within_ids(&mut filter, before, above);
         let docs = all(self
             .reposts_coll()
             .find(filter)
