@@ -213,6 +213,31 @@ pub fn pending_marks(file: &std::path::Path) -> (i64, i64) {
     (count("pending_deletes"), count("pending_unfollows"))
 }
 
+/// Runs `worker` over the whole change feed, as the server's runner would, until it has
+/// nothing left to apply.
+pub async fn drain(store: &Store, worker: impl socialite::workers::Worker + 'static) {
+    use socialite::workers::{Runner, RunnerSettings, Step, SystemClock};
+    let mut runner = Runner::new(
+        Arc::new(worker),
+        store.leases.clone(),
+        store.change_feed.clone(),
+        Arc::new(SystemClock),
+        "test",
+        RunnerSettings {
+            lease_ttl_ms: 60_000,
+            batch_size: 100,
+            refresh_ms: 1_000,
+        },
+    );
+    loop {
+        match runner.step().await.unwrap() {
+            Step::Applied(_) | Step::Rebuilt => {}
+            Step::Idle => return,
+            other => panic!("unexpected step {other:?}"),
+        }
+    }
+}
+
 /// Each of `users`' activity logs as (user, type, reference), sorted, each checked
 /// newest first by time.
 pub async fn activity_logged(store: &Store, users: &[&str]) -> Vec<(String, ActivityType, String)> {

@@ -18,6 +18,7 @@ use mongodb::bson::{Document, doc};
 use mongodb::options::InsertManyOptions;
 
 use super::claims::{self, Seen};
+use super::intents::{self, INTENTS};
 use super::{IndexSpec, MongoStore, Side, all, db_error, index, insert_new, int, is_duplicate_key};
 use crate::store::{EdgeState, GraphStore, StoreError, StoreResult};
 
@@ -61,6 +62,8 @@ pub(super) async fn migrate(db: &Database) -> anyhow::Result<()> {
 
 #[async_trait]
 impl GraphStore for MongoStore {
+    /// The intent, stored before the look for a block, orders this follow against any
+    /// block on the pair (see `intents`): a follow refused here never wrote its edge.
     async fn follow(&self, follower: &str, followee: &str, now_ms: i64) -> StoreResult<bool> {
         if !self.exists("users", doc! { "_id": follower }).await? {
             return Err(StoreError::NotFound(format!("user {follower}")));
@@ -68,49 +71,25 @@ impl GraphStore for MongoStore {
         let Some(merged) = self.merged(followee).await? else {
             return Err(StoreError::NotFound(format!("user {followee}")));
         };
-        // A first look for a block, which refuses most follows under one before they
-        // write anything; the second look, after the edge stands, closes the race.
-        if self.blocked_between(follower, followee).await? {
-            return Err(crate::store::relations::refused(follower, followee));
-        }
-        crate::faults::gate("follow.checked", follower).await;
-        // The insert decides whether this call added the follow, and so whether it moves
-        // the counters; its mark tells other calls on the edge that they are in flight.
-        let key = format!("{follower}/{followee}");
-        let (pending, token) = claims::mark("add");
-        let counters = [(follower, "following_count"), (followee, "followers_count")];
-        let edge = doc! {
-            "_id": &key, "from": follower, "to": followee, "created_at": now_ms, "merged": merged,
-            claims::PENDING: pending,
-        };
-        let follows = self.collection(FOLLOWS);
-        let filter = doc! { "_id": &key };
-        if !insert_new(&follows, edge, &["from", "to"]).await? {
-            // Another call made the edge, or is removing it. Answer only once its counter
-            // move has landed, so that no profile read after this answer misses it.
-            if let Seen::Stale(token) = claims::wait(&follows, &filter).await? {
-                self.recount_now(&[follower, followee]).await?;
-                claims::settle(&follows, &filter, token).await?;
-            }
-            return Ok(false);
-        }
-        // A promotion that marked the followee merged after the read above may have
-        // flagged the edges before this one existed: read again, and flag it.
-        if !merged && self.merged(followee).await? == Some(true) {
-            follows
-                .update_one(filter.clone(), doc! { "$set": { "merged": true } })
-                .await
-                .map_err(db_error)?;
-        }
-        self.move_counters(&counters, 1).await?;
-        claims::settle(&follows, &filter, token).await?;
-        // A block stored after the first look may have deleted the edges before this
-        // one existed: look again now that it stands, and take it away as an unfollow.
-        if self.blocked_between(follower, followee).await? {
+        let intents = self.collection(INTENTS);
+        let intent = intents::declare(&intents, follower, followee).await?;
+        let added = self
+            .follow_declared(follower, followee, merged, now_ms)
+            .await;
+        let held = intents::withdraw(&intents, follower, followee, intent).await?;
+        let added = added?;
+        // A block waited longer than a request lives for this one, took its intent over
+        // and may have removed the edges before this one stood: look again.
+        if !held && self.blocked_between(follower, followee).await? {
+            tracing::warn!(
+                follower,
+                followee,
+                "a follow stalled past its intent's takeover and found a block: its edge is removed and the follow refused"
+            );
             self.unfollow(follower, followee).await?;
             return Err(crate::store::relations::refused(follower, followee));
         }
-        Ok(true)
+        Ok(added)
     }
 
     /// The call that claims the edge moves the counters down *before* the edge goes: a
@@ -305,5 +284,53 @@ impl MongoStore {
             .await
             .map_err(db_error)?;
         Ok(found.map(|u| u.get_bool("merged").unwrap_or(false)))
+    }
+}
+
+impl MongoStore {
+    /// The follow under its intent: refused if a block stands, else the edge and its
+    /// counters.
+    async fn follow_declared(
+        &self,
+        follower: &str,
+        followee: &str,
+        merged: bool,
+        now_ms: i64,
+    ) -> StoreResult<bool> {
+        if self.blocked_between(follower, followee).await? {
+            return Err(crate::store::relations::refused(follower, followee));
+        }
+        crate::faults::gate("follow.checked", follower).await;
+        // The insert decides whether this call added the follow, and so whether it moves
+        // the counters; its mark tells other calls on the edge that they are in flight.
+        let key = format!("{follower}/{followee}");
+        let (pending, token) = claims::mark("add");
+        let counters = [(follower, "following_count"), (followee, "followers_count")];
+        let edge = doc! {
+            "_id": &key, "from": follower, "to": followee, "created_at": now_ms, "merged": merged,
+            claims::PENDING: pending,
+        };
+        let follows = self.collection(FOLLOWS);
+        let filter = doc! { "_id": &key };
+        if !insert_new(&follows, edge, &["from", "to"]).await? {
+            // Another call made the edge, or is removing it. Answer only once its counter
+            // move has landed, so that no profile read after this answer misses it.
+            if let Seen::Stale(token) = claims::wait(&follows, &filter).await? {
+                self.recount_now(&[follower, followee]).await?;
+                claims::settle(&follows, &filter, token).await?;
+            }
+            return Ok(false);
+        }
+        // A promotion that marked the followee merged after the read above may have
+        // flagged the edges before this one existed: read again, and flag it.
+        if !merged && self.merged(followee).await? == Some(true) {
+            follows
+                .update_one(filter.clone(), doc! { "$set": { "merged": true } })
+                .await
+                .map_err(db_error)?;
+        }
+        self.move_counters(&counters, 1).await?;
+        claims::settle(&follows, &filter, token).await?;
+        Ok(true)
     }
 }

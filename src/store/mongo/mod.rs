@@ -16,6 +16,7 @@ mod deliveries;
 mod events;
 mod graph;
 mod idempotency;
+mod intents;
 mod leases;
 mod notifications;
 mod oauth;
@@ -265,6 +266,7 @@ impl MongoStore {
         // Each port file declares the indexes its queries need.
         let indexes = [
             graph::indexes(),
+            intents::indexes(),
             content::indexes(),
             threads::indexes(),
             timelines::indexes(),

@@ -6,10 +6,11 @@
 //! every shard under the `user` key, one per timeline page (see docs/mongodb.md).
 //!
 //! No multi-document transactions (see ARCHITECTURE.md), so a block and a follow are
-//! ordered instead: a block stores its document before deleting the edges, and a follow
-//! looks for a block before inserting its edge and again after (`graph::follow`),
-//! deleting its own edge when it finds one. Whichever way they interleave, either the
-//! follow's second look sees the block or the block's delete sees the edge.
+//! ordered instead (`intents`): a block stores its document, then waits out the
+//! follows that declared an intent on the pair before it deletes the edges; a follow
+//! declares its intent, then looks for a block before it inserts its edge. Whichever way
+//! they interleave, either the follow sees the block and writes nothing, or the block
+//! sees the intent and deletes the edge once it stands.
 //!
 //! MongoDB keeps no cache versions, so no page is kept over this store (see
 //! `TimelineStore::cache_version`): nothing to move here.
@@ -104,11 +105,13 @@ impl RelationStore for MongoStore {
             "_id": key(user, other), "user": user, "other": other, "created_ms": now_ms,
         };
         let added = insert_new(&self.collection(BLOCKS), block, &["user"]).await?;
-        // Between the block and the removal of the edges: a follow that passed its
-        // first look must see the block on its second.
+        // Between the block and the removal of the edges: a follow that passed its look
+        // has an intent this block waits out.
         crate::faults::gate("block.stored", user).await;
         let mut removed = Vec::new();
+        let intents = self.collection(super::intents::INTENTS);
         for (from, to) in [(user, other), (other, user)] {
+            super::intents::wait_out(&intents, from, to).await?;
             if self.unfollow(from, to).await? {
                 removed.push((from.to_owned(), to.to_owned()));
             }
