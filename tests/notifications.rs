@@ -1,13 +1,18 @@
 //! Notifications on both stores: the worker driven one `step()` at a time (each type for
-//! the right user and never the actor, undoing removes, a re-like is new, replays change
-//! nothing, a fenced-off holder is refused, history lost rebuilds the derived
-//! definition), the grouped view with hundreds of likers, type filters and paging; and
-//! the HTTP API on a real server (`notifications/http.rs`); the rebuild in small bounds
-//! (`notifications/rebuild.rs`).
+//! the right user and never the actor, undoing removes, a re-like is new, a cause undone
+//! is not served) here; replays that change nothing, a fenced-off holder refused and
+//! history lost rebuilding the derived definition (`notifications/exactly_once.rs`);
+//! the grouped view with hundreds of likers, type filters and paging
+//! (`notifications/grouped.rs`); the HTTP API on a real server
+//! (`notifications/http.rs`); the rebuild in small bounds (`notifications/rebuild.rs`).
 
 mod common;
 #[path = "notifications/dismiss.rs"]
 mod dismiss;
+#[path = "notifications/exactly_once.rs"]
+mod exactly_once;
+#[path = "notifications/grouped.rs"]
+mod grouped;
 #[path = "notifications/http.rs"]
 mod http;
 #[path = "notifications/late.rs"]
@@ -25,12 +30,12 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use common::{create_user, fresh_store, kinds};
-use socialite::derived::notifications::{NotificationKey, expected, groups, keys};
+use socialite::derived::notifications::{NotificationKey, expected, keys};
 use socialite::domain::{
     Change, ChangeOp, ChangePosition, Fence, Notification, NotificationFilter, NotificationType,
     PostId, now_ms,
 };
-use socialite::store::{Store, StoreError};
+use socialite::store::Store;
 use socialite::workers::notifications::{NAME, NotificationsWorker};
 use socialite::workers::{ManualClock, Runner, RunnerSettings, Step, Worker};
 
@@ -303,229 +308,6 @@ async fn a_notification_is_not_served_once_its_cause_is_undone() {
         assert_eq!(
             read().await,
             served(vec![(Follow, "cy".to_owned())]),
-            "{kind:?}"
-        );
-    }
-}
-
-/// Applying a batch again changes nothing: notifications, ids and groups stay.
-#[tokio::test]
-async fn a_replayed_batch_changes_nothing() {
-    for kind in kinds("a_replayed_batch_changes_nothing") {
-        let t = fresh_store(kind).await;
-        let store = &t.store;
-        for u in ["al", "bo", "cy", "di"] {
-            create_user(store, u).await;
-        }
-        let p = post(store, "al", "hello").await;
-        for u in ["bo", "cy", "di"] {
-            store.graph.follow(u, "al", now_ms()).await.unwrap();
-            store.activity.like(u, p, now_ms()).await.unwrap();
-        }
-        store.activity.unlike("cy", p).await.unwrap();
-        post(store, "bo", "@al @di").await;
-        let changes = store.change_feed.changes(None, 1000).await.unwrap();
-        let f = fence(store, "W", now_ms()).await;
-        let worker = NotificationsWorker::new(store.notifications.clone());
-        worker.apply(&changes, &f).await.unwrap();
-        let snapshot = |store: Store| async move {
-            let f = NotificationFilter::default();
-            (
-                all_of(&store, "al", &f, 100).await,
-                all_of(&store, "di", &f, 100).await,
-                store
-                    .notifications
-                    .notification_groups("al", &f, None, 100)
-                    .await
-                    .unwrap(),
-            )
-        };
-        let once = snapshot(store.clone()).await;
-        // The whole batch, then its second half, again.
-        worker.apply(&changes, &f).await.unwrap();
-        worker
-            .apply(&changes[changes.len() / 2..], &f)
-            .await
-            .unwrap();
-        assert_eq!(snapshot(store.clone()).await, once, "{kind:?}");
-        let likes = once.2.iter().find(|g| g.kind == Like).unwrap();
-        assert_eq!(
-            (likes.count, likes.actors.clone()),
-            (2, vec!["di".to_owned(), "bo".to_owned()]),
-            "{kind:?}"
-        );
-        let (stored, expected) = stored_and_expected(store, &["al", "bo", "cy", "di"]).await;
-        assert_eq!(stored, expected, "{kind:?}");
-    }
-}
-
-/// A holder whose lease was taken over is refused, and writes nothing.
-#[tokio::test]
-async fn a_fenced_off_holder_is_refused() {
-    for kind in kinds("a_fenced_off_holder_is_refused") {
-        let t = fresh_store(kind).await;
-        let store = &t.store;
-        create_user(store, "al").await;
-        create_user(store, "bo").await;
-        let old = fence(store, "old", 1_000).await;
-        let _new = fence(store, "new", 1_000 + TTL + 1).await;
-        store.graph.follow("bo", "al", now_ms()).await.unwrap();
-        let changes = store.change_feed.changes(None, 100).await.unwrap();
-        let worker = NotificationsWorker::new(store.notifications.clone());
-        let refused = worker.apply(&changes, &old).await;
-        assert!(
-            matches!(refused, Err(StoreError::Fenced(_))),
-            "{kind:?}: {refused:?}"
-        );
-        assert!(keys_of(store, "al").await.is_empty(), "{kind:?}");
-        let rebuilt = worker.rebuild(&old).await;
-        assert!(
-            matches!(rebuilt, Err(StoreError::Fenced(_))),
-            "{kind:?}: {rebuilt:?}"
-        );
-        assert!(keys_of(store, "al").await.is_empty(), "{kind:?}");
-    }
-}
-
-/// History lost (embedded: the feed trimmed past the worker): the worker rebuilds from
-/// the sources, counted, and what it holds is the derived definition; changes after the
-/// rebuild apply on top.
-#[tokio::test]
-async fn history_lost_rebuilds_the_derived_definition() {
-    let t = fresh_store(common::Kind::Embedded).await;
-    let store = &t.store;
-    let users = ["al", "bo", "cy"];
-    for u in users {
-        create_user(store, u).await;
-    }
-    let clock = Arc::new(ManualClock::at(now_ms()));
-    let mut worker = runner(store, &clock, "W");
-    let p = post(store, "al", "one").await;
-    settle(&mut worker).await;
-    store.graph.follow("bo", "al", now_ms()).await.unwrap();
-    store.activity.like("cy", p, now_ms()).await.unwrap();
-    post(store, "bo", "hi @cy @al").await;
-    let far_future = now_ms() + 60_000;
-    store
-        .change_feed
-        .trim_changes(far_future, far_future)
-        .await
-        .unwrap();
-    assert_eq!(worker.step().await.unwrap(), Step::Rebuilt);
-    let status = worker.status().lock().unwrap().clone();
-    assert_eq!((status.rebuilds, status.history_lost), (1, 1));
-    let (stored, expected) = stored_and_expected(store, &users).await;
-    assert_eq!(stored, expected);
-    assert_eq!(stored.len(), 4, "{stored:?}");
-    // Groups rebuilt too, and later changes move them.
-    store.activity.like("bo", p, now_ms()).await.unwrap();
-    settle(&mut worker).await;
-    let f = NotificationFilter::default();
-    let mine = all_of(store, "al", &f, 100).await;
-    let g = store
-        .notifications
-        .notification_groups("al", &f, None, 100)
-        .await
-        .unwrap();
-    assert_eq!(g, groups(&mine));
-    let (stored, expected) = stored_and_expected(store, &users).await;
-    assert_eq!(stored, expected);
-}
-
-/// A post with hundreds of likers is one group: its count, its latest three actors
-/// (re-read when the newest unlikes); the plain view pages without gaps or repeats, and
-/// a type filter serves that type alone.
-#[tokio::test]
-async fn many_likers_make_one_group_and_pages_have_no_gaps() {
-    for kind in kinds("many_likers_make_one_group_and_pages_have_no_gaps") {
-        let t = fresh_store(kind).await;
-        let store = &t.store;
-        create_user(store, "al").await;
-        let p = post(store, "al", "popular").await;
-        let n = 300;
-        for i in 0..n {
-            let u = format!("u{i:03}");
-            create_user(store, &u).await;
-            store.activity.like(&u, p, now_ms()).await.unwrap();
-        }
-        store.graph.follow("u000", "al", now_ms()).await.unwrap();
-        let clock = Arc::new(ManualClock::at(now_ms()));
-        let mut worker = runner(store, &clock, "W");
-        settle(&mut worker).await;
-        let f = NotificationFilter::default();
-        let g = store
-            .notifications
-            .notification_groups("al", &f, None, 10)
-            .await
-            .unwrap();
-        assert_eq!(g.len(), 2, "{kind:?}: {g:?}");
-        assert_eq!((g[0].kind, g[0].count), (Follow, 1), "{kind:?}");
-        assert_eq!(
-            (g[1].kind, g[1].count, g[1].post),
-            (Like, n, Some(p)),
-            "{kind:?}"
-        );
-        assert_eq!(g[1].actors, ["u299", "u298", "u297"], "{kind:?}");
-        store.activity.unlike("u299", p).await.unwrap();
-        settle(&mut worker).await;
-        let g = store
-            .notifications
-            .notification_groups("al", &f, None, 10)
-            .await
-            .unwrap();
-        assert_eq!(
-            (g[1].count, g[1].actors.clone()),
-            (n - 1, vec!["u298".into(), "u297".into(), "u296".into()]),
-            "{kind:?}"
-        );
-        // Paging the groups: one per page, in order, then none.
-        let first = store
-            .notifications
-            .notification_groups("al", &f, None, 1)
-            .await
-            .unwrap();
-        let second = store
-            .notifications
-            .notification_groups("al", &f, Some(first[0].latest_id), 1)
-            .await
-            .unwrap();
-        assert_eq!((first[0].kind, second[0].kind), (Follow, Like), "{kind:?}");
-
-        let walked = all_of(store, "al", &f, 7).await;
-        assert_eq!(walked.len() as u64, n, "{kind:?}");
-        assert!(
-            walked.windows(2).all(|w| w[0].id > w[1].id),
-            "{kind:?}: newest first, no repeats"
-        );
-        let follows = NotificationFilter {
-            types: vec![Follow],
-            hidden: vec![],
-        };
-        let only = all_of(store, "al", &follows, 7).await;
-        assert_eq!(only.len(), 1, "{kind:?}");
-        assert_eq!(only[0].actor, "u000");
-        let likes = NotificationFilter {
-            types: vec![Like, Mention],
-            hidden: vec![],
-        };
-        assert_eq!(
-            all_of(store, "al", &likes, 50).await.len() as u64,
-            n - 1,
-            "{kind:?}"
-        );
-        // Hidden actors are not served, and the page is refilled.
-        let hidden = NotificationFilter {
-            types: vec![],
-            hidden: vec!["u298".into(), "u000".into()],
-        };
-        let page = store
-            .notifications
-            .notifications("al", &hidden, None, 5)
-            .await
-            .unwrap();
-        assert_eq!(page.len(), 5);
-        assert!(
-            page.iter().all(|n| n.actor != "u298" && n.actor != "u000"),
             "{kind:?}"
         );
     }

@@ -3,6 +3,10 @@
 //! passwords, and the authorize page's CSRF check, sign-in limits and redirect rule.
 //! The shared client is here; the tests by topic in `oauth/`.
 
+#[path = "oauth/accounts.rs"]
+mod accounts;
+#[path = "oauth/apps.rs"]
+mod apps;
 #[path = "oauth/authorize.rs"]
 mod authorize;
 mod common;

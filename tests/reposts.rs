@@ -1,16 +1,24 @@
 //! Reposts, on both stores: the source (one per reposter and post, ids in the posts'
 //! id space), `PUT`/`DELETE /v1/users/{id}/reposts/{post_id}`, `reposts_count`, the
-//! change feed's entries, and the removal of every repost with its original.
+//! removal of every repost with its original, and a user's post list with their
+//! reposts here; the change feed's entries and the port's reads in `reposts/store.rs`;
+//! the notifications, events and worker clean-up reposts derive in
+//! `reposts/derived.rs`; who liked and who reposted a post in `reposts/engagement.rs`.
 
 mod common;
+#[path = "reposts/derived.rs"]
+mod derived;
 #[path = "reposts/engagement.rs"]
 mod engagement;
+#[path = "reposts/store.rs"]
+mod store;
 
 use common::{TestServer, fresh_config, fresh_store, kinds};
 use reqwest::StatusCode;
 use serde_json::Value;
 use socialite::domain::{ChangeOp, NewUser, PostId, REPOSTS, now_ms};
 use socialite::store::Store;
+use store::all_changes;
 
 async fn server(kind: common::Kind) -> TestServer {
     let mut test = fresh_config(kind);
@@ -212,127 +220,6 @@ async fn deleting_the_original_removes_every_repost_of_it() {
     }
 }
 
-async fn all_changes(store: &Store) -> Vec<socialite::domain::Change> {
-    let mut changes = Vec::new();
-    let mut position = None;
-    for _ in 0..200 {
-        let batch = store
-            .change_feed
-            .changes(position.as_ref(), 50)
-            .await
-            .unwrap();
-        if batch.is_empty() {
-            break;
-        }
-        position = Some(batch.last().unwrap().position.clone());
-        changes.extend(batch);
-    }
-    changes
-}
-
-#[tokio::test]
-async fn reposts_are_change_feed_entries_and_answer_by_post_and_reposter() {
-    for kind in kinds("reposts_are_change_feed_entries_and_answer_by_post_and_reposter") {
-        let t = fresh_store(kind).await;
-        let store = &t.store;
-        users(store, &["ann", "bob", "cat", "dan"]).await;
-        let original = store
-            .content
-            .insert_post("ann", "hello", None, now_ms())
-            .await
-            .unwrap()
-            .post;
-        let by_bob = store
-            .reposts
-            .repost("bob", original.id, now_ms())
-            .await
-            .unwrap()
-            .repost;
-        let by_cat = store
-            .reposts
-            .repost("cat", original.id, now_ms())
-            .await
-            .unwrap()
-            .repost;
-        assert!(original.id < by_bob.id && by_bob.id < by_cat.id);
-        assert_eq!(by_bob.post.author, "ann");
-        let again = store
-            .reposts
-            .repost("bob", original.id, now_ms())
-            .await
-            .unwrap();
-        assert!(!again.created);
-        assert_eq!(again.repost, by_bob, "{kind:?}");
-
-        // By post, reposter and bound, in one query.
-        let mut found = store
-            .reposts
-            .reposts_of(
-                &[original.id],
-                &["bob".into(), "cat".into(), "dan".into()],
-                by_cat.id,
-            )
-            .await
-            .unwrap();
-        assert_eq!(
-            found,
-            vec![by_bob.clone()],
-            "{kind:?}: strictly below the bound"
-        );
-        found = store
-            .reposts
-            .reposts_of(
-                &[original.id],
-                &["cat".into()],
-                PostId::from_bytes([0xff; 12]),
-            )
-            .await
-            .unwrap();
-        assert_eq!(
-            found,
-            vec![by_cat.clone()],
-            "{kind:?}: only the reposters asked"
-        );
-        assert_eq!(
-            store.reposts.reposts_by("bob", None, 10).await.unwrap(),
-            vec![by_bob.clone()]
-        );
-
-        assert_eq!(
-            store.reposts.unrepost("bob", original.id).await.unwrap(),
-            Some(by_bob.clone())
-        );
-        assert_eq!(
-            store.reposts.unrepost("bob", original.id).await.unwrap(),
-            None
-        );
-        assert_eq!(count(store, original.id).await, 1, "{kind:?}");
-
-        let changes = all_changes(store).await;
-        let of = |op: ChangeOp, id: PostId| {
-            changes
-                .iter()
-                .find(|c| c.collection == REPOSTS && c.op == op && c.key == id.to_string())
-                .and_then(|c| c.document.clone())
-                .unwrap_or_else(|| panic!("{kind:?}: no {op:?} of {id}: {changes:#?}"))
-        };
-        for (op, repost) in [
-            (ChangeOp::Insert, &by_bob),
-            (ChangeOp::Insert, &by_cat),
-            (ChangeOp::Delete, &by_bob),
-        ] {
-            let doc = of(op, repost.id);
-            let parsed: socialite::domain::Repost = serde_json::from_value(doc).unwrap();
-            assert_eq!(&parsed, repost, "{kind:?} {op:?}");
-        }
-        let inserts = changes
-            .iter()
-            .filter(|c| c.collection == REPOSTS && c.op == ChangeOp::Insert)
-            .count();
-        assert_eq!(inserts, 2, "{kind:?}: the repeated repost wrote nothing");
-    }
-}
-
 #[tokio::test]
 async fn a_users_post_list_shows_their_reposts_marked_among_their_posts() {
     for kind in kinds("a_users_post_list_shows_their_reposts_marked_among_their_posts") {
@@ -401,216 +288,5 @@ async fn a_users_post_list_shows_their_reposts_marked_among_their_posts() {
             .map(|i| i["id"].as_str().unwrap())
             .collect();
         assert_eq!(ids, vec![newer.as_str(), older.as_str()], "{kind:?}");
-    }
-}
-
-fn notifications_runner(
-    store: &Store,
-    clock: &std::sync::Arc<socialite::workers::ManualClock>,
-) -> socialite::workers::Runner {
-    use socialite::workers::notifications::NotificationsWorker;
-    socialite::workers::Runner::new(
-        std::sync::Arc::new(NotificationsWorker::new(store.notifications.clone())),
-        store.leases.clone(),
-        store.change_feed.clone(),
-        clock.clone(),
-        "reposts-test",
-        socialite::workers::RunnerSettings {
-            lease_ttl_ms: 10_000,
-            batch_size: 100,
-            refresh_ms: 1_000,
-        },
-    )
-}
-
-async fn settle(worker: &mut socialite::workers::Runner) {
-    use socialite::workers::Step;
-    loop {
-        match worker.step().await.unwrap() {
-            Step::Applied(_) | Step::Rebuilt => {}
-            Step::Idle => return,
-            other => panic!("unexpected step {other:?}"),
-        }
-    }
-}
-
-/// `user`'s notifications as (type, actor, post), sorted.
-async fn notified(
-    store: &Store,
-    user: &str,
-) -> Vec<(socialite::domain::NotificationType, String, Option<PostId>)> {
-    let filter = socialite::domain::NotificationFilter::default();
-    let mut found: Vec<_> = store
-        .notifications
-        .notifications(user, &filter, None, 100)
-        .await
-        .unwrap()
-        .into_iter()
-        .map(|n| (n.kind, n.actor, n.post))
-        .collect();
-    found.sort();
-    found
-}
-
-/// What the sources imply, as the rebuild and the audit see it.
-async fn implied(
-    store: &Store,
-) -> std::collections::BTreeSet<socialite::derived::notifications::NotificationKey> {
-    let sources = store.notifications.notification_sources().await.unwrap();
-    socialite::derived::notifications::expected(&sources)
-        .into_keys()
-        .collect()
-}
-
-#[tokio::test]
-async fn a_repost_notifies_the_author_until_it_or_the_original_goes() {
-    use socialite::domain::NotificationType::Repost;
-    for kind in kinds("a_repost_notifies_the_author_until_it_or_the_original_goes") {
-        let t = fresh_store(kind).await;
-        let store = &t.store;
-        users(store, &["ann", "bob", "cat"]).await;
-        let clock = std::sync::Arc::new(socialite::workers::ManualClock::at(now_ms()));
-        let mut worker = notifications_runner(store, &clock);
-        let original = store
-            .content
-            .insert_post("ann", "hello", None, now_ms())
-            .await
-            .unwrap()
-            .post
-            .id;
-        store
-            .reposts
-            .repost("bob", original, now_ms())
-            .await
-            .unwrap();
-        // One's own repost notifies no one.
-        store
-            .reposts
-            .repost("ann", original, now_ms())
-            .await
-            .unwrap();
-        settle(&mut worker).await;
-        let bob = (Repost, "bob".to_owned(), Some(original));
-        assert_eq!(notified(store, "ann").await, vec![bob.clone()], "{kind:?}");
-        let implied_now = implied(store).await;
-        assert_eq!(implied_now.len(), 1, "{kind:?}: {implied_now:?}");
-
-        // An unrepost takes it away.
-        store.reposts.unrepost("bob", original).await.unwrap();
-        settle(&mut worker).await;
-        assert_eq!(notified(store, "ann").await, vec![], "{kind:?}");
-        assert!(implied(store).await.is_empty());
-
-        // So does the original's deletion, for every repost of it.
-        store
-            .reposts
-            .repost("bob", original, now_ms())
-            .await
-            .unwrap();
-        store
-            .reposts
-            .repost("cat", original, now_ms())
-            .await
-            .unwrap();
-        settle(&mut worker).await;
-        assert_eq!(notified(store, "ann").await.len(), 2, "{kind:?}");
-        let social = common::social(store.clone(), &Default::default());
-        social.delete_post(original).await.unwrap();
-        settle(&mut worker).await;
-        assert_eq!(notified(store, "ann").await, vec![], "{kind:?}");
-        assert!(implied(store).await.is_empty());
-    }
-}
-
-#[tokio::test]
-async fn reposts_and_unreposts_are_events() {
-    use socialite::domain::EventType;
-    use socialite::workers::events::event_of;
-    for kind in kinds("reposts_and_unreposts_are_events") {
-        let t = fresh_store(kind).await;
-        let store = &t.store;
-        users(store, &["ann", "bob"]).await;
-        let original = store
-            .content
-            .insert_post("ann", "hello", None, now_ms())
-            .await
-            .unwrap()
-            .post
-            .id;
-        let repost = store
-            .reposts
-            .repost("bob", original, now_ms())
-            .await
-            .unwrap()
-            .repost;
-        store.reposts.unrepost("bob", original).await.unwrap();
-        let mut events = Vec::new();
-        for change in all_changes(store).await {
-            if let Some(event) = event_of(&change).unwrap() {
-                events.push(event);
-            }
-        }
-        let of = |kind: EventType| {
-            events
-                .iter()
-                .find(|e| e.kind == kind)
-                .unwrap_or_else(|| panic!("no {kind:?} in {events:#?}"))
-                .payload
-                .clone()
-        };
-        for kind in [EventType::PostReposted, EventType::PostUnreposted] {
-            assert_eq!(
-                of(kind),
-                serde_json::json!({
-                    "repost": repost.id.to_string(), "user": "bob",
-                    "post": original.to_string(), "author": "ann",
-                })
-            );
-        }
-    }
-}
-
-#[tokio::test]
-async fn the_timelines_worker_removes_the_reposts_a_crashed_delete_left() {
-    use socialite::workers::timelines::TimelinesWorker;
-    for kind in kinds("the_timelines_worker_removes_the_reposts_a_crashed_delete_left") {
-        let t = fresh_store(kind).await;
-        let store = &t.store;
-        users(store, &["ann", "bob"]).await;
-        let original = store
-            .content
-            .insert_post("ann", "hello", None, now_ms())
-            .await
-            .unwrap()
-            .post
-            .id;
-        store
-            .reposts
-            .repost("bob", original, now_ms())
-            .await
-            .unwrap();
-        // The store's delete alone: a request that died right after it (on MongoDB the
-        // reposts are removed by the next step of the request, which never ran).
-        store.content.delete_post(original).await.unwrap();
-        let clock = std::sync::Arc::new(socialite::workers::ManualClock::at(now_ms()));
-        let settings = socialite::feed::FeedSettings::default();
-        let mut worker = socialite::workers::Runner::new(
-            std::sync::Arc::new(TimelinesWorker::new(store.clone(), &settings)),
-            store.leases.clone(),
-            store.change_feed.clone(),
-            clock,
-            "reposts-test",
-            socialite::workers::RunnerSettings {
-                lease_ttl_ms: 10_000,
-                batch_size: 100,
-                refresh_ms: 1_000,
-            },
-        );
-        settle(&mut worker).await;
-        assert_eq!(
-            store.reposts.reposts_by("bob", None, 10).await.unwrap(),
-            vec![],
-            "{kind:?}"
-        );
     }
 }

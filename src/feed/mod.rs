@@ -1,10 +1,13 @@
 //! Home timelines. A [`FeedService`] is one way of building them; [`Timelines`] wraps the
 //! configured one with what every strategy shares: fan-out to followers in batches,
 //! filtering out entries that went stale under races, hydration of linked content, author
-//! names, and keyset pagination.
+//! names, and keyset pagination. Delivery is in `delivery.rs`, edge upkeep in
+//! `edges.rs`, the read path in `page.rs`.
 
 mod buckets;
 mod cache;
+mod delivery;
+mod edges;
 mod fanout_on_read;
 mod hidden;
 mod hybrid;
@@ -35,9 +38,9 @@ pub use sized_buckets::SizedBuckets;
 pub use timed_buckets::TimedBuckets;
 
 use crate::domain::clock::{Clock, SystemClock};
-use crate::domain::{FeedStrategy, NameStamp, Post, PostId, Repost, TimelineEntry, TimelineKind};
+use crate::domain::{FeedStrategy, NameStamp, PostId, TimelineEntry, TimelineKind};
 use crate::store::timelines::CacheVersion;
-use crate::store::{EdgeState, Store, StoreError, StoreResult};
+use crate::store::{Store, StoreResult};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FeedSettings {
@@ -255,181 +258,4 @@ impl Timelines {
     pub fn strategy(&self) -> FeedStrategy {
         self.feed.strategy()
     }
-
-    /// Fans a freshly stored post out to its author and every follower, its entries
-    /// stamped with `name`, the author's name as the post's insert read it.
-    pub async fn post_created(&self, post: &Post, name: &NameStamp) -> StoreResult<u64> {
-        self.entry_created(&post.entry(true, None), name).await
-    }
-
-    /// Fans a fresh repost out as a post of the reposter's: to the reposter and every
-    /// follower, under the repost's id, carrying `original`'s text; marked delivered
-    /// under the repost's id like a post.
-    pub async fn repost_created(
-        &self,
-        repost: &Repost,
-        original: &str,
-        name: &NameStamp,
-    ) -> StoreResult<u64> {
-        self.entry_created(&repost.entry(Some(original), true, None), name)
-            .await
-    }
-
-    /// Delivers a fresh repost to the reposter's own timeline only (see
-    /// [`Timelines::post_created_own`]).
-    pub async fn repost_created_own(
-        &self,
-        repost: &Repost,
-        original: &str,
-        name: &NameStamp,
-    ) -> StoreResult<()> {
-        self.entry_created_own(&repost.entry(Some(original), true, None), name)
-            .await
-    }
-
-    /// [`Timelines::post_created`] for a post's or a repost's entry.
-    async fn entry_created(&self, item: &TimelineEntry, name: &NameStamp) -> StoreResult<u64> {
-        let strategy = self.strategy();
-        if strategy == FeedStrategy::FanoutOnRead {
-            return Ok(0);
-        }
-        let fanned_out = self.feed.fan_out(item, Some(name)).await;
-        // Checked even after a failed fan-out: most batches were delivered.
-        self.settle_delivery(item, name, None).await?;
-        let written = fanned_out?;
-        self.store.deliveries.mark_delivered(item.id).await?;
-        metrics::counter!("socialite_fanout_posts_total", "strategy" => strategy.as_str())
-            .increment(1);
-        metrics::counter!("socialite_fanout_timelines_total", "strategy" => strategy.as_str())
-            .increment(written);
-        Ok(written)
-    }
-
-    /// Delivers a fresh post to its author's own timeline only, leaving the followers to
-    /// the timelines worker (the post is not marked delivered).
-    pub async fn post_created_own(&self, post: &Post, name: &NameStamp) -> StoreResult<()> {
-        self.entry_created_own(&post.entry(true, None), name).await
-    }
-
-    async fn entry_created_own(&self, item: &TimelineEntry, name: &NameStamp) -> StoreResult<()> {
-        if self.strategy() == FeedStrategy::FanoutOnRead {
-            return Ok(());
-        }
-        let own = std::slice::from_ref(&item.author);
-        self.feed.deliver(item, Some(name), own).await?;
-        self.settle_delivery(item, name, Some(own)).await
-    }
-
-    /// Closes the races of a delivery that just landed, with two reads at once:
-    /// - a delete that ran meanwhile may have retracted before our pushes; the delete
-    ///   removes the post first, so seeing it gone now means retracting again (the id
-    ///   index only). For a repost, its unrepost or its original's delete (which
-    ///   removes the repost first on either store) likewise;
-    /// - a rename that committed after the insert read `name` may have been propagated
-    ///   before our pushes; a newer version now means stamping it again, on `users` or
-    ///   (`None`) the whole audience.
-    async fn settle_delivery(
-        &self,
-        item: &TimelineEntry,
-        name: &NameStamp,
-        users: Option<&[String]>,
-    ) -> StoreResult<()> {
-        let (ids, author) = ([item.id], std::slice::from_ref(&item.author));
-        let existence = async {
-            Ok(match item.is_repost() {
-                true => self.store.reposts.reposts_by_ids(&ids).await?.is_empty(),
-                false => self
-                    .store
-                    .content
-                    .existing_posts(&ids, author)
-                    .await?
-                    .is_empty(),
-            })
-        };
-        let (gone, current) = tokio::try_join!(existence, self.store.users.user(&item.author))?;
-        if gone {
-            self.feed.retract(item.id).await?;
-        }
-        match current {
-            Some(user) if user.version > name.version => {
-                self.stamp(&item.author, &user.name_stamp(), users).await
-            }
-            _ => Ok(()),
-        }
-    }
-
-    /// Whether `author`'s fan-out is small enough to do in the request.
-    pub fn fans_out_inline(&self, followers: u64) -> bool {
-        followers <= self.settings.inline_fanout_max
-    }
-
-    /// Removes a deleted post from every timeline. Idempotent.
-    pub async fn retract(&self, post: PostId) -> StoreResult<()> {
-        self.feed.retract(post).await
-    }
-
-    /// Brings `follower`'s timeline in line with the edge `follower` → `followee` as it
-    /// stands: a backfill while it exists, a removal of the followee's entries while it
-    /// does not. Called after every follow and unfollow, by the request and again by the
-    /// timelines worker. Returns when the edge the upkeep last ran on was created, `None`
-    /// when it ran on no edge.
-    ///
-    /// The upkeep is not atomic with the edge change, so it may land after a newer
-    /// change's own upkeep: an unfollow's removal after a racing follow's backfill (in
-    /// another process, or after a pause) would leave the follow without its posts for
-    /// good. So the edge is read again after each upkeep, and the upkeep repeated until
-    /// that read agrees with the state it acted on: whichever upkeep lands last was
-    /// checked against the edge after it landed, so the last change always wins.
-    pub async fn sync_edge(&self, follower: &str, followee: &str) -> StoreResult<Option<i64>> {
-        let created = |edge: Option<EdgeState>| edge.map(|e| e.created_ms);
-        let mut edge = created(self.store.graph.edge(follower, followee).await?);
-        if self.feed.kind().is_none() {
-            return Ok(edge);
-        }
-        for _ in 0..MAX_SYNC_ROUNDS {
-            // Between the read of the edge and the upkeep that rests on it.
-            crate::faults::point("edge.read").await;
-            match edge {
-                Some(since_ms) => self.followed(follower, followee, since_ms).await?,
-                None => self.feed.unfollowed(follower, followee).await?,
-            }
-            let now = created(self.store.graph.edge(follower, followee).await?);
-            if now == edge {
-                return Ok(edge);
-            }
-            edge = now;
-        }
-        // Giving up silently could leave the last upkeep wrong: fail, so that the
-        // request answers 503 and the worker retries the change.
-        Err(StoreError::Backend(anyhow::anyhow!(
-            "the edge {follower} -> {followee} kept changing under its timeline upkeep"
-        )))
-    }
-
-    /// Backfills `followee`'s posts into `follower`'s timeline, stamped with the name
-    /// read before, and stamps them again if a rename landed meanwhile.
-    async fn followed(&self, follower: &str, followee: &str, since_ms: i64) -> StoreResult<()> {
-        if !self.settings.embed_content {
-            return self.feed.followed(follower, followee, since_ms, None).await;
-        }
-        let Some(before) = self.store.users.user(followee).await? else {
-            return Ok(());
-        };
-        let name = before.name_stamp();
-        self.feed
-            .followed(follower, followee, since_ms, Some(&name))
-            .await?;
-        match self.store.users.user(followee).await? {
-            Some(now) if now.version > name.version => {
-                let follower = [follower.to_owned()];
-                self.stamp(followee, &now.name_stamp(), Some(&follower))
-                    .await
-            }
-            _ => Ok(()),
-        }
-    }
 }
-
-/// Upkeep rounds of one edge before [`Timelines::sync_edge`] reports a failure; each
-/// extra round needs another follow or unfollow of the same pair meanwhile.
-const MAX_SYNC_ROUNDS: usize = 16;

@@ -4,6 +4,11 @@
 //! worker, which every write wakes. Every rule (existence checks, no self-follow) lives
 //! here, once. The store is private: the handlers and the seeder reach storage only
 //! through these operations.
+//!
+//! This file holds `Social` itself (its parts and settings), users, tokens and follows;
+//! the other operations are in a file per concern: posts in `posts.rs`, the home
+//! timeline's reads in `timeline.rs`, reposts, replies, blocks and mutes, listings and
+//! the Mastodon views in theirs.
 
 mod account_statuses;
 mod activity;
@@ -21,19 +26,19 @@ pub mod mastodon;
 pub mod notifications;
 pub mod oauth;
 mod pages;
+mod posts;
 mod relations;
 mod relationships;
 mod reposts;
 mod threads;
+mod timeline;
 
 use std::sync::Arc;
 
-use bytes::Bytes;
-
 use crate::domain::clock::Clock;
-use crate::domain::{ActivityLimits, FeedStrategy, NewUser, Post, PostId, User, now_ms};
-use crate::feed::{FeedSettings, NewerPage, TimelinePage, Timelines};
-use crate::store::{Inserted, Store, StoreError, StoreResult};
+use crate::domain::{ActivityLimits, FeedStrategy, NewUser, User, now_ms};
+use crate::feed::{FeedSettings, Timelines};
+use crate::store::{Store, StoreError, StoreResult};
 use crate::workers::Wakers;
 
 pub use account_statuses::StatusFilter;
@@ -302,170 +307,5 @@ impl Social {
             Direction::Followers => graph.followers(user, after, limit + 1).await?,
         };
         Ok(Page::from_extra(ids, limit, String::clone))
-    }
-
-    /// Stores the post (atomically with its change-feed entry) and delivers it: to the
-    /// author and every follower before the answer when the author has at most
-    /// `feed.inline_fanout_max` followers, otherwise to the author only, leaving the
-    /// followers to the timelines worker. The worker also finishes any fan-out a crash
-    /// interrupted, and the activity worker records the post.
-    pub async fn post(&self, author: &str, text: &str) -> StoreResult<Post> {
-        self.post_reply(author, text, None).await
-    }
-
-    /// [`Social::post`], answering the post `in_reply_to` when set: `NotFound` when that
-    /// post does not exist (checked by the store as part of the insert).
-    pub async fn post_reply(
-        &self,
-        author: &str,
-        text: &str,
-        in_reply_to: Option<PostId>,
-    ) -> StoreResult<Post> {
-        let inserted = self
-            .store
-            .content
-            .insert_post(author, text, in_reply_to, now_ms())
-            .await?;
-        self.deliver_post(inserted).await
-    }
-
-    /// Delivers a post just stored: see [`Social::post`].
-    async fn deliver_post(&self, inserted: Inserted) -> StoreResult<Post> {
-        let Inserted {
-            post,
-            author_followers,
-            author_name,
-        } = inserted;
-        self.wakers.wake_all();
-        crate::faults::point("post.inserted").await;
-        if self.timelines.fans_out_inline(author_followers) {
-            self.timelines.post_created(&post, &author_name).await?;
-        } else {
-            self.timelines.post_created_own(&post, &author_name).await?;
-        }
-        Ok(post)
-    }
-
-    pub async fn get_post(&self, id: PostId) -> StoreResult<Post> {
-        self.store
-            .content
-            .post(id)
-            .await?
-            .ok_or_else(|| StoreError::NotFound(format!("post {id}")))
-    }
-
-    /// One page of `author`'s posts, newest first.
-    pub async fn posts(
-        &self,
-        author: &str,
-        before: Option<PostId>,
-        limit: usize,
-    ) -> StoreResult<Page<Post, PostId>> {
-        self.user(author).await?;
-        let posts = self
-            .store
-            .content
-            .posts_by_author(author, before, limit + 1)
-            .await?;
-        Ok(Page::from_extra(posts, limit, |p| p.id))
-    }
-
-    /// Deletes the post as `caller`: `Forbidden` unless they wrote it (any caller when
-    /// authentication is off, `caller` then being `None`). `None` when it did not exist.
-    pub async fn delete_post_as(
-        &self,
-        id: PostId,
-        caller: Option<&str>,
-    ) -> StoreResult<Option<Post>> {
-        if let Some(caller) = caller {
-            match self.store.content.post(id).await? {
-                None => return Ok(None),
-                // Authors never change, so the check cannot go stale before the delete.
-                Some(post) if post.author != caller => {
-                    return Err(StoreError::Forbidden(format!(
-                        "post {id} is not {caller}'s to delete"
-                    )));
-                }
-                Some(_) => {}
-            }
-        }
-        self.delete_post(id).await
-    }
-
-    /// Deletes the post and retracts it from timelines. `None` when it did not exist (or
-    /// was already deleted).
-    pub async fn delete_post(&self, id: PostId) -> StoreResult<Option<Post>> {
-        let deleted = self.store.content.delete_post(id).await?;
-        if let Some(post) = &deleted {
-            self.wakers.wake_all();
-            self.timelines.retract(post.id).await?;
-            self.remove_reposts_of(post.id).await?;
-        }
-        Ok(deleted)
-    }
-
-    pub async fn timeline(
-        &self,
-        user: &str,
-        before: Option<PostId>,
-        limit: usize,
-    ) -> StoreResult<TimelinePage> {
-        self.timelines.page(user, before, limit).await
-    }
-
-    /// The page of `user`'s home timeline immediately newer than `after` (Mastodon's
-    /// `min_id`): its `limit` oldest items with ids above `after`, newest first, served
-    /// exactly as a `before` walk serves them (filters, merge, each post once at the
-    /// same occurrence; see `feed::newer`). Never from kept pages. `NotFound` for an
-    /// unknown user. (`since_id`, the newest page cut at an id, is the first `before`
-    /// page with the items at or below that id left out: a view's truncation.)
-    pub async fn timeline_after(
-        &self,
-        user: &str,
-        after: PostId,
-        limit: usize,
-    ) -> StoreResult<NewerPage> {
-        self.timelines.page_after(user, after, limit).await
-    }
-
-    /// A page of `user`'s home timeline as `render` writes it. A page the store gives a
-    /// version is kept rendered and served again while one light read finds that version
-    /// unchanged (see `pages`).
-    pub async fn rendered_timeline(
-        &self,
-        user: &str,
-        before: Option<PostId>,
-        limit: usize,
-        render: impl FnOnce(TimelinePage) -> anyhow::Result<Bytes>,
-    ) -> StoreResult<Bytes> {
-        if !self.pages.enabled() {
-            let page = self.timelines.page(user, before, limit).await?;
-            return render(page).map_err(StoreError::Backend);
-        }
-        let key = pages::PageKey(user, before, limit);
-        if let Some(kept) = self.pages.get(&key)
-            && kept.unexpired(self.timelines.now_ms())
-            && let Some(version) = self.timelines.page_stands(user, &kept.version).await?
-        {
-            metrics::counter!("socialite_page_memo_hits_total").increment(1);
-            // A hit is a read of the cache too: recorded as coarsely as any other.
-            let now = self.timelines.now_ms();
-            let read_ms = match self.timelines.note_read(user, kept.read_ms, now).await {
-                true => now,
-                false => kept.read_ms,
-            };
-            if version != kept.version || read_ms != kept.read_ms {
-                let kept_for = (read_ms, kept.expires_ms);
-                self.pages.put(key, Some(version), &kept.body, kept_for);
-            }
-            return Ok(kept.body);
-        }
-        // The read below records itself on the cache when its stamp was stale.
-        let read_ms = self.timelines.now_ms();
-        let (page, version, expires_ms) =
-            self.timelines.versioned_page(user, before, limit).await?;
-        let body = render(page).map_err(StoreError::Backend)?;
-        self.pages.put(key, version, &body, (read_ms, expires_ms));
-        Ok(body)
     }
 }

@@ -10,6 +10,8 @@ use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use hmac::{Hmac, KeyInit, Mac};
 use sha2::Sha256;
 
+use super::super::Social;
+
 /// How long a form may be open before it is posted.
 pub const FORM_TTL_MS: i64 = 30 * 60 * 1000;
 
@@ -58,6 +60,18 @@ impl FormKey {
         self.mac(issued_ms, fields)
             .verify_slice(&bytes[8..])
             .is_ok()
+    }
+}
+
+impl Social {
+    /// A CSRF token for the authorize form carrying `fields`.
+    pub fn form_token(&self, fields: &[&str]) -> String {
+        self.oauth.forms.issue(fields, self.oauth_now())
+    }
+
+    /// Whether `token` was issued by [`Social::form_token`] for `fields`, lately.
+    pub fn form_token_holds(&self, token: &str, fields: &[&str]) -> bool {
+        self.oauth.forms.check(token, fields, self.oauth_now())
     }
 }
 

@@ -3,15 +3,19 @@
 //! stands for its user with every scope. OAuth tokens found in storage are cached like
 //! `/v1` tokens (`auth.token_cache_ttl`, with the same revocation generation, so a
 //! revocation in this process holds at once and one in another process within the TTL).
+//! And an app's revocation of a token it holds (RFC 7009), with the refresh tokens that
+//! go with it.
 
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use quick_cache::sync::Cache;
 
-use super::super::auth::hash;
+use super::super::Social;
+use super::super::auth::{AuthError, hash};
+use super::ACCESS_CHARS;
 use crate::domain::scopes::Scopes;
-use crate::store::{AccessRecord, TokenHash};
+use crate::store::{AccessRecord, AppRecord, StoreResult, TokenHash};
 
 const CACHE_CAPACITY: usize = 100_000;
 
@@ -97,4 +101,59 @@ impl GrantCache {
 /// The hash a token is stored and cached under.
 pub(super) fn token_hash(token: &str) -> TokenHash {
     hash(token)
+}
+
+impl Social {
+    /// Revokes `token` if `client` holds it: here at once, in other processes within
+    /// `auth.token_cache_ttl`. An unknown token is no error (RFC 7009).
+    pub async fn revoke_access(&self, client: &AppRecord, token: &str) -> StoreResult<()> {
+        let hash = token_hash(token);
+        let revoked = self
+            .store
+            .oauth
+            .revoke_access(&hash, &client.client_id)
+            .await;
+        self.oauth.grants.revoked(&hash);
+        revoked?;
+        // A refresh token given, or those issued with the access token given.
+        self.store
+            .oauth
+            .revoke_refresh(&hash, &client.client_id)
+            .await
+            .map(|_| ())
+    }
+
+    /// What a bearer credential grants on the Mastodon API.
+    pub async fn grant(&self, bearer: Option<&str>) -> Result<Grant, AuthError> {
+        let bearer = bearer.ok_or(AuthError::Missing)?;
+        let oauth_shaped = bearer.len() == ACCESS_CHARS
+            && bearer
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
+        if !oauth_shaped {
+            return match self.auth.authenticate(Some(bearer)).await? {
+                Some(user) => Ok(Grant {
+                    user: Some(user),
+                    client_id: None,
+                    scopes: Scopes::all(),
+                }),
+                // `auth.mode = none`: a `/v1` credential names nobody.
+                None => Err(AuthError::Invalid),
+            };
+        }
+        let hash = token_hash(bearer);
+        if let Some(grant) = self.oauth.grants.get(&hash) {
+            return Ok(grant);
+        }
+        let seen = self.oauth.grants.generation();
+        let record = self
+            .store
+            .oauth
+            .access_by_hash(&hash)
+            .await?
+            .ok_or(AuthError::Invalid)?;
+        let grant = Grant::from_access(&record);
+        self.oauth.grants.keep(hash, &grant, seen);
+        Ok(grant)
+    }
 }

@@ -9,6 +9,7 @@
 //! every worker's position to the head afterwards is what keeps the workers from
 //! applying them again.
 
+mod buckets;
 mod derive;
 mod feed;
 mod gate;
