@@ -4,8 +4,9 @@
 //! This file holds the shared setups and the timeline model; the tests are by topic:
 //! timeline semantics, backfill and the cache in `conformance/timelines.rs`, concurrent
 //! writers in `conformance/concurrency.rs`, counters in `conformance/counters.rs`, the
-//! change feed in `conformance/changes.rs`, API tokens in `conformance/tokens.rs` and the
-//! content port's reads across authors in `conformance/content.rs`.
+//! change feed in `conformance/changes.rs`, API tokens in `conformance/tokens.rs`, the
+//! content port's reads across authors in `conformance/content.rs` and the
+//! notifications port's reads both ways in `conformance/notifications.rs`.
 
 #[path = "conformance/changes.rs"]
 mod changes;
@@ -16,6 +17,8 @@ mod concurrency;
 mod content;
 #[path = "conformance/counters.rs"]
 mod counters;
+#[path = "conformance/notifications.rs"]
+mod notifications;
 #[path = "conformance/oauth.rs"]
 mod oauth;
 #[path = "conformance/relations.rs"]

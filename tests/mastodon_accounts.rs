@@ -1,13 +1,15 @@
 //! The Mastodon view of accounts (issue 36), against real servers on both stores: the
 //! endpoints that answer empty, the `X-RateLimit-*` headers, multipart forms, the
-//! accounts and their relationships, blocks, mutes and search. The shared client is
-//! here; the tests by topic in `mastodon_accounts/`.
+//! accounts and their relationships, blocks, mutes and search, and an account's
+//! statuses. The shared client is here; the tests by topic in `mastodon_accounts/`.
 
 #[path = "mastodon_accounts/accounts.rs"]
 mod accounts;
 mod common;
 #[path = "mastodon_accounts/small.rs"]
 mod small;
+#[path = "mastodon_accounts/statuses.rs"]
+mod statuses;
 
 use common::{Kind, TestConfig, TestServer, fresh_config, kinds};
 use reqwest::StatusCode;

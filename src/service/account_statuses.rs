@@ -5,10 +5,18 @@
 //! A filter that drops entries reads further pages, up to a bound, so a page is short
 //! only when the list ends or the bound is reached; the cursor is then the last entry
 //! read, so nothing is skipped.
+//!
+//! The page just above an id (`min_id`) is read as the home timeline's is
+//! (`feed::newer`): by the descending read itself, walked over a window of ids
+//! `(after, upper)`, so an entry is served there exactly when a `max_id` walk serves
+//! it, filters included. The window is first everything above `after`, walked while it
+//! holds at most [`WINDOW_CAP`] pages' worth; past that, the upper bound is searched
+//! for by time (ids carry it), halving between a window known to hold too few entries
+//! and one known to hold too many.
 
 use super::Social;
-use super::mastodon::{Entry, StatusPage};
-use crate::domain::PostId;
+use super::mastodon::{Entry, HomeRange, StatusPage};
+use crate::domain::{MAX_LEAD_MS, PostId};
 use crate::service::Listed;
 use crate::store::StoreResult;
 
@@ -22,6 +30,13 @@ pub struct StatusFilter {
 /// Pages of the post list read for one filtered page, at most.
 const MAX_ROUNDS: usize = 4;
 
+/// A window walk gives up past this many pages' worth of entries, and a narrower window
+/// is tried.
+const WINDOW_CAP: usize = 4;
+
+/// Windows tried before the whole range above the bound is walked without a cap.
+const MAX_PROBES: usize = 64;
+
 impl StatusFilter {
     fn keeps(&self, listed: &Listed) -> bool {
         match listed {
@@ -34,23 +49,74 @@ impl StatusFilter {
     }
 }
 
+/// Who reads which list: the author, the viewer (none: anonymous) and the filter.
+#[derive(Clone, Copy)]
+struct ListOf<'a> {
+    author: &'a str,
+    viewer: Option<&'a str>,
+    filter: StatusFilter,
+}
+
 impl Social {
-    /// One page of `author`'s statuses as `viewer` (none: anonymous) sees them, below
-    /// `before`; with `since`, the page ends at the first status at or below it.
+    /// One page of `author`'s statuses as `viewer` (none: anonymous) sees them, newest
+    /// first: the newest below `before` (ending at the first status at or below
+    /// `since`), or the page just above `after` (its `next` is then its oldest status).
     pub async fn account_statuses(
         &self,
         author: &str,
         viewer: Option<&str>,
-        before: Option<PostId>,
-        since: Option<PostId>,
+        range: HomeRange,
         limit: usize,
         filter: StatusFilter,
     ) -> StoreResult<StatusPage> {
+        let list = ListOf {
+            author,
+            viewer,
+            filter,
+        };
+        let (listed, next) = match range {
+            HomeRange::Older { before, since } => {
+                self.account_page(list, before, since, limit).await?
+            }
+            HomeRange::Newer { after } => {
+                let listed = self.account_page_after(list, after, limit).await?;
+                let oldest = listed.last().map(Listed::id);
+                (listed, oldest)
+            }
+        };
+        let entries = listed
+            .into_iter()
+            .map(|listed| match listed {
+                Listed::Post(post) => Entry::Post(post),
+                Listed::Repost(repost, original) => Entry::Repost {
+                    id: repost.id,
+                    by: repost.user,
+                    of: original,
+                },
+            })
+            .collect();
+        Ok(StatusPage {
+            items: self.views(viewer, entries).await?,
+            next,
+        })
+    }
+
+    /// The entries of one page below `before` that the filter keeps, ending at `since`,
+    /// and the cursor of the page below (`None` at the end or at `since`).
+    async fn account_page(
+        &self,
+        list: ListOf<'_>,
+        before: Option<PostId>,
+        since: Option<PostId>,
+        limit: usize,
+    ) -> StoreResult<(Vec<Listed>, Option<PostId>)> {
         let mut entries = Vec::with_capacity(limit);
         let mut cursor = before;
         let mut next = None;
         'rounds: for round in 0..MAX_ROUNDS {
-            let page = self.post_list(author, viewer, cursor, limit).await?;
+            let page = self
+                .post_list(list.author, list.viewer, cursor, limit)
+                .await?;
             let read = page.items.len();
             for (i, listed) in page.items.into_iter().enumerate() {
                 let id = listed.id();
@@ -58,15 +124,8 @@ impl Social {
                     next = None;
                     break 'rounds;
                 }
-                if filter.keeps(&listed) {
-                    entries.push(match listed {
-                        Listed::Post(post) => Entry::Post(post),
-                        Listed::Repost(repost, original) => Entry::Repost {
-                            id: repost.id,
-                            by: repost.user,
-                            of: original,
-                        },
-                    });
+                if list.filter.keeps(&listed) {
+                    entries.push(listed);
                 }
                 if entries.len() == limit {
                     let more = i + 1 < read || page.next.is_some();
@@ -82,9 +141,87 @@ impl Social {
                 }
             }
         }
-        Ok(StatusPage {
-            items: self.views(viewer, entries).await?,
-            next,
-        })
+        Ok((entries, next))
     }
+
+    /// The `limit` oldest entries above `after`, newest first (see the module comment).
+    async fn account_page_after(
+        &self,
+        list: ListOf<'_>,
+        after: PostId,
+        limit: usize,
+    ) -> StoreResult<Vec<Listed>> {
+        let limit = limit.max(1);
+        let want = limit + 1;
+        let from_ms = after.timestamp_ms();
+        // Milliseconds from `after` to a little past now: no id lies beyond.
+        let gap = || {
+            let top = self.timelines.now_ms().saturating_add(MAX_LEAD_MS);
+            top.saturating_sub(from_ms).max(2)
+        };
+        // The first window is everything above `after`; then spans known to hold fewer
+        // than `want` entries (`few`) and more than the cap (`many`).
+        let (mut span, mut few, mut many) = (None::<i64>, 0_i64, None::<i64>);
+        for _ in 0..MAX_PROBES {
+            let upper = span.map(|s| PostId::at(from_ms.saturating_add(s), 0));
+            // A window one millisecond above one that held too few is walked whole.
+            let cap = span
+                .is_none_or(|s| s > few + 1)
+                .then_some(want * WINDOW_CAP);
+            match self.account_window(list, after, upper, limit, cap).await? {
+                Some(found) if found.len() >= want || span.is_none() => {
+                    return Ok(oldest(found, limit));
+                }
+                Some(_) => few = span.unwrap_or(few),
+                None => many = Some(span.unwrap_or_else(gap)),
+            }
+            // Halfway between the bounds, or a sixteenth of the way up from a `few` of
+            // 0, so that a dense recent past and a long quiet gap both converge soon.
+            let too_many = many.unwrap_or_else(gap);
+            let next = match few {
+                0 => (too_many / 16).max(1),
+                _ => few + (too_many - few) / 2,
+            };
+            // Adjacent bounds: the millisecond window `too_many` is walked whole.
+            let next = if next <= few { too_many } else { next };
+            if next <= few {
+                // The bounds crossed (entries removed between probes): stop searching.
+                break;
+            }
+            span = Some(next);
+        }
+        let found = self.account_window(list, after, None, limit, None).await?;
+        Ok(oldest(found.unwrap_or_default(), limit))
+    }
+
+    /// Every entry the filter keeps above `after` and below `upper`, newest first, by
+    /// pages of `limit` down from `upper`; `None` as soon as more than `cap`.
+    async fn account_window(
+        &self,
+        list: ListOf<'_>,
+        after: PostId,
+        upper: Option<PostId>,
+        limit: usize,
+        cap: Option<usize>,
+    ) -> StoreResult<Option<Vec<Listed>>> {
+        let mut found = Vec::new();
+        let mut before = upper;
+        loop {
+            let (page, next) = self.account_page(list, before, Some(after), limit).await?;
+            found.extend(page);
+            if cap.is_some_and(|cap| found.len() > cap) {
+                return Ok(None);
+            }
+            match next {
+                Some(next) => before = Some(next),
+                None => return Ok(Some(found)),
+            }
+        }
+    }
+}
+
+/// The `limit` oldest of `found` (newest first), still newest first.
+fn oldest(mut found: Vec<Listed>, limit: usize) -> Vec<Listed> {
+    found.drain(..found.len().saturating_sub(limit));
+    found
 }

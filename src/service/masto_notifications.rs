@@ -5,7 +5,7 @@
 use std::collections::HashMap;
 
 use super::Social;
-use super::mastodon::{Entry, StatusView};
+use super::mastodon::{Entry, HomeRange, StatusView};
 use super::notifications::{GroupView, NotificationView};
 use crate::domain::{NotificationFilter, NotificationType, Post, PostId, User};
 use crate::store::{StoreError, StoreResult};
@@ -56,21 +56,27 @@ impl Social {
         Ok(views.into_iter().map(|v| (v.post.id, v)).collect())
     }
 
-    /// One page of `user`'s notifications that `filter` admits, newest first, below
-    /// `before`. A notification whose actor or post is gone is left out.
+    /// One page of `user`'s notifications that `filter` admits, newest first: the newest
+    /// below `before` (cut at `since` when given), or the page just above `after`, as
+    /// [`Social::home_statuses`] pages the home timeline (`next` is then the page's
+    /// oldest). A notification whose actor or post is gone is left out.
     pub async fn notification_statuses(
         &self,
         user: &str,
         filter: &NotificationFilter,
-        before: Option<PostId>,
+        range: HomeRange,
         limit: usize,
     ) -> StoreResult<NotificationPage> {
-        let page = self.notifications.page(user, filter, before, limit).await?;
+        let (side, _) = range.split();
+        let page = self
+            .notifications
+            .page_in(user, filter, side, limit)
+            .await?;
         let actors: Vec<&str> = page.items.iter().map(|n| n.actor.id.as_str()).collect();
         let posts: Vec<PostId> = page.items.iter().filter_map(|n| n.post).collect();
         let (profiles, statuses) =
             tokio::try_join!(self.profiles(&actors), self.statuses_by_id(user, posts))?;
-        let items = page
+        let mut items = page
             .items
             .into_iter()
             .filter_map(|n: NotificationView| {
@@ -87,10 +93,8 @@ impl Social {
                 })
             })
             .collect();
-        Ok(NotificationPage {
-            items,
-            next: page.next,
-        })
+        let next = range.next_below(&mut items, page.next, |n| n.id);
+        Ok(NotificationPage { items, next })
     }
 
     /// `user`'s notification `id` with its actor and post: `NotFound` as
@@ -136,17 +140,19 @@ impl Social {
     }
 
     /// One page of `user`'s notification groups, newest first by each group's latest
-    /// notification, below `before`; a group whose post is gone is left out.
+    /// notification, in `range` (by that notification's id) as
+    /// [`Social::notification_statuses`] pages; a group whose post is gone is left out.
     pub async fn notification_group_statuses(
         &self,
         user: &str,
         filter: &NotificationFilter,
-        before: Option<PostId>,
+        range: HomeRange,
         limit: usize,
     ) -> StoreResult<GroupPage> {
+        let (side, _) = range.split();
         let page = self
             .notifications
-            .groups(user, filter, before, limit)
+            .groups_in(user, filter, side, limit)
             .await?;
         let actors: Vec<&str> = page
             .items
@@ -156,11 +162,12 @@ impl Social {
         let posts: Vec<PostId> = page.items.iter().filter_map(|g| g.post).collect();
         let (profiles, statuses) =
             tokio::try_join!(self.profiles(&actors), self.statuses_by_id(user, posts))?;
-        let groups: Vec<GroupView> = page
+        let mut groups: Vec<GroupView> = page
             .items
             .into_iter()
             .filter(|g| g.post.is_none_or(|p| statuses.contains_key(&p)))
             .collect();
+        let next = range.next_below(&mut groups, page.next, |g| g.latest_id);
         let mut actors: Vec<User> = profiles.into_values().collect();
         actors.sort_by(|a, b| a.id.cmp(&b.id));
         let mut statuses: Vec<StatusView> = statuses.into_values().collect();
@@ -169,7 +176,7 @@ impl Social {
             groups,
             actors,
             statuses,
-            next: page.next,
+            next,
         })
     }
 }

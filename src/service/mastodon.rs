@@ -10,7 +10,7 @@ use std::collections::{HashMap, HashSet};
 
 use super::Social;
 use crate::domain::{Post, PostId, User, now_ms};
-use crate::store::{StoreError, StoreResult};
+use crate::store::{PostRange, StoreError, StoreResult};
 
 /// What the viewer did to a post.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -80,6 +80,31 @@ pub enum HomeRange {
     Newer {
         after: PostId,
     },
+}
+
+impl HomeRange {
+    /// The store's side of this page, and the `since_id` that cuts an older one.
+    pub fn split(self) -> (PostRange, Option<PostId>) {
+        match self {
+            HomeRange::Older { before, since } => (PostRange::Older(before), since),
+            HomeRange::Newer { after } => (PostRange::Newer(after), None),
+        }
+    }
+
+    /// The `next` cursor (the page below) of `items` read newest first in this range
+    /// with the store's `next`: an older page's own, cut at `since` ([`cut_at_since`]);
+    /// a page above `min_id`'s oldest item, as older ones lie below it.
+    pub fn next_below<T>(
+        self,
+        items: &mut Vec<T>,
+        next: Option<PostId>,
+        id: impl Fn(&T) -> PostId,
+    ) -> Option<PostId> {
+        match self {
+            HomeRange::Older { since, .. } => cut_at_since(items, next, since, id),
+            HomeRange::Newer { .. } => items.last().map(id),
+        }
+    }
 }
 
 /// A page of a timeline as statuses; `next` is the cursor of the following page.
@@ -312,19 +337,17 @@ impl Social {
         range: HomeRange,
         limit: usize,
     ) -> StoreResult<StatusPage> {
-        let (items, next) = match range {
-            HomeRange::Older { before, since } => {
+        let (mut items, next) = match range {
+            HomeRange::Older { before, .. } => {
                 let page = self.timelines.page(user, before, limit).await?;
-                let mut items = page.items;
-                let next = cut_at_since(&mut items, page.next_cursor, since, |item| item.id);
-                (items, next)
+                (page.items, page.next_cursor)
             }
             HomeRange::Newer { after } => {
                 let page = self.timelines.page_after(user, after, limit).await?;
-                let next = page.items.last().map(|item| item.id);
-                (page.items, next)
+                (page.items, None)
             }
         };
+        let next = range.next_below(&mut items, next, |item| item.id);
         Ok(StatusPage {
             items: self.item_statuses(user, items).await?,
             next,

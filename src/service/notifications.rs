@@ -12,7 +12,7 @@ use crate::domain::clock::{Clock, SystemClock};
 use crate::domain::{
     Notification, NotificationFilter, NotificationGroup, NotificationType, PostId,
 };
-use crate::store::{Store, StoreError, StoreResult};
+use crate::store::{PostRange, Store, StoreError, StoreResult};
 
 /// An actor as a notification names them.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -113,18 +113,37 @@ impl Notifications {
         before: Option<PostId>,
         limit: usize,
     ) -> StoreResult<Page<NotificationView>> {
+        self.page_in(user, filter, PostRange::Older(before), limit)
+            .await
+    }
+
+    /// [`Notifications::page`] on either side of an id: `Older(before)` as there, or
+    /// `Newer(after)`, the `limit` oldest above `after` (the page just newer than it,
+    /// Mastodon's `min_id`), still newest first. `next` continues in the range's
+    /// direction: below the page (`Older`) or above it (`Newer`).
+    pub async fn page_in(
+        &self,
+        user: &str,
+        filter: &NotificationFilter,
+        range: PostRange,
+        limit: usize,
+    ) -> StoreResult<Page<NotificationView>> {
         self.known(user).await?;
         let filter = &self.visible(user, filter).await?;
-        let mut items: Vec<Notification> = self
-            .store
-            .notifications
-            .notifications(user, filter, before, limit + 1)
-            .await?;
+        let store = &self.store.notifications;
+        let mut items: Vec<Notification> = match range {
+            PostRange::Older(before) => store.notifications(user, filter, before, limit + 1),
+            PostRange::Newer(after) => store.notifications_after(user, filter, after, limit + 1),
+        }
+        .await?;
         let more = items.len() > limit;
         items.truncate(limit);
         // The cursor is the last notification read, so a page that loses some to the
         // check below may be short, but never skips any.
         let next = more.then(|| items.last().map(|n| n.id)).flatten();
+        if let PostRange::Newer(_) = range {
+            items.reverse();
+        }
         // Dismissed ones are removed by the dismissal's own write; read again here, so
         // none is served whatever a racing worker wrote (MongoDB).
         let dismissals = self.store.notifications.dismissals(user).await?;
@@ -305,18 +324,37 @@ impl Notifications {
         before: Option<PostId>,
         limit: usize,
     ) -> StoreResult<Page<GroupView>> {
+        self.groups_in(user, filter, PostRange::Older(before), limit)
+            .await
+    }
+
+    /// [`Notifications::groups`] on either side of a `latest_id`, as
+    /// [`Notifications::page_in`] is for notifications.
+    pub async fn groups_in(
+        &self,
+        user: &str,
+        filter: &NotificationFilter,
+        range: PostRange,
+        limit: usize,
+    ) -> StoreResult<Page<GroupView>> {
         self.known(user).await?;
         let filter = &self.visible(user, filter).await?;
-        let mut groups: Vec<NotificationGroup> = self
-            .store
-            .notifications
-            .notification_groups(user, filter, before, limit + 1)
-            .await?;
+        let store = &self.store.notifications;
+        let mut groups: Vec<NotificationGroup> = match range {
+            PostRange::Older(before) => store.notification_groups(user, filter, before, limit + 1),
+            PostRange::Newer(after) => {
+                store.notification_groups_after(user, filter, after, limit + 1)
+            }
+        }
+        .await?;
         let more = groups.len() > limit;
         groups.truncate(limit);
         // Cleared groups are removed by the clear's own write; read again here.
         let cleared = self.store.notifications.dismissals(user).await?.cleared_ms;
         let next_before_clear = groups.last().map(|g| g.latest_id);
+        if let PostRange::Newer(_) = range {
+            groups.reverse();
+        }
         groups.retain(|g| cleared.is_none_or(|c| g.latest_at_ms > c));
         let names = self
             .names(

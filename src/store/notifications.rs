@@ -134,6 +134,26 @@ pub trait NotificationStore: Send + Sync + 'static {
         before: Option<PostId>,
         limit: usize,
     ) -> StoreResult<Vec<NotificationGroup>>;
+    /// [`NotificationStore::notifications`] read the other way: those with ids above
+    /// `after`, oldest first, at most `limit` (the page just newer than `after`, from
+    /// the same indexes walked upwards).
+    async fn notifications_after(
+        &self,
+        user: &str,
+        filter: &NotificationFilter,
+        after: PostId,
+        limit: usize,
+    ) -> StoreResult<Vec<Notification>>;
+    /// [`NotificationStore::notification_groups`] read the other way: the groups with
+    /// latest ids above `after`, oldest first by their latest notification, at most
+    /// `limit`, hidden actors left out as there.
+    async fn notification_groups_after(
+        &self,
+        user: &str,
+        filter: &NotificationFilter,
+        after: PostId,
+        limit: usize,
+    ) -> StoreResult<Vec<NotificationGroup>>;
     /// `user`'s stored notification `id`, if any: one index lookup (embedded:
     /// `notifications_by_id`; MongoDB: `{user: 1, id: -1}`).
     async fn notification(&self, user: &str, id: PostId) -> StoreResult<Option<Notification>>;

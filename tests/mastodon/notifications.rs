@@ -1,5 +1,6 @@
 //! Notifications on real servers, both stores: Mastodon's types (a reply is a
-//! `mention`), `types[]` and `exclude_types[]`, a `Link` walk, and the grouped v2 shape.
+//! `mention`), `types[]` and `exclude_types[]`, a `Link` walk, the grouped v2 shape, and
+//! `min_id` pages with their `prev` links, plain and grouped.
 
 use reqwest::StatusCode;
 use serde_json::Value;
@@ -131,7 +132,7 @@ async fn notifications_come_in_mastodon_types_plain_and_grouped() {
             ["mention", "mention", "favourite", "reblog", "favourite"]
         );
 
-        // since_id: the newest page cut there; min_id is not served here (422).
+        // since_id: the newest page cut there; min_id with max_id is refused (422).
         let newest_two: Vec<&str> = n.as_array().unwrap()[..2]
             .iter()
             .map(|i| i["id"].as_str().unwrap())
@@ -150,8 +151,14 @@ async fn notifications_come_in_mastodon_types_plain_and_grouped() {
             "{}",
             since.link()
         );
-        let min = only(&format!("min_id={}", n[2]["id"].as_str().unwrap())).await;
-        assert_eq!(min.status, StatusCode::UNPROCESSABLE_ENTITY);
+        let (a, b) = (n[2]["id"].as_str().unwrap(), n[0]["id"].as_str().unwrap());
+        let both = only(&format!("min_id={a}&max_id={b}")).await;
+        assert_eq!(
+            both.status,
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "{}",
+            both.body
+        );
 
         // Grouped: both likes make one group; mentions stay one each.
         let grouped = masto.get("/api/v2/notifications", Some(&al)).await;
@@ -189,6 +196,101 @@ async fn notifications_come_in_mastodon_types_plain_and_grouped() {
                 "{id} in {statuses:?}"
             );
         }
+        server.stop().await;
+    }
+}
+
+fn ids(items: &Value, key: &str) -> Vec<String> {
+    items
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n[key].as_str().unwrap().to_owned())
+        .collect()
+}
+
+/// `min_id` is the page just above it, newest first, plain and grouped: five mentions,
+/// `min_id` at the second oldest with `limit=2` is the next two newer. `prev` names the
+/// page's newest, `next` its oldest, and following `prev` reaches the newest.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn min_id_pages_just_above_it_newest_first() {
+    for kind in kinds("min_id_pages_just_above_it_newest_first") {
+        let server = TestServer::start(fresh_config(kind)).await;
+        let api = server.api();
+        for u in ["al", "bo"] {
+            api.user(u).await;
+        }
+        let masto = Masto::of(&server);
+        let bo = api.token("bo");
+        for i in 0..5 {
+            masto.toot(&bo, &format!("hey @al number {i}")).await;
+        }
+        server.settle().await;
+        let al = api.token("al");
+        let base = masto.base();
+        let all = masto.get("/api/v1/notifications", Some(&al)).await;
+        let n = ids(&all.body, "id");
+        assert_eq!(n.len(), 5, "{kind:?}: {}", all.body);
+
+        for (path, items, key) in [
+            ("/api/v1/notifications", "", "id"),
+            (
+                "/api/v2/notifications",
+                "notification_groups",
+                "page_max_id",
+            ),
+        ] {
+            let page = masto
+                .get(&format!("{path}?limit=2&min_id={}", n[3]), Some(&al))
+                .await;
+            assert_eq!(
+                page.status,
+                StatusCode::OK,
+                "{kind:?} {path}: {}",
+                page.body
+            );
+            let body = if items.is_empty() {
+                &page.body
+            } else {
+                &page.body[items]
+            };
+            assert_eq!(
+                ids(body, key),
+                [n[1].as_str(), n[2].as_str()],
+                "{kind:?} {path}"
+            );
+            let prev = page.link_path("prev", base).unwrap_or_default();
+            assert!(
+                prev.contains(&format!("min_id={}", n[1])),
+                "{kind:?}: {prev}"
+            );
+            let next = page.link_path("next", base).unwrap_or_default();
+            assert!(
+                next.contains(&format!("max_id={}", n[2])),
+                "{kind:?}: {next}"
+            );
+            let link = page.link();
+            assert!(
+                link.find("\"next\"") < link.find("\"prev\""),
+                "{kind:?}: {link}"
+            );
+            let top = masto.get(&prev, Some(&al)).await;
+            let body = if items.is_empty() {
+                &top.body
+            } else {
+                &top.body[items]
+            };
+            assert_eq!(
+                ids(body, key),
+                [n[0].as_str()],
+                "{kind:?} {path}: the newest"
+            );
+        }
+        // Nothing above the newest: an empty page with no links.
+        let none = masto
+            .get(&format!("/api/v1/notifications?min_id={}", n[0]), Some(&al))
+            .await;
+        assert_eq!(none.body, serde_json::json!([]), "{kind:?}");
         server.stop().await;
     }
 }

@@ -1,13 +1,13 @@
 //! Accounts by id, lookup, follow, block and mute with the Relationship each leaves,
 //! the batched relationships, the follow, block and mute lists with their `Link` walks,
-//! update_credentials, and an account's statuses with its filters.
+//! and update_credentials.
 
 use reqwest::{Method, StatusCode};
 use serde_json::Value;
 
 use super::{Answer, Client, servers};
 
-fn ids(body: &Value) -> Vec<String> {
+pub(super) fn ids(body: &Value) -> Vec<String> {
     body.as_array()
         .unwrap()
         .iter()
@@ -24,7 +24,7 @@ fn next_link(answer: &Answer) -> Option<String> {
 }
 
 /// Every page of a list, through its `Link` headers: the ids in order.
-async fn walk(client: &Client, first: &str, token: &str) -> Vec<String> {
+pub(super) async fn walk(client: &Client, first: &str, token: &str) -> Vec<String> {
     let mut all = Vec::new();
     let mut answer = client.get(first, Some(token)).await;
     for _ in 0..20 {
@@ -292,143 +292,6 @@ async fn follow_lists_walk_by_link_and_credentials_update() {
             )
             .await;
         empty.expect(StatusCode::UNPROCESSABLE_ENTITY);
-        server.stop().await;
-    }
-}
-
-#[tokio::test]
-async fn an_accounts_statuses_filter_replies_and_reblogs_and_walk_by_link() {
-    for (kind, server) in servers("account statuses", |_| {}).await {
-        let client = Client::of(&server);
-        let ann = client.user("ann", None).await;
-        let bob = client.user("bob", None).await;
-        let post = |token: String, fields: Vec<(&'static str, String)>| {
-            let client = &client;
-            async move {
-                let fields: Vec<(&str, &str)> =
-                    fields.iter().map(|(k, v)| (*k, v.as_str())).collect();
-                let status = client.post("/api/v1/statuses", Some(&token), &fields).await;
-                status.expect(StatusCode::OK)["id"]
-                    .as_str()
-                    .unwrap()
-                    .to_owned()
-            }
-        };
-        let bobs = post(bob.clone(), vec![("status", "bob's".into())]).await;
-        let root = post(ann.clone(), vec![("status", "root".into())]).await;
-        let own_reply = post(
-            ann.clone(),
-            vec![("status", "more".into()), ("in_reply_to_id", root.clone())],
-        )
-        .await;
-        let other_reply = post(
-            ann.clone(),
-            vec![
-                ("status", "@bob hi".into()),
-                ("in_reply_to_id", bobs.clone()),
-            ],
-        )
-        .await;
-        let reblog = client
-            .post(&format!("/api/v1/statuses/{bobs}/reblog"), Some(&ann), &[])
-            .await
-            .expect(StatusCode::OK);
-        let reblog = reblog["id"].as_str().unwrap().to_owned();
-        let last = post(ann.clone(), vec![("status", "last".into())]).await;
-
-        let all = walk(&client, "/api/v1/accounts/ann/statuses?limit=2", &bob).await;
-        assert_eq!(
-            all,
-            [&last, &reblog, &other_reply, &own_reply, &root].map(String::clone),
-            "{kind:?}: newest first"
-        );
-        let no_replies = walk(
-            &client,
-            "/api/v1/accounts/ann/statuses?limit=2&exclude_replies=true",
-            &bob,
-        )
-        .await;
-        assert_eq!(
-            no_replies,
-            [&last, &reblog, &own_reply, &root].map(String::clone),
-            "{kind:?}"
-        );
-        let no_reblogs = walk(
-            &client,
-            "/api/v1/accounts/ann/statuses?limit=1&exclude_reblogs=true&exclude_replies=true",
-            &bob,
-        )
-        .await;
-        assert_eq!(
-            no_reblogs,
-            [&last, &own_reply, &root].map(String::clone),
-            "{kind:?}"
-        );
-        // Readable without a token, as on Mastodon; `since_id` cuts the newest page
-        // there; the `Link` names no `prev` page, since `min_id` is not served here.
-        let anonymous = client
-            .get("/api/v1/accounts/ann/statuses?limit=40", None)
-            .await;
-        assert_eq!(ids(&anonymous.expect(StatusCode::OK)), all, "{kind:?}");
-        let since = client
-            .get(
-                &format!("/api/v1/accounts/ann/statuses?limit=1&since_id={other_reply}"),
-                Some(&bob),
-            )
-            .await;
-        assert_eq!(
-            ids(&since.expect(StatusCode::OK)),
-            std::slice::from_ref(&last),
-            "{kind:?}"
-        );
-        let link = since.header("link").unwrap_or_default();
-        assert!(!link.contains("rel=\"prev\""), "{kind:?}: {link}");
-        let newest = client
-            .get(
-                &format!("/api/v1/accounts/ann/statuses?since_id={other_reply}"),
-                Some(&bob),
-            )
-            .await;
-        assert_eq!(
-            ids(&newest.expect(StatusCode::OK)),
-            [last.clone(), reblog.clone()],
-            "{kind:?}: cut at since_id"
-        );
-        assert_eq!(
-            newest.header("link"),
-            None,
-            "{kind:?}: nothing below a cut page"
-        );
-        client
-            .get(
-                &format!("/api/v1/accounts/ann/statuses?min_id={root}"),
-                Some(&bob),
-            )
-            .await
-            .expect(StatusCode::UNPROCESSABLE_ENTITY);
-        let pinned = client
-            .get("/api/v1/accounts/ann/statuses?pinned=true", Some(&bob))
-            .await;
-        assert_eq!(pinned.expect(StatusCode::OK), Value::Array(Vec::new()));
-        let page = client
-            .get("/api/v1/accounts/ann/statuses?limit=1", Some(&bob))
-            .await;
-        let page = page.expect(StatusCode::OK);
-        assert_eq!(page[0]["account"]["id"], "ann");
-        client
-            .get("/api/v1/accounts/nobody/statuses", Some(&bob))
-            .await
-            .expect(StatusCode::NOT_FOUND);
-
-        // Blocked by the author: nothing.
-        client
-            .post("/api/v1/accounts/bob/block", Some(&ann), &[])
-            .await
-            .expect(StatusCode::OK);
-        let hidden = client
-            .get("/api/v1/accounts/ann/statuses", Some(&bob))
-            .await;
-        assert_eq!(hidden.expect(StatusCode::OK), Value::Array(Vec::new()));
         server.stop().await;
     }
 }

@@ -1,6 +1,6 @@
 //! `GET /api/v1/accounts/{id}/statuses`: the account's posts and reposts as statuses,
-//! newest first, paged with `max_id` (and `since_id`, a cut of the newest page) and a
-//! `Link` header with `next` only (no `prev`: `min_id` is not served here).
+//! newest first, paged as the home timeline (`max_id`, `since_id` a cut of the newest
+//! page, `min_id` the page just above it) with a `Link` header: next, then prev.
 
 use axum::extract::{Path, State};
 use axum::http::HeaderMap;
@@ -40,18 +40,19 @@ pub struct StatusFilters {
     pub tagged: Option<Value>,
 }
 
-/// The account's statuses, newest first; empty when the account blocks the caller.
-/// Readable without a token, as on Mastodon.
+/// The account's statuses, newest first (below `max_id`, or with `min_id` the page just
+/// above it, still newest first); empty when the account blocks the caller. Readable
+/// without a token, as on Mastodon.
 #[utoipa::path(get, path = "/api/v1/accounts/{id}/statuses", tag = "mastodon",
     security((), ("bearer" = [])),
     params(("id" = String, Path, description = "The user id"), PageParams, StatusFilters),
     responses(
-        (status = 200, description = "A page of statuses; `Link` has the next page (no prev: min_id is not served here)",
-            body = Vec<Status>, headers(("Link" = String, description = "`<...max_id=X>; rel=\"next\"`"))),
+        (status = 200, description = "A page of statuses; `Link` has the next page first, then the previous",
+            body = Vec<Status>, headers(("Link" = String, description = "`<...max_id=X>; rel=\"next\", <...min_id=Y>; rel=\"prev\"`"))),
         (status = 401, description = "An invalid token (tokens are optional)", body = MastoErrorBody),
         (status = 403, description = "The token lacks read:statuses", body = MastoErrorBody),
         (status = 404, description = "No such account", body = MastoErrorBody),
-        (status = 422, description = "A bad limit or id, or min_id (not supported here)", body = MastoErrorBody),
+        (status = 422, description = "A bad limit or id, or min_id with max_id", body = MastoErrorBody),
     ))]
 pub async fn statuses(
     State(state): State<AppState>,
@@ -63,7 +64,7 @@ pub async fn statuses(
 ) -> Result<Response, MastoError> {
     let viewer = reader.viewer();
     let id = account_id(&id)?;
-    let paging = params.paging()?;
+    let (range, limit) = params.home_range()?;
     let origin = Origin::of(&state.mastodon, &headers);
     if truthy(&filters.pinned) {
         // Nothing is pinned; the account must still exist.
@@ -76,14 +77,7 @@ pub async fn statuses(
     };
     let page = state
         .social
-        .account_statuses(
-            id,
-            viewer,
-            paging.max_id,
-            paging.since_id,
-            paging.limit,
-            filter,
-        )
+        .account_statuses(id, viewer, range, limit, filter)
         .await?;
     let mut extra = Vec::new();
     for (name, on) in [
@@ -98,9 +92,9 @@ pub async fn statuses(
         &origin,
         &format!("/api/v1/accounts/{id}/statuses"),
         &extra,
-        paging.limit,
+        limit,
         page.next,
-        None,
+        page.items.first().map(|s| s.id()),
     );
     Ok(linked(Json(render(&origin, &page.items)), link))
 }

@@ -26,22 +26,13 @@ pub struct PageParams {
     /// Only items newer than this id (the newest page, cut there).
     #[param(value_type = Option<String>, pattern = "^[0-9a-f]{24}$")]
     pub since_id: Option<String>,
-    /// The page right after this id (its oldest items above it, newest first). Not with
-    /// `max_id`; not supported on notifications yet (422).
+    /// The page just above this id (the oldest items above it, newest first). Not with
+    /// `max_id` (422).
     #[param(value_type = Option<String>, pattern = "^[0-9a-f]{24}$")]
     pub min_id: Option<String>,
     /// 1–40, default 20; larger values are taken as 40, as Mastodon does.
     #[param(value_type = Option<u32>, minimum = 1)]
     pub limit: Option<String>,
-}
-
-/// Parsed [`PageParams`]: newest first, below `max_id`, above `since_id`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Paging {
-    pub max_id: Option<PostId>,
-    /// Items at or below it are left out of the page.
-    pub since_id: Option<PostId>,
-    pub limit: usize,
 }
 
 fn id(name: &str, raw: Option<&str>) -> Result<Option<PostId>, MastoError> {
@@ -55,7 +46,8 @@ fn id(name: &str, raw: Option<&str>) -> Result<Option<PostId>, MastoError> {
 }
 
 impl PageParams {
-    /// The page of a home timeline asked for, and its length.
+    /// The page of a list read newest first (a timeline, notifications, an account's
+    /// statuses) asked for, and its length.
     pub fn home_range(&self) -> Result<(HomeRange, usize), MastoError> {
         let limit = self.limit()?;
         let before = id("max_id", self.max_id.as_deref())?;
@@ -71,25 +63,6 @@ impl PageParams {
             None => HomeRange::Older { before, since },
         };
         Ok((range, limit))
-    }
-
-    /// The page asked for where only older pages are read (notifications): `since_id`
-    /// cuts the page there (the view's own), `min_id` answers 422 as no engine read
-    /// serves the page just above an id there yet.
-    pub fn paging(&self) -> Result<Paging, MastoError> {
-        let limit = self.limit()?;
-        let max_id = id("max_id", self.max_id.as_deref())?;
-        let since_id = id("since_id", self.since_id.as_deref())?;
-        if id("min_id", self.min_id.as_deref())?.is_some() {
-            return Err(MastoError::unprocessable(
-                "min_id is not yet supported here: page with max_id or since_id",
-            ));
-        }
-        Ok(Paging {
-            max_id,
-            since_id,
-            limit,
-        })
     }
 
     fn limit(&self) -> Result<usize, MastoError> {
@@ -187,27 +160,30 @@ mod tests {
     }
 
     #[test]
-    fn limits_are_clamped_and_newer_pages_read_where_served() {
+    fn limits_are_clamped_and_min_id_is_not_taken_with_max_id() {
         let params = |limit: &str| PageParams {
             limit: Some(limit.to_owned()),
             ..Default::default()
         };
-        assert_eq!(params("5").paging().unwrap().limit, 5);
-        assert_eq!(params("400").paging().unwrap().limit, MAX_LIMIT);
-        assert_eq!(PageParams::default().paging().unwrap().limit, 20);
-        assert!(params("0").paging().is_err());
-        assert!(params("x").paging().is_err());
-        let since = PageParams {
-            since_id: Some("6740a1b2000c000000000001".to_owned()),
+        assert_eq!(params("5").home_range().unwrap().1, 5);
+        assert_eq!(params("400").home_range().unwrap().1, MAX_LIMIT);
+        assert_eq!(PageParams::default().home_range().unwrap().1, 20);
+        assert!(params("0").home_range().is_err());
+        assert!(params("x").home_range().is_err());
+        let (a, b) = ("6740a1b2000c000000000001", "6740a1b2000c000000000009");
+        let newer = PageParams {
+            min_id: Some(a.to_owned()),
+            since_id: Some(b.to_owned()),
             ..Default::default()
         };
-        assert!(since.paging().unwrap().since_id.is_some());
-        let newer = PageParams {
-            min_id: Some("6740a1b2000c000000000001".to_owned()),
-            ..Default::default()
+        let after = a.parse().unwrap();
+        assert_eq!(newer.home_range().unwrap().0, HomeRange::Newer { after });
+        let both = PageParams {
+            max_id: Some(b.to_owned()),
+            ..newer
         };
         assert_eq!(
-            newer.paging().unwrap_err().status(),
+            both.home_range().unwrap_err().status(),
             StatusCode::UNPROCESSABLE_ENTITY
         );
     }

@@ -1,7 +1,7 @@
 //! `GET /api/v1/notifications` and the grouped `GET /api/v2/notifications`: the
 //! engine's notifications in Mastodon's shapes, filtered by `types[]` and
-//! `exclude_types[]`, paged with `max_id` (and `since_id`, a cut of the newest page)
-//! and a `Link` header with the next page.
+//! `exclude_types[]`, paged as the home timeline (`max_id`, `since_id` a cut of the
+//! newest page, `min_id` the page just above it) with a `Link` header: next, then prev.
 
 use axum::extract::{Path, RawQuery, State};
 use axum::http::HeaderMap;
@@ -15,13 +15,13 @@ use super::auth::{ReadNotifications, Scoped, WriteNotifications};
 use super::entities::notification::{GroupedNotifications, Notification, engine_types};
 use super::error::{MastoError, MastoErrorBody};
 use super::form::FormOrJson;
-use super::link::{PageParams, Paging, link_header, linked};
+use super::link::{PageParams, link_header, linked};
 use super::statuses::status_id;
-use crate::domain::{NotificationFilter, NotificationType};
+use crate::domain::{NotificationFilter, NotificationType, PostId};
 use crate::http::AppState;
 use crate::http::error::Json;
 use crate::service::masto_notifications::{GroupPage, NotificationPage};
-use crate::service::mastodon::cut_at_since;
+use crate::service::mastodon::HomeRange;
 
 /// The query of both notification lists (lists as `key[]=`, as Rails reads them).
 #[derive(Debug, IntoParams)]
@@ -42,7 +42,8 @@ pub struct NotificationParams {
 struct Parsed {
     /// `None`: the filter admits nothing.
     filter: Option<NotificationFilter>,
-    paging: Paging,
+    range: HomeRange,
+    limit: usize,
     /// The type parameters, kept for the `Link` URLs.
     kept: Vec<(&'static str, String)>,
 }
@@ -73,7 +74,7 @@ fn parse(query: Option<&str>) -> Result<Parsed, MastoError> {
             _ => {}
         }
     }
-    let paging = page.paging()?;
+    let (range, limit) = page.home_range()?;
     let mut admitted: Vec<NotificationType> = match &types {
         Some(names) => names
             .iter()
@@ -97,20 +98,22 @@ fn parse(query: Option<&str>) -> Result<Parsed, MastoError> {
     };
     Ok(Parsed {
         filter,
-        paging,
+        range,
+        limit,
         kept,
     })
 }
 
+/// `body` with its `Link`: next below `next`, prev above `newest` (the page's newest
+/// id), keeping the type parameters.
 fn with_link(
     body: impl IntoResponse,
     origin: &Origin,
     path: &str,
     parsed: &Parsed,
-    next: Option<crate::domain::PostId>,
+    (next, newest): (Option<PostId>, Option<PostId>),
 ) -> Response {
-    // No `prev` link: it would name a `min_id` page, not served here yet.
-    let link = link_header(origin, path, &parsed.kept, parsed.paging.limit, next, None);
+    let link = link_header(origin, path, &parsed.kept, parsed.limit, next, newest);
     linked(body, link)
 }
 
@@ -119,11 +122,11 @@ fn with_link(
     params(NotificationParams, PageParams),
     security(("bearer" = [])),
     responses(
-        (status = 200, description = "A page of notifications; `Link` has the next page (no prev: min_id is not served here)",
-            body = Vec<Notification>, headers(("Link" = String, description = "`<...max_id=X>; rel=\"next\"`"))),
+        (status = 200, description = "A page of notifications; `Link` has the next page first, then the previous",
+            body = Vec<Notification>, headers(("Link" = String, description = "`<...max_id=X>; rel=\"next\", <...min_id=Y>; rel=\"prev\"`"))),
         (status = 401, description = "No valid token", body = MastoErrorBody),
         (status = 403, description = "The token lacks read:notifications", body = MastoErrorBody),
-        (status = 422, description = "A bad limit or id, min_id or account_id (not yet supported), or an app's token", body = MastoErrorBody),
+        (status = 422, description = "A bad limit or id, min_id with max_id, account_id (not yet supported), or an app's token", body = MastoErrorBody),
     ))]
 pub async fn notifications(
     State(state): State<AppState>,
@@ -135,14 +138,11 @@ pub async fn notifications(
     let parsed = parse(query.as_deref())?;
     let page = match &parsed.filter {
         Some(filter) => {
-            let Paging { max_id, limit, .. } = parsed.paging;
-            let mut page = state
+            let (range, limit) = (parsed.range, parsed.limit);
+            state
                 .social
-                .notification_statuses(user, filter, max_id, limit)
-                .await?;
-            let since = parsed.paging.since_id;
-            page.next = cut_at_since(&mut page.items, page.next, since, |n| n.id);
-            page
+                .notification_statuses(user, filter, range, limit)
+                .await?
         }
         None => NotificationPage {
             items: Vec::new(),
@@ -156,21 +156,23 @@ pub async fn notifications(
         .map(|n| Notification::new(&origin, n))
         .collect();
     let path = "/api/v1/notifications";
-    Ok(with_link(Json(body), &origin, path, &parsed, page.next))
+    let ids = (page.next, page.items.first().map(|n| n.id));
+    Ok(with_link(Json(body), &origin, path, &parsed, ids))
 }
 
 /// The caller's notifications grouped (Mastodon 4.3's shape): one group per type and
 /// status (follows: one group), newest first by each group's latest notification;
-/// mentions are groups of one. `max_id` pages by a group's latest notification id.
+/// mentions are groups of one. `max_id` and `min_id` page by a group's latest
+/// notification id.
 #[utoipa::path(get, path = "/api/v2/notifications", tag = "mastodon",
     params(NotificationParams, PageParams),
     security(("bearer" = [])),
     responses(
-        (status = 200, description = "A page of groups; `Link` has the next page (no prev: min_id is not served here)",
-            body = GroupedNotifications, headers(("Link" = String, description = "`<...max_id=X>; rel=\"next\"`"))),
+        (status = 200, description = "A page of groups; `Link` has the next page first, then the previous",
+            body = GroupedNotifications, headers(("Link" = String, description = "`<...max_id=X>; rel=\"next\", <...min_id=Y>; rel=\"prev\"`"))),
         (status = 401, description = "No valid token", body = MastoErrorBody),
         (status = 403, description = "The token lacks read:notifications", body = MastoErrorBody),
-        (status = 422, description = "A bad limit or id, min_id or account_id (not yet supported), or an app's token", body = MastoErrorBody),
+        (status = 422, description = "A bad limit or id, min_id with max_id, account_id (not yet supported), or an app's token", body = MastoErrorBody),
     ))]
 pub async fn grouped_notifications(
     State(state): State<AppState>,
@@ -182,14 +184,11 @@ pub async fn grouped_notifications(
     let parsed = parse(query.as_deref())?;
     let page = match &parsed.filter {
         Some(filter) => {
-            let Paging { max_id, limit, .. } = parsed.paging;
-            let mut page = state
+            let (range, limit) = (parsed.range, parsed.limit);
+            state
                 .social
-                .notification_group_statuses(user, filter, max_id, limit)
-                .await?;
-            let since = parsed.paging.since_id;
-            page.next = cut_at_since(&mut page.groups, page.next, since, |g| g.latest_id);
-            page
+                .notification_group_statuses(user, filter, range, limit)
+                .await?
         }
         None => GroupPage {
             groups: Vec::new(),
@@ -201,7 +200,8 @@ pub async fn grouped_notifications(
     let origin = Origin::of(&state.mastodon, &headers);
     let body = Json(GroupedNotifications::new(&origin, &page));
     let path = "/api/v2/notifications";
-    Ok(with_link(body, &origin, path, &parsed, page.next))
+    let ids = (page.next, page.groups.first().map(|g| g.latest_id));
+    Ok(with_link(body, &origin, path, &parsed, ids))
 }
 
 /// One of the caller's notifications.

@@ -120,10 +120,8 @@ fn listing_range(
     params: &PageParams,
 ) -> Result<(PostRange, Option<crate::domain::PostId>, usize), MastoError> {
     let (range, limit) = params.home_range()?;
-    Ok(match range {
-        HomeRange::Older { before, since } => (PostRange::Older(before), since, limit),
-        HomeRange::Newer { after } => (PostRange::Newer(after), None, limit),
-    })
+    let (range, since) = range.split();
+    Ok((range, since, limit))
 }
 
 /// A listing page as a response, cut at `since` and with its `Link` header: next (the

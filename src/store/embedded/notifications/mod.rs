@@ -23,7 +23,7 @@ use crate::domain::{
 use crate::store::notifications::{
     NotificationEffect, NotificationStore, RebuildBounds, Recipient,
 };
-use crate::store::{StoreError, StoreResult};
+use crate::store::{PostRange, StoreError, StoreResult};
 
 pub(super) const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS notifications (
@@ -288,7 +288,8 @@ impl NotificationStore for EmbeddedStore {
         limit: usize,
     ) -> StoreResult<Vec<Notification>> {
         let (user, filter) = (user.to_owned(), filter.clone());
-        self.read_inline(move |conn| read::page(conn, &user, &filter, before, limit))
+        let range = PostRange::Older(before);
+        self.read_inline(move |conn| read::page(conn, &user, &filter, range, limit))
             .await
     }
 
@@ -300,7 +301,34 @@ impl NotificationStore for EmbeddedStore {
         limit: usize,
     ) -> StoreResult<Vec<NotificationGroup>> {
         let (user, filter) = (user.to_owned(), filter.clone());
-        self.read_inline(move |conn| read::groups_page(conn, &user, &filter, before, limit))
+        let range = PostRange::Older(before);
+        self.read_inline(move |conn| read::groups_page(conn, &user, &filter, range, limit))
+            .await
+    }
+
+    async fn notifications_after(
+        &self,
+        user: &str,
+        filter: &NotificationFilter,
+        after: PostId,
+        limit: usize,
+    ) -> StoreResult<Vec<Notification>> {
+        let (user, filter) = (user.to_owned(), filter.clone());
+        let range = PostRange::Newer(after);
+        self.read_inline(move |conn| read::page(conn, &user, &filter, range, limit))
+            .await
+    }
+
+    async fn notification_groups_after(
+        &self,
+        user: &str,
+        filter: &NotificationFilter,
+        after: PostId,
+        limit: usize,
+    ) -> StoreResult<Vec<NotificationGroup>> {
+        let (user, filter) = (user.to_owned(), filter.clone());
+        let range = PostRange::Newer(after);
+        self.read_inline(move |conn| read::groups_page(conn, &user, &filter, range, limit))
             .await
     }
 

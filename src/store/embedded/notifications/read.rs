@@ -1,6 +1,6 @@
-//! Reads of the embedded notifications: a page (per type through
-//! `notifications_by_type`, then merged), a page of groups (refilled while hidden actors
-//! empty groups out), and the sources a rebuild derives from.
+//! Reads of the embedded notifications: a page either way (per type through
+//! `notifications_by_type`, then merged), a page of groups either way (refilled while
+//! hidden actors empty groups out), and the sources a rebuild derives from.
 
 use rusqlite::{Connection, params};
 
@@ -8,8 +8,8 @@ use super::{kind_of, post_of};
 use crate::domain::{
     Notification, NotificationFilter, NotificationGroup, NotifyPost, NotifySources, PostId,
 };
-use crate::store::StoreResult;
-use crate::store::embedded::rows::{post_before, post_id_at};
+use crate::store::embedded::rows::{post_after, post_before, post_id_at};
+use crate::store::{PostRange, StoreResult};
 
 pub(super) fn notification_from(row: &rusqlite::Row<'_>) -> rusqlite::Result<Notification> {
     let kind: String = row.get(1)?;
@@ -29,15 +29,25 @@ fn json_list<T: AsRef<str>>(items: &[T]) -> String {
     serde_json::to_string(&items).unwrap_or_else(|_| "[]".into())
 }
 
+/// The bound, comparison and order of a read in `range`: below `before` newest first,
+/// or above `after` oldest first (the same index walked the other way).
+fn keyset(range: PostRange) -> (Vec<u8>, &'static str, &'static str) {
+    match range {
+        PostRange::Older(before) => (post_before(before), "<", "DESC"),
+        PostRange::Newer(after) => (post_after(Some(after)), ">", "ASC"),
+    }
+}
+
+/// `user`'s notifications in `range`, at most `limit`, in its order.
 pub(super) fn page(
     conn: &Connection,
     user: &str,
     filter: &NotificationFilter,
-    before: Option<PostId>,
+    range: PostRange,
     limit: usize,
 ) -> StoreResult<Vec<Notification>> {
     let hidden = json_list(&filter.hidden);
-    let before = post_before(before);
+    let (bound, cmp, order) = keyset(range);
     let mut out = Vec::new();
     // Per type through `notifications_by_type` (at most `limit` rows each), then merged:
     // a filter never makes a read walk the other types' rows.
@@ -48,38 +58,43 @@ pub(super) fn page(
     };
     for kind in kinds {
         let sql = match kind {
-            None => {
+            None => format!(
                 "SELECT user, type, actor, post, id, at FROM notifications
-                 WHERE user = ?1 AND id < ?2 AND ?3 IS NULL
+                 WHERE user = ?1 AND id {cmp} ?2 AND ?3 IS NULL
                    AND actor NOT IN (SELECT value FROM json_each(?4))
-                 ORDER BY id DESC LIMIT ?5"
-            }
-            Some(_) => {
+                 ORDER BY id {order} LIMIT ?5"
+            ),
+            Some(_) => format!(
                 "SELECT user, type, actor, post, id, at FROM notifications
-                 WHERE user = ?1 AND type = ?3 AND id < ?2
+                 WHERE user = ?1 AND type = ?3 AND id {cmp} ?2
                    AND actor NOT IN (SELECT value FROM json_each(?4))
-                 ORDER BY id DESC LIMIT ?5"
-            }
+                 ORDER BY id {order} LIMIT ?5"
+            ),
         };
         let rows = conn
-            .prepare_cached(sql)?
+            .prepare_cached(&sql)?
             .query_map(
-                params![user, before, kind, hidden, limit as i64],
+                params![user, bound, kind, hidden, limit as i64],
                 notification_from,
             )?
             .collect::<rusqlite::Result<Vec<_>>>()?;
         out.extend(rows);
     }
-    out.sort_by_key(|n| std::cmp::Reverse(n.id));
+    match range {
+        PostRange::Older(_) => out.sort_by_key(|n| std::cmp::Reverse(n.id)),
+        PostRange::Newer(_) => out.sort_by_key(|n| n.id),
+    }
     out.truncate(limit);
     Ok(out)
 }
 
+/// `user`'s groups in `range` (by their latest notification), at most `limit`, in its
+/// order.
 pub(super) fn groups_page(
     conn: &Connection,
     user: &str,
     filter: &NotificationFilter,
-    mut before: Option<PostId>,
+    mut range: PostRange,
     limit: usize,
 ) -> StoreResult<Vec<NotificationGroup>> {
     let mut out = Vec::new();
@@ -87,31 +102,34 @@ pub(super) fn groups_page(
     let any = filter.types.is_empty();
     // Refilled while hidden actors empty groups out, one page of rows per round.
     loop {
+        let (bound, cmp, order) = keyset(range);
         let rows: Vec<NotificationGroup> = conn
-            .prepare_cached(
+            .prepare_cached(&format!(
                 "SELECT type, post, count, actors, latest_id, latest_at FROM notification_groups
-                 WHERE user = ?1 AND latest_id < ?2
+                 WHERE user = ?1 AND latest_id {cmp} ?2
                    AND (?3 OR type IN (SELECT value FROM json_each(?4)))
-                 ORDER BY latest_id DESC LIMIT ?5",
-            )?
-            .query_map(
-                params![user, post_before(before), any, types, limit as i64],
-                |row| {
-                    let kind: String = row.get(0)?;
-                    let actors: String = row.get(3)?;
-                    Ok(NotificationGroup {
-                        kind: kind_of(&kind)?,
-                        post: post_of(row, 1)?,
-                        count: row.get::<_, i64>(2)?.max(0) as u64,
-                        actors: serde_json::from_str(&actors).unwrap_or_default(),
-                        latest_id: post_id_at(row, 4)?,
-                        latest_at_ms: row.get(5)?,
-                    })
-                },
-            )?
+                 ORDER BY latest_id {order} LIMIT ?5"
+            ))?
+            .query_map(params![user, bound, any, types, limit as i64], |row| {
+                let kind: String = row.get(0)?;
+                let actors: String = row.get(3)?;
+                Ok(NotificationGroup {
+                    kind: kind_of(&kind)?,
+                    post: post_of(row, 1)?,
+                    count: row.get::<_, i64>(2)?.max(0) as u64,
+                    actors: serde_json::from_str(&actors).unwrap_or_default(),
+                    latest_id: post_id_at(row, 4)?,
+                    latest_at_ms: row.get(5)?,
+                })
+            })?
             .collect::<rusqlite::Result<_>>()?;
         let full = rows.len() == limit;
-        before = rows.last().map(|g| g.latest_id);
+        if let Some(last) = rows.last() {
+            range = match range {
+                PostRange::Older(_) => PostRange::Older(Some(last.latest_id)),
+                PostRange::Newer(_) => PostRange::Newer(last.latest_id),
+            };
+        }
         for mut g in rows {
             g.actors.retain(|a| !filter.hidden.contains(a));
             if !g.actors.is_empty() && out.len() < limit {

@@ -52,7 +52,7 @@ use crate::domain::{
     NotifySources, PostId,
 };
 use crate::store::notifications::{NotificationEffect, NotificationStore, RebuildBounds};
-use crate::store::{StoreError, StoreResult};
+use crate::store::{PostRange, StoreError, StoreResult};
 
 const NOTIFICATIONS: &str = "notifications";
 const GROUPS: &str = "notification_groups";
@@ -200,7 +200,8 @@ impl NotificationStore for MongoStore {
         before: Option<PostId>,
         limit: usize,
     ) -> StoreResult<Vec<Notification>> {
-        self.notifications_page(user, filter, before, limit).await
+        let range = PostRange::Older(before);
+        self.notifications_page(user, filter, range, limit).await
     }
 
     async fn notification_groups(
@@ -210,7 +211,30 @@ impl NotificationStore for MongoStore {
         before: Option<PostId>,
         limit: usize,
     ) -> StoreResult<Vec<NotificationGroup>> {
-        self.groups_page(user, filter, before, limit).await
+        let range = PostRange::Older(before);
+        self.groups_page(user, filter, range, limit).await
+    }
+
+    async fn notifications_after(
+        &self,
+        user: &str,
+        filter: &NotificationFilter,
+        after: PostId,
+        limit: usize,
+    ) -> StoreResult<Vec<Notification>> {
+        let range = PostRange::Newer(after);
+        self.notifications_page(user, filter, range, limit).await
+    }
+
+    async fn notification_groups_after(
+        &self,
+        user: &str,
+        filter: &NotificationFilter,
+        after: PostId,
+        limit: usize,
+    ) -> StoreResult<Vec<NotificationGroup>> {
+        let range = PostRange::Newer(after);
+        self.groups_page(user, filter, range, limit).await
     }
 
     async fn notification(&self, user: &str, id: PostId) -> StoreResult<Option<Notification>> {

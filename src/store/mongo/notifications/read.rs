@@ -1,6 +1,6 @@
-//! Reads of the MongoDB notifications: a page (`{user, type?, id}`, one query), a page
-//! of groups (refilled while hidden actors empty groups out), and the sources a rebuild
-//! derives from.
+//! Reads of the MongoDB notifications: a page either way (`{user, type?, id}`, one
+//! query), a page of groups either way (refilled while hidden actors empty groups out),
+//! and the sources a rebuild derives from.
 
 use futures::TryStreamExt;
 use mongodb::bson::{Document, doc};
@@ -8,10 +8,10 @@ use mongodb::bson::{Document, doc};
 use super::{backend, notification_from, opt_post};
 use crate::domain::{
     Notification, NotificationFilter, NotificationGroup, NotificationType, NotifyPost,
-    NotifySources, PostId,
+    NotifySources,
 };
-use crate::store::StoreResult;
 use crate::store::mongo::{MongoStore, all, db_error, int, oid};
+use crate::store::{PostRange, StoreResult};
 
 fn group_from(doc: &Document) -> StoreResult<NotificationGroup> {
     let kind = doc.get_str("type").unwrap_or_default();
@@ -32,6 +32,15 @@ fn group_from(doc: &Document) -> StoreResult<NotificationGroup> {
             .ok_or_else(|| backend(format!("notification group without latest_id: {doc}")))?,
         latest_at_ms: int(doc, "latest_at"),
     })
+}
+
+/// The id bound and sort of a read in `range`: below `before` newest first, or above
+/// `after` oldest first.
+fn keyset(range: PostRange) -> (Option<Document>, i32) {
+    match range {
+        PostRange::Older(before) => (before.map(|b| doc! { "$lt": oid(b) }), -1),
+        PostRange::Newer(after) => (Some(doc! { "$gt": oid(after) }), 1),
+    }
 }
 
 fn types_filter(filter: &NotificationFilter, into: &mut Document) {
@@ -118,16 +127,19 @@ impl MongoStore {
         Ok(s)
     }
 
+    /// `user`'s notifications in `range`, at most `limit`, in its order: one query of
+    /// `{user, id}` (or `{user, type, id}`), walked either way.
     pub(super) async fn notifications_page(
         &self,
         user: &str,
         filter: &NotificationFilter,
-        before: Option<PostId>,
+        range: PostRange,
         limit: usize,
     ) -> StoreResult<Vec<Notification>> {
         let mut query = doc! { "user": user, "removed": { "$ne": true } };
-        if let Some(before) = before {
-            query.insert("id", doc! { "$lt": oid(before) });
+        let (bound, sort) = keyset(range);
+        if let Some(bound) = bound {
+            query.insert("id", bound);
         }
         types_filter(filter, &mut query);
         if !filter.hidden.is_empty() {
@@ -136,17 +148,19 @@ impl MongoStore {
         let docs = all(self
             .notifications_coll()
             .find(query)
-            .sort(doc! { "id": -1 })
+            .sort(doc! { "id": sort })
             .limit(limit as i64))
         .await?;
         docs.iter().map(notification_from).collect()
     }
 
+    /// `user`'s groups in `range` (by their latest notification), at most `limit`, in
+    /// its order.
     pub(super) async fn groups_page(
         &self,
         user: &str,
         filter: &NotificationFilter,
-        mut before: Option<PostId>,
+        mut range: PostRange,
         limit: usize,
     ) -> StoreResult<Vec<NotificationGroup>> {
         let mut out = Vec::new();
@@ -154,14 +168,15 @@ impl MongoStore {
         loop {
             // Emptied groups stay as tombstones (`count` 0), out of the page.
             let mut query = doc! { "user": user, "count": { "$gt": 0 } };
-            if let Some(before) = before {
-                query.insert("latest_id", doc! { "$lt": oid(before) });
+            let (bound, sort) = keyset(range);
+            if let Some(bound) = bound {
+                query.insert("latest_id", bound);
             }
             types_filter(filter, &mut query);
             let docs = all(self
                 .groups_coll()
                 .find(query)
-                .sort(doc! { "latest_id": -1 })
+                .sort(doc! { "latest_id": sort })
                 .limit(limit as i64))
             .await?;
             let full = docs.len() == limit;
@@ -169,7 +184,12 @@ impl MongoStore {
                 .iter()
                 .map(group_from)
                 .collect::<StoreResult<Vec<_>>>()?;
-            before = rows.last().map(|g| g.latest_id);
+            if let Some(last) = rows.last() {
+                range = match range {
+                    PostRange::Older(_) => PostRange::Older(Some(last.latest_id)),
+                    PostRange::Newer(_) => PostRange::Newer(last.latest_id),
+                };
+            }
             for mut g in rows {
                 g.actors.retain(|a| !filter.hidden.contains(a));
                 if !g.actors.is_empty() && out.len() < limit {
