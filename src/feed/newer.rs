@@ -51,14 +51,6 @@ fn newer_page(items: Vec<TimelineItem>, limit: usize) -> NewerPage {
     NewerPage { items, more_newer }
 }
 
-/// What walking one window found.
-enum Window {
-    /// Every item of the window, newest first.
-    Whole(Vec<TimelineItem>),
-    /// More than the cap: the window is too wide.
-    TooMany,
-}
-
 impl Timelines {
     /// The `limit` oldest items of `user`'s home timeline with ids above `after`, newest
     /// first; `NotFound` for unknown users. See the module comment.
@@ -68,6 +60,31 @@ impl Timelines {
         after: PostId,
         limit: usize,
     ) -> StoreResult<NewerPage> {
+        let items = self
+            .search_window(after, limit, |upper, cap| {
+                self.window(user, after, upper, limit, cap)
+            })
+            .await?;
+        Ok(newer_page(items, limit))
+    }
+
+    /// Every item of the window above `after` that the search settles on (see the module
+    /// comment), newest first: the whole range when it holds at most the cap, else a
+    /// window below a searched upper bound holding more than `limit` items and at most
+    /// the cap. `walk(upper, cap)` walks one window by the descending read, giving every
+    /// item above `after` and below `upper`, or `None` as soon as it finds more than
+    /// `cap`. One search serves every list read this way (a home timeline here, an
+    /// account's statuses in `service::account_statuses`).
+    pub async fn search_window<T, W, F>(
+        &self,
+        after: PostId,
+        limit: usize,
+        mut walk: W,
+    ) -> StoreResult<Vec<T>>
+    where
+        W: FnMut(Option<PostId>, Option<usize>) -> F,
+        F: Future<Output = StoreResult<Option<Vec<T>>>>,
+    {
         let want = limit + 1;
         let cap = want * WINDOW_CAP;
         let from_ms = after.timestamp_ms();
@@ -81,15 +98,10 @@ impl Timelines {
             // A window one millisecond above one that held too few is walked whole,
             // however much that millisecond holds.
             let capped = span.is_none_or(|s| s > few + 1);
-            let found = self
-                .window(user, after, upper, limit, capped.then_some(cap))
-                .await?;
-            match found {
-                Window::Whole(items) if items.len() >= want || span.is_none() => {
-                    return Ok(newer_page(items, limit));
-                }
-                Window::Whole(_) => few = span.unwrap_or(few),
-                Window::TooMany => many = Some(span.unwrap_or_else(|| self.gap_ms(from_ms))),
+            match walk(upper, capped.then_some(cap)).await? {
+                Some(items) if items.len() >= want || span.is_none() => return Ok(items),
+                Some(_) => few = span.unwrap_or(few),
+                None => many = Some(span.unwrap_or_else(|| self.gap_ms(from_ms))),
             }
             match next_span(few, many, self.gap_ms(from_ms)) {
                 Some(next) if next > few => span = Some(next),
@@ -98,10 +110,7 @@ impl Timelines {
             }
         }
         // The search gave up: the whole range above `after`, walked without a cap.
-        match self.window(user, after, None, limit, None).await? {
-            Window::Whole(items) => Ok(newer_page(items, limit)),
-            Window::TooMany => unreachable!("a window walked without a cap"),
-        }
+        Ok(walk(None, None).await?.unwrap_or_default())
     }
 
     /// Milliseconds from `from_ms` to a little past now: no id lies beyond (ids are
@@ -112,7 +121,7 @@ impl Timelines {
     }
 
     /// Every item of `user`'s timeline above `after` and below `upper`, by `before`
-    /// pages of `limit` items from `upper` down; `TooMany` as soon as more than `cap`.
+    /// pages of `limit` items from `upper` down; `None` as soon as more than `cap`.
     async fn window(
         &self,
         user: &str,
@@ -120,7 +129,7 @@ impl Timelines {
         upper: Option<PostId>,
         limit: usize,
         cap: Option<usize>,
-    ) -> StoreResult<Window> {
+    ) -> StoreResult<Option<Vec<TimelineItem>>> {
         let mut items: Vec<TimelineItem> = Vec::new();
         let mut before = upper;
         loop {
@@ -134,10 +143,10 @@ impl Timelines {
                 items.push(item);
             }
             if cap.is_some_and(|cap| items.len() > cap) {
-                return Ok(Window::TooMany);
+                return Ok(None);
             }
             if done {
-                return Ok(Window::Whole(items));
+                return Ok(Some(items));
             }
             before = page.next_cursor;
         }

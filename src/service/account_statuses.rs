@@ -6,17 +6,14 @@
 //! only when the list ends or the bound is reached; the cursor is then the last entry
 //! read, so nothing is skipped.
 //!
-//! The page just above an id (`min_id`) is read as the home timeline's is
-//! (`feed::newer`): by the descending read itself, walked over a window of ids
-//! `(after, upper)`, so an entry is served there exactly when a `max_id` walk serves
-//! it, filters included. The window is first everything above `after`, walked while it
-//! holds at most [`WINDOW_CAP`] pages' worth; past that, the upper bound is searched
-//! for by time (ids carry it), halving between a window known to hold too few entries
-//! and one known to hold too many.
+//! The page just above an id (`min_id`) is read as the home timeline's is, by the
+//! same window search (`Timelines::search_window`, see `feed::newer`): the descending
+//! read itself, walked over a window of ids `(after, upper)`, so an entry is served
+//! there exactly when a `max_id` walk serves it, filters included.
 
 use super::Social;
 use super::mastodon::{Entry, HomeRange, StatusPage};
-use crate::domain::{MAX_LEAD_MS, PostId};
+use crate::domain::PostId;
 use crate::service::Listed;
 use crate::store::StoreResult;
 
@@ -29,13 +26,6 @@ pub struct StatusFilter {
 
 /// Pages of the post list read for one filtered page, at most.
 const MAX_ROUNDS: usize = 4;
-
-/// A window walk gives up past this many pages' worth of entries, and a narrower window
-/// is tried.
-const WINDOW_CAP: usize = 4;
-
-/// Windows tried before the whole range above the bound is walked without a cap.
-const MAX_PROBES: usize = 64;
 
 impl StatusFilter {
     fn keeps(&self, listed: &Listed) -> bool {
@@ -144,7 +134,8 @@ impl Social {
         Ok((entries, next))
     }
 
-    /// The `limit` oldest entries above `after`, newest first (see the module comment).
+    /// The `limit` oldest entries above `after`, newest first, by the home timeline's
+    /// window search (see the module comment).
     async fn account_page_after(
         &self,
         list: ListOf<'_>,
@@ -152,46 +143,13 @@ impl Social {
         limit: usize,
     ) -> StoreResult<Vec<Listed>> {
         let limit = limit.max(1);
-        let want = limit + 1;
-        let from_ms = after.timestamp_ms();
-        // Milliseconds from `after` to a little past now: no id lies beyond.
-        let gap = || {
-            let top = self.timelines.now_ms().saturating_add(MAX_LEAD_MS);
-            top.saturating_sub(from_ms).max(2)
-        };
-        // The first window is everything above `after`; then spans known to hold fewer
-        // than `want` entries (`few`) and more than the cap (`many`).
-        let (mut span, mut few, mut many) = (None::<i64>, 0_i64, None::<i64>);
-        for _ in 0..MAX_PROBES {
-            let upper = span.map(|s| PostId::at(from_ms.saturating_add(s), 0));
-            // A window one millisecond above one that held too few is walked whole.
-            let cap = span
-                .is_none_or(|s| s > few + 1)
-                .then_some(want * WINDOW_CAP);
-            match self.account_window(list, after, upper, limit, cap).await? {
-                Some(found) if found.len() >= want || span.is_none() => {
-                    return Ok(oldest(found, limit));
-                }
-                Some(_) => few = span.unwrap_or(few),
-                None => many = Some(span.unwrap_or_else(gap)),
-            }
-            // Halfway between the bounds, or a sixteenth of the way up from a `few` of
-            // 0, so that a dense recent past and a long quiet gap both converge soon.
-            let too_many = many.unwrap_or_else(gap);
-            let next = match few {
-                0 => (too_many / 16).max(1),
-                _ => few + (too_many - few) / 2,
-            };
-            // Adjacent bounds: the millisecond window `too_many` is walked whole.
-            let next = if next <= few { too_many } else { next };
-            if next <= few {
-                // The bounds crossed (entries removed between probes): stop searching.
-                break;
-            }
-            span = Some(next);
-        }
-        let found = self.account_window(list, after, None, limit, None).await?;
-        Ok(oldest(found.unwrap_or_default(), limit))
+        let found = self
+            .timelines
+            .search_window(after, limit, |upper, cap| {
+                self.account_window(list, after, upper, limit, cap)
+            })
+            .await?;
+        Ok(oldest(found, limit))
     }
 
     /// Every entry the filter keeps above `after` and below `upper`, newest first, by
