@@ -6,7 +6,6 @@ use socialite::domain::{ActivityLimits, ActivityType};
 use socialite::feed::FeedSettings;
 use socialite::seed::{SeedArgs, plan, user_id};
 use socialite::workers::activity::ActivityWorker;
-use socialite::workers::{Runner, RunnerSettings, Step, SystemClock};
 
 use crate::common::{fresh_store, kinds};
 
@@ -28,23 +27,11 @@ async fn seeding_records_the_same_activities_as_the_api() {
         });
         socialite::seed::run(social.clone(), &plan).await.unwrap();
         // Activities are recorded from the change feed, as the server's worker would.
-        let worker = Arc::new(ActivityWorker::new(
-            t.store.activity.clone(),
-            ActivityLimits::default(),
-        ));
-        let mut runner = Runner::new(
-            worker,
-            t.store.leases.clone(),
-            t.store.change_feed.clone(),
-            Arc::new(SystemClock),
-            "test",
-            RunnerSettings {
-                lease_ttl_ms: 60_000,
-                batch_size: 100,
-                refresh_ms: 1_000,
-            },
-        );
-        while let Step::Applied(_) = runner.step().await.unwrap() {}
+        crate::common::drain(
+            &t.store,
+            ActivityWorker::new(t.store.activity.clone(), ActivityLimits::default()),
+        )
+        .await;
         let mut seen = 0;
         for (index, id) in plan.users.iter().enumerate() {
             let mut want: Vec<String> = plan

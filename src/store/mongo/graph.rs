@@ -285,9 +285,7 @@ impl MongoStore {
             .map_err(db_error)?;
         Ok(found.map(|u| u.get_bool("merged").unwrap_or(false)))
     }
-}
 
-impl MongoStore {
     /// The follow under its intent: refused if a block stands, else the edge and its
     /// counters.
     async fn follow_declared(

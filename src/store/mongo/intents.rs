@@ -30,6 +30,7 @@ use mongodb::Collection;
 use mongodb::bson::{Document, doc, oid::ObjectId};
 
 use super::claims::TAKEOVER_MS;
+use super::relations::key;
 use super::{IndexSpec, all, db_error, index, int};
 use crate::domain::now_ms;
 use crate::store::StoreResult;
@@ -42,10 +43,6 @@ pub(super) fn indexes() -> Vec<IndexSpec> {
     vec![(INTENTS, index(doc! { "pair": 1 }, false))]
 }
 
-fn pair(follower: &str, followee: &str) -> String {
-    format!("{follower}/{followee}")
-}
-
 /// Stores a follow's intent on the pair: its id, to withdraw it with.
 pub(super) async fn declare(
     coll: &Collection<Document>,
@@ -53,7 +50,7 @@ pub(super) async fn declare(
     followee: &str,
 ) -> StoreResult<ObjectId> {
     let id = ObjectId::new();
-    coll.insert_one(doc! { "_id": id, "pair": pair(follower, followee), "at": now_ms() })
+    coll.insert_one(doc! { "_id": id, "pair": key(follower, followee), "at": now_ms() })
         .await
         .map_err(db_error)?;
     Ok(id)
@@ -68,7 +65,7 @@ pub(super) async fn withdraw(
     id: ObjectId,
 ) -> StoreResult<bool> {
     let deleted = coll
-        .delete_one(doc! { "_id": id, "pair": pair(follower, followee) })
+        .delete_one(doc! { "_id": id, "pair": key(follower, followee) })
         .await
         .map_err(db_error)?;
     Ok(deleted.deleted_count > 0)
@@ -81,7 +78,7 @@ pub(super) async fn wait_out(
     follower: &str,
     followee: &str,
 ) -> StoreResult<()> {
-    let pair = pair(follower, followee);
+    let pair = key(follower, followee);
     loop {
         let found = all(coll
             .find(doc! { "pair": &pair })

@@ -42,7 +42,8 @@ pub(super) fn indexes() -> Vec<IndexSpec> {
     ]
 }
 
-fn key(user: &str, other: &str) -> String {
+/// The `_id` of a relation between a pair, and of a follow intent on it (`intents`).
+pub(super) fn key(user: &str, other: &str) -> String {
     format!("{user}/{other}")
 }
 
