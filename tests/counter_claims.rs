@@ -360,3 +360,57 @@ async fn a_fresh_claim_is_left_to_its_writer() {
     finish.await.unwrap();
     assert_eq!(post_counts(&f, parent).await, (1, 0), "counted once");
 }
+
+/// A settler killed between its recount and its removal of the mark (the soak's
+/// divergence of 2026-11-28, seed 1795819996917312858: a `replies_count` one short after
+/// a request and then the counters worker were killed) leaves the mark, so the next
+/// settler recounts again. Removing the mark first, as before, left nothing for the next
+/// one to find, and the count short for good.
+#[tokio::test]
+async fn a_settler_killed_mid_takeover_leaves_the_mark_for_the_next_one() {
+    let Some(f) = fixture("a_settler_killed_mid_takeover").await else {
+        return;
+    };
+    let parent = parent(&f).await;
+    let reply = PostId::at(now_ms(), 4);
+    // An author no other test uses: the gate is keyed by it.
+    let author = "killed_settler";
+    let doc = doc! {
+        "_id": ObjectId::from_bytes(reply.bytes()), "author": author, "text": "cut short",
+        "reply_to": { "post": ObjectId::from_bytes(parent.bytes()), "author": "a" },
+        "pending": mark("insert", 10_000),
+    };
+    f.coll("content").insert_one(doc).await.unwrap();
+    let claimed = [socialite::store::Claimed {
+        counter: socialite::store::Counter::Replies,
+        id: reply,
+        owner: author.into(),
+    }];
+    let gate = socialite::faults::hold("claims.recounted", author);
+    let settler = {
+        let claims = f.store.claims.clone();
+        let claimed = claimed.clone();
+        tokio::spawn(async move { claims.settle_claims(&claimed).await })
+    };
+    tokio::time::timeout(Duration::from_secs(10), gate.reached.notified())
+        .await
+        .expect("the settler reaches the gate");
+    // Killed there, as a kill -9 of its process would.
+    settler.abort();
+    assert!(settler.await.unwrap_err().is_cancelled());
+    let content = f.coll("content");
+    let still = content.find_one(doc! { "_id": ObjectId::from_bytes(reply.bytes()) });
+    assert!(
+        still.await.unwrap().unwrap().contains_key("pending"),
+        "the killed settler left the mark"
+    );
+    // The next settler (the restarted worker, replaying the insert) takes it over.
+    assert_eq!(f.store.claims.settle_claims(&claimed).await.unwrap(), 1);
+    assert_eq!(
+        post_counts(&f, parent).await,
+        (1, 0),
+        "the reply is counted once"
+    );
+    let settled = content.find_one(doc! { "_id": ObjectId::from_bytes(reply.bytes()) });
+    assert!(!settled.await.unwrap().unwrap().contains_key("pending"));
+}

@@ -208,8 +208,9 @@ impl MongoStore {
 
 /// The insert marks a dead writer left (see `crate::store::claims`): each one still
 /// carrying its mark is waited for until settled or stale; a stale insert mark is taken
-/// over by removing it with its token (one conditional write, so of two settlers only
-/// one recounts), then the count it moves is recounted; a stale removal mark is
+/// over by recounting the count it moves and then removing the mark with its token (one
+/// conditional write, so of two settlers only one reports the takeover; a settler that
+/// dies between the two leaves the mark, and the next one recounts again); a stale removal mark is
 /// finished as a second removal would finish it (`delete_post`, `unrepost`: the dead
 /// call's removal was never answered, so completing it is one of its allowed outcomes).
 #[async_trait]
@@ -247,7 +248,26 @@ impl ClaimStore for MongoStore {
     }
 }
 
+/// The owner named in a source's filter (a reply's author, a repost's user).
+fn owner_of(filter: &Document) -> &str {
+    ["author", "user"]
+        .iter()
+        .find_map(|k| filter.get_str(k).ok())
+        .unwrap_or_default()
+}
+
 impl MongoStore {
+    /// Sets the count that the source `found` moves from its sources.
+    async fn recount_source(&self, counter: Counter, found: &Document) -> StoreResult<()> {
+        match counter {
+            Counter::Replies => match reply_from(found)? {
+                Some(parent) => self.recount_replies(&parent).await,
+                None => Ok(()),
+            },
+            Counter::Reposts => self.recount_reposts(&repost_from(found)?.post).await,
+        }
+    }
+
     /// Settles the mark on one source (see [`ClaimStore::settle_claims`]): whether this
     /// call took it over.
     async fn settle_one(
@@ -278,19 +298,18 @@ impl MongoStore {
                 // The mark moved on meanwhile: look again.
                 (None, _) => continue,
                 (Some("insert"), _) => {
+                    // Recount, then remove the mark: a settler that dies between the
+                    // two leaves the mark for the next one, which recounts again. (The
+                    // other order lost the recount for good: the soak's divergence of
+                    // 2026-11-28, a `replies_count` one short.)
+                    self.recount_source(counter, found).await?;
+                    crate::faults::point("claims.recounted").await;
+                    crate::faults::gate("claims.recounted", owner_of(filter)).await;
                     if !settle(coll, filter, token).await? {
+                        // Settled by its writer meanwhile, whose move may have landed
+                        // after the recount read: count once more from the sources.
+                        self.recount_source(counter, found).await?;
                         continue;
-                    }
-                    match counter {
-                        Counter::Replies => {
-                            if let Some(parent) = reply_from(found)? {
-                                self.recount_replies(&parent).await?;
-                            }
-                        }
-                        Counter::Reposts => {
-                            let repost = repost_from(found)?;
-                            self.recount_reposts(&repost.post).await?;
-                        }
                     }
                     tracing::warn!(
                         source = %found.get("_id").map(ToString::to_string).unwrap_or_default(),
