@@ -8,7 +8,8 @@
 #
 # The standard data set: SEED_USERS=10000 SEED_MAX_FOLLOWS=200 SEED_POSTS=20 (seed 42);
 # smoke uses 500/20/5. Seeded files are kept in target/loadtest-seed/ and copied, so
-# repeated runs skip seeding. Other knobs: RATE, DURATION, VUS (mixed), K6 (binary).
+# repeated runs skip seeding. Other knobs: RATE, DURATION, VUS (mixed), K6 (binary), BIN
+# (the socialite binary; default: the release build, built here).
 #
 # Authentication stays on (auth.mode = token unless SOCIALITE_AUTH__MODE says otherwise):
 # the seeder writes every user's token to a file the scripts read (TOKENS_FILE), and
@@ -23,8 +24,13 @@ cd "$root"
 source scripts/lib/listening.sh
 
 k6="${K6:-$(loadtest/install-k6.sh)}"
-cargo build --release --locked --quiet
-bin="$root/target/release/socialite"
+# BIN: a socialite binary to run instead (CI smokes the debug binary its tests built;
+# figures come only from the release build).
+bin="${BIN:-}"
+if [[ -z "$bin" ]]; then
+  cargo build --release --locked --quiet
+  bin="$root/target/release/socialite"
+fi
 
 if [[ "$scenario" == smoke ]]; then
   users=500 follows=20 posts=5

@@ -15,23 +15,31 @@ set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
 
+# A fresh stand-in for each test binary: mongo-java-server keeps one oplog for all its
+# databases, never trimmed, and scans it on every change-stream poll, so one stand-in
+# for the whole run slowed the late binaries sevenfold (tests/twin.rs: 731 s in a full
+# run, 103 s on its own, 2026-11-28).
 stand_in_pid=""
-cleanup() {
+stop_stand_in() {
   if [[ -n "$stand_in_pid" ]]; then
     kill "$stand_in_pid" 2>/dev/null || true
     wait "$stand_in_pid" 2>/dev/null || true
+    stand_in_pid=""
   fi
 }
-trap cleanup EXIT
-
-if [[ -z "${SOCIALITE_TEST_MONGODB_URI:-}" ]]; then
+own_stand_in=false
+[[ -z "${SOCIALITE_TEST_MONGODB_URI:-}" ]] && own_stand_in=true
+fresh_stand_in() {
+  $own_stand_in || return 0
+  stop_stand_in
+  local pidfile
   pidfile="$(mktemp)"
   SOCIALITE_TEST_MONGODB_URI="$(tests/mongo-server/start.sh "$pidfile")"
   stand_in_pid="$(cat "$pidfile")"
   rm -f "$pidfile"
   export SOCIALITE_TEST_MONGODB_URI
   echo "MongoDB stand-in (mongo-java-server) at $SOCIALITE_TEST_MONGODB_URI" >&2
-fi
+}
 
 if [[ "${SOCIALITE_TEST_CLIENTS:-}" != skip ]]; then
   scripts/clients-setup.sh
@@ -39,9 +47,32 @@ if [[ "${SOCIALITE_TEST_CLIENTS:-}" != skip ]]; then
 fi
 
 log="$(mktemp)"
-trap 'cleanup; rm -f "$log"' EXIT
+trap 'stop_stand_in; rm -f "$log"' EXIT
 status=0
-cargo test --locked --no-fail-fast "$@" 2>&1 | tee "$log" || status=$?
+run() {
+  fresh_stand_in
+  cargo test --locked --no-fail-fast "$@" 2>&1 | tee -a "$log" || status=1
+}
+# Arguments that choose the targets (`--test timelines`) make one run; otherwise the
+# whole build first, then each test binary on its own stand-in.
+chosen=false
+for arg in "$@"; do
+  case "$arg" in
+    --test | --test=* | --tests | --lib | --bin | --bin=* | --bins | --doc | -p | --package*) chosen=true ;;
+  esac
+done
+if $chosen; then
+  run "$@"
+else
+  cargo test --locked --no-run "$@" 2>&1 | tee -a "$log" || status=1
+  if [[ "$status" == 0 ]]; then
+    run --lib --bins "$@"
+    for file in tests/*.rs; do
+      run --test "$(basename "$file" .rs)" "$@"
+    done
+    run --doc "$@"
+  fi
+fi
 # One line for the whole run, after cargo's per-binary results.
 awk '/^test result:/ { p += $4; f += $6; i += $8; n++ }
      END { printf "\n== summary: %d passed, %d failed, %d ignored in %d test binaries\n", p, f, i, n }' "$log"
