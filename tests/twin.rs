@@ -1,8 +1,8 @@
 //! The same history gives the same observable state on both backends (issue 20): one
 //! seeded history per strategy, content embedded and linked in turn, sent one request
 //! at a time to a server on the embedded store and to one on MongoDB. Every answer's
-//! status must agree; timeline reads during the history (each after both servers'
-//! workers settled) and, at the end, every user's whole timeline, profile, following,
+//! status must agree; every request is sent after both servers' workers settled;
+//! timeline reads during the history and, at the end, every user's whole timeline, profile, following,
 //! followers, posts and activity log, and the tag counts must be equal, with post ids
 //! named by the order they were written (ids differ between stores).
 
@@ -234,9 +234,12 @@ impl Side {
         body: Option<Value>,
     ) -> (StatusCode, Value) {
         let (path, actor) = self.resolve(path);
-        if method == Method::GET {
-            self.server.settle().await;
-        }
+        // Every request after the workers settled, a write too: on MongoDB a recount
+        // that runs during a write may count its post before the write's `$inc` lands,
+        // leaving the count one above the truth until the worker applies that `$inc`
+        // (docs/mongodb.md, "Counters"), and the next answer (a PATCH's profile) would
+        // show it. The oracle checks that bound; the twin compares settled states.
+        self.server.settle().await;
         match actor {
             Some(actor) => {
                 let api = self.server.api();
