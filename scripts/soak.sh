@@ -7,7 +7,8 @@
 #
 # Usage: scripts/soak.sh DURATION      (e.g. 30m, 2h)
 # Knobs: SOAK_CLIENTS (virtual clients per run, default 10), SOAK_RUN (each run's
-# length of operations, default 20s).
+# length of operations, default 20s), SOAK_MONGO_CHUNK (the MongoDB leg's part per
+# fresh stand-in, default 5m).
 # Ends with one summary line; exits non-zero on any divergence (the failing seed's
 # report, with its replay command, is printed above it).
 set -uo pipefail
@@ -15,27 +16,50 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
 duration="${1:?usage: scripts/soak.sh DURATION (e.g. 30m)}"
 
+# The MongoDB leg runs in chunks of SOAK_MONGO_CHUNK (default 5m), each on a fresh
+# stand-in: mongo-java-server keeps one oplog for all databases and scans it on every
+# change-stream poll, so one stand-in serving a whole leg slowed each run more than the
+# last (a convergence walk still going 10 minutes after its run, 2026-11-28).
 stand_in_pid=""
+own_stand_in=false
 log="$(mktemp)"
+stop_stand_in() {
+  if [[ -n "$stand_in_pid" ]]; then
+    kill "$stand_in_pid" 2>/dev/null || true
+    wait "$stand_in_pid" 2>/dev/null || true
+    stand_in_pid=""
+  fi
+}
 cleanup() {
-  if [[ -n "$stand_in_pid" ]]; then kill "$stand_in_pid" 2>/dev/null || true; fi
+  stop_stand_in
   rm -f "$log"
 }
 trap cleanup EXIT
-if [[ -z "${SOCIALITE_TEST_MONGODB_URI:-}" && -x tests/mongo-server/start.sh ]]; then
+# Starts a fresh stand-in (when this script owns it); false if it cannot.
+fresh_stand_in() {
+  $own_stand_in || return 0
+  stop_stand_in
+  local pidfile uri
   pidfile="$(mktemp)"
-  if uri="$(tests/mongo-server/start.sh "$pidfile" 2>/dev/null)"; then
-    export SOCIALITE_TEST_MONGODB_URI="$uri"
-    stand_in_pid="$(cat "$pidfile")"
-  fi
+  uri="$(tests/mongo-server/start.sh "$pidfile" 2>/dev/null)" || return 1
+  export SOCIALITE_TEST_MONGODB_URI="$uri"
+  stand_in_pid="$(cat "$pidfile")"
+  rm -f "$pidfile"
+}
+if [[ -z "${SOCIALITE_TEST_MONGODB_URI:-}" && -x tests/mongo-server/start.sh ]]; then
+  own_stand_in=true
+  fresh_stand_in || own_stand_in=false
 fi
 
 cargo build --release --test oracle --bin socialite >&2 || exit 2
-# humantime durations, in seconds.
-seconds="$(python3 -c "
+# A humantime duration, in seconds.
+secs() {
+  python3 -c "
 import re,sys
 t=sys.argv[1]; units={'ms':0.001,'s':1,'m':60,'h':3600,'d':86400}
-print(int(sum(float(n)*units[u] for n,u in re.findall(r'(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)', t))))" "$duration")"
+print(int(sum(float(n)*units[u] for n,u in re.findall(r'(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)', t))))" "$1"
+}
+seconds="$(secs "$duration")"
 embedded="$seconds"
 mongo=0
 if [[ -n "${SOCIALITE_TEST_MONGODB_URI:-}" ]]; then
@@ -46,12 +70,19 @@ fi
 export SOCIALITE_ORACLE_FRESH=1 SOCIALITE_ORACLE_KILLS=1
 export SOCIALITE_ORACLE_CLIENTS="${SOAK_CLIENTS:-10}" SOCIALITE_ORACLE_RUN="${SOAK_RUN:-20s}"
 status=0
-for leg in "embedded $embedded" "mongodb $mongo"; do
-  read -r filter budget <<<"$leg"
-  [[ "$budget" -gt 0 ]] || continue
-  SOCIALITE_ORACLE_BUDGET="${budget}s" \
-    cargo test --release --test oracle "$filter" -- --nocapture --test-threads 1 2>&1 | tee -a "$log" >&2
+leg() {
+  SOCIALITE_ORACLE_BUDGET="${2}s" \
+    cargo test --release --test oracle "$1" -- --nocapture --test-threads 1 2>&1 | tee -a "$log" >&2
   [[ "${PIPESTATUS[0]}" == 0 ]] || status=1
+}
+[[ "$embedded" -gt 0 ]] && leg embedded "$embedded"
+chunk="$(secs "${SOAK_MONGO_CHUNK:-5m}")"
+[[ "$chunk" -gt 0 ]] || chunk=300
+while [[ "$mongo" -gt 0 ]]; do
+  part=$(( mongo < chunk ? mongo : chunk ))
+  fresh_stand_in || { echo "the MongoDB stand-in did not start" >&2; status=1; break; }
+  leg mongodb "$part"
+  mongo=$(( mongo - part ))
 done
 
 summary="$(grep '^oracle summary:' "$log" | awk '
