@@ -13,6 +13,9 @@
 //! the sources. A writer that was only stalled finds its token gone when it settles,
 //! and recounts after its own `$inc` (so the last write of the count is a recount that
 //! saw every source and every `$inc` of the two).
+//!
+//! A keyed post's writer killed after its insert can also leave a post that was deleted
+//! standing again (see `settle_deleted_posts`), which the same worker deletes again.
 
 use async_trait::async_trait;
 
@@ -44,4 +47,12 @@ pub trait ClaimStore: Send + Sync + 'static {
     /// waits for fresh marks, takes stale ones over and recounts what they move.
     /// Idempotent. Returns how many it took over (each one logged).
     async fn settle_claims(&self, sources: &[Claimed]) -> StoreResult<u64>;
+
+    /// Deletes again each of `posts`, just inserted, whose id a delete's tombstone
+    /// names: a post deleted, then stored again by a keyed insert that landed after the
+    /// delete from a request killed before its second look (MongoDB, see
+    /// `mongo::idempotency`). The client's delete stands. Idempotent. Returns how many
+    /// it deleted (each one logged). The embedded store keys and inserts a post in one
+    /// transaction, so none can be.
+    async fn settle_deleted_posts(&self, posts: &[PostId]) -> StoreResult<u64>;
 }

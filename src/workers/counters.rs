@@ -31,7 +31,11 @@
 //! in a batch, the worker asks the store to settle what a writer killed between its
 //! insert and its `$inc` left behind (`ClaimStore::settle_claims`: a stale mark taken
 //! over and the count recounted from the sources), so such a count is exact once the
-//! worker has applied the insert, where nothing else would ever have recounted it.
+//! worker has applied the insert, where nothing else would ever have recounted it. For
+//! every post insert, it asks the store to delete again a post that a delete's
+//! tombstone names (`ClaimStore::settle_deleted_posts`: a keyed insert that landed
+//! after the post's delete, from a request killed before it looked again), so an
+//! acknowledged delete stands once the worker has applied the insert.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -40,7 +44,7 @@ use async_trait::async_trait;
 use serde::Deserialize;
 
 use super::runtime::Worker;
-use crate::domain::{COUNTER_UPDATES, Change, ChangeOp, Fence, Post, REPOSTS, Repost};
+use crate::domain::{COUNTER_UPDATES, Change, ChangeOp, Fence, Post, PostId, REPOSTS, Repost};
 use crate::store::{ClaimStore, Claimed, Counter, Recount, StoreError, StoreResult, UserStore};
 
 pub const NAME: &str = "counters";
@@ -94,6 +98,27 @@ fn claimed(change: &Change) -> StoreResult<Option<Claimed>> {
         }
         _ => None,
     })
+}
+
+/// The id of the post `change` inserted, which a delete may have preceded.
+fn inserted_post(change: &Change) -> StoreResult<Option<PostId>> {
+    if change.op != ChangeOp::Insert || change.collection != "posts" {
+        return Ok(None);
+    }
+    #[derive(Deserialize)]
+    struct Id {
+        id: PostId,
+    }
+    let Some(document) = &change.document else {
+        return Ok(None);
+    };
+    let post = Id::deserialize(document).map_err(|e| {
+        StoreError::Poison(format!(
+            "change {} on {} is malformed: {e}",
+            change.position.0, change.collection
+        ))
+    })?;
+    Ok(Some(post.id))
 }
 
 #[derive(Deserialize)]
@@ -161,12 +186,20 @@ impl Worker for CountersWorker {
     async fn apply(&self, changes: &[Change], _fence: &Fence) -> StoreResult<()> {
         let mut users: BTreeMap<String, (u64, bool)> = BTreeMap::new();
         let mut sources = Vec::new();
+        let mut inserted = Vec::new();
         for change in changes {
             sources.extend(claimed(change)?);
+            inserted.extend(inserted_post(change)?);
             for (user, source) in touched(change)? {
                 let entry = users.entry(user).or_insert((change.seq, source));
                 entry.0 = entry.0.max(change.seq);
                 entry.1 |= source;
+            }
+        }
+        if !inserted.is_empty() {
+            let deleted = self.claims.settle_deleted_posts(&inserted).await?;
+            if deleted > 0 {
+                metrics::counter!("socialite_deleted_posts_settled_total").increment(deleted);
             }
         }
         if !sources.is_empty() {

@@ -24,10 +24,11 @@ use mongodb::bson::{Document, doc};
 
 use async_trait::async_trait;
 
+use super::content::DELETED_POSTS;
 use super::reposts::{REPOSTS_COLL, repost_from};
 use super::threads::reply_from;
 use super::{MongoStore, all, db_error, int, oid};
-use crate::domain::{ReplyTo, now_ms};
+use crate::domain::{PostId, ReplyTo, now_ms};
 use crate::store::claims::{ClaimStore, Claimed, Counter};
 use crate::store::{ContentStore, RepostStore, StoreResult};
 
@@ -210,8 +211,8 @@ impl MongoStore {
 /// carrying its mark is waited for until settled or stale; a stale insert mark is taken
 /// over by recounting the count it moves and then removing the mark with its token (one
 /// conditional write, so of two settlers only one reports the takeover; a settler that
-/// dies between the two leaves the mark, and the next one recounts again); a stale removal mark is
-/// finished as a second removal would finish it (`delete_post`, `unrepost`: the dead
+/// dies between the two leaves the mark, and the next one recounts again); a stale
+/// removal mark is finished as a second removal would finish it (`delete_post`, `unrepost`: the dead
 /// call's removal was never answered, so completing it is one of its allowed outcomes).
 #[async_trait]
 impl ClaimStore for MongoStore {
@@ -245,6 +246,33 @@ impl ClaimStore for MongoStore {
             }
         }
         Ok(taken)
+    }
+
+    /// One read of the posts' tombstones (almost always none), then a delete of each
+    /// post a tombstone names, as a second delete of it would (waiting for a fresh claim,
+    /// taking a stale one over).
+    async fn settle_deleted_posts(&self, posts: &[PostId]) -> StoreResult<u64> {
+        if posts.is_empty() {
+            return Ok(0);
+        }
+        let ids: Vec<_> = posts.iter().map(|p| oid(*p)).collect();
+        let tombstoned = all(self
+            .collection(DELETED_POSTS)
+            .find(doc! { "_id": { "$in": ids } })
+            .projection(doc! { "_id": 1 }))
+        .await?;
+        let mut deleted = 0;
+        for found in &tombstoned {
+            let id = super::post_id(found.get("_id"))?;
+            if self.delete_post(id).await?.is_some() {
+                tracing::warn!(
+                    post = %id,
+                    "a deleted post was stored again by a keyed insert that landed after its delete; deleted it again"
+                );
+                deleted += 1;
+            }
+        }
+        Ok(deleted)
     }
 }
 
