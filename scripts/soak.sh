@@ -17,35 +17,15 @@ cd "$root"
 duration="${1:?usage: scripts/soak.sh DURATION (e.g. 30m)}"
 
 # The MongoDB leg runs in chunks of SOAK_MONGO_CHUNK (default 5m), each on a fresh
-# stand-in: mongo-java-server keeps one oplog for all databases and scans it on every
-# change-stream poll, so one stand-in serving a whole leg slowed each run more than the
-# last (a convergence walk still going 10 minutes after its run, 2026-11-28).
-stand_in_pid=""
-own_stand_in=false
+# stand-in (why: scripts/lib/stand-in.sh; one stand-in for a whole leg left a
+# convergence walk still going 10 minutes after its run, 2026-11-28).
+source scripts/lib/stand-in.sh
 log="$(mktemp)"
-stop_stand_in() {
-  if [[ -n "$stand_in_pid" ]]; then
-    kill "$stand_in_pid" 2>/dev/null || true
-    wait "$stand_in_pid" 2>/dev/null || true
-    stand_in_pid=""
-  fi
-}
 cleanup() {
   stop_stand_in
   rm -f "$log"
 }
 trap cleanup EXIT
-# Starts a fresh stand-in (when this script owns it); false if it cannot.
-fresh_stand_in() {
-  $own_stand_in || return 0
-  stop_stand_in
-  local pidfile uri
-  pidfile="$(mktemp)"
-  uri="$(tests/mongo-server/start.sh "$pidfile" 2>/dev/null)" || return 1
-  export SOCIALITE_TEST_MONGODB_URI="$uri"
-  stand_in_pid="$(cat "$pidfile")"
-  rm -f "$pidfile"
-}
 if [[ -z "${SOCIALITE_TEST_MONGODB_URI:-}" && -x tests/mongo-server/start.sh ]]; then
   own_stand_in=true
   fresh_stand_in || own_stand_in=false

@@ -15,31 +15,9 @@ set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
 
-# A fresh stand-in for each test binary: mongo-java-server keeps one oplog for all its
-# databases, never trimmed, and scans it on every change-stream poll, so one stand-in
-# for the whole run slowed the late binaries sevenfold (tests/twin.rs: 731 s in a full
-# run, 103 s on its own, 2026-11-28).
-stand_in_pid=""
-stop_stand_in() {
-  if [[ -n "$stand_in_pid" ]]; then
-    kill "$stand_in_pid" 2>/dev/null || true
-    wait "$stand_in_pid" 2>/dev/null || true
-    stand_in_pid=""
-  fi
-}
-own_stand_in=false
+# A fresh stand-in for each test binary (why: scripts/lib/stand-in.sh).
+source scripts/lib/stand-in.sh
 [[ -z "${SOCIALITE_TEST_MONGODB_URI:-}" ]] && own_stand_in=true
-fresh_stand_in() {
-  $own_stand_in || return 0
-  stop_stand_in
-  local pidfile
-  pidfile="$(mktemp)"
-  SOCIALITE_TEST_MONGODB_URI="$(tests/mongo-server/start.sh "$pidfile")"
-  stand_in_pid="$(cat "$pidfile")"
-  rm -f "$pidfile"
-  export SOCIALITE_TEST_MONGODB_URI
-  echo "MongoDB stand-in (mongo-java-server) at $SOCIALITE_TEST_MONGODB_URI" >&2
-}
 
 if [[ "${SOCIALITE_TEST_CLIENTS:-}" != skip ]]; then
   scripts/clients-setup.sh
@@ -50,7 +28,7 @@ log="$(mktemp)"
 trap 'stop_stand_in; rm -f "$log"' EXIT
 status=0
 run() {
-  fresh_stand_in
+  fresh_stand_in || { echo "the MongoDB stand-in did not start" >&2; exit 2; }
   cargo test --locked --no-fail-fast "$@" 2>&1 | tee -a "$log" || status=1
 }
 # Arguments that choose the targets (`--test timelines`) make one run; otherwise the
