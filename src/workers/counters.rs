@@ -5,10 +5,11 @@
 //! once: embedded in the write's own transaction (exact), on MongoDB as a separate `$inc`
 //! after an insert and before a delete (so that no recount can land between a delete
 //! and its decrement and leave a count below the truth), which a crash can cut off and
-//! which can also land after a recount that already counted its write. The worker repairs both: for each batch, a
-//! post's author, both ends of a follow, and any user whose document changed (a counter
-//! `$inc` reaches the MongoDB feed as a user update) are recounted at the highest `seq`
-//! of the changes that touched them.
+//! which can also land after a recount that already counted its write. The worker
+//! repairs both: for each batch, a post's author, both ends of a follow, and any user
+//! whose document changed (a counter `$inc` reaches the MongoDB feed as a user update)
+//! are recounted at the highest `seq` of the changes that touched them. Each change's
+//! document is read once, into what it asks of the worker (`Asks`).
 //!
 //! Fences, per side effect: the one effect is the write of a recount, conditional per
 //! user on the version of its counters, which every counter write moves (a request's
@@ -42,9 +43,10 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use serde::Deserialize;
+use serde::de::IgnoredAny;
 
 use super::runtime::Worker;
-use crate::domain::{COUNTER_UPDATES, Change, ChangeOp, Fence, Post, PostId, REPOSTS, Repost};
+use crate::domain::{COUNTER_UPDATES, Change, ChangeOp, Fence, PostId, REPOSTS, Repost};
 use crate::store::{ClaimStore, Claimed, Counter, Recount, StoreError, StoreResult, UserStore};
 
 pub const NAME: &str = "counters";
@@ -64,61 +66,26 @@ impl CountersWorker {
     }
 }
 
-/// The reply or repost `change` inserted, whose count's move a dead writer may have
-/// left undone.
-fn claimed(change: &Change) -> StoreResult<Option<Claimed>> {
-    if change.op != ChangeOp::Insert {
-        return Ok(None);
-    }
-    let Some(document) = &change.document else {
-        return Ok(None);
-    };
-    let malformed = |e: serde_json::Error| {
-        StoreError::Poison(format!(
-            "change {} on {} is malformed: {e}",
-            change.position.0, change.collection
-        ))
-    };
-    Ok(match change.collection.as_str() {
-        "posts" => {
-            let post: Post = serde_json::from_value(document.clone()).map_err(malformed)?;
-            post.reply_to.is_some().then_some(Claimed {
-                counter: Counter::Replies,
-                id: post.id,
-                owner: post.author,
-            })
-        }
-        REPOSTS => {
-            let repost: Repost = serde_json::from_value(document.clone()).map_err(malformed)?;
-            Some(Claimed {
-                counter: Counter::Reposts,
-                id: repost.id,
-                owner: repost.user,
-            })
-        }
-        _ => None,
-    })
+/// What one change asks of the worker, read from its document once.
+#[derive(Default)]
+struct Asks {
+    /// The users whose counts it may have moved, and whether it was a change to a source
+    /// of the counts (`true`) or only to the user document (`false`).
+    users: Vec<(String, bool)>,
+    /// The reply or repost it inserted, whose count's move a dead writer may have left
+    /// undone.
+    claimed: Option<Claimed>,
+    /// The post it inserted, which a delete may have preceded.
+    inserted_post: Option<PostId>,
 }
 
-/// The id of the post `change` inserted, which a delete may have preceded.
-fn inserted_post(change: &Change) -> StoreResult<Option<PostId>> {
-    if change.op != ChangeOp::Insert || change.collection != "posts" {
-        return Ok(None);
-    }
-    #[derive(Deserialize)]
-    struct Id {
-        id: PostId,
-    }
-    let Some(document) = &change.document else {
-        return Ok(None);
-    };
-    let post = Id::deserialize(document).map_err(|e| {
-        StoreError::Poison(format!(
-            "change {} on {} is malformed: {e}",
-            change.position.0, change.collection
-        ))
-    })?;
-    Ok(Some(post.id))
+/// The fields of a post change that the worker reads (its text is never copied).
+#[derive(Deserialize)]
+struct PostHead {
+    id: PostId,
+    author: String,
+    #[serde(default)]
+    reply_to: Option<IgnoredAny>,
 }
 
 #[derive(Deserialize)]
@@ -127,39 +94,59 @@ struct FollowDoc {
     followee: String,
 }
 
-/// The users whose counts `change` may have moved, and whether the change was to a
-/// source of the counts (`true`) or only to the user document (`false`).
-fn touched(change: &Change) -> StoreResult<Vec<(String, bool)>> {
-    let malformed = |e: serde_json::Error| {
+/// The error for a change whose document does not parse.
+fn malformed(change: &Change) -> impl Fn(serde_json::Error) -> StoreError + '_ {
+    move |e| {
         StoreError::Poison(format!(
             "change {} on {} is malformed: {e}",
             change.position.0, change.collection
         ))
-    };
-    Ok(match (change.collection.as_str(), change.op) {
+    }
+}
+
+fn read(change: &Change) -> StoreResult<Asks> {
+    let mut asks = Asks::default();
+    match (change.collection.as_str(), change.op) {
         ("posts", ChangeOp::Insert | ChangeOp::Delete) => match &change.document {
             Some(document) => {
-                let post: Post = serde_json::from_value(document.clone()).map_err(malformed)?;
-                vec![(post.author, true)]
+                let post = PostHead::deserialize(document).map_err(malformed(change))?;
+                if change.op == ChangeOp::Insert {
+                    asks.inserted_post = Some(post.id);
+                    if post.reply_to.is_some() {
+                        asks.claimed = Some(Claimed {
+                            counter: Counter::Replies,
+                            id: post.id,
+                            owner: post.author.clone(),
+                        });
+                    }
+                }
+                asks.users.push((post.author, true));
             }
             // A MongoDB delete whose tombstone has expired (see `content.rs`): the author
             // is not known, and is recounted at their next change or the next rebuild.
             None => {
                 tracing::warn!(change = %change.position.0, "a post change without its post; its author is not recounted");
-                Vec::new()
             }
         },
-        ("follows", ChangeOp::Insert) => match &change.document {
-            Some(document) => {
-                let edge: FollowDoc =
-                    serde_json::from_value(document.clone()).map_err(malformed)?;
-                vec![(edge.follower, true), (edge.followee, true)]
+        (REPOSTS, ChangeOp::Insert) => {
+            if let Some(document) = &change.document {
+                let repost = Repost::deserialize(document).map_err(malformed(change))?;
+                asks.claimed = Some(Claimed {
+                    counter: Counter::Reposts,
+                    id: repost.id,
+                    owner: repost.user,
+                });
             }
-            None => Vec::new(),
-        },
+        }
+        ("follows", ChangeOp::Insert) => {
+            if let Some(document) = &change.document {
+                let edge = FollowDoc::deserialize(document).map_err(malformed(change))?;
+                asks.users = vec![(edge.follower, true), (edge.followee, true)];
+            }
+        }
         ("follows", ChangeOp::Delete) => match change.key.split_once('/') {
             Some((follower, followee)) => {
-                vec![(follower.to_owned(), true), (followee.to_owned(), true)]
+                asks.users = vec![(follower.to_owned(), true), (followee.to_owned(), true)];
             }
             None => {
                 return Err(StoreError::Poison(format!(
@@ -172,9 +159,12 @@ fn touched(change: &Change) -> StoreResult<Vec<(String, bool)>> {
         // for a correction. Real MongoDB files those under `COUNTER_UPDATES`; a server
         // that reports no update description (the test stand-in) leaves them under
         // `users`, so a user update asks for one too (a rename's costs a read).
-        ("users" | COUNTER_UPDATES, ChangeOp::Update) => vec![(change.key.clone(), false)],
-        _ => Vec::new(),
-    })
+        ("users" | COUNTER_UPDATES, ChangeOp::Update) => {
+            asks.users = vec![(change.key.clone(), false)];
+        }
+        _ => {}
+    }
+    Ok(asks)
 }
 
 #[async_trait]
@@ -188,9 +178,10 @@ impl Worker for CountersWorker {
         let mut sources = Vec::new();
         let mut inserted = Vec::new();
         for change in changes {
-            sources.extend(claimed(change)?);
-            inserted.extend(inserted_post(change)?);
-            for (user, source) in touched(change)? {
+            let asks = read(change)?;
+            sources.extend(asks.claimed);
+            inserted.extend(asks.inserted_post);
+            for (user, source) in asks.users {
                 let entry = users.entry(user).or_insert((change.seq, source));
                 entry.0 = entry.0.max(change.seq);
                 entry.1 |= source;
