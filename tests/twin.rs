@@ -2,9 +2,10 @@
 //! seeded history per strategy, content embedded and linked in turn, sent one request
 //! at a time to a server on the embedded store and to one on MongoDB. Every answer's
 //! status must agree; every request is sent after both servers' workers settled;
-//! timeline reads during the history and, at the end, every user's whole timeline, profile, following,
-//! followers, posts and activity log, and the tag counts must be equal, with post ids
-//! named by the order they were written (ids differ between stores).
+//! timeline reads during the history and, at the end, every user's whole timeline,
+//! profile, following, followers, posts and activity log, and the tag counts must be
+//! equal, with post ids named by the order they were written (ids differ between
+//! stores).
 
 mod common;
 

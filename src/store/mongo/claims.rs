@@ -212,8 +212,9 @@ impl MongoStore {
 /// over by recounting the count it moves and then removing the mark with its token (one
 /// conditional write, so of two settlers only one reports the takeover; a settler that
 /// dies between the two leaves the mark, and the next one recounts again); a stale
-/// removal mark is finished as a second removal would finish it (`delete_post`, `unrepost`: the dead
-/// call's removal was never answered, so completing it is one of its allowed outcomes).
+/// removal mark is finished as a second removal would finish it (`delete_post`,
+/// `unrepost`: the dead call's removal was never answered, so completing it is one of its
+/// allowed outcomes).
 #[async_trait]
 impl ClaimStore for MongoStore {
     async fn settle_claims(&self, sources: &[Claimed]) -> StoreResult<u64> {
@@ -236,11 +237,12 @@ impl ClaimStore for MongoStore {
                 all(coll.find(doc! { "_id": { "$in": ids }, PENDING: { "$exists": true } }))
                     .await?;
             for found in &marked {
+                let who = found.get_str(owner).unwrap_or_default();
                 let filter = doc! {
                     "_id": found.get("_id").cloned().unwrap_or_default(),
-                    owner: found.get_str(owner).unwrap_or_default(),
+                    owner: who,
                 };
-                if self.settle_one(&coll, &filter, counter, found).await? {
+                if self.settle_one(&coll, &filter, who, counter, found).await? {
                     taken += 1;
                 }
             }
@@ -276,14 +278,6 @@ impl ClaimStore for MongoStore {
     }
 }
 
-/// The owner named in a source's filter (a reply's author, a repost's user).
-fn owner_of(filter: &Document) -> &str {
-    ["author", "user"]
-        .iter()
-        .find_map(|k| filter.get_str(k).ok())
-        .unwrap_or_default()
-}
-
 impl MongoStore {
     /// Sets the count that the source `found` moves from its sources.
     async fn recount_source(&self, counter: Counter, found: &Document) -> StoreResult<()> {
@@ -296,12 +290,14 @@ impl MongoStore {
         }
     }
 
-    /// Settles the mark on one source (see [`ClaimStore::settle_claims`]): whether this
-    /// call took it over.
+    /// Settles the mark on one source (see [`ClaimStore::settle_claims`]), the one
+    /// `filter` names, owned by `owner` (the key of its fault gate): whether this call
+    /// took it over.
     async fn settle_one(
         &self,
         coll: &Collection<Document>,
         filter: &Document,
+        owner: &str,
         counter: Counter,
         found: &Document,
     ) -> StoreResult<bool> {
@@ -332,7 +328,7 @@ impl MongoStore {
                     // 2026-11-28, a `replies_count` one short.)
                     self.recount_source(counter, found).await?;
                     crate::faults::point("claims.recounted").await;
-                    crate::faults::gate("claims.recounted", owner_of(filter)).await;
+                    crate::faults::gate("claims.recounted", owner).await;
                     if !settle(coll, filter, token).await? {
                         // Settled by its writer meanwhile, whose move may have landed
                         // after the recount read: count once more from the sources.
