@@ -47,6 +47,18 @@ async fn post_counts(f: &Fixture, post: PostId) -> (u64, u64) {
     (post.replies_count, post.reposts_count)
 }
 
+/// What a reply's writer leaves between its insert and its parent's `$inc`: the reply
+/// `id` by `author` to `a`'s `parent`, under an insert mark `age_ms` old (stale from
+/// the lease's length on).
+async fn insert_marked_reply(f: &Fixture, parent: PostId, id: PostId, author: &str, age_ms: i64) {
+    let doc = doc! {
+        "_id": ObjectId::from_bytes(id.bytes()), "author": author, "text": "cut short",
+        "reply_to": { "post": ObjectId::from_bytes(parent.bytes()), "author": "a" },
+        "pending": mark("insert", age_ms),
+    };
+    f.coll("content").insert_one(doc).await.unwrap();
+}
+
 /// What a reply's writer killed between its insert and its parent's `$inc` leaves (the
 /// soak's divergence of 2026-11-27: a `replies_count` one short for good, since no later
 /// call on the reply ever came): the reply, still marked, and the parent's count not
@@ -59,12 +71,7 @@ async fn a_reply_whose_writer_died_before_its_parents_increment_is_counted_by_th
     };
     let parent = parent(&f).await;
     let reply = PostId::at(now_ms(), 1);
-    let doc = doc! {
-        "_id": ObjectId::from_bytes(reply.bytes()), "author": "b", "text": "cut short",
-        "reply_to": { "post": ObjectId::from_bytes(parent.bytes()), "author": "a" },
-        "pending": mark("insert", 10_000),
-    };
-    f.coll("content").insert_one(doc).await.unwrap();
+    insert_marked_reply(&f, parent, reply, "b", 10_000).await;
     assert_eq!(
         post_counts(&f, parent).await,
         (0, 0),
@@ -125,13 +132,9 @@ async fn a_fresh_claim_is_left_to_its_writer() {
         return;
     };
     let parent = parent(&f).await;
-    let reply = ObjectId::from_bytes(PostId::at(now_ms(), 3).bytes());
-    let doc = doc! {
-        "_id": reply, "author": "b", "text": "in flight",
-        "reply_to": { "post": ObjectId::from_bytes(parent.bytes()), "author": "a" },
-        "pending": mark("insert", 0),
-    };
-    f.coll("content").insert_one(doc).await.unwrap();
+    let reply = PostId::at(now_ms(), 3);
+    insert_marked_reply(&f, parent, reply, "b", 0).await;
+    let reply = ObjectId::from_bytes(reply.bytes());
     // The writer, alive, moves the count and settles a little later.
     let finish = {
         let content = f.coll("content");
@@ -167,12 +170,7 @@ async fn a_settler_killed_mid_takeover_leaves_the_mark_for_the_next_one() {
     let reply = PostId::at(now_ms(), 4);
     // An author no other test uses: the gate is keyed by it.
     let author = "killed_settler";
-    let doc = doc! {
-        "_id": ObjectId::from_bytes(reply.bytes()), "author": author, "text": "cut short",
-        "reply_to": { "post": ObjectId::from_bytes(parent.bytes()), "author": "a" },
-        "pending": mark("insert", 10_000),
-    };
-    f.coll("content").insert_one(doc).await.unwrap();
+    insert_marked_reply(&f, parent, reply, author, 10_000).await;
     let claimed = [socialite::store::Claimed {
         counter: socialite::store::Counter::Replies,
         id: reply,
