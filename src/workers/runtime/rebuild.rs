@@ -18,6 +18,9 @@ impl Runner {
         );
         metrics::counter!("socialite_worker_history_lost_total", "worker" => name).increment(1);
         self.update(|s| s.history_lost += 1);
+        // A holder that loses its lease from here on counts the loss but not the
+        // rebuild, which the next holder does (and counts) from the same lost position.
+        crate::faults::gate("worker.history_lost", &self.holder).await;
         self.rebuild_now(fence, false).await
     }
 
