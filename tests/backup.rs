@@ -9,7 +9,7 @@
 //! in `backup/restore.rs`; copies cut short, changed or without a manifest in
 //! `backup/verify.rs`; event ids across a restore in `backup/ids.rs`; blocks, mutes,
 //! replies and notifications carried by a restore in `backup/social.rs`; reposts in
-//! `backup/reposts.rs`.
+//! `backup/reposts.rs`; Mastodon's markers in `backup/markers.rs`.
 
 mod common;
 #[path = "backup/dismissals.rs"]
@@ -18,6 +18,8 @@ mod dismissals;
 mod ids;
 #[path = "backup/load.rs"]
 mod load;
+#[path = "backup/markers.rs"]
+mod markers;
 #[path = "backup/reposts.rs"]
 mod reposts;
 #[path = "backup/restore.rs"]

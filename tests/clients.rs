@@ -160,6 +160,11 @@ async fn mastodonpy_notifications() {
 }
 
 #[tokio::test]
+async fn mastodonpy_markers() {
+    scenario(Runtime::Python, "mastodonpy_markers.py").await;
+}
+
+#[tokio::test]
 async fn mastodonpy_stream_user_update_and_notification() {
     scenario(Runtime::Python, "mastodonpy_stream.py").await;
 }

@@ -6,7 +6,8 @@
 //! writers in `conformance/concurrency.rs`, counters in `conformance/counters.rs`, the
 //! change feed in `conformance/changes.rs`, API tokens in `conformance/tokens.rs`, the
 //! content port's reads across authors in `conformance/content.rs` and the
-//! notifications port's reads both ways in `conformance/notifications.rs`.
+//! notifications port's reads both ways in `conformance/notifications.rs`, Mastodon's
+//! markers in `conformance/markers.rs`.
 
 #[path = "conformance/changes.rs"]
 mod changes;
@@ -17,6 +18,8 @@ mod concurrency;
 mod content;
 #[path = "conformance/counters.rs"]
 mod counters;
+#[path = "conformance/markers.rs"]
+mod markers;
 #[path = "conformance/notifications.rs"]
 mod notifications;
 #[path = "conformance/oauth.rs"]

@@ -9,6 +9,8 @@ mod common;
 mod engagement;
 #[path = "mastodon/kept_pages.rs"]
 mod kept_pages;
+#[path = "mastodon/markers.rs"]
+mod markers;
 #[path = "mastodon/notifications.rs"]
 mod notifications;
 #[path = "mastodon/statuses.rs"]

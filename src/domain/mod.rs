@@ -5,6 +5,7 @@ pub mod clock;
 mod events;
 mod hashtags;
 mod ids;
+pub mod markers;
 mod notifications;
 pub mod relations;
 mod reposts;

@@ -37,7 +37,7 @@ use super::{
         mastodon::oauth::token_endpoint, mastodon::oauth::revoke, mastodon::oauth::metadata,
         mastodon::authorize::authorize_page, mastodon::authorize::authorize_submit,
         mastodon::registration::register, mastodon::registration::verify_credentials,
-        mastodon::stubs::markers, mastodon::stubs::save_markers, mastodon::stubs::custom_emojis,
+        mastodon::markers::markers, mastodon::markers::save_markers, mastodon::stubs::custom_emojis,
         mastodon::stubs::lists, mastodon::stubs::followed_tags, mastodon::stubs::filters_v2,
         mastodon::stubs::filters_v1, mastodon::stubs::announcements, mastodon::stubs::preferences,
         mastodon::search::trending_tags, mastodon::search::trends, mastodon::search::search,

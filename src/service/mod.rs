@@ -18,6 +18,7 @@ mod engagement;
 pub mod events;
 mod idempotency;
 mod listings;
+mod markers;
 mod masto_listings;
 pub mod masto_notifications;
 mod masto_pages;

@@ -21,6 +21,7 @@ pub mod events;
 pub mod graph;
 pub mod idempotency;
 pub mod leases;
+pub mod markers;
 pub mod mongo;
 pub mod notifications;
 pub mod oauth;
@@ -47,6 +48,7 @@ pub use events::{EventStore, LogBounds};
 pub use graph::{EdgeState, GraphStore, in_follower_batches};
 pub use idempotency::{IdempotencyStore, KeyedInsert, PostKey};
 pub use leases::{Lease, LeaseStore};
+pub use markers::MarkerStore;
 pub use notifications::{NotificationEffect, NotificationStore, RebuildBounds, Recipient};
 pub use oauth::{AccessRecord, AppRecord, CodeRecord, OAuthStore, RefreshRecord};
 pub use relations::{Blocked, RelationStore};
@@ -128,6 +130,7 @@ pub trait Adapter:
     + OAuthStore
     + ClaimStore
     + IdempotencyStore
+    + MarkerStore
 {
 }
 
@@ -153,6 +156,7 @@ impl<T> Adapter for T where
         + OAuthStore
         + ClaimStore
         + IdempotencyStore
+        + MarkerStore
 {
 }
 
@@ -186,6 +190,8 @@ pub struct Store {
     /// Claims left by writers that died mid-write (`claims.rs`).
     pub claims: Arc<dyn ClaimStore>,
     pub idempotency: Arc<dyn IdempotencyStore>,
+    /// Reading positions, Mastodon's markers (`markers.rs`).
+    pub markers: Arc<dyn MarkerStore>,
 }
 
 impl Store {
@@ -211,7 +217,8 @@ impl Store {
             reposts: adapter.clone(),
             oauth: adapter.clone(),
             claims: adapter.clone(),
-            idempotency: adapter,
+            idempotency: adapter.clone(),
+            markers: adapter,
         }
     }
 

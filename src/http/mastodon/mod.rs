@@ -15,6 +15,7 @@ pub mod error;
 pub mod form;
 mod instance;
 pub mod link;
+pub mod markers;
 pub mod notifications;
 pub mod oauth;
 pub mod paging;
@@ -225,7 +226,7 @@ pub fn routes() -> Router<AppState> {
         )
         .route(
             "/api/v1/markers",
-            get(stubs::markers).post(stubs::save_markers),
+            get(markers::markers).post(markers::save_markers),
         )
         .route("/api/v1/custom_emojis", get(stubs::custom_emojis))
         .route("/api/v1/lists", get(stubs::lists))

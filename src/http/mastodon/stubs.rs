@@ -1,6 +1,5 @@
 //! Endpoints this server answers with nothing, so that web clients which read them at
-//! start (Phanpy, Elk, toot's TUI) go on: markers (read empty; a write is accepted and
-//! not kept), custom emojis, lists, followed tags, filters (v1 and v2), announcements,
+//! start (Phanpy, Elk, toot's TUI) go on: custom emojis, lists, followed tags, filters (v1 and v2), announcements,
 //! and the preferences (Mastodon's keys with their defaults). Each still checks the
 //! scope Mastodon asks for, so a client learns of a missing scope here as it would there.
 //! docs/mastodon.md lists them as "answers empty".
@@ -9,43 +8,12 @@ use serde::Serialize;
 use serde_json::Value;
 use utoipa::ToSchema;
 
-use super::auth::{MastoAuth, ReadAccounts, ReadFilters, ReadFollows, ReadLists, ReadStatuses};
-use super::auth::{Scoped, WriteStatuses};
+use super::auth::{MastoAuth, ReadAccounts, ReadFilters, ReadFollows, ReadLists, Scoped};
 use super::error::{MastoError, MastoErrorBody};
 use crate::http::error::Json;
 
-/// An empty JSON object or list, as the stub answers.
-#[derive(Debug, Serialize, ToSchema)]
-pub struct Empty {}
-
 fn empty_list() -> Json<Vec<Value>> {
     Json(Vec::new())
-}
-
-/// Read positions: none are kept, so the answer is always `{}`.
-#[utoipa::path(get, path = "/api/v1/markers", tag = "mastodon",
-    security(("bearer" = [])),
-    params(("timeline[]" = Option<Vec<String>>, Query, description = "`home` or `notifications`; ignored")),
-    responses(
-        (status = 200, description = "No markers: `{}`", body = Empty),
-        (status = 401, description = "No valid token", body = MastoErrorBody),
-        (status = 403, description = "The token lacks read:statuses", body = MastoErrorBody),
-    ))]
-pub async fn markers(_auth: Scoped<ReadStatuses>) -> Json<Empty> {
-    Json(Empty {})
-}
-
-/// Saving a read position is accepted and not kept: the answer is `{}`, as for a read.
-#[utoipa::path(post, path = "/api/v1/markers", tag = "mastodon",
-    security(("bearer" = [])),
-    request_body(content = serde_json::Value, description = "`home[last_read_id]`, `notifications[last_read_id]`; not kept"),
-    responses(
-        (status = 200, description = "Accepted, not kept: `{}`", body = Empty),
-        (status = 401, description = "No valid token", body = MastoErrorBody),
-        (status = 403, description = "The token lacks write:statuses", body = MastoErrorBody),
-    ))]
-pub async fn save_markers(_auth: Scoped<WriteStatuses>) -> Json<Empty> {
-    Json(Empty {})
 }
 
 /// No custom emojis: `[]`. Public.

@@ -22,6 +22,7 @@ mod graph;
 mod idempotency;
 mod leases;
 pub mod lock;
+mod markers;
 mod notifications;
 mod oauth;
 #[cfg(test)]

@@ -41,6 +41,9 @@ use super::timelines::{PART_BITS, idle, names, retractions, versions};
 /// dismissed and cleared of their notifications (`notifications::dismissals`), which an
 /// older worker or rebuild would bring back; and OAuth refresh tokens
 /// (`oauth::refresh_schema`).
+/// Mastodon's markers (`markers::SCHEMA`) came without a new version: a table an older
+/// binary neither reads nor writes, so it misreads nothing (it answers no markers, and
+/// its backup copies the table with the rest of the file).
 pub const SCHEMA_VERSION: i64 = 11;
 
 /// The tables every socialite store has had since its first format: what tells a
@@ -259,6 +262,7 @@ pub fn migrate(conn: &Connection) -> anyhow::Result<()> {
     super::activity::likes_by_post_schema(conn)?;
     conn.execute_batch(super::notifications::dismissals::SCHEMA)?;
     super::oauth::refresh_schema(conn)?;
+    conn.execute_batch(super::markers::SCHEMA)?;
     once(
         conn,
         "pending_renames",

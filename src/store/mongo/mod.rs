@@ -18,6 +18,7 @@ mod graph;
 mod idempotency;
 mod intents;
 mod leases;
+mod markers;
 mod notifications;
 mod oauth;
 mod readonly;

@@ -89,6 +89,7 @@ pub fn check_times(conn: &Connection, now_ms: i64) -> anyhow::Result<()> {
         ("likes", "created_at"),
         ("blocks", "created_ms"),
         ("mutes", "created_ms"),
+        ("markers", "updated_at"),
     ];
     for (table, column) in times {
         // A copy of an older format lacks the newer tables; its open will create them.
