@@ -49,13 +49,15 @@ impl PostId {
         self.0
     }
 
-    fn as_u128(self) -> u128 {
+    /// The id's 96 bits as a number: ids sort as their numbers do.
+    pub fn as_u128(self) -> u128 {
         let mut wide = [0u8; 16];
         wide[4..].copy_from_slice(&self.0);
         u128::from_be_bytes(wide)
     }
 
-    fn from_u128(value: u128) -> Self {
+    /// The id of the number `value`; bits above the 96th are dropped.
+    pub fn from_u128(value: u128) -> Self {
         let wide = value.to_be_bytes();
         let mut bytes = [0u8; 12];
         bytes.copy_from_slice(&wide[4..]);

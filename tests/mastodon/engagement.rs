@@ -106,7 +106,7 @@ async fn favourited_by_and_reblogged_by_page_newest_first_without_blocked_accoun
 
         let missing = masto
             .get(
-                "/api/v1/statuses/ffffffffffffffffffffffff/favourited_by",
+                "/api/v1/statuses/79228162514264337593543950335/favourited_by",
                 None,
             )
             .await;
@@ -218,7 +218,7 @@ async fn a_notification_is_read_dismissed_and_cleared_with_the_right_scopes() {
         assert_eq!(ids(&left.body), Vec::<String>::new(), "{kind:?}");
         let unknown = masto
             .get(
-                "/api/v1/notifications/ffffffffffffffffffffffff",
+                "/api/v1/notifications/79228162514264337593543950335",
                 Some(&reader),
             )
             .await;

@@ -87,7 +87,7 @@ async fn notifications_come_in_mastodon_types_plain_and_grouped() {
         assert!(n[5].get("status").is_none(), "a follow names no status");
         assert_eq!(n[5]["account"]["id"], "bo");
         for item in n.as_array().unwrap() {
-            assert_eq!(item["id"].as_str().unwrap().len(), 24);
+            assert_eq!(item["id"].as_str().unwrap().len(), 29, "a decimal id");
         }
 
         let only = |query: &str| {

@@ -165,16 +165,26 @@ pub fn html_text(html: &str) -> String {
         .replace("&amp;", "&")
 }
 
+/// A Mastodon id (the decimal of the id's 96 bits) in `/v1`'s form, 24 hex digits;
+/// anything else (`null`, a malformed id) is kept as it is, for the check to refuse.
+fn v1_id(id: &Value) -> Value {
+    let number = id.as_str().and_then(|d| Some((d, d.parse::<u128>().ok()?)));
+    match number {
+        Some((d, n)) if n < 1 << 96 && n.to_string() == d => Value::String(format!("{n:024x}")),
+        _ => id.clone(),
+    }
+}
+
 /// A post's Status as the `/v1` timeline item it stands for, with Mastodon's
 /// `in_reply_to_id` kept beside (checked against the parent the post was written with).
 fn post_item(status: &Value) -> Value {
     json!({
-        "id": status["id"],
+        "id": v1_id(&status["id"]),
         "author": status["account"]["id"],
         "author_display_name": status["account"]["display_name"],
         "text": html_text(status["content"].as_str().unwrap_or_default()),
         "reply_to_author": status["in_reply_to_account_id"],
-        "in_reply_to_id": status["in_reply_to_id"],
+        "in_reply_to_id": v1_id(&status["in_reply_to_id"]),
     })
 }
 
@@ -183,7 +193,7 @@ fn post_item(status: &Value) -> Value {
 pub fn status_item(status: &Value) -> Value {
     match &status["reblog"] {
         Value::Object(_) => json!({
-            "id": status["id"],
+            "id": v1_id(&status["id"]),
             "reposted_by": status["account"]["id"],
             "reposted_by_display_name": status["account"]["display_name"],
             "post": post_item(&status["reblog"]),
@@ -207,12 +217,12 @@ pub fn notification_item(user: &str, n: &Value) -> Value {
         other => format!("masto:{other}"),
     };
     let mut item = json!({
-        "id": n["id"],
+        "id": v1_id(&n["id"]),
         "type": kind,
         "actor": { "id": n["account"]["id"] },
     });
     if status.is_object() {
-        item["post_id"] = status["id"].clone();
+        item["post_id"] = v1_id(&status["id"]);
         item["status"] = post_item(status);
     }
     item
@@ -316,6 +326,20 @@ pub async fn walk(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn mastodon_ids_map_to_v1_ids() {
+        let v1 = |s: &str| v1_id(&json!(s));
+        assert_eq!(
+            v1("31955090848581443178733764609"),
+            json!("6740a1b2000c000000000001")
+        );
+        assert_eq!(
+            v1("031955090848581443178733764609"),
+            json!("031955090848581443178733764609")
+        );
+        assert_eq!(v1_id(&Value::Null), Value::Null);
+    }
 
     #[test]
     fn content_maps_back_to_its_text() {

@@ -439,20 +439,38 @@ pub fn activity_entries(body: &Value) -> Vec<((String, String), i64)> {
 pub async fn kept_heads(world: &World, api: Api, user: &str, served: &[PostId]) -> Vec<String> {
     let mut faults = Vec::new();
     let token = api.token(world, user);
-    let ids_of = |items: &[Value]| -> Vec<PostId> {
+    // Items as `/v1` ones (Mastodon's decimal ids back to the engine's), and an id that
+    // is not one (a render the mapping does not know) a fault rather than left out.
+    let ids_of = |items: &[Value], faults: &mut Vec<String>| -> Vec<PostId> {
         items
             .iter()
-            .filter_map(|i| i["id"].as_str()?.parse().ok())
+            .filter_map(|i| match i["id"].as_str().and_then(|id| id.parse().ok()) {
+                Some(id) => Some(id),
+                None => {
+                    faults.push(format!(
+                        "{user}'s first page via {api}: an item without an id: {i}"
+                    ));
+                    None
+                }
+            })
             .collect()
     };
     for target in world.cluster.up() {
         for limit in PAGE_LIMITS {
             let path = masto::home_path(api, user, limit);
-            let read = masto::read_page(world, &target, api, &path, &token, "items", Value::clone);
+            let read = masto::read_page(
+                world,
+                &target,
+                api,
+                &path,
+                &token,
+                "items",
+                masto::status_item,
+            );
             let Some((page, _)) = read.await else {
                 continue;
             };
-            let mut ids = ids_of(&page.items);
+            let mut ids = ids_of(&page.items, &mut faults);
             // A page may come back short with a cursor, when its read skipped many
             // hidden entries in its rounds (docs/timelines.md, "Pages"): the walk goes
             // on from the cursor, and what it finds must be the head all the same.
@@ -460,12 +478,19 @@ pub async fn kept_heads(world: &World, api: Api, user: &str, served: &[PostId]) 
             let mut more = 0;
             while ids.len() < limit && more < 20 {
                 let Some(path) = next.take() else { break };
-                let read =
-                    masto::read_page(world, &target, api, &path, &token, "items", Value::clone);
+                let read = masto::read_page(
+                    world,
+                    &target,
+                    api,
+                    &path,
+                    &token,
+                    "items",
+                    masto::status_item,
+                );
                 let Some((page, _)) = read.await else {
                     break;
                 };
-                ids.extend(ids_of(&page.items));
+                ids.extend(ids_of(&page.items, &mut faults));
                 next = page.next;
                 more += 1;
             }

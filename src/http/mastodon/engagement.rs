@@ -13,9 +13,9 @@ use super::accounts::account_page;
 use super::auth::{MaybeScoped, ReadAccounts};
 use super::entities::Account;
 use super::error::{MastoError, MastoErrorBody};
+use super::ids;
 use super::paging::{AccountPaging, cursor_link};
 use super::statuses::status_id;
-use crate::domain::PostId;
 use crate::http::AppState;
 use crate::http::error::Query;
 use crate::service::{liker_cursor, parse_liker_cursor};
@@ -56,7 +56,7 @@ pub async fn favourited_by(
         .liker_accounts(id, reader.viewer(), before, limit)
         .await?;
     let origin = Origin::of(&state.mastodon, &headers);
-    let path = format!("/api/v1/statuses/{id}/favourited_by");
+    let path = format!("/api/v1/statuses/{}/favourited_by", ids::render(id));
     let next = page.next.as_ref().map(liker_cursor);
     let link = cursor_link(&origin, &path, limit, next.as_deref());
     let accounts = page
@@ -90,15 +90,15 @@ pub async fn reblogged_by(
     let (cursor, limit) = paging.parse()?;
     let before = match cursor.as_deref() {
         None => None,
-        Some(raw) => Some(raw.parse::<PostId>().map_err(|_| bad_cursor(raw))?),
+        Some(raw) => Some(ids::parse_cursor(raw).ok_or_else(|| bad_cursor(raw))?),
     };
     let page = state
         .social
         .reposter_accounts(id, reader.viewer(), before, limit)
         .await?;
     let origin = Origin::of(&state.mastodon, &headers);
-    let path = format!("/api/v1/statuses/{id}/reblogged_by");
-    let next = page.next.map(|n| n.to_string());
+    let path = format!("/api/v1/statuses/{}/reblogged_by", ids::render(id));
+    let next = page.next.map(ids::render);
     let link = cursor_link(&origin, &path, limit, next.as_deref());
     let accounts = page
         .items

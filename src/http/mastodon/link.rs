@@ -21,14 +21,14 @@ pub const DEFAULT_LIMIT: usize = 20;
 #[into_params(parameter_in = Query)]
 pub struct PageParams {
     /// Only items older than this id (exclusive).
-    #[param(value_type = Option<String>, pattern = "^[0-9a-f]{24}$")]
+    #[param(value_type = Option<String>, pattern = "^(0|[1-9][0-9]{0,28})$")]
     pub max_id: Option<String>,
     /// Only items newer than this id (the newest page, cut there).
-    #[param(value_type = Option<String>, pattern = "^[0-9a-f]{24}$")]
+    #[param(value_type = Option<String>, pattern = "^(0|[1-9][0-9]{0,28})$")]
     pub since_id: Option<String>,
     /// The page just above this id (the oldest items above it, newest first). Not with
     /// `max_id` (422).
-    #[param(value_type = Option<String>, pattern = "^[0-9a-f]{24}$")]
+    #[param(value_type = Option<String>, pattern = "^(0|[1-9][0-9]{0,28})$")]
     pub min_id: Option<String>,
     /// 1–40, default 20; larger values are taken as 40, as Mastodon does.
     #[param(value_type = Option<u32>, minimum = 1)]
@@ -38,8 +38,10 @@ pub struct PageParams {
 fn id(name: &str, raw: Option<&str>) -> Result<Option<PostId>, MastoError> {
     raw.filter(|r| !r.is_empty())
         .map(|raw| {
-            raw.parse().map_err(|_| {
-                MastoError::unprocessable(format!("{name} must be a 24-hex id, got {raw:?}"))
+            super::ids::parse_cursor(raw).ok_or_else(|| {
+                MastoError::unprocessable(format!(
+                    "{name} must be a status id (a decimal number), got {raw:?}"
+                ))
             })
         })
         .transpose()
@@ -94,7 +96,7 @@ pub fn link_header(
     let url = |key: &str, id: PostId| {
         let mut pairs: Vec<(&str, String)> = extra.to_vec();
         pairs.push(("limit", limit.to_string()));
-        pairs.push((key, id.to_string()));
+        pairs.push((key, super::ids::render(id)));
         let query = serde_urlencoded::to_string(&pairs).unwrap_or_default();
         format!("{}{path}?{query}", origin.base())
     };
@@ -153,8 +155,8 @@ mod tests {
         .unwrap();
         assert_eq!(
             link.to_str().unwrap(),
-            "<https://s.example/api/v1/notifications?types%5B%5D=follow&limit=20&max_id=6740a1b2000c000000000001>; rel=\"next\", \
-             <https://s.example/api/v1/notifications?types%5B%5D=follow&limit=20&min_id=6740a1b2000c000000000009>; rel=\"prev\""
+            "<https://s.example/api/v1/notifications?types%5B%5D=follow&limit=20&max_id=31955090848581443178733764609>; rel=\"next\", \
+             <https://s.example/api/v1/notifications?types%5B%5D=follow&limit=20&min_id=31955090848581443178733764617>; rel=\"prev\""
         );
         assert!(link_header(&origin, "/x", &[], 20, None, None).is_none());
     }
@@ -170,13 +172,16 @@ mod tests {
         assert_eq!(PageParams::default().home_range().unwrap().1, 20);
         assert!(params("0").home_range().is_err());
         assert!(params("x").home_range().is_err());
-        let (a, b) = ("6740a1b2000c000000000001", "6740a1b2000c000000000009");
+        let (a, b) = (
+            "31955090848581443178733764609",
+            "31955090848581443178733764617",
+        );
         let newer = PageParams {
             min_id: Some(a.to_owned()),
             since_id: Some(b.to_owned()),
             ..Default::default()
         };
-        let after = a.parse().unwrap();
+        let after = "6740a1b2000c000000000001".parse().unwrap();
         assert_eq!(newer.home_range().unwrap().0, HomeRange::Newer { after });
         let both = PageParams {
             max_id: Some(b.to_owned()),
@@ -184,6 +189,14 @@ mod tests {
         };
         assert_eq!(
             both.home_range().unwrap_err().status(),
+            StatusCode::UNPROCESSABLE_ENTITY
+        );
+        let hex = PageParams {
+            max_id: Some("6740a1b2000c000000000001".to_owned()),
+            ..Default::default()
+        };
+        assert_eq!(
+            hex.home_range().unwrap_err().status(),
             StatusCode::UNPROCESSABLE_ENTITY
         );
     }

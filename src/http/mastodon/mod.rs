@@ -13,6 +13,7 @@ pub mod engagement;
 pub mod entities;
 pub mod error;
 pub mod form;
+pub mod ids;
 mod instance;
 pub mod link;
 pub mod markers;

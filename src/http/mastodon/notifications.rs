@@ -258,7 +258,7 @@ pub async fn dismiss(
 #[derive(Debug, Default, Deserialize, ToSchema)]
 pub struct DismissForm {
     /// The notification to dismiss.
-    #[schema(pattern = "^[0-9a-f]{24}$")]
+    #[schema(pattern = "^[1-9][0-9]{19,28}$")]
     pub id: Option<String>,
 }
 

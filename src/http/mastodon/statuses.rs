@@ -30,7 +30,7 @@ pub struct StatusForm {
     /// The text: 1–500 characters, not all whitespace.
     pub status: Option<String>,
     /// The status this one answers.
-    #[schema(pattern = "^[0-9a-f]{24}$")]
+    #[schema(pattern = "^[1-9][0-9]{19,28}$")]
     pub in_reply_to_id: Option<String>,
     /// Must be empty: media are not served.
     #[schema(value_type = Option<Vec<String>>)]
@@ -96,9 +96,10 @@ impl StatusForm {
     }
 }
 
-/// A path or body status id: one that is not 24 hex digits names no status (404).
+/// A path or body status (or notification) id: one that is not the decimal of an id
+/// the engine could have made names none (404; see `ids`).
 pub fn status_id(raw: &str) -> Result<PostId, MastoError> {
-    raw.parse().map_err(|_| MastoError::not_found())
+    super::ids::parse(raw).ok_or_else(MastoError::not_found)
 }
 
 /// The `Idempotency-Key` header, if sent: printable ASCII, at most 256 characters.

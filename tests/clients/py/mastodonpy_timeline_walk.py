@@ -1,7 +1,12 @@
 """Mastodon.py walks the home timeline through Link pages (timeline_home with a limit,
 then fetch_next until it answers None) and finds exactly what the authors it follows
 posted, newest first, once each; fetch_previous from the first page after new posts
-finds those; since_id and min_id answer the newer ones."""
+finds those; since_id and min_id answer the newer ones. Ids compare with Mastodon.py's
+own ID type (which orders only numeric ids), and min_id given a datetime (a Mastodon
+snowflake of that second) answers the posts made after it."""
+
+import time
+from datetime import datetime, timezone
 
 from common import check, eventually, passed, register
 
@@ -28,16 +33,25 @@ while page:
     page = r.fetch_next(page)
 check(walked == expected, "the walk is every post, newest first, once each", (walked, expected))
 check(pages == 4, "16 posts in pages of 4", pages)
+# Mastodon.py's ID type orders ids only when they are numbers (TypeError otherwise).
+check(all(a > b for a, b in zip(walked, walked[1:])), "ids compare as Mastodon.py's IDs, newest first", walked)
+check(walked[-1] < walked[0] and sorted(walked) == list(reversed(walked)), "sorted ids are creation order", walked)
 
 first = r.timeline_home(limit=4)
+# A time after every post so far, in a later second than any of them: Mastodon.py sends
+# a datetime as the snowflake of its whole second.
+time.sleep(1.1)
+cut = datetime.now(timezone.utc)
 newer = [authors[0][2].status_post("newer one").id, authors[1][2].status_post("newer two").id]
 eventually(lambda: r.timeline_home(limit=1), lambda p: [s.id for s in p] == newer[-1:], "the newer posts reach home")
 previous = r.fetch_previous(first)
-# As strings: Mastodon.py orders only numeric and Pleroma ids, and raises TypeError on ours.
-check(previous and sorted(str(s.id) for s in previous) == sorted(map(str, newer)), "fetch_previous finds the newer posts", previous)
+check(previous and sorted(s.id for s in previous) == newer, "fetch_previous finds the newer posts", previous)
 since = r.timeline_home(since_id=first[0].id)
 check([s.id for s in since] == list(reversed(newer)), "since_id answers the newer posts, newest first", since)
 oldest_first = r.timeline_home(min_id=first[0].id, limit=1)
 check([s.id for s in oldest_first] == [newer[0]], "min_id answers the page just newer", oldest_first)
+after_cut = r.timeline_home(min_id=cut)
+check([s.id for s in after_cut] == list(reversed(newer)), "min_id=<datetime> answers the posts made after it", after_cut)
+check(r.timeline_home(max_id=cut, limit=1)[0].id == expected[0], "max_id=<datetime> answers those before it", cut)
 
 passed("Mastodon.py home-timeline walk through Link pages")

@@ -7,7 +7,7 @@ use utoipa::ToSchema;
 
 use super::{Account, Status};
 use crate::domain::{NotificationType, format_time_ms};
-use crate::http::mastodon::Origin;
+use crate::http::mastodon::{Origin, ids};
 use crate::service::masto_notifications::{GroupPage, NotificationItem};
 use crate::service::notifications::GroupView;
 
@@ -35,8 +35,9 @@ pub fn engine_types(name: &str) -> &'static [NotificationType] {
 
 #[derive(Debug, Serialize, ToSchema)]
 pub struct Notification {
-    /// 24 hex digits, sorting in creation order.
-    #[schema(example = "6740a1b2000c000000000001")]
+    /// A decimal number without leading zeros, sorting (as a number, and by length then
+    /// lexically) in creation order.
+    #[schema(example = "31955090848581443178733764609")]
     pub id: String,
     /// `follow`, `favourite`, `reblog` or `mention`.
     #[serde(rename = "type")]
@@ -53,7 +54,7 @@ pub struct Notification {
 impl Notification {
     pub fn new(origin: &Origin, item: &NotificationItem) -> Notification {
         Notification {
-            id: item.id.to_string(),
+            id: ids::render(item.id),
             kind: masto_type(item.kind),
             created_at: format_time_ms(item.at_ms),
             account: Account::new(origin, &item.actor),
@@ -86,10 +87,10 @@ pub struct NotificationGroup {
 impl NotificationGroup {
     pub fn new(group: &GroupView) -> NotificationGroup {
         let kind = masto_type(group.kind);
-        let latest = group.latest_id.to_string();
+        let latest = ids::render(group.latest_id);
         let group_key = match (kind, group.post) {
             ("mention", _) => format!("ungrouped-{latest}"),
-            (kind, Some(post)) => format!("{kind}-{post}"),
+            (kind, Some(post)) => format!("{kind}-{}", ids::render(post)),
             (kind, None) => kind.to_owned(),
         };
         NotificationGroup {
@@ -101,7 +102,7 @@ impl NotificationGroup {
             most_recent_notification_id: latest,
             latest_page_notification_at: format_time_ms(group.latest_at_ms),
             sample_account_ids: group.actors.iter().map(|a| a.id.clone()).collect(),
-            status_id: group.post.map(|p| p.to_string()),
+            status_id: group.post.map(ids::render),
         }
     }
 }

@@ -9,7 +9,7 @@ use super::account::profile_url;
 use super::content::{self, Parsed};
 use super::{Account, Tag};
 use crate::domain::format_time_ms;
-use crate::http::mastodon::Origin;
+use crate::http::mastodon::{Origin, ids};
 use crate::service::mastodon::StatusView;
 
 /// A mentioned account, as the text names it.
@@ -26,9 +26,9 @@ pub struct Mention {
 #[derive(Debug, Clone, Serialize, ToSchema)]
 #[schema(as = MastoStatus)]
 pub struct Status {
-    /// The post's id (a repost's own id for a repost): 24 hex digits, so ids sort by
-    /// (length, then lexically) in creation order.
-    #[schema(example = "6740a1b2000c000000000001")]
+    /// The post's id (a repost's own id for a repost): a decimal number without leading
+    /// zeros, so ids sort as numbers, and by (length, then lexically), in creation order.
+    #[schema(example = "31955090848581443178733764609")]
     pub id: String,
     #[schema(example = "2026-11-22T14:00:00.012Z")]
     pub created_at: String,
@@ -80,11 +80,11 @@ impl Status {
     pub fn new(origin: &Origin, view: &StatusView) -> Status {
         let post = &view.post;
         let author = &view.author;
-        let id = post.id.to_string();
+        let id = ids::render(post.id);
         let parsed = Parsed::of(&post.text);
         let original = Status {
             created_at: format_time_ms(post.created_at_ms()),
-            in_reply_to_id: post.reply_to.as_ref().map(|r| r.post.to_string()),
+            in_reply_to_id: post.reply_to.as_ref().map(|r| ids::render(r.post)),
             in_reply_to_account_id: post.reply_to.as_ref().map(|r| r.author.clone()),
             sensitive: false,
             spoiler_text: String::new(),
@@ -126,7 +126,7 @@ impl Status {
         let Some(reblog) = &view.reblog else {
             return original;
         };
-        let id = reblog.id.to_string();
+        let id = ids::render(reblog.id);
         Status {
             created_at: format_time_ms(reblog.id.timestamp_ms()),
             in_reply_to_id: None,

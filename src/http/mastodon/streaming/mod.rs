@@ -19,6 +19,7 @@ use super::auth::{Grant, bearer_value};
 use super::entities::Status;
 use super::entities::notification::Notification;
 use super::error::MastoError;
+use super::ids;
 use crate::domain::is_tag;
 use crate::events::stream::OpenError;
 use crate::events::{Interest, Listings, StreamMessage, TimelineStream};
@@ -227,7 +228,7 @@ impl Live {
             } if user_on => out.extend(
                 posts
                     .iter()
-                    .map(|post| Outgoing::new(Channel::User, "delete", post.to_string())),
+                    .map(|post| Outgoing::new(Channel::User, "delete", ids::render(*post))),
             ),
             StreamMessage::Listed { item, listings, .. } => {
                 let listed = listed(channels, &listings);
@@ -244,7 +245,7 @@ impl Live {
             StreamMessage::Unlisted { post, listings, .. } => out.extend(
                 listed(channels, &listings)
                     .into_iter()
-                    .map(|c| Outgoing::new(c, "delete", post.to_string())),
+                    .map(|c| Outgoing::new(c, "delete", ids::render(post))),
             ),
             StreamMessage::Notification {
                 notification,

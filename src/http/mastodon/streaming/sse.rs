@@ -215,8 +215,9 @@ pub async fn hashtag_local(
 
 /// An event's `data`: its JSON payload; a `delete`'s id as a JSON string. Mastodon's
 /// ids are numbers, so its bare id is JSON too, and Mastodon.py parses every `data` as
-/// JSON; socialite's ids are 24 hex digits, which only a JSON string carries. (The
-/// WebSocket sends the bare id, which masto.js takes as it is.)
+/// JSON; socialite's ids are decimals of 29 digits, which a JSON number would round in
+/// any client that reads numbers as doubles, so they go as JSON strings. (The WebSocket
+/// sends the bare id, which masto.js takes as it is.)
 fn sse_data(outgoing: super::Outgoing) -> String {
     match outgoing.event {
         "delete" => format!("\"{}\"", outgoing.payload),
