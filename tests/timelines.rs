@@ -15,6 +15,8 @@ mod hybrid;
 mod idle;
 #[path = "timelines/kept_below.rs"]
 mod kept_below;
+#[path = "timelines/kept_merged.rs"]
+mod kept_merged;
 #[path = "timelines/kept_renames.rs"]
 mod kept_renames;
 #[path = "timelines/kept_reposts.rs"]
