@@ -9,7 +9,7 @@ use socialite::feed::FeedSettings;
 use socialite::store::Store;
 use socialite::workers::timelines::TimelinesWorker;
 
-use super::common::{Kind, kinds};
+use super::common::{self, Kind, kinds};
 use super::{catch_up, fixture, rebuilds, runner, until_rebuilt};
 
 fn feed_settings() -> FeedSettings {
