@@ -17,31 +17,10 @@ const SNOWFLAKE_END: u128 = 1 << 64;
 /// Above every 96-bit id.
 const ID_END: u128 = 1 << 96;
 
-/// `id` as the Mastodon API writes it. The digits are made on the stack, in two u64
-/// halves (one u128 division, not one per digit), and copied once into a string of
-/// their exact length: a page of statuses renders many ids.
+/// `id` as the Mastodon API writes it (std's `u128` formatting already works in
+/// 19-digit `u64` chunks).
 pub fn render(id: PostId) -> String {
-    const HALF: u128 = 10_000_000_000_000_000_000; // 10^19, below 2^64
-    let mut digits = [b'0'; 39];
-    let mut start = digits.len();
-    let mut push = |mut value: u64, pad: bool| {
-        let end = start;
-        loop {
-            start -= 1;
-            digits[start] = b'0' + (value % 10) as u8;
-            value /= 10;
-            if value == 0 && (!pad || end - start == 19) {
-                break;
-            }
-        }
-    };
-    let value = id.as_u128();
-    let high = (value / HALF) as u64; // below 2^96 / 10^19 < 2^64
-    push((value % HALF) as u64, high != 0);
-    if high != 0 {
-        push(high, false);
-    }
-    digits[start..].iter().map(|&d| char::from(d)).collect()
+    id.as_u128().to_string()
 }
 
 /// The number `raw` writes: decimal digits only, no leading zero (but `0` itself), below
