@@ -8,7 +8,8 @@
 # Usage: scripts/soak.sh DURATION      (e.g. 30m, 2h)
 # Knobs: SOAK_CLIENTS (virtual clients per run, default 10), SOAK_RUN (each run's
 # length of operations, default 20s), SOAK_MONGO_CHUNK (the MongoDB leg's part per
-# fresh stand-in, default 5m).
+# fresh stand-in, default 5m), SOAK_MONGO_PERCENT (the MongoDB leg's share of DURATION,
+# default 33; 100 soaks a given replica set only, as the GitHub workflow does).
 # Ends with one summary line; exits non-zero on any divergence (the failing seed's
 # report, with its replay command, is printed above it).
 set -uo pipefail
@@ -43,7 +44,10 @@ seconds="$(secs "$duration")"
 embedded="$seconds"
 mongo=0
 if [[ -n "${SOCIALITE_TEST_MONGODB_URI:-}" ]]; then
-  mongo="$(( seconds / 3 ))"
+  percent="${SOAK_MONGO_PERCENT:-33}"
+  [[ "$percent" =~ ^[0-9]+$ && "$percent" -le 100 ]] ||
+    { echo "SOAK_MONGO_PERCENT must be 0-100, not $percent" >&2; exit 2; }
+  mongo="$(( seconds * percent / 100 ))"
   embedded="$(( seconds - mongo ))"
 fi
 
