@@ -12,8 +12,8 @@ mod fixture;
 use std::sync::Arc;
 
 use common::faults::{PauseAtRead, PausingUsers};
-use fixture::{Raw, fixture};
 use common::kinds;
+use fixture::{Raw, fixture};
 use mongodb::bson::{Document, doc};
 use socialite::domain::{PostId, now_ms};
 use socialite::store::{Store, UserStore};

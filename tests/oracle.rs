@@ -25,6 +25,7 @@ mod oracle {
     pub mod model;
     pub mod notes;
     pub mod ops;
+    pub mod paging;
     pub mod reads;
     pub mod reposts;
     pub mod run;
@@ -98,7 +99,7 @@ async fn budget(kind: Kind) {
         total.workers.kept += outcome.workers.kept;
         let divergences = outcome.violations.len();
         eprintln!(
-            "oracle summary: backend={kind:?} seed={seed} runs=1 ops={} kills={} aborts={} streamed={} takeovers={} rebuilds={} history_lost={} kept={} stale_notifications={} reposts={} reposts_served={} masto_reads={} divergences={divergences}",
+            "oracle summary: backend={kind:?} seed={seed} runs=1 ops={} kills={} aborts={} streamed={} takeovers={} rebuilds={} history_lost={} kept={} stale_notifications={} reposts={} reposts_served={} masto_reads={} dismissals={} clears={} newer_pages={} divergences={divergences}",
             outcome.ops,
             outcome.kills,
             outcome.aborts,
@@ -110,7 +111,10 @@ async fn budget(kind: Kind) {
             outcome.stale_notifications,
             outcome.reposts,
             outcome.reposts_served,
-            outcome.masto_reads
+            outcome.masto_reads,
+            outcome.dismissals,
+            outcome.clears,
+            outcome.newer_pages
         );
         if divergences > 0 {
             let found = format!(

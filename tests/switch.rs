@@ -10,8 +10,8 @@ mod crashing;
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
-use crashing::CrashingRebuild;
 use common::{Api, Kind, TestConfig, fresh_config, kinds};
+use crashing::CrashingRebuild;
 use reqwest::StatusCode;
 use socialite::app::{RunningServer, open_store, spawn, spawn_with_store};
 use socialite::derived::{FollowSource, PostSource, Sources, TimelineRules, Window, bucket_faults};

@@ -21,9 +21,9 @@ mod users;
 #[allow(unused_imports)]
 pub use audit::HoldingAudit;
 #[allow(unused_imports)]
-pub use crash::{CRASH, CrashOnce};
-#[allow(unused_imports)]
 pub use content::{FailingContent, PausingContent};
+#[allow(unused_imports)]
+pub use crash::{CRASH, CrashOnce};
 #[allow(unused_imports)]
 pub use tokens::PausingTokens;
 #[allow(unused_imports)]
