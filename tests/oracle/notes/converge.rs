@@ -220,12 +220,17 @@ struct Known<'a> {
     unsure: &'a BTreeSet<NotificationKey>,
 }
 
-/// On MongoDB a dismissal or clear killed between its tombstone and its group's `-1`
-/// leaves that group's count one too high until repair (branch `notif-claims` fixes
-/// it in `src/`): while this is `true`, a MongoDB group's count may stand above the
-/// plain list's by as many of the user's dismissals and clears as met a kill. Remove it
-/// (and the allowance in [`groups`]) once that fix lands.
-pub const MONGO_COUNT_AFTER_KILLED_DISMISSAL: bool = false;
+/// KNOWN PRODUCT BUG, gated: on MongoDB a dismissal or clear killed between its
+/// tombstone and its group's `-1` leaves that group's count one too high until repair
+/// (the plain list, which reads the tombstone, no longer serves it). The checker found
+/// it on its own (fresh MongoDB seed 1795862969311709302, 1 process, kill -9s: u4's
+/// follow group counted 2 with 1 follow served, after a `DELETE
+/// /v1/users/u4/notifications/...` of u5's follow met a kill). Branch `notif-claims`
+/// fixes it in `src/`. While this is `true`, a MongoDB group's count may stand above
+/// what the plain list implies by as many of the user's dismissals and clears as met a
+/// kill, and nothing else is relaxed. Set it to `false` (and drop the allowance in
+/// [`groups`]) once that fix lands; the seed above then replays the check.
+pub const MONGO_COUNT_AFTER_KILLED_DISMISSAL: bool = true;
 
 /// `user`'s grouped view `got` (walked to the end, as `/v1` groups) against their plain
 /// list and the model's keys (hidden actors included: a group's count is the stored
@@ -292,6 +297,11 @@ fn groups(
         let listed = order.len() as u64;
         let lo = listed + sure.iter().filter(|a| hidden(user, a)).count() as u64;
         let hi = lo + maybe.iter().filter(|a| hidden(user, a)).count() as u64;
+        if count > hi && count <= hi + killed {
+            eprintln!(
+                "oracle: KNOWN MongoDB bug allowed (MONGO_COUNT_AFTER_KILLED_DISMISSAL): {user}'s {label} {kind:?} {post:?} counts {count}, {hi} implied, after {killed} killed dismissals"
+            );
+        }
         if count < lo || count > hi + killed {
             faults.push(format!(
                 "{user}'s {label} {kind:?} {post:?}: count {count}, the plain list {listed} + hidden {}..={} (the model {} sure {sure:?}, unsure {maybe:?}; {killed} killed dismissals allowed)",
