@@ -4,7 +4,10 @@
 //! model of the history, and after quiescence checks every derived datum (timelines
 //! per strategy, counters, activity logs, the event log, tag counts) against the one
 //! definition in `socialite::derived`. A seeded share of the home-timeline and
-//! notification reads go through the Mastodon API instead of `/v1` (`oracle::masto`).
+//! notification reads go through the Mastodon API instead of `/v1` (`oracle::masto`,
+//! grouped ones through `/api/v2/notifications`); clients dismiss and clear their
+//! notifications (`oracle::notes`) and read Mastodon's `since_id` and `min_id` pages
+//! (`oracle::paging`), each checked against the model too.
 //!
 //! Budget: `SOCIALITE_ORACLE_BUDGET` (default `75s` per backend: the fixed seeds, then
 //! fresh ones, each printed); `SOCIALITE_ORACLE_SEED=N` replays one seed;
