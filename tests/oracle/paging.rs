@@ -236,8 +236,23 @@ pub async fn converge(world: &World) -> Vec<String> {
                 let which = if since { "since_id" } else { "min_id" };
                 let limit = rng.random_range(1..=5);
                 let path = format!("{list}?limit={limit}&{which}={raw}");
-                let Some(got) = page(world, &target, n, &path, user).await else {
-                    faults.push(format!("GET {path} for {user} failed"));
+                // The stand-in can be slow: a page that times out or answers 503 is
+                // asked again, up to four times, as `masto::walk` does.
+                let mut got = None;
+                for _ in 0..4 {
+                    got = page(world, &target, n, &path, user).await;
+                    if got.is_some() {
+                        break;
+                    }
+                    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+                }
+                let Some(got) = got else {
+                    let token = world.masto_token(user);
+                    let last = world.call(&target, reqwest::Method::GET, &path, Some(&token), None);
+                    faults.push(format!(
+                        "GET {path} for {user} failed 4 times, then: {:?}",
+                        last.await
+                    ));
                     continue;
                 };
                 let got: Vec<u128> = got.items.iter().filter_map(|i| number(i, n == 2)).collect();
