@@ -18,7 +18,10 @@ impl Social {
         limit: usize,
     ) -> StoreResult<Page<Liker, Liker>> {
         let range = ListRange::older(before);
-        Ok(self.liker_range(post, caller, range, limit).await?.into_page())
+        Ok(self
+            .liker_range(post, caller, range, limit)
+            .await?
+            .into_page())
     }
 
     /// Who likes `post`, newest like first, the page of `range`. `NotFound` when the
@@ -55,7 +58,10 @@ impl Social {
         limit: usize,
     ) -> StoreResult<Page<Repost, PostId>> {
         let range = ListRange::older(before);
-        Ok(self.reposter_range(post, caller, range, limit).await?.into_page())
+        Ok(self
+            .reposter_range(post, caller, range, limit)
+            .await?
+            .into_page())
     }
 
     /// Who reposted `post`, newest repost first, the page of `range` (cursors are

@@ -129,12 +129,18 @@ mod tests {
             since,
         };
         let page = shape(&older(None), vec![9, 8, 7], 2, |n| *n, ahead);
-        assert_eq!((page.items, page.next, page.prev), (vec![9, 8], Some(8), Some(9)));
+        assert_eq!(
+            (page.items, page.next, page.prev),
+            (vec![9, 8], Some(8), Some(9))
+        );
         let cut = shape(&older(Some(8)), vec![9, 8, 7], 2, |n| *n, ahead);
         assert_eq!((cut.items, cut.next, cut.prev), (vec![9], None, Some(9)));
         let newer = ListRange::Newer { after: 5 };
         let page = shape(&newer, vec![6, 7, 8], 2, |n| *n, ahead);
-        assert_eq!((page.items, page.next, page.prev), (vec![7, 6], Some(6), Some(7)));
+        assert_eq!(
+            (page.items, page.next, page.prev),
+            (vec![7, 6], Some(6), Some(7))
+        );
         let empty = shape(&newer, Vec::new(), 2, |n: &u32| *n, ahead);
         assert_eq!((empty.next, empty.prev), (None, None));
     }

@@ -2,8 +2,8 @@
 //! profiles, in the engine's order) and the public and tag timelines (as statuses),
 //! each batched per page as `mastodon.rs` batches the home timeline.
 
-use super::mastodon::{Entry, StatusPage};
 use super::keyset::{ListPage, ListRange};
+use super::mastodon::{Entry, StatusPage};
 use super::{Page, Social};
 use crate::domain::{PostId, User};
 use crate::store::{Liker, PostRange, StoreResult};

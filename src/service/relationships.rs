@@ -261,10 +261,14 @@ impl Social {
                 relations.block_list(user, before.clone(), size).await?
             }
             (ListRange::Newer { after }, true) => {
-                relations.mute_list_newer(user, after.clone(), now, size).await?
+                relations
+                    .mute_list_newer(user, after.clone(), now, size)
+                    .await?
             }
             (ListRange::Newer { after }, false) => {
-                relations.block_list_newer(user, after.clone(), size).await?
+                relations
+                    .block_list_newer(user, after.clone(), size)
+                    .await?
             }
         };
         let key = |r: &Relation| (r.created_ms, r.other.clone());

@@ -42,7 +42,13 @@ async fn follow_lists_read_below_a_cursor_nearest_first() {
         ] {
             assert_eq!(read.unwrap(), ["b3", "b2"], "{kind:?} {side}");
         }
-        assert!(graph.followers_below("ann", "b1", 5).await.unwrap().is_empty());
+        assert!(
+            graph
+                .followers_below("ann", "b1", 5)
+                .await
+                .unwrap()
+                .is_empty()
+        );
         let all = graph.following_below("ann", "zzz", 10).await.unwrap();
         assert_eq!(all, ["b5", "b4", "b3", "b2", "b1"], "{kind:?}");
         let mut forward = graph.followers("ann", None, 10).await.unwrap();
@@ -92,13 +98,25 @@ async fn blocks_and_mutes_read_newer_than_a_cursor_oldest_first() {
             notifications: true,
             until_ms,
         };
-        relations.mute("ann", "b1", mute(None), 1_000).await.unwrap();
-        relations.mute("ann", "b2", mute(Some(1_500)), 2_000).await.unwrap();
-        relations.mute("ann", "b3", mute(None), 3_000).await.unwrap();
+        relations
+            .mute("ann", "b1", mute(None), 1_000)
+            .await
+            .unwrap();
+        relations
+            .mute("ann", "b2", mute(Some(1_500)), 2_000)
+            .await
+            .unwrap();
+        relations
+            .mute("ann", "b3", mute(None), 3_000)
+            .await
+            .unwrap();
         let from_b1 = (1_000, "b1".to_owned());
         let early = relations.mute_list_newer("ann", from_b1.clone(), 1_200, 5);
         let early = early.await.unwrap();
-        assert_eq!(others(early.clone()), [pair("b2", 2_000), pair("b3", 3_000)]);
+        assert_eq!(
+            others(early.clone()),
+            [pair("b2", 2_000), pair("b3", 3_000)]
+        );
         assert_eq!(early[0].mute, Some(mute(Some(1_500))), "{kind:?}");
         let late = relations.mute_list_newer("ann", from_b1, 1_600, 5);
         assert_eq!(

@@ -169,15 +169,24 @@ async fn the_readers_own_unrepost_below_the_cache_shows_on_the_next_read() {
             assert_eq!(status, StatusCode::NO_CONTENT);
             let (al, bo) = (api.token("al"), api.token("bo"));
             let masto = Masto::of(&server);
-            let old = masto.toot(&bo, "old").await["id"].as_str().unwrap().to_owned();
+            let old = masto.toot(&bo, "old").await["id"]
+                .as_str()
+                .unwrap()
+                .to_owned();
             for i in 0..4 {
                 masto.toot(&bo, &format!("newer {i}")).await;
             }
-            let reblog = masto.form(&format!("/api/v1/statuses/{old}/reblog"), &al, &[]).await;
+            let reblog = masto
+                .form(&format!("/api/v1/statuses/{old}/reblog"), &al, &[])
+                .await;
             assert_eq!(reblog.status, StatusCode::OK, "{}", reblog.body);
             server.settle().await;
             let reblogged = |page: &Answer| -> Option<bool> {
-                let found = page.body.as_array()?.iter().find(|s| s["id"] == old.as_str())?;
+                let found = page
+                    .body
+                    .as_array()?
+                    .iter()
+                    .find(|s| s["id"] == old.as_str())?;
                 found["reblogged"].as_bool()
             };
             // The page that shows `old`: below the cache of two.
@@ -190,14 +199,29 @@ async fn the_readers_own_unrepost_below_the_cache_shows_on_the_next_read() {
                 path = page.link_path("next", masto.base()).expect("a next page");
                 page = masto.get(&path, Some(&al)).await;
             }
-            assert_ne!(path, "/api/v1/timelines/home?limit=2", "below the first page");
-            assert_eq!(reblogged(&page), Some(true), "{strategy:?} {kind:?}: {}", page.body);
+            assert_ne!(
+                path, "/api/v1/timelines/home?limit=2",
+                "below the first page"
+            );
+            assert_eq!(
+                reblogged(&page),
+                Some(true),
+                "{strategy:?} {kind:?}: {}",
+                page.body
+            );
             // Someone else's like, on a page that was kept: not shown yet (embedded).
-            let liked = masto.form(&format!("/api/v1/statuses/{old}/favourite"), &bo, &[]).await;
+            let liked = masto
+                .form(&format!("/api/v1/statuses/{old}/favourite"), &bo, &[])
+                .await;
             assert_eq!(liked.status, StatusCode::OK);
             let again = masto.get(&path, Some(&al)).await;
             assert_eq!(reblogged(&again), Some(true), "{strategy:?} {kind:?}");
-            let likes = again.body.as_array().unwrap().iter().find(|s| s["id"] == old.as_str());
+            let likes = again
+                .body
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|s| s["id"] == old.as_str());
             let likes = likes.unwrap()["favourites_count"].as_u64().unwrap();
             // Only `cache` keeps a page read below the cache; `hybrid` and MongoDB
             // read it fresh.
@@ -206,7 +230,9 @@ async fn the_readers_own_unrepost_below_the_cache_shows_on_the_next_read() {
                 _ => assert_eq!(likes, 1, "{strategy:?} {kind:?}: read fresh"),
             }
 
-            let undone = masto.form(&format!("/api/v1/statuses/{old}/unreblog"), &al, &[]).await;
+            let undone = masto
+                .form(&format!("/api/v1/statuses/{old}/unreblog"), &al, &[])
+                .await;
             assert_eq!(undone.status, StatusCode::OK, "{}", undone.body);
             let after = masto.get(&path, Some(&al)).await;
             assert_eq!(

@@ -14,7 +14,8 @@ fn link(client: &Client, answer: &Answer, rel: &str) -> Option<String> {
     let header = answer.header("link")?;
     header.split(", ").find_map(|part| {
         let (url, tail) = part.strip_prefix('<')?.split_once('>')?;
-        (tail == format!("; rel=\"{rel}\"")).then(|| url.strip_prefix(&client.base).unwrap().to_owned())
+        (tail == format!("; rel=\"{rel}\""))
+            .then(|| url.strip_prefix(&client.base).unwrap().to_owned())
     })
 }
 
@@ -31,7 +32,10 @@ async fn both_ways(client: &Client, list: &str, token: &str, all: &[String]) {
     // Forward to the last page, each `Link` with `next` first.
     let mut answer = client.get(&format!("{list}?limit=2"), Some(token)).await;
     let first_link = answer.header("link").unwrap().to_owned();
-    assert!(first_link.starts_with('<') && first_link.contains("; rel=\"next\", <"), "{first_link}");
+    assert!(
+        first_link.starts_with('<') && first_link.contains("; rel=\"next\", <"),
+        "{first_link}"
+    );
     while let Some(next) = link(client, &answer, "next") {
         let page = client.get(&next, Some(token)).await;
         if ids(&page.expect(StatusCode::OK)).is_empty() {
@@ -45,7 +49,10 @@ async fn both_ways(client: &Client, list: &str, token: &str, all: &[String]) {
         answer = client.get(&prev, Some(token)).await;
         let page = ids(&answer.expect(StatusCode::OK));
         if page.is_empty() {
-            assert!(answer.header("link").is_none(), "{list}: an empty page links nowhere");
+            assert!(
+                answer.header("link").is_none(),
+                "{list}: an empty page links nowhere"
+            );
             break;
         }
         assert!(page.len() <= 2, "{list}: {page:?}");
@@ -58,17 +65,35 @@ async fn both_ways(client: &Client, list: &str, token: &str, all: &[String]) {
     // The cursor of the third account, from a `next` link.
     let three = client.get(&format!("{list}?limit=3"), Some(token)).await;
     let cursor = param(&link(client, &three, "next").unwrap(), "max_id");
-    let since = client.get(&format!("{list}?since_id={cursor}"), Some(token)).await;
-    assert_eq!(ids(&since.expect(StatusCode::OK)), all[..2], "{list}: cut at since_id");
-    assert!(link(client, &since, "next").is_none(), "{list}: a cut page reached since_id");
+    let since = client
+        .get(&format!("{list}?since_id={cursor}"), Some(token))
+        .await;
+    assert_eq!(
+        ids(&since.expect(StatusCode::OK)),
+        all[..2],
+        "{list}: cut at since_id"
+    );
+    assert!(
+        link(client, &since, "next").is_none(),
+        "{list}: a cut page reached since_id"
+    );
     assert!(link(client, &since, "prev").is_some(), "{list}");
     let behind = format!("{list}?since_id={cursor}&max_id={cursor}");
     let behind = client.get(&behind, Some(token)).await;
     assert!(ids(&behind.expect(StatusCode::OK)).is_empty(), "{list}");
-    let just = client.get(&format!("{list}?min_id={cursor}&limit=1"), Some(token)).await;
-    assert_eq!(ids(&just.expect(StatusCode::OK)), all[1..2], "{list}: just ahead");
+    let just = client
+        .get(&format!("{list}?min_id={cursor}&limit=1"), Some(token))
+        .await;
+    assert_eq!(
+        ids(&just.expect(StatusCode::OK)),
+        all[1..2],
+        "{list}: just ahead"
+    );
     let both = format!("{list}?min_id={cursor}&max_id={cursor}");
-    client.get(&both, Some(token)).await.expect(StatusCode::UNPROCESSABLE_ENTITY);
+    client
+        .get(&both, Some(token))
+        .await
+        .expect(StatusCode::UNPROCESSABLE_ENTITY);
     let nonsense = client.get(&format!("{list}?min_id=%20"), Some(token)).await;
     nonsense.expect(StatusCode::UNPROCESSABLE_ENTITY);
 }
@@ -79,22 +104,39 @@ async fn account_lists_page_both_ways_with_since_id_and_min_id() {
         let client = Client::of(&server);
         let ann = client.user("ann", None).await;
         let gus = client.user("gus", None).await;
-        let status = client.post("/api/v1/statuses", Some(&ann), &[("status", "hi")]).await;
-        let status = status.expect(StatusCode::OK)["id"].as_str().unwrap().to_owned();
+        let status = client
+            .post("/api/v1/statuses", Some(&ann), &[("status", "hi")])
+            .await;
+        let status = status.expect(StatusCode::OK)["id"]
+            .as_str()
+            .unwrap()
+            .to_owned();
         let five = ["bo", "cy", "di", "ed", "fy"];
         for id in five {
             let token = client.user(id, None).await;
             let follow = format!("/api/v1/accounts/{id}/follow");
-            client.post(&follow, Some(&ann), &[]).await.expect(StatusCode::OK);
+            client
+                .post(&follow, Some(&ann), &[])
+                .await
+                .expect(StatusCode::OK);
             let back = "/api/v1/accounts/ann/follow";
-            client.post(back, Some(&token), &[]).await.expect(StatusCode::OK);
+            client
+                .post(back, Some(&token), &[])
+                .await
+                .expect(StatusCode::OK);
             for act in ["favourite", "reblog"] {
                 let path = format!("/api/v1/statuses/{status}/{act}");
-                client.post(&path, Some(&token), &[]).await.expect(StatusCode::OK);
+                client
+                    .post(&path, Some(&token), &[])
+                    .await
+                    .expect(StatusCode::OK);
             }
             for act in ["block", "mute"] {
                 let path = format!("/api/v1/accounts/{id}/{act}");
-                client.post(&path, Some(&gus), &[]).await.expect(StatusCode::OK);
+                client
+                    .post(&path, Some(&gus), &[])
+                    .await
+                    .expect(StatusCode::OK);
             }
         }
         let by_id: Vec<String> = five.iter().map(|s| (*s).to_owned()).collect();

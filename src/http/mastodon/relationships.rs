@@ -72,7 +72,9 @@ pub async fn relationships(
 fn relation_cursor(raw: &str) -> Option<RelationCursor> {
     let (ms, user) = raw.split_once('_')?;
     let ms = ms.parse::<i64>().ok()?;
-    validate_user_id(user).is_ok().then(|| (ms, user.to_owned()))
+    validate_user_id(user)
+        .is_ok()
+        .then(|| (ms, user.to_owned()))
 }
 
 fn render_cursor((ms, user): &RelationCursor) -> String {

@@ -335,7 +335,10 @@ impl ActivityStore for EmbeddedStore {
     ) -> StoreResult<Vec<Liker>> {
         match before {
             None => self.likers_page(likers::LIKERS, post, None, limit).await,
-            Some(b) => self.likers_page(likers::LIKERS_BEFORE, post, Some(b), limit).await,
+            Some(b) => {
+                self.likers_page(likers::LIKERS_BEFORE, post, Some(b), limit)
+                    .await
+            }
         }
     }
 

@@ -251,9 +251,11 @@ pub(super) fn remove_edge(
 }
 
 /// One direction of the graph: the query for the ids on the far side of `user`'s edges.
-pub(super) const FOLLOWING: &str = "SELECT followee FROM follows WHERE follower = ?1 AND followee > ?2
+pub(super) const FOLLOWING: &str =
+    "SELECT followee FROM follows WHERE follower = ?1 AND followee > ?2
                          ORDER BY followee LIMIT ?3";
-pub(super) const FOLLOWERS: &str = "SELECT follower FROM follows WHERE followee = ?1 AND follower > ?2
+pub(super) const FOLLOWERS: &str =
+    "SELECT follower FROM follows WHERE followee = ?1 AND follower > ?2
                          ORDER BY follower LIMIT ?3";
 /// The same ranges read the other way: the ids just below `?2`, the nearest first.
 pub(super) const FOLLOWING_BELOW: &str = "SELECT followee FROM follows
