@@ -57,7 +57,9 @@ impl MongoStore {
         .await?;
         let mut taking = Taking::new();
         for d in &found {
-            let id = d.get("id").cloned().unwrap_or(Bson::Null);
+            let Some(id) = d.get("id").cloned() else {
+                continue;
+            };
             taking
                 .entry((kind_of(d)?, opt_post(d, "post")))
                 .or_default()
