@@ -25,10 +25,10 @@ mod live;
 mod races;
 #[path = "notifications/rebuild.rs"]
 mod rebuild;
-#[path = "notifications/takings.rs"]
-mod takings;
 #[path = "stream/sse.rs"]
 mod sse;
+#[path = "notifications/takings.rs"]
+mod takings;
 
 use std::collections::BTreeSet;
 use std::sync::Arc;

@@ -43,7 +43,12 @@ pub(super) fn held(kind: Kind, place: &'static str, user: &str) -> Option<Arc<Ga
 }
 
 /// The like notification of `actor` about `post`, as `user` has it.
-pub(super) async fn like_of(store: &Store, user: &str, actor: &str, post: PostId) -> Option<PostId> {
+pub(super) async fn like_of(
+    store: &Store,
+    user: &str,
+    actor: &str,
+    post: PostId,
+) -> Option<PostId> {
     all_of(store, user, &NotificationFilter::default(), 100)
         .await
         .into_iter()

@@ -138,6 +138,11 @@ async fn a_dismissal_paused_past_a_settler_moves_its_group_once() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dismissal_paused_after_its_count_past_a_settler_moves_its_group_once() {
+    taking_held("dpac", "notification.counted", false, false).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_dismissal_paused_before_its_take_past_a_settler_takes_nothing_again() {
     taking_held("dpbt", "notification.intended", false, false).await;
 }
@@ -145,6 +150,11 @@ async fn a_dismissal_paused_before_its_take_past_a_settler_takes_nothing_again()
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_clear_killed_between_its_take_and_its_move_is_settled_once() {
     taking_held("cktm", "notification.taken", true, true).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_clear_paused_after_its_count_past_a_settler_moves_its_group_once() {
+    taking_held("cpac", "notification.counted", true, false).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

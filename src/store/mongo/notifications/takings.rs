@@ -146,6 +146,7 @@ impl MongoStore {
             .count_documents(mine.clone())
             .await
             .map_err(db_error)? as i64;
+        crate::faults::gate("notification.counted", user).await;
         self.groups_coll()
             .update_one(
                 doc! {
@@ -156,7 +157,8 @@ impl MongoStore {
             )
             .await
             .map_err(db_error)?;
-        self.refresh_group(user, kind, post, i64::MAX as u64).await?;
+        self.refresh_group(user, kind, post, i64::MAX as u64)
+            .await?;
         self.notifications_coll()
             .update_many(mine, doc! { "$unset": { "taken": "" } })
             .await
@@ -166,7 +168,11 @@ impl MongoStore {
 
     /// Finishes `user`'s takings whose intent was written before `stale_before_ms`
     /// (steps 2 and 3). Idempotent. Returns how many group intents it settled.
-    pub(super) async fn settle_takings(&self, user: &str, stale_before_ms: i64) -> StoreResult<u64> {
+    pub(super) async fn settle_takings(
+        &self,
+        user: &str,
+        stale_before_ms: i64,
+    ) -> StoreResult<u64> {
         let groups = all(self
             .groups_coll()
             .find(doc! { "user": user, "takings": { "$exists": true, "$ne": {} } })
