@@ -16,7 +16,8 @@
 //! settler's no later one can take anything more under the token; step 3 moves the
 //! group only together with removing the intent, so of the writer and the settler only
 //! the first moves it. A writer paused anywhere and resumed after a settler finds its
-//! intent gone and moves nothing.
+//! intent gone and moves nothing. A rebuild drops the intents with their groups: it
+//! writes counts from the sources, where the dismissal or clear already stands.
 
 use std::collections::BTreeMap;
 
