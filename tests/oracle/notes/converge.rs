@@ -220,16 +220,18 @@ struct Known<'a> {
     unsure: &'a BTreeSet<NotificationKey>,
 }
 
-/// KNOWN PRODUCT BUG, gated: on MongoDB a dismissal or clear killed between its
-/// tombstone and its group's `-1` leaves that group's count one too high until repair
-/// (the plain list, which reads the tombstone, no longer serves it). The checker found
-/// it on its own (fresh MongoDB seed 1795862969311709302, 1 process, kill -9s: u4's
-/// follow group counted 2 with 1 follow served, after a `DELETE
-/// /v1/users/u4/notifications/...` of u5's follow met a kill). Branch `notif-claims`
-/// fixes it in `src/`. While this is `true`, a MongoDB group's count may stand above
-/// what the plain list implies by as many of the user's dismissals and clears as met a
-/// kill, and nothing else is relaxed. Set it to `false` (and drop the allowance in
-/// [`groups`]) once that fix lands; the seed above then replays the check.
+/// KNOWN, gated: on MongoDB a dismissal or clear killed part way leaves its claim on
+/// the group, and the group's count one too high, until a settler finishes it
+/// (`mongo::notifications::takings`): the user's next dismissal or clear, the audit's
+/// repair or a rebuild. No background sweep settles it yet, so a user who never
+/// dismisses again keeps the count one high. The checker found the original bug on its
+/// own (fresh MongoDB seed 1795862969311709302, 1 process, kill -9s: u4's follow group
+/// counted 2 with 1 follow served, after a `DELETE /v1/users/u4/notifications/...` of
+/// u5's follow met a kill). While this is `true`, a MongoDB group's count may stand
+/// above what the plain list implies by as many of the user's dismissals and clears as
+/// met a kill, and nothing else is relaxed. Set it to `false` (and drop the allowance
+/// in [`groups`]) once a sweep settles every stale claim; the seed above then replays
+/// the check.
 pub const MONGO_COUNT_AFTER_KILLED_DISMISSAL: bool = true;
 
 /// `user`'s grouped view `got` (walked to the end, as `/v1` groups) against their plain
