@@ -6,13 +6,16 @@
 //!
 //! The embedded store moves edges and counters in one transaction, so these states
 //! cannot occur there; MongoDB only. Edges and posts' authors here; the counts a post
-//! moves on another post, and deleted posts stored again, in `counter_claims/posts.rs`.
+//! moves on another post, and deleted posts stored again, in `counter_claims/posts.rs`; a
+//! holder back from a stall after a takeover in `counter_claims/returns.rs`.
 
 mod common;
 #[path = "counter_claims/posts.rs"]
 mod posts;
 #[path = "counter_claims/removals.rs"]
 mod removals;
+#[path = "counter_claims/returns.rs"]
+mod returns;
 
 use std::time::Duration;
 

@@ -14,8 +14,9 @@
 //! stalled that long): the waiting call takes the document over, finishes the change
 //! and recounts the users from the sources, which covers whatever part of the dead
 //! call's counter move did or did not land. A holder that comes back after a takeover
-//! finds its token gone and undoes its own move; the counters worker settles any count
-//! left above the truth.
+//! finds its token gone and recounts its users again (the taker's recount may have
+//! come before the holder's move down) and moves a parent post's count back up; the
+//! counters worker settles any count left above the truth.
 
 use std::time::Duration;
 
@@ -176,10 +177,16 @@ impl MongoStore {
                 if let Some((counter, parent)) = parent {
                     self.move_post_count(counter, parent, -1).await?;
                 }
+                let owner = counters.first().map_or("", |(user, _)| *user);
+                crate::faults::gate("claim.moved", owner).await;
                 let removed = coll.delete_one(holding(token)).await.map_err(db_error)?;
                 if removed.deleted_count == 0 {
-                    // Taken over after a stall: the taker finished and recounted.
-                    self.move_counters(counters, 1).await?;
+                    // Taken over after a stall: the taker deleted and recounted, before
+                    // or after this call's move down. Moving back up is right only in
+                    // the first case; a recount from the sources (whose write fails on
+                    // any move since its read) is right in both.
+                    let users: Vec<&str> = counters.iter().map(|(user, _)| *user).collect();
+                    self.recount_now(&users).await?;
                     if let Some((counter, parent)) = parent {
                         self.move_post_count(counter, parent, 1).await?;
                     }
