@@ -202,7 +202,7 @@ pub async fn converge(
                             all: &all,
                             unsure: &unsure,
                         };
-                        faults.extend(groups(world, user, label, &got, known, &hidden));
+                        faults.extend(groups(user, label, &got, known, &hidden));
                     }
                     Err(e) => faults.push(e),
                 }
@@ -227,7 +227,6 @@ struct Known<'a> {
 /// mute hides from the plain list; a group whose actors are all visible is exact: its
 /// latest three actors as the plain list orders them, its latest id.
 fn groups(
-    world: &World,
     user: &str,
     label: &str,
     got: &[Value],
