@@ -146,7 +146,10 @@ mod tests {
                 ..WorkersConfig::default()
             };
             let message = workers.validate().unwrap_err().to_string();
-            assert!(message.contains("workers.settle_takings_after"), "{message}");
+            assert!(
+                message.contains("workers.settle_takings_after"),
+                "{message}"
+            );
         }
     }
 }

@@ -49,7 +49,10 @@ async fn killed_taking(
 ) {
     let id = like_of(store, al, bo, p).await.unwrap();
     let gate = place.and_then(|place| held(kind, place, al));
-    let social = Arc::new(super::common::social(store.clone(), &FeedSettings::default()));
+    let social = Arc::new(super::common::social(
+        store.clone(),
+        &FeedSettings::default(),
+    ));
     let al = al.to_owned();
     let taking = tokio::spawn(async move {
         if clear {
@@ -137,17 +140,31 @@ async fn two_sweeps_at_once_move_the_group_once() {
         let t = raw_store(kind, "swtw").await;
         let store = &t.store;
         let ([al, bo, ..], p, _, _) = two_likes_on(store, "swtw").await;
-        killed_taking(store, kind, Some("notification.taken"), (&al, &bo, p), false).await;
+        killed_taking(
+            store,
+            kind,
+            Some("notification.taken"),
+            (&al, &bo, p),
+            false,
+        )
+        .await;
         let sweep = || store.notifications.sweep_notification_takings(now_ms() + 1);
         let (a, b) = tokio::join!(sweep(), sweep());
         let swept = a.unwrap() + b.unwrap();
-        assert!(swept <= u64::from(kind == Kind::Mongo) * 2, "{kind:?}: swept {swept}");
+        assert!(
+            swept <= u64::from(kind == Kind::Mongo) * 2,
+            "{kind:?}: swept {swept}"
+        );
         assert_eq!(
             count_and_standing(store, &al, p).await,
             (1, 1),
             "{kind:?}: two sweeps at once did not move the group exactly once"
         );
-        assert_eq!(groups_with_takings(&t, &al).await, 0, "{kind:?}: a claim left");
+        assert_eq!(
+            groups_with_takings(&t, &al).await,
+            0,
+            "{kind:?}: a claim left"
+        );
     }
 }
 
@@ -161,7 +178,11 @@ async fn no_empty_takings_field_is_left_on_a_group() {
         let ([al, bo, cy, _], p, _, _) = two_likes_on(store, "swem").await;
         killed_taking(store, kind, None, (&al, &bo, p), false).await;
         assert_eq!(count_and_standing(store, &al, p).await, (1, 1), "{kind:?}");
-        assert_eq!(groups_with_takings(&t, &al).await, 0, "{kind:?}: takings left");
+        assert_eq!(
+            groups_with_takings(&t, &al).await,
+            0,
+            "{kind:?}: takings left"
+        );
         let Some(db) = t.raw.mongo() else {
             continue;
         };
@@ -173,8 +194,15 @@ async fn no_empty_takings_field_is_left_on_a_group() {
         assert_eq!(groups_with_takings(&t, &al).await, 1);
         let swept = store.notifications.sweep_notification_takings(now_ms());
         assert_eq!(swept.await.unwrap(), 0);
-        assert_eq!(groups_with_takings(&t, &al).await, 0, "an empty takings was kept");
+        assert_eq!(
+            groups_with_takings(&t, &al).await,
+            0,
+            "an empty takings was kept"
+        );
         let id = like_of(store, &al, &cy, p).await;
-        assert!(id.is_some(), "the sweep took a notification nobody dismissed");
+        assert!(
+            id.is_some(),
+            "the sweep took a notification nobody dismissed"
+        );
     }
 }

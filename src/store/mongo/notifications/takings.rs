@@ -27,8 +27,8 @@ use std::collections::BTreeMap;
 
 use futures::TryStreamExt;
 
-use mongodb::bson::{Bson, Document, doc, oid::ObjectId};
 use mongodb::IndexModel;
+use mongodb::bson::{Bson, Document, doc, oid::ObjectId};
 use mongodb::options::IndexOptions;
 
 use super::{group_key, opt_post, post_bson};
