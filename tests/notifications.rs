@@ -6,7 +6,8 @@
 //! (`notifications/grouped.rs`); the HTTP API on a real server
 //! (`notifications/http.rs`); the rebuild in small bounds (`notifications/rebuild.rs`);
 //! dismissals and clears killed or paused part way, then settled
-//! (`notifications/takings.rs`).
+//! (`notifications/takings.rs`), or killed and finished by the worker's sweep with no
+//! one dismissing again (`notifications/sweep.rs`).
 
 mod common;
 #[path = "notifications/dismiss.rs"]
@@ -27,6 +28,8 @@ mod races;
 mod rebuild;
 #[path = "stream/sse.rs"]
 mod sse;
+#[path = "notifications/sweep.rs"]
+mod sweep;
 #[path = "notifications/takings.rs"]
 mod takings;
 

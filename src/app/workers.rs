@@ -113,7 +113,10 @@ pub(super) fn start_workers(
             store.users.clone(),
             store.claims.clone(),
         ));
-        let notifications = Arc::new(NotificationsWorker::new(store.notifications.clone()));
+        let notifications = Arc::new(
+            NotificationsWorker::new(store.notifications.clone())
+                .settling_takings_after(config.workers.settle_takings_after.0.as_millis() as i64),
+        );
         let mut workers = vec![
             activity as Arc<dyn Worker>,
             timelines,

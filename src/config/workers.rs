@@ -61,6 +61,10 @@ pub struct WorkersConfig {
     pub refresh_interval: HumanDuration,
     /// Changes read and applied per step.
     pub batch_size: usize,
+    /// MongoDB: a notification dismissal's or clear's claim on a group older than this
+    /// is taken for one whose request died, and the notifications worker finishes it
+    /// (the sweep, run at most this often).
+    pub settle_takings_after: HumanDuration,
 }
 
 impl Default for WorkersConfig {
@@ -70,6 +74,7 @@ impl Default for WorkersConfig {
             lease_ttl: HumanDuration(Duration::from_secs(10)),
             refresh_interval: HumanDuration(Duration::from_secs(2)),
             batch_size: 500,
+            settle_takings_after: HumanDuration(Duration::from_secs(5)),
         }
     }
 }
@@ -108,6 +113,43 @@ impl WorkersConfig {
                 self.batch_size
             );
         }
+        let settle = self.settle_takings_after.0;
+        if !(Duration::from_secs(1)..=Duration::from_secs(3_600)).contains(&settle) {
+            bail!("workers.settle_takings_after must be 1s-1h");
+        }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use figment::Figment;
+    use figment::providers::{Format, Serialized, Toml};
+
+    use super::*;
+
+    #[test]
+    fn the_takings_age_is_read_from_toml_and_kept_within_its_range() {
+        assert_eq!(
+            WorkersConfig::default().settle_takings_after.0,
+            Duration::from_secs(5)
+        );
+        let read: WorkersConfig = Figment::from(Serialized::defaults(WorkersConfig::default()))
+            .merge(Toml::string("settle_takings_after = \"30s\""))
+            .extract()
+            .unwrap();
+        assert_eq!(read.settle_takings_after.0, Duration::from_secs(30));
+        read.validate().unwrap();
+        for bad in [Duration::from_millis(500), Duration::from_secs(7_200)] {
+            let workers = WorkersConfig {
+                settle_takings_after: HumanDuration(bad),
+                ..WorkersConfig::default()
+            };
+            let message = workers.validate().unwrap_err().to_string();
+            assert!(
+                message.contains("workers.settle_takings_after"),
+                "{message}"
+            );
+        }
     }
 }

@@ -194,4 +194,14 @@ pub trait NotificationStore: Send + Sync + 'static {
     ) -> StoreResult<u64> {
         Ok(0)
     }
+    /// [`NotificationStore::settle_notification_takings`] for every user: the claims
+    /// older than `stale_before_ms`, wherever they are, settled the same way and as
+    /// safely beside any other settler or the writer itself; and an empty claim field
+    /// left on a group removed. The notifications worker's upkeep runs it (the sweep),
+    /// so a dismissal killed part way is finished without anyone dismissing again.
+    /// MongoDB only; nothing to do on the embedded store. Returns how many claims it
+    /// settled.
+    async fn sweep_notification_takings(&self, _stale_before_ms: i64) -> StoreResult<u64> {
+        Ok(0)
+    }
 }

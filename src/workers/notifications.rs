@@ -10,11 +10,20 @@
 //! sources (`derived::notifications::rebuilt`) and replaces them, under the fence, a
 //! range of recipients at a time (`NotificationStore::rebuild_notifications`).
 //!
+//! Its upkeep is the takings sweep (MongoDB): a dismissal's or clear's claim on a group
+//! older than `workers.settle_takings_after` belongs to a request that died part way,
+//! and is finished (`NotificationStore::sweep_notification_takings`), at most once per
+//! that age, by the lease holder. The lease only spaces the sweeps out: each claim is
+//! settled by a write conditional on the claim itself, so a stale holder, a second
+//! sweeper or the user's own next dismissal settling it at the same time moves the
+//! group once.
+//!
 //! A post's change document may carry `"reply_to": {"post": "<hex>", "author": "<id>"}`;
 //! it is read from the raw document, so this worker does not depend on how `Post` spells
 //! it.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicI64, Ordering};
 
 use async_trait::async_trait;
 use serde::Deserialize;
@@ -29,13 +38,31 @@ use crate::store::{NotificationEffect, NotificationStore, RebuildBounds, Recipie
 
 pub const NAME: &str = "notifications";
 
+/// `workers.settle_takings_after`'s default, for a worker built without the setting.
+pub const SETTLE_TAKINGS_AFTER_MS: i64 = 5_000;
+
 pub struct NotificationsWorker {
     store: Arc<dyn NotificationStore>,
+    /// How old a claim must be for the sweep to settle it; also the sweep's period.
+    settle_after_ms: i64,
+    /// The clock time from which the next sweep is due; 0 at start, so a new holder
+    /// sweeps at its first step.
+    next_sweep_ms: AtomicI64,
 }
 
 impl NotificationsWorker {
     pub fn new(store: Arc<dyn NotificationStore>) -> Self {
-        NotificationsWorker { store }
+        NotificationsWorker {
+            store,
+            settle_after_ms: SETTLE_TAKINGS_AFTER_MS,
+            next_sweep_ms: AtomicI64::new(0),
+        }
+    }
+
+    /// Sweeps claims older than `after_ms` (`workers.settle_takings_after`).
+    pub fn settling_takings_after(mut self, after_ms: i64) -> Self {
+        self.settle_after_ms = after_ms.max(1);
+        self
     }
 }
 
@@ -195,6 +222,26 @@ impl Worker for NotificationsWorker {
                     .apply_notification(fence, change.seq, &effect)
                     .await?;
             }
+        }
+        Ok(())
+    }
+
+    /// The takings sweep, when due: claims older than `settle_after_ms` settled.
+    async fn upkeep(&self, now_ms: i64) -> StoreResult<()> {
+        if now_ms < self.next_sweep_ms.load(Ordering::SeqCst) {
+            return Ok(());
+        }
+        let settled = self
+            .store
+            .sweep_notification_takings(now_ms.saturating_sub(self.settle_after_ms))
+            .await?;
+        self.next_sweep_ms.store(
+            now_ms.saturating_add(self.settle_after_ms),
+            Ordering::SeqCst,
+        );
+        if settled > 0 {
+            metrics::counter!("socialite_notification_takings_settled_total").increment(settled);
+            tracing::warn!(settled, "settled notification takings left unfinished");
         }
         Ok(())
     }

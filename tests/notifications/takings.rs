@@ -16,8 +16,11 @@ use super::common::{Kind, create_user, fresh_store, kinds};
 use super::races::{count_and_standing, held, like_of, one_more_like};
 use super::{post, runner, settle};
 
-/// `al`'s post liked by `bo` and `cy`, notified.
-async fn two_likes(store: &Store, tag: &str) -> ([String; 4], PostId, Runner) {
+/// `al`'s post liked by `bo` and `cy`, notified by a worker on `clock`.
+pub(super) async fn two_likes_on(
+    store: &Store,
+    tag: &str,
+) -> ([String; 4], PostId, Runner, Arc<ManualClock>) {
     let users = ["al", "bo", "cy", "dy"].map(|u| format!("{tag}{u}"));
     for u in &users {
         create_user(store, u).await;
@@ -30,6 +33,11 @@ async fn two_likes(store: &Store, tag: &str) -> ([String; 4], PostId, Runner) {
     }
     settle(&mut worker).await;
     assert_eq!(count_and_standing(store, &users[0], p).await, (2, 2));
+    (users, p, worker, clock)
+}
+
+async fn two_likes(store: &Store, tag: &str) -> ([String; 4], PostId, Runner) {
+    let (users, p, worker, _) = two_likes_on(store, tag).await;
     (users, p, worker)
 }
 

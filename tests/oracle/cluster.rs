@@ -150,6 +150,9 @@ impl Topology {
             "WORKERS__REFRESH_INTERVAL",
             format!("{}ms", self.refresh_ms),
         );
+        // Claims of dismissals killed part way are swept soon, well within the checks'
+        // retries after quiescence.
+        set("WORKERS__SETTLE_TAKINGS_AFTER", "1s".into());
         set("AUTH__MODE", "token".into());
         set("AUTH__TOKEN_CACHE_TTL", format!("{}ms", self.token_ttl_ms));
         set("RATE__WRITES_PER_MIN", "0".into());

@@ -157,15 +157,6 @@ impl Model {
             }
         }
     }
-
-    /// Whether `user` has a dismissal or clear whose outcome is unknown (a request that
-    /// met a kill): on MongoDB its write may have stopped between its parts.
-    pub fn unknown_dismissals(&self, user: &str) -> usize {
-        self.dismissals
-            .iter()
-            .filter(|d| d.user == user && d.span.invoke != NEVER && !d.span.acked())
-            .count()
-    }
 }
 
 #[cfg(test)]

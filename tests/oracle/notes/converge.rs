@@ -202,7 +202,7 @@ pub async fn converge(
                             all: &all,
                             unsure: &unsure,
                         };
-                        faults.extend(groups(world, user, label, &got, known, &hidden));
+                        faults.extend(groups(user, label, &got, known, &hidden));
                     }
                     Err(e) => faults.push(e),
                 }
@@ -220,20 +220,6 @@ struct Known<'a> {
     unsure: &'a BTreeSet<NotificationKey>,
 }
 
-/// KNOWN, gated: on MongoDB a dismissal or clear killed part way leaves its claim on
-/// the group, and the group's count one too high, until a settler finishes it
-/// (`mongo::notifications::takings`): the user's next dismissal or clear, the audit's
-/// repair or a rebuild. No background sweep settles it yet, so a user who never
-/// dismisses again keeps the count one high. The checker found the original bug on its
-/// own (fresh MongoDB seed 1795862969311709302, 1 process, kill -9s: u4's follow group
-/// counted 2 with 1 follow served, after a `DELETE /v1/users/u4/notifications/...` of
-/// u5's follow met a kill). While this is `true`, a MongoDB group's count may stand
-/// above what the plain list implies by as many of the user's dismissals and clears as
-/// met a kill, and nothing else is relaxed. Set it to `false` (and drop the allowance
-/// in [`groups`]) once a sweep settles every stale claim; the seed above then replays
-/// the check.
-pub const MONGO_COUNT_AFTER_KILLED_DISMISSAL: bool = true;
-
 /// `user`'s grouped view `got` (walked to the end, as `/v1` groups) against their plain
 /// list and the model's keys (hidden actors included: a group's count is the stored
 /// one). The count is the plain list's for the group (where the model left a like or a
@@ -241,7 +227,6 @@ pub const MONGO_COUNT_AFTER_KILLED_DISMISSAL: bool = true;
 /// mute hides from the plain list; a group whose actors are all visible is exact: its
 /// latest three actors as the plain list orders them, its latest id.
 fn groups(
-    world: &World,
     user: &str,
     label: &str,
     got: &[Value],
@@ -254,12 +239,6 @@ fn groups(
         all,
         unsure,
     } = known;
-    let killed = match world.topology.kind {
-        Kind::Mongo if MONGO_COUNT_AFTER_KILLED_DISMISSAL => {
-            world.model().unknown_dismissals(user) as u64
-        }
-        _ => 0,
-    };
     // Per group: the model's actors (sure, unsure) and the plain list's, newest first.
     let mut model: BTreeMap<Group, (Vec<&str>, Vec<&str>)> = BTreeMap::new();
     for k in all.iter().filter(|k| k.0 == user) {
@@ -299,14 +278,9 @@ fn groups(
         let listed = order.len() as u64;
         let lo = listed + sure.iter().filter(|a| hidden(user, a)).count() as u64;
         let hi = lo + maybe.iter().filter(|a| hidden(user, a)).count() as u64;
-        if count > hi && count <= hi + killed {
-            eprintln!(
-                "oracle: KNOWN MongoDB bug allowed (MONGO_COUNT_AFTER_KILLED_DISMISSAL): {user}'s {label} {kind:?} {post:?} counts {count}, {hi} implied, after {killed} killed dismissals"
-            );
-        }
-        if count < lo || count > hi + killed {
+        if count < lo || count > hi {
             faults.push(format!(
-                "{user}'s {label} {kind:?} {post:?}: count {count}, the plain list {listed} + hidden {}..={} (the model {} sure {sure:?}, unsure {maybe:?}; {killed} killed dismissals allowed)",
+                "{user}'s {label} {kind:?} {post:?}: count {count}, the plain list {listed} + hidden {}..={} (the model {} sure {sure:?}, unsure {maybe:?})",
                 lo - listed,
                 hi - listed,
                 sure.len()

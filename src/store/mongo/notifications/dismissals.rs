@@ -19,9 +19,10 @@
 //! a dismissal's `-1` may land first, and the group reads as empty (`count` not above 0)
 //! until the add's lands. So a group's count equals its standing notifications once the
 //! moves on their way have landed, in every interleaving. A dismissal or clear killed
-//! part way leaves its claim on the group; the user's next dismissal or clear settles
-//! claims older than `TAKING_TAKEOVER_MS` before its own (`settle_takings`), and so may
-//! `NotificationStore::settle_notification_takings`.
+//! part way leaves its claim on the group; the notifications worker's sweep settles it
+//! once older than `workers.settle_takings_after` (`sweep_takings`), and the user's next
+//! dismissal or clear settles claims older than `TAKING_TAKEOVER_MS` before its own
+//! (`settle_takings`), whichever comes first.
 
 use std::collections::BTreeMap;
 

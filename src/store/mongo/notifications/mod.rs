@@ -5,8 +5,9 @@
 //!   and a post's deletion, which do not know the notified user: they go to every shard);
 //! - `notification_groups` `{_id: "<user>/<type>/<post hex or ->", user, type, post, count,
 //!   actors, latest_id, latest_at, seq, v, takings}` (`takings`: the claims of
-//!   dismissals and clears under way, see `takings.rs`), indexed `{user, latest_id}`,
-//!   `{user, type, latest_id}` and `{post}`.
+//!   dismissals and clears under way, see `takings.rs`; absent when there are none),
+//!   indexed `{user, latest_id}`, `{user, type, latest_id}`, `{post}` and, sparse,
+//!   `{takings}` (the groups with a claim, for the sweep).
 //!
 //! Effects (no multi-document transaction): the fence is checked just before each
 //! effect, as the event log's appends do. That check is an optimisation; the guarantee
@@ -75,6 +76,7 @@ pub(super) fn indexes() -> Vec<IndexSpec> {
         (GROUPS, desc(doc! { "user": 1, "latest_id": -1 })),
         (GROUPS, desc(doc! { "user": 1, "type": 1, "latest_id": -1 })),
         (GROUPS, desc(doc! { "post": 1 })),
+        (GROUPS, takings::index()),
     ]
     .into_iter()
     .chain(dismissals::indexes())
@@ -274,5 +276,9 @@ impl NotificationStore for MongoStore {
         stale_before_ms: i64,
     ) -> StoreResult<u64> {
         self.settle_takings(user, stale_before_ms).await
+    }
+
+    async fn sweep_notification_takings(&self, stale_before_ms: i64) -> StoreResult<u64> {
+        self.sweep_takings(stale_before_ms).await
     }
 }

@@ -9,10 +9,14 @@
 //!    stand (one write; a tombstone has no `id`, so it can never match again);
 //! 3. the move, per group: how many of its notifications carry the token, then
 //!    `$inc count -n` and `$unset takings.<token>` in one write that matches only while
-//!    the intent is there; then the token dropped from those notifications.
+//!    the intent is there; then `takings` removed if that left it empty (a filtered
+//!    `$unset` matching only `takings: {}`, so a claim written meanwhile keeps it), and
+//!    the token dropped from those notifications.
 //!
-//! A settler (`settle_takings`) finds intents older than a cutoff and runs 2 and 3 for
-//! them. Step 2 by a settler and by the writer are the same write, so after the
+//! A settler finds intents older than a cutoff and runs 2 and 3 for them: one user's
+//! (`settle_takings`, run first by each dismissal or clear) or everyone's
+//! (`sweep_takings`, the notifications worker's upkeep), the latter through a sparse
+//! index on `takings`, which holds only the groups with a claim. Step 2 by a settler and by the writer are the same write, so after the
 //! settler's no later one can take anything more under the token; step 3 moves the
 //! group only together with removing the intent, so of the writer and the settler only
 //! the first moves it. A writer paused anywhere and resumed after a settler finds its
@@ -21,7 +25,11 @@
 
 use std::collections::BTreeMap;
 
+use futures::TryStreamExt;
+
+use mongodb::IndexModel;
 use mongodb::bson::{Bson, Document, doc, oid::ObjectId};
+use mongodb::options::IndexOptions;
 
 use super::{group_key, opt_post, post_bson};
 use crate::domain::{NotificationType, PostId, now_ms};
@@ -34,6 +42,14 @@ pub(super) type Taking = BTreeMap<(NotificationType, Option<PostId>), Vec<Bson>>
 /// How old an intent must be before a dismissal or clear settles it: requests finish
 /// well within it.
 pub(super) const TAKING_TAKEOVER_MS: i64 = 2_000;
+
+/// The sparse index on `takings`: only the groups with a claim, which the sweep reads.
+pub(super) fn index() -> IndexModel {
+    IndexModel::builder()
+        .keys(doc! { "takings": 1 })
+        .options(IndexOptions::builder().sparse(true).build())
+        .build()
+}
 
 fn field(token: ObjectId) -> String {
     format!("takings.{}", token.to_hex())
@@ -158,6 +174,7 @@ impl MongoStore {
             )
             .await
             .map_err(db_error)?;
+        self.drop_empty_takings(user, kind, post).await?;
         self.refresh_group(user, kind, post, i64::MAX as u64)
             .await?;
         self.notifications_coll()
@@ -174,32 +191,82 @@ impl MongoStore {
         user: &str,
         stale_before_ms: i64,
     ) -> StoreResult<u64> {
-        let groups = all(self
+        self.settle_found(
+            doc! { "user": user, "takings": { "$exists": true } },
+            stale_before_ms,
+        )
+        .await
+    }
+
+    /// Every user's takings older than `stale_before_ms`, finished as
+    /// [`MongoStore::settle_takings`] does: the sweep. The groups carrying a claim are
+    /// found through the sparse index on `takings`, which holds only them (the last
+    /// claim's removal removes the field). Returns how many group intents it settled.
+    pub(super) async fn sweep_takings(&self, stale_before_ms: i64) -> StoreResult<u64> {
+        self.settle_found(doc! { "takings": { "$exists": true } }, stale_before_ms)
+            .await
+    }
+
+    async fn settle_found(&self, filter: Document, stale_before_ms: i64) -> StoreResult<u64> {
+        let mut groups = self
             .groups_coll()
-            .find(doc! { "user": user, "takings": { "$exists": true, "$ne": {} } })
-            .projection(doc! { "type": 1, "post": 1, "takings": 1 }))
-        .await?;
+            .find(filter)
+            .projection(doc! { "user": 1, "type": 1, "post": 1, "takings": 1 })
+            .await
+            .map_err(db_error)?;
         let mut settled = 0;
-        for g in &groups {
-            let (kind, post) = (kind_of(g)?, opt_post(g, "post"));
-            let Ok(takings) = g.get_document("takings") else {
-                continue;
-            };
-            for (token, taking) in takings {
-                let (Ok(token), Some(taking)) = (ObjectId::parse_str(token), taking.as_document())
-                else {
-                    continue;
-                };
-                if int(taking, "at") >= stale_before_ms {
-                    continue;
-                }
-                let ids = taking.get_array("ids").cloned().unwrap_or_default();
-                tracing::warn!(user, token = %token, "settling a notification taking left unfinished");
-                self.take_ids(user, token, ids).await?;
-                self.move_taken(user, kind, post, token).await?;
-                settled += 1;
-            }
+        while let Some(g) = groups.try_next().await.map_err(db_error)? {
+            settled += self.settle_group(&g, stale_before_ms).await?;
         }
         Ok(settled)
+    }
+
+    /// The stale takings on one group found with its `user`, `type`, `post` and
+    /// `takings`; an empty `takings` left by a move killed before its tidy is removed.
+    async fn settle_group(&self, g: &Document, stale_before_ms: i64) -> StoreResult<u64> {
+        let user = g.get_str("user").unwrap_or_default();
+        let (kind, post) = (kind_of(g)?, opt_post(g, "post"));
+        let Ok(takings) = g.get_document("takings") else {
+            return Ok(0);
+        };
+        if takings.is_empty() {
+            self.drop_empty_takings(user, kind, post).await?;
+            return Ok(0);
+        }
+        let mut settled = 0;
+        for (token, taking) in takings {
+            let (Ok(token), Some(taking)) = (ObjectId::parse_str(token), taking.as_document())
+            else {
+                continue;
+            };
+            if int(taking, "at") >= stale_before_ms {
+                continue;
+            }
+            let ids = taking.get_array("ids").cloned().unwrap_or_default();
+            tracing::warn!(user, token = %token, "settling a notification taking left unfinished");
+            self.take_ids(user, token, ids).await?;
+            self.move_taken(user, kind, post, token).await?;
+            settled += 1;
+        }
+        Ok(settled)
+    }
+
+    /// Removes the group's `takings` if no claim is left in it: the filter matches only
+    /// the empty document, so a claim written meanwhile keeps the field (and this
+    /// matches nothing).
+    async fn drop_empty_takings(
+        &self,
+        user: &str,
+        kind: NotificationType,
+        post: Option<PostId>,
+    ) -> StoreResult<()> {
+        self.groups_coll()
+            .update_one(
+                doc! { "_id": group_key(user, kind, post), "user": user, "takings": {} },
+                doc! { "$unset": { "takings": "" } },
+            )
+            .await
+            .map_err(db_error)?;
+        Ok(())
     }
 }
