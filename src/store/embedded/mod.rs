@@ -23,6 +23,7 @@ mod idempotency;
 mod leases;
 pub mod lock;
 mod markers;
+mod name_words;
 mod notifications;
 mod oauth;
 #[cfg(test)]
