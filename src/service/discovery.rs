@@ -7,8 +7,8 @@ use futures::future::try_join_all;
 
 use super::Social;
 use crate::domain::{User, is_tag, name_matches, name_words};
-use crate::store::{NameWord, StoreResult};
 use crate::store::trends::{HOUR_MS, HOURS_KEPT, TagCounts};
+use crate::store::{NameWord, StoreResult};
 
 /// Trends count posts over the last day (whole hours, as `/v1/trends?window=24h`).
 const TREND_HOURS: i64 = 24;

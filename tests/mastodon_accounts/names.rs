@@ -41,19 +41,36 @@ async fn search_finds_accounts_by_display_name_words_and_forgets_old_names() {
         assert_eq!(ids(&search("lidd").await), ["ann"], "{kind:?}");
         assert_eq!(ids(&search("LIDD").await), ["ann"], "{kind:?}: any case");
         assert_eq!(ids(&search("zo%C3%AB").await), ["zed"], "{kind:?}: Unicode");
-        assert!(ids(&search("iddell").await).is_empty(), "{kind:?}: a word's start");
+        assert!(
+            ids(&search("iddell").await).is_empty(),
+            "{kind:?}: a word's start"
+        );
         // The id prefix first (`al`, exact), then names by (word, id): `alice` of ann,
         // `alison` of zed.
         assert_eq!(ids(&search("al").await), ["al", "ann", "zed"], "{kind:?}");
-        assert_eq!(ids(&search("ali%20lid").await), ["ann"], "{kind:?}: every word");
+        assert_eq!(
+            ids(&search("ali%20lid").await),
+            ["ann"],
+            "{kind:?}: every word"
+        );
         let one = client.get("/api/v2/search?type=accounts&q=ali&limit=1", Some(&ann));
         assert_eq!(ids(&one.await.expect(StatusCode::OK)), ["ann"], "{kind:?}");
 
         rename(&client, &ann, "Ann Hathaway").await;
-        assert!(ids(&search("lidd").await).is_empty(), "{kind:?}: old words gone");
-        assert_eq!(ids(&search("hath").await), ["ann"], "{kind:?}: new words found");
+        assert!(
+            ids(&search("lidd").await).is_empty(),
+            "{kind:?}: old words gone"
+        );
+        assert_eq!(
+            ids(&search("hath").await),
+            ["ann"],
+            "{kind:?}: new words found"
+        );
         server.settle().await;
-        assert!(ids(&search("lidd").await).is_empty(), "{kind:?}: after the workers");
+        assert!(
+            ids(&search("lidd").await).is_empty(),
+            "{kind:?}: after the workers"
+        );
         server.stop().await;
     }
 }

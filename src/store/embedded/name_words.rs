@@ -115,11 +115,10 @@ pub(super) fn sync(conn: &Connection, users: &[String]) -> rusqlite::Result<u64>
 /// Every user's rows written again, and the rows of no user removed: at the upgrade
 /// that made the table, and as the rebuild.
 pub(super) fn rebuild(conn: &Connection) -> rusqlite::Result<u64> {
-    let mut changed =
-        conn.execute(
-            "DELETE FROM name_words WHERE user NOT IN (SELECT id FROM users)",
-            [],
-        )? as u64;
+    let mut changed = conn.execute(
+        "DELETE FROM name_words WHERE user NOT IN (SELECT id FROM users)",
+        [],
+    )? as u64;
     let users: Vec<(String, String)> = conn
         .prepare("SELECT id, display_name FROM users")?
         .query_map([], |row| Ok((row.get(0)?, row.get(1)?)))?

@@ -152,7 +152,8 @@ impl UserStore for EmbeddedStore {
     /// sync checks anyway, in one transaction.
     async fn sync_name_words(&self, users: &[String]) -> StoreResult<u64> {
         let users = users.to_vec();
-        self.write(move |tx| Ok(name_words::sync(tx, &users)?)).await
+        self.write(move |tx| Ok(name_words::sync(tx, &users)?))
+            .await
     }
 
     async fn rebuild_name_words(&self) -> StoreResult<u64> {

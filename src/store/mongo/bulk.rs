@@ -163,7 +163,11 @@ impl BulkStore for MongoStore {
             })
             .collect();
         let added = insert_unordered(&self.users_coll(), docs).await?;
-        let ids: Vec<String> = rows.rows().iter().map(|r| rows.str(r.id).to_owned()).collect();
+        let ids: Vec<String> = rows
+            .rows()
+            .iter()
+            .map(|r| rows.str(r.id).to_owned())
+            .collect();
         super::name_words::load(&self.db, &ids).await?;
         Ok(added)
     }

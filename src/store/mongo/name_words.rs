@@ -110,11 +110,20 @@ async fn profile(db: &Database, user: &str) -> StoreResult<Option<(String, i64)>
 /// Upserts `word` of `user` at `version` (`$max`: a newer sync's stamp stays). Two
 /// upserts of one new entry may race to insert it: the loser reports a duplicate key
 /// and is run again, then matching the winner's document.
-async fn upsert(coll: &Collection<Document>, word: &str, user: &str, version: i64) -> StoreResult<u64> {
+async fn upsert(
+    coll: &Collection<Document>,
+    word: &str,
+    user: &str,
+    version: i64,
+) -> StoreResult<u64> {
     let filter = doc! { "_id": entry_id(word, user), "w": word, "u": user };
     let update = doc! { "$max": { "v": version } };
     for _ in 0..2 {
-        match coll.update_one(filter.clone(), update.clone()).upsert(true).await {
+        match coll
+            .update_one(filter.clone(), update.clone())
+            .upsert(true)
+            .await
+        {
             Ok(done) => return Ok(done.modified_count + u64::from(done.upserted_id.is_some())),
             Err(e) if is_duplicate_key(&e) => continue,
             Err(e) => return Err(db_error(e)),
@@ -155,7 +164,10 @@ pub(super) async fn sync_user(db: &Database, user: &str) -> StoreResult<u64> {
         }
         read = again;
     }
-    tracing::debug!(user, "name kept changing during its word sync; its next change syncs it");
+    tracing::debug!(
+        user,
+        "name kept changing during its word sync; its next change syncs it"
+    );
     Ok(changed)
 }
 
@@ -179,9 +191,19 @@ pub(super) async fn rebuild(db: &Database) -> StoreResult<u64> {
     let mut changed = 0;
     let mut after: Option<String> = None;
     loop {
-        let filter = after.as_ref().map_or(doc! {}, |a| doc! { "_id": { "$gt": a } });
-        let page = all(users.find(filter).sort(doc! { "_id": 1 }).limit(PAGE).projection(doc! { "_id": 1 })).await?;
-        let ids: Vec<String> = page.iter().filter_map(|d| d.get_str("_id").ok().map(str::to_owned)).collect();
+        let filter = after
+            .as_ref()
+            .map_or(doc! {}, |a| doc! { "_id": { "$gt": a } });
+        let page = all(users
+            .find(filter)
+            .sort(doc! { "_id": 1 })
+            .limit(PAGE)
+            .projection(doc! { "_id": 1 }))
+        .await?;
+        let ids: Vec<String> = page
+            .iter()
+            .filter_map(|d| d.get_str("_id").ok().map(str::to_owned))
+            .collect();
         changed += sync_users(db, &ids).await?;
         if (ids.len() as i64) < PAGE {
             break;
@@ -194,10 +216,21 @@ pub(super) async fn rebuild(db: &Database) -> StoreResult<u64> {
             Some((u, w)) => doc! { "$or": [{ "u": u, "w": { "$gt": w } }, { "u": { "$gt": u } }] },
             None => doc! {},
         };
-        let page = all(coll(db).find(filter).sort(doc! { "u": 1, "w": 1 }).limit(PAGE).projection(doc! { "u": 1, "w": 1 })).await?;
-        let mut owners: Vec<String> = page.iter().filter_map(|d| d.get_str("u").ok().map(str::to_owned)).collect();
+        let page = all(coll(db)
+            .find(filter)
+            .sort(doc! { "u": 1, "w": 1 })
+            .limit(PAGE)
+            .projection(doc! { "u": 1, "w": 1 }))
+        .await?;
+        let mut owners: Vec<String> = page
+            .iter()
+            .filter_map(|d| d.get_str("u").ok().map(str::to_owned))
+            .collect();
         owners.dedup();
-        let known = all(users.find(doc! { "_id": { "$in": &owners } }).projection(doc! { "_id": 1 })).await?;
+        let known = all(users
+            .find(doc! { "_id": { "$in": &owners } })
+            .projection(doc! { "_id": 1 }))
+        .await?;
         let known: Vec<&str> = known.iter().filter_map(|d| d.get_str("_id").ok()).collect();
         for stray in owners.iter().filter(|u| !known.contains(&u.as_str())) {
             changed += sync_user(db, stray).await?;
@@ -241,13 +274,24 @@ pub(super) async fn load(db: &Database, ids: &[String]) -> StoreResult<u64> {
 /// existed), recorded in `migrations` after it ran, so an interrupted fill runs again.
 pub(super) async fn backfill(db: &Database) -> anyhow::Result<()> {
     let migrations = db.collection::<Document>(MIGRATIONS);
-    if migrations.find_one(doc! { "_id": MIGRATED }).await?.is_some() {
+    if migrations
+        .find_one(doc! { "_id": MIGRATED })
+        .await?
+        .is_some()
+    {
         return Ok(());
     }
-    let any_user = db.collection::<Document>("users").find_one(doc! {}).into_future().await?;
+    let any_user = db
+        .collection::<Document>("users")
+        .find_one(doc! {})
+        .into_future()
+        .await?;
     if any_user.is_some() {
         let written = rebuild(db).await?;
-        tracing::info!(written, "indexed the display names of users stored before the name index");
+        tracing::info!(
+            written,
+            "indexed the display names of users stored before the name index"
+        );
     }
     migrations
         .update_one(
