@@ -7,20 +7,18 @@ mod common;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 
-use async_trait::async_trait;
-use common::faults::PauseAtRead;
+use common::faults::{CrashOnce, PauseAtRead};
 use common::{event_log_kinds, fresh_store};
 use rand::{RngExt, SeedableRng};
 use socialite::domain::{Post, PostId, hashtags, now_ms};
 use socialite::store::trends::{HOUR_MS, HOURS_KEPT};
-use socialite::store::{LogBounds, Store, StoreError, StoreResult};
+use socialite::store::{LogBounds, Store};
 use socialite::workers::aggregates::{
     AggregatesWorker, EventFeed, NAME, REBUILD_PREFIX, lock_type,
 };
 use socialite::workers::events::EventsWorker;
-use socialite::workers::{Hooks, ManualClock, Point, Runner, RunnerSettings, Step};
+use socialite::workers::{ManualClock, Point, Runner, RunnerSettings, Step};
 
 const TTL: i64 = 10_000;
 const SETTINGS: RunnerSettings = RunnerSettings {
@@ -272,19 +270,6 @@ async fn a_rebuild_while_posts_arrive_ends_at_the_truth_and_the_worker_stands_by
     }
 }
 
-/// Fails the step at `point` once: the process dies there, holding its lease.
-struct CrashOnce(Point, AtomicBool);
-
-#[async_trait]
-impl Hooks for CrashOnce {
-    async fn at(&self, _worker: &str, point: Point) -> StoreResult<()> {
-        if point == self.0 && self.1.swap(false, Ordering::SeqCst) {
-            return Err(StoreError::Backend(anyhow::anyhow!("killed at {point:?}")));
-        }
-        Ok(())
-    }
-}
-
 #[tokio::test]
 async fn a_rebuild_killed_mid_way_is_taken_over_after_its_lease_expires() {
     for kind in event_log_kinds("a_rebuild_killed_mid_way").await {
@@ -303,7 +288,7 @@ async fn a_rebuild_killed_mid_way_is_taken_over_after_its_lease_expires() {
             drain(&mut aggregates).await;
             aggregates.release().await.unwrap();
 
-            let hooks = Arc::new(CrashOnce(point, AtomicBool::new(true)));
+            let hooks = Arc::new(CrashOnce::at(point));
             let holder = format!("{REBUILD_PREFIX}cli");
             let mut rebuild = aggregates_runner(store, &clock, &holder).with_hooks(hooks);
             let killed = rebuild.rebuild_once().await;

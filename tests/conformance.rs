@@ -7,7 +7,8 @@
 //! change feed in `conformance/changes.rs`, API tokens in `conformance/tokens.rs`, the
 //! content port's reads across authors in `conformance/content.rs` and the
 //! notifications port's reads both ways in `conformance/notifications.rs`, Mastodon's
-//! markers in `conformance/markers.rs`.
+//! markers in `conformance/markers.rs`, the account lists read the other way from a
+//! cursor in `conformance/lists.rs`.
 
 #[path = "conformance/changes.rs"]
 mod changes;
@@ -18,6 +19,8 @@ mod concurrency;
 mod content;
 #[path = "conformance/counters.rs"]
 mod counters;
+#[path = "conformance/lists.rs"]
+mod lists;
 #[path = "conformance/markers.rs"]
 mod markers;
 #[path = "conformance/notifications.rs"]

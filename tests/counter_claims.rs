@@ -11,6 +11,8 @@
 mod common;
 #[path = "counter_claims/posts.rs"]
 mod posts;
+#[path = "counter_claims/removals.rs"]
+mod removals;
 
 use std::time::Duration;
 

@@ -5,15 +5,14 @@
 mod common;
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 
-use async_trait::async_trait;
+use common::faults::{CRASH, CrashOnce};
 use common::{event_log_kinds, fresh_store};
 use futures::FutureExt;
 use serde_json::json;
 use socialite::domain::{ChangeOp, Event, EventId, EventType, Fence, now_ms};
 use socialite::events::EventReader;
-use socialite::store::{LogBounds, Store, StoreError, StoreResult};
+use socialite::store::{LogBounds, Store, StoreError};
 use socialite::workers::events::{EventsWorker, NAME};
 use socialite::workers::{Hooks, ManualClock, Point, Runner, RunnerSettings, Step};
 
@@ -28,19 +27,6 @@ fn bounds(max_count: u64) -> LogBounds {
     LogBounds {
         max_count,
         max_bytes: 1 << 20,
-    }
-}
-
-/// Fails the step at `point` once: a crash there.
-struct CrashOnce(Point, AtomicBool);
-
-#[async_trait]
-impl Hooks for CrashOnce {
-    async fn at(&self, _worker: &str, point: Point) -> StoreResult<()> {
-        if point == self.0 && self.1.swap(false, Ordering::SeqCst) {
-            return Err(StoreError::Backend(anyhow::anyhow!("crash at {point:?}")));
-        }
-        Ok(())
     }
 }
 
@@ -62,7 +48,7 @@ async fn drain(runner: &mut Runner) {
         match runner.step().await {
             Ok(Step::Idle) => return,
             Ok(_) => {}
-            Err(error) if error.to_string().contains("crash") => {}
+            Err(error) if error.to_string().contains(CRASH) => {}
             Err(error) => panic!("step failed: {error}"),
         }
     }
@@ -124,7 +110,7 @@ async fn every_change_becomes_exactly_one_event_in_feed_order_across_crashes() {
             store.content.delete_post(first.id).await.unwrap();
 
             // Crash once (after the append, or before it), then carry on.
-            let hooks = Arc::new(CrashOnce(point, AtomicBool::new(true)));
+            let hooks = Arc::new(CrashOnce::at(point));
             let mut worker = runner(store, "w1", hooks);
             drain(&mut worker).await;
             let events = all_events(store).await;

@@ -6,6 +6,8 @@
 #[path = "mastodon_accounts/accounts.rs"]
 mod accounts;
 mod common;
+#[path = "mastodon_accounts/lists.rs"]
+mod lists;
 #[path = "mastodon_accounts/names.rs"]
 mod names;
 #[path = "mastodon_accounts/small.rs"]

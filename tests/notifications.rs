@@ -4,7 +4,9 @@
 //! history lost rebuilding the derived definition (`notifications/exactly_once.rs`);
 //! the grouped view with hundreds of likers, type filters and paging
 //! (`notifications/grouped.rs`); the HTTP API on a real server
-//! (`notifications/http.rs`); the rebuild in small bounds (`notifications/rebuild.rs`).
+//! (`notifications/http.rs`); the rebuild in small bounds (`notifications/rebuild.rs`);
+//! dismissals and clears killed or paused part way, then settled
+//! (`notifications/takings.rs`).
 
 mod common;
 #[path = "notifications/dismiss.rs"]
@@ -25,6 +27,8 @@ mod races;
 mod rebuild;
 #[path = "stream/sse.rs"]
 mod sse;
+#[path = "notifications/takings.rs"]
+mod takings;
 
 use std::collections::BTreeSet;
 use std::sync::Arc;

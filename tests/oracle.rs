@@ -4,7 +4,10 @@
 //! model of the history, and after quiescence checks every derived datum (timelines
 //! per strategy, counters, activity logs, the event log, tag counts) against the one
 //! definition in `socialite::derived`. A seeded share of the home-timeline and
-//! notification reads go through the Mastodon API instead of `/v1` (`oracle::masto`).
+//! notification reads go through the Mastodon API instead of `/v1` (`oracle::masto`,
+//! grouped ones through `/api/v2/notifications`); clients dismiss and clear their
+//! notifications (`oracle::notes`) and read Mastodon's `since_id` and `min_id` pages
+//! (`oracle::paging`), each checked against the model too.
 //!
 //! Budget: `SOCIALITE_ORACLE_BUDGET` (default `75s` per backend: the fixed seeds, then
 //! fresh ones, each printed); `SOCIALITE_ORACLE_SEED=N` replays one seed;
@@ -25,6 +28,7 @@ mod oracle {
     pub mod model;
     pub mod notes;
     pub mod ops;
+    pub mod paging;
     pub mod reads;
     pub mod reposts;
     pub mod run;
@@ -98,7 +102,7 @@ async fn budget(kind: Kind) {
         total.workers.kept += outcome.workers.kept;
         let divergences = outcome.violations.len();
         eprintln!(
-            "oracle summary: backend={kind:?} seed={seed} runs=1 ops={} kills={} aborts={} streamed={} takeovers={} rebuilds={} history_lost={} kept={} stale_notifications={} reposts={} reposts_served={} masto_reads={} divergences={divergences}",
+            "oracle summary: backend={kind:?} seed={seed} runs=1 ops={} kills={} aborts={} streamed={} takeovers={} rebuilds={} history_lost={} kept={} stale_notifications={} reposts={} reposts_served={} masto_reads={} dismissals={} clears={} newer_pages={} divergences={divergences}",
             outcome.ops,
             outcome.kills,
             outcome.aborts,
@@ -110,7 +114,10 @@ async fn budget(kind: Kind) {
             outcome.stale_notifications,
             outcome.reposts,
             outcome.reposts_served,
-            outcome.masto_reads
+            outcome.masto_reads,
+            outcome.dismissals,
+            outcome.clears,
+            outcome.newer_pages
         );
         if divergences > 0 {
             let found = format!(

@@ -2,42 +2,39 @@
 //! profiles, in the engine's order) and the public and tag timelines (as statuses),
 //! each batched per page as `mastodon.rs` batches the home timeline.
 
+use super::keyset::{ListPage, ListRange};
 use super::mastodon::{Entry, StatusPage};
 use super::{Page, Social};
 use crate::domain::{PostId, User};
 use crate::store::{Liker, PostRange, StoreResult};
 
 impl Social {
-    /// [`Social::likers`] with each liker's profile, in the page's order.
+    /// [`Social::liker_range`] with each liker's profile, in the page's order.
     pub async fn liker_accounts(
         &self,
         post: PostId,
         caller: Option<&str>,
-        before: Option<Liker>,
+        range: ListRange<Liker>,
         limit: usize,
-    ) -> StoreResult<Page<User, Liker>> {
-        let page = self.likers(post, caller, before, limit).await?;
+    ) -> StoreResult<ListPage<User, Liker>> {
+        let page = self.liker_range(post, caller, range, limit).await?;
         let ids: Vec<&str> = page.items.iter().map(|l| l.user.as_str()).collect();
-        Ok(Page {
-            items: self.profiles_in_order(&ids).await?,
-            next: page.next,
-        })
+        let users = self.profiles_in_order(&ids).await?;
+        Ok(page.with_items(users))
     }
 
-    /// [`Social::reposters`] with each reposter's profile, in the page's order.
+    /// [`Social::reposter_range`] with each reposter's profile, in the page's order.
     pub async fn reposter_accounts(
         &self,
         post: PostId,
         caller: Option<&str>,
-        before: Option<PostId>,
+        range: ListRange<PostId>,
         limit: usize,
-    ) -> StoreResult<Page<User, PostId>> {
-        let page = self.reposters(post, caller, before, limit).await?;
+    ) -> StoreResult<ListPage<User, PostId>> {
+        let page = self.reposter_range(post, caller, range, limit).await?;
         let ids: Vec<&str> = page.items.iter().map(|r| r.user.as_str()).collect();
-        Ok(Page {
-            items: self.profiles_in_order(&ids).await?,
-            next: page.next,
-        })
+        let users = self.profiles_in_order(&ids).await?;
+        Ok(page.with_items(users))
     }
 
     /// [`Social::public_posts`] as statuses seen by `caller`.

@@ -14,7 +14,8 @@ use std::collections::{HashMap, HashSet};
 
 use futures::future::try_join_all;
 
-use super::{Direction, MuteRequest, Page, Social};
+use super::keyset::{self, ListPage, ListRange};
+use super::{Direction, MuteRequest, Social};
 use crate::domain::User;
 use crate::domain::relations::{MuteSettings, Relation};
 use crate::store::StoreResult;
@@ -210,45 +211,75 @@ impl Social {
         Ok(wanted.iter().filter_map(|id| found.remove(*id)).collect())
     }
 
-    /// [`Social::follow_list`] with each listed user's profile.
+    /// A page of `user`'s follow list (`direction`) in `range`, by user id ascending,
+    /// with each listed user's profile. `NotFound` for an unknown user.
     pub async fn follow_accounts(
         &self,
         user: &str,
         direction: Direction,
-        after: Option<&str>,
+        range: ListRange<String>,
         limit: usize,
-    ) -> StoreResult<Page<User, String>> {
-        let page = self.follow_list(user, direction, after, limit).await?;
-        Ok(Page {
-            items: self.profiles_in_order(&page.items).await?,
-            next: page.next,
-        })
+    ) -> StoreResult<ListPage<User, String>> {
+        self.user(user).await?;
+        let (graph, size) = (&self.store.graph, keyset::read_size(&range, limit));
+        let read = match (&range, direction) {
+            (ListRange::Older { before, .. }, Direction::Following) => {
+                graph.following(user, before.as_deref(), size).await?
+            }
+            (ListRange::Older { before, .. }, Direction::Followers) => {
+                graph.followers(user, before.as_deref(), size).await?
+            }
+            (ListRange::Newer { after }, Direction::Following) => {
+                graph.following_below(user, after, size).await?
+            }
+            (ListRange::Newer { after }, Direction::Followers) => {
+                graph.followers_below(user, after, size).await?
+            }
+        };
+        let page = keyset::shape(&range, read, limit, String::clone, |a, b| a < b);
+        let users = self.profiles_in_order(&page.items).await?;
+        Ok(page.with_items(users))
     }
 
-    /// [`Social::relation_list`] with each listed user's profile.
+    /// A page of `user`'s blocks or mutes (those standing now) in `range`, newest
+    /// first, with each listed user's profile. `NotFound` for an unknown user.
     pub async fn relation_accounts(
         &self,
         user: &str,
         mutes: bool,
-        after: Option<RelationCursor>,
+        range: ListRange<RelationCursor>,
         limit: usize,
-    ) -> StoreResult<Page<(Relation, User), RelationCursor>> {
-        let page = self.relation_list(user, mutes, after, limit).await?;
-        let ids: Vec<String> = page.items.iter().map(|r| r.other.clone()).collect();
-        let mut users: HashMap<String, User> = self
-            .profiles_in_order(&ids)
-            .await?
-            .into_iter()
-            .map(|u| (u.id.clone(), u))
-            .collect();
-        let items = page
+    ) -> StoreResult<ListPage<(Relation, User), RelationCursor>> {
+        self.user(user).await?;
+        let (relations, size) = (&self.store.relations, keyset::read_size(&range, limit));
+        let now = self.timelines.now_ms();
+        let read = match (&range, mutes) {
+            (ListRange::Older { before, .. }, true) => {
+                relations.mute_list(user, before.clone(), now, size).await?
+            }
+            (ListRange::Older { before, .. }, false) => {
+                relations.block_list(user, before.clone(), size).await?
+            }
+            (ListRange::Newer { after }, true) => {
+                relations
+                    .mute_list_newer(user, after.clone(), now, size)
+                    .await?
+            }
+            (ListRange::Newer { after }, false) => {
+                relations
+                    .block_list_newer(user, after.clone(), size)
+                    .await?
+            }
+        };
+        let key = |r: &Relation| (r.created_ms, r.other.clone());
+        let page = keyset::shape(&range, read, limit, key, |a, b| a > b);
+        let ids: Vec<&str> = page.items.iter().map(|r| r.other.as_str()).collect();
+        let mut users = self.profiles(&ids).await?;
+        let items: Vec<(Relation, User)> = page
             .items
-            .into_iter()
-            .filter_map(|r| users.remove(&r.other).map(|u| (r, u)))
+            .iter()
+            .filter_map(|r| users.remove(&r.other).map(|u| (r.clone(), u)))
             .collect();
-        Ok(Page {
-            items,
-            next: page.next,
-        })
+        Ok(page.with_items(items))
     }
 }

@@ -64,6 +64,15 @@ pub trait ActivityStore: Send + Sync + 'static {
         before: Option<&Liker>,
         limit: usize,
     ) -> StoreResult<Vec<Liker>>;
+    /// Who likes `post` by likes strictly newer than `after`, oldest first (the nearest
+    /// first), at most `limit`: the page just before a cursor of
+    /// [`ActivityStore::likers`], from the same index range read the other way.
+    async fn likers_newer(
+        &self,
+        post: PostId,
+        after: &Liker,
+        limit: usize,
+    ) -> StoreResult<Vec<Liker>>;
     /// How many standing likes each of `posts` has, as (post, count) for those with
     /// any, in no order: one grouped count over the likes-by-post index (embedded
     /// `likes_by_post`; MongoDB `{_id.p: 1, createdAt: -1, _id.u: -1}`).

@@ -12,7 +12,11 @@
 //! over (removed, by its token, in one conditional write) and the count recounted from
 //! the sources. A writer that was only stalled finds its token gone when it settles,
 //! and recounts after its own `$inc` (so the last write of the count is a recount that
-//! saw every source and every `$inc` of the two).
+//! saw every source and every `$inc` of the two). A removal (a reply's delete, an
+//! unrepost) marks its source before it moves the count down and deletes; one killed
+//! in between leaves the source standing, marked, with the count one below it. The
+//! worker asks the same for every update of a reply or repost (the mark is one), and a
+//! stale removal is finished as a second removal would finish it.
 //!
 //! A keyed post's writer killed after its insert can also leave a post that was deleted
 //! standing again (see `settle_deleted_posts`), which the same worker deletes again.
@@ -31,7 +35,7 @@ pub enum Counter {
     Reposts,
 }
 
-/// A source document whose insert moved a count elsewhere.
+/// A source document whose insert or removal moves a count elsewhere.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Claimed {
     pub counter: Counter,
@@ -43,9 +47,10 @@ pub struct Claimed {
 
 #[async_trait]
 pub trait ClaimStore: Send + Sync + 'static {
-    /// Settles the insert claims `sources` still carry (see the module's description):
-    /// waits for fresh marks, takes stale ones over and recounts what they move.
-    /// Idempotent. Returns how many it took over (each one logged).
+    /// Settles the claims `sources` still carry (see the module's description): waits
+    /// for fresh marks, takes a stale insert mark over and recounts what it moves, and
+    /// finishes a stale removal as a second removal would. Idempotent. Returns how many
+    /// it took over (each one logged).
     async fn settle_claims(&self, sources: &[Claimed]) -> StoreResult<u64>;
 
     /// Deletes again each of `posts`, just inserted, whose id a delete's tombstone

@@ -39,6 +39,25 @@ pub trait GraphStore: Send + Sync + 'static {
         after: Option<&str>,
         limit: usize,
     ) -> StoreResult<Vec<String>>;
+    /// Ids `user` follows strictly below `below`, descending (the nearest first), at
+    /// most `limit`: the page just before a cursor of [`GraphStore::following`], from
+    /// the same index read the other way (embedded: the primary key `(follower,
+    /// followee)`; MongoDB: `{from: 1, to: 1}`, on the user's chunk).
+    async fn following_below(
+        &self,
+        user: &str,
+        below: &str,
+        limit: usize,
+    ) -> StoreResult<Vec<String>>;
+    /// Ids following `user` strictly below `below`, descending, at most `limit`: as
+    /// [`GraphStore::following_below`] for [`GraphStore::followers`] (embedded:
+    /// `follows_by_followee (followee, follower)`; MongoDB: `{to: 1, from: 1}`).
+    async fn followers_below(
+        &self,
+        user: &str,
+        below: &str,
+        limit: usize,
+    ) -> StoreResult<Vec<String>>;
     /// The edge `follower` → `followee`, `None` when there is none.
     async fn edge(&self, follower: &str, followee: &str) -> StoreResult<Option<EdgeState>>;
     /// Marks the backfill of the edge done, if the edge created at `created_ms` still

@@ -180,4 +180,18 @@ pub trait NotificationStore: Send + Sync + 'static {
     /// with their groups, as [`NotificationStore::dismiss_notification`] does. Dismissals
     /// the clear covers are dropped from the source.
     async fn clear_notifications(&self, user: &str, upto_ms: i64) -> StoreResult<()>;
+    /// Finishes `user`'s dismissals and clears that were killed (or stalled) part way
+    /// and whose claims are older than `stale_before_ms`, so that every group's count is
+    /// its standing notifications again; each is applied once, even when its writer
+    /// resumes after. MongoDB only (`mongo::notifications::takings`; each dismissal or
+    /// clear also runs it first, with a cutoff requests finish well within); the
+    /// embedded store takes in one transaction and leaves nothing. Idempotent. Returns
+    /// how many claims it settled.
+    async fn settle_notification_takings(
+        &self,
+        _user: &str,
+        _stale_before_ms: i64,
+    ) -> StoreResult<u64> {
+        Ok(0)
+    }
 }

@@ -60,6 +60,26 @@ pub trait RelationStore: Send + Sync + 'static {
         now_ms: i64,
         limit: usize,
     ) -> StoreResult<Vec<Relation>>;
+    /// `user`'s blocks strictly newer than `after`, oldest first (the nearest first), at
+    /// most `limit`: the page just before a cursor of [`RelationStore::block_list`],
+    /// from the same index read the other way (embedded: `blocks_by_time (user,
+    /// created_ms, other)`; MongoDB: `{user: 1, created_ms: -1, other: -1}`).
+    async fn block_list_newer(
+        &self,
+        user: &str,
+        after: RelationCursor,
+        limit: usize,
+    ) -> StoreResult<Vec<Relation>>;
+    /// `user`'s mutes standing at `now_ms` strictly newer than `after`, oldest first, at
+    /// most `limit` (embedded: `mutes_by_time`; MongoDB: `{user: 1, created_ms: -1,
+    /// other: -1}`).
+    async fn mute_list_newer(
+        &self,
+        user: &str,
+        after: RelationCursor,
+        now_ms: i64,
+        limit: usize,
+    ) -> StoreResult<Vec<Relation>>;
     /// What is hidden from `reader` at `now_ms`, in one indexed read (embedded: one
     /// statement; MongoDB: two finds at once, see `mongo::relations`).
     async fn hidden(&self, reader: &str, now_ms: i64) -> StoreResult<Hidden>;

@@ -92,4 +92,13 @@ pub trait RepostStore: Send + Sync + 'static {
         before: Option<PostId>,
         limit: usize,
     ) -> StoreResult<Vec<Repost>>;
+    /// The reposts of `post` with ids strictly above `after`, oldest first (the nearest
+    /// first), at most `limit`: the page just before a cursor of
+    /// [`RepostStore::reposts_of_post`], from the same index range read the other way.
+    async fn reposts_of_post_newer(
+        &self,
+        post: PostId,
+        after: PostId,
+        limit: usize,
+    ) -> StoreResult<Vec<Repost>>;
 }

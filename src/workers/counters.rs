@@ -38,7 +38,12 @@
 //! in a batch, the worker asks the store to settle what a writer killed between its
 //! insert and its `$inc` left behind (`ClaimStore::settle_claims`: a stale mark taken
 //! over and the count recounted from the sources), so such a count is exact once the
-//! worker has applied the insert, where nothing else would ever have recounted it. For
+//! worker has applied the insert, where nothing else would ever have recounted it. A
+//! removal (a reply's delete, an unrepost) marks its source the same way before it moves
+//! the count down and deletes; the mark is an update of the source, so for every update
+//! of a reply or a repost the worker asks the same, and a removal killed between its
+//! move and its delete is finished (one of its allowed outcomes: it was never answered)
+//! instead of leaving the count one below the sources for good. For
 //! every post insert, it asks the store to delete again a post that a delete's
 //! tombstone names (`ClaimStore::settle_deleted_posts`: a keyed insert that landed
 //! after the post's delete, from a request killed before it looked again), so an
@@ -134,7 +139,22 @@ fn read(change: &Change) -> StoreResult<Asks> {
                 tracing::warn!(change = %change.position.0, "a post change without its post; its author is not recounted");
             }
         },
-        (REPOSTS, ChangeOp::Insert) => {
+        // A reply's update may be a removal's claim mark (a delete killed after moving
+        // its parent's count down, before its delete): settled like an insert's mark.
+        ("posts", ChangeOp::Update) => {
+            if let Some(document) = &change.document {
+                let post = PostHead::deserialize(document).map_err(malformed(change))?;
+                if post.reply_to.is_some() {
+                    asks.claimed = Some(Claimed {
+                        counter: Counter::Replies,
+                        id: post.id,
+                        owner: post.author,
+                    });
+                }
+            }
+        }
+        // A repost is updated only by its claim marks: an insert's, or an unrepost's.
+        (REPOSTS, ChangeOp::Insert | ChangeOp::Update) => {
             if let Some(document) = &change.document {
                 let repost = Repost::deserialize(document).map_err(malformed(change))?;
                 asks.claimed = Some(Claimed {

@@ -15,12 +15,15 @@ use tokio::sync::Notify;
 
 mod audit;
 mod content;
+mod crash;
 mod tokens;
 mod users;
 #[allow(unused_imports)]
 pub use audit::HoldingAudit;
 #[allow(unused_imports)]
 pub use content::{FailingContent, PausingContent};
+#[allow(unused_imports)]
+pub use crash::{CRASH, CrashOnce};
 #[allow(unused_imports)]
 pub use tokens::PausingTokens;
 #[allow(unused_imports)]

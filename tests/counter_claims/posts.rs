@@ -10,7 +10,7 @@ use socialite::domain::{PostId, now_ms};
 use super::{Fixture, fixture, mark};
 
 /// The counters worker over `f`'s store, stepped until it finds nothing to apply.
-async fn counters_catch_up(f: &Fixture) {
+pub(super) async fn counters_catch_up(f: &Fixture) {
     use socialite::workers::counters::CountersWorker;
     use socialite::workers::{ManualClock, Runner, RunnerSettings, Step};
     let settings = RunnerSettings {
@@ -36,13 +36,13 @@ async fn counters_catch_up(f: &Fixture) {
 }
 
 /// `a`'s post, settled, as the parent or original of what follows.
-async fn parent(f: &Fixture) -> PostId {
+pub(super) async fn parent(f: &Fixture) -> PostId {
     let inserted = f.store.content.insert_post("a", "parent", None, now_ms());
     inserted.await.unwrap().post.id
 }
 
 /// (replies_count, reposts_count) of `post`.
-async fn post_counts(f: &Fixture, post: PostId) -> (u64, u64) {
+pub(super) async fn post_counts(f: &Fixture, post: PostId) -> (u64, u64) {
     let post = f.store.content.post(post).await.unwrap().unwrap();
     (post.replies_count, post.reposts_count)
 }

@@ -120,7 +120,7 @@ async fn favourited_by_and_reblogged_by_page_newest_first_without_blocked_accoun
         assert_eq!(bad.status, StatusCode::UNPROCESSABLE_ENTITY);
         let bad = masto
             .get(
-                &format!("/api/v1/statuses/{post}/reblogged_by?since_id=1"),
+                &format!("/api/v1/statuses/{post}/reblogged_by?min_id=1&max_id=1"),
                 None,
             )
             .await;

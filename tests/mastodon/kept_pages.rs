@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use reqwest::StatusCode;
 use serde_json::{Value, json};
-use socialite::domain::now_ms;
+use socialite::domain::{FeedStrategy, now_ms};
 use socialite::workers::ManualClock;
 
 use super::client::{Answer, Masto};
@@ -144,5 +144,103 @@ async fn a_kept_home_page_shows_what_the_rules_make_immediate_on_the_next_read()
             expected,
             "{kind:?}"
         );
+    }
+}
+
+/// Issue 36, item 8: the reader's own unrepost of a post shown below their timeline
+/// cache, on a kept page that reads on below the cache (`cache`; `hybrid` reads such a
+/// page fresh; pages of two over a cache of two). `reblogged` must be false on the very
+/// next read, with the clock standing still (no max age runs out): the unrepost moves
+/// the below clock and the reader's cache version, under which the page was kept.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_readers_own_unrepost_below_the_cache_shows_on_the_next_read() {
+    for strategy in [FeedStrategy::Cache, FeedStrategy::Hybrid] {
+        for kind in kinds("the_readers_own_unrepost_below_the_cache_shows_on_the_next_read") {
+            let mut test = fresh_config(kind);
+            test.config.feed.strategy = strategy;
+            test.config.feed.cache_size = 2;
+            let clock = Arc::new(ManualClock::at(now_ms()));
+            let server = TestServer::start_with_clock(test, clock.clone()).await;
+            let api = server.api();
+            for u in ["al", "bo"] {
+                api.user(u).await;
+            }
+            let (status, _) = api.put("/v1/users/al/following/bo").await;
+            assert_eq!(status, StatusCode::NO_CONTENT);
+            let (al, bo) = (api.token("al"), api.token("bo"));
+            let masto = Masto::of(&server);
+            let old = masto.toot(&bo, "old").await["id"]
+                .as_str()
+                .unwrap()
+                .to_owned();
+            for i in 0..4 {
+                masto.toot(&bo, &format!("newer {i}")).await;
+            }
+            let reblog = masto
+                .form(&format!("/api/v1/statuses/{old}/reblog"), &al, &[])
+                .await;
+            assert_eq!(reblog.status, StatusCode::OK, "{}", reblog.body);
+            server.settle().await;
+            let reblogged = |page: &Answer| -> Option<bool> {
+                let found = page
+                    .body
+                    .as_array()?
+                    .iter()
+                    .find(|s| s["id"] == old.as_str())?;
+                found["reblogged"].as_bool()
+            };
+            // The page that shows `old`: below the cache of two.
+            let mut path = "/api/v1/timelines/home?limit=2".to_owned();
+            let mut page = masto.get(&path, Some(&al)).await;
+            for _ in 0..5 {
+                if reblogged(&page).is_some() {
+                    break;
+                }
+                path = page.link_path("next", masto.base()).expect("a next page");
+                page = masto.get(&path, Some(&al)).await;
+            }
+            assert_ne!(
+                path, "/api/v1/timelines/home?limit=2",
+                "below the first page"
+            );
+            assert_eq!(
+                reblogged(&page),
+                Some(true),
+                "{strategy:?} {kind:?}: {}",
+                page.body
+            );
+            // Someone else's like, on a page that was kept: not shown yet (embedded).
+            let liked = masto
+                .form(&format!("/api/v1/statuses/{old}/favourite"), &bo, &[])
+                .await;
+            assert_eq!(liked.status, StatusCode::OK);
+            let again = masto.get(&path, Some(&al)).await;
+            assert_eq!(reblogged(&again), Some(true), "{strategy:?} {kind:?}");
+            let likes = again
+                .body
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|s| s["id"] == old.as_str());
+            let likes = likes.unwrap()["favourites_count"].as_u64().unwrap();
+            // Only `cache` keeps a page read below the cache; `hybrid` and MongoDB
+            // read it fresh.
+            match (kind, strategy) {
+                (Kind::Embedded, FeedStrategy::Cache) => assert_eq!(likes, 0, "kept"),
+                _ => assert_eq!(likes, 1, "{strategy:?} {kind:?}: read fresh"),
+            }
+
+            let undone = masto
+                .form(&format!("/api/v1/statuses/{old}/unreblog"), &al, &[])
+                .await;
+            assert_eq!(undone.status, StatusCode::OK, "{}", undone.body);
+            let after = masto.get(&path, Some(&al)).await;
+            assert_eq!(
+                reblogged(&after),
+                Some(false),
+                "{strategy:?} {kind:?}: the reader's own unrepost, at once: {}",
+                after.body
+            );
+        }
     }
 }

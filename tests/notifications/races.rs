@@ -17,7 +17,7 @@ use super::{TTL, all_of, fence, post, runner, settle};
 
 /// The like group of `post` in `user`'s grouped view (0 when it shows none), and how
 /// many like notifications about `post` stand.
-async fn count_and_standing(store: &Store, user: &str, post: PostId) -> (u64, u64) {
+pub(super) async fn count_and_standing(store: &Store, user: &str, post: PostId) -> (u64, u64) {
     let all = NotificationFilter::default();
     let groups = store
         .notifications
@@ -38,12 +38,17 @@ async fn count_and_standing(store: &Store, user: &str, post: PostId) -> (u64, u6
 
 /// A gate at `place` for `user` on MongoDB; none on the embedded store, whose writes are
 /// one transaction each.
-fn held(kind: Kind, place: &'static str, user: &str) -> Option<Arc<Gate>> {
+pub(super) fn held(kind: Kind, place: &'static str, user: &str) -> Option<Arc<Gate>> {
     (kind == Kind::Mongo).then(|| faults::hold(place, user))
 }
 
 /// The like notification of `actor` about `post`, as `user` has it.
-async fn like_of(store: &Store, user: &str, actor: &str, post: PostId) -> Option<PostId> {
+pub(super) async fn like_of(
+    store: &Store,
+    user: &str,
+    actor: &str,
+    post: PostId,
+) -> Option<PostId> {
     all_of(store, user, &NotificationFilter::default(), 100)
         .await
         .into_iter()

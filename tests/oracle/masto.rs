@@ -74,14 +74,15 @@ pub fn password(user: &str) -> String {
 }
 
 /// Registers one app (`POST /api/v1/apps`) and signs every user in with the password
-/// grant for scope `read`, keeping each access token in the model. An answer lost to a
+/// grant for scopes `read write:notifications` (reads, and the dismissals and clears of
+/// `notes/dismiss.rs`), keeping each access token in the model. An answer lost to a
 /// kill or an in-binary abort is asked again (a lost token stays unused).
 pub async fn sign_in(world: &World) {
     let app = retry(world, "/api/v1/apps", || {
         json!({
             "client_name": "oracle",
             "redirect_uris": "urn:ietf:wg:oauth:2.0:oob",
-            "scopes": "read",
+            "scopes": "read write:notifications",
         })
     })
     .await;
@@ -95,7 +96,7 @@ pub async fn sign_in(world: &World) {
                 "client_secret": secret,
                 "username": user,
                 "password": password(&user),
-                "scope": "read",
+                "scope": "read write:notifications",
             })
         })
         .await;

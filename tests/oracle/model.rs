@@ -3,7 +3,10 @@
 //! checks ask of it: may this edge or post have existed during a read, must it have?
 //! What blocks and mutes hid is asked in `model/hiding.rs`.
 
+mod dismissals;
 mod hiding;
+
+pub use dismissals::{Dismissal, Fate};
 
 use std::collections::{BTreeMap, HashMap};
 use std::time::Instant;
@@ -64,7 +67,7 @@ pub struct RepostSeen {
 #[derive(Debug, Clone)]
 pub struct UserM {
     pub token: String,
-    /// An OAuth access token (scope `read`) for the Mastodon view's reads.
+    /// An OAuth access token (`read write:notifications`) for the Mastodon view.
     pub masto_token: String,
     /// Every name the user was given or was being renamed to.
     pub names: Vec<(String, Span)>,
@@ -89,6 +92,8 @@ pub struct Model {
     pub reposts: BTreeMap<(String, String), Vec<Toggle>>,
     /// Every repost id learnt (from a `PUT`'s answer or a read), and what it is.
     pub repost_ids: HashMap<String, RepostSeen>,
+    /// Every dismissal and clear of notifications sent (`model/dismissals.rs`).
+    pub dismissals: Vec<Dismissal>,
     /// At the convergence check: the (muter, muted) pairs listed with `notifications`.
     pub quiet_now: std::collections::BTreeSet<(String, String)>,
     /// Every operation, as it completed: `invoke..complete op -> result`.

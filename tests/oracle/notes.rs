@@ -10,10 +10,15 @@
 //! delete answered, and nothing redone since) is *stale*: a violation on a plain page,
 //! which checks its notifications' causes when it is read; in a group (whose actors and
 //! count the notifications worker moves within its lag) it is counted
-//! (`stale_notifications=` in the summary). The check after quiescence is in
-//! `notes/converge.rs`.
+//! (`stale_notifications=` in the summary). A notification that a dismissal or clear
+//! answered before the read began surely took away (`model/dismissals.rs`) is a
+//! violation on a plain page and in a group alike: both are moved in the dismissal's own
+//! write. The dismissals and clears are in `notes/dismiss.rs`, the v2 grouped view in
+//! `notes/grouped.rs`, the check after quiescence in `notes/converge.rs`.
 
 mod converge;
+mod dismiss;
+mod grouped;
 
 use rand::RngExt;
 use serde_json::Value;
@@ -25,6 +30,8 @@ use super::ops::any_user;
 use super::world::{Rng, Stats, World};
 
 pub use converge::converge;
+pub use dismiss::{clear, dismiss};
+pub use grouped::walk_v2;
 
 /// What is wrong with one served notification, or `Ok(stale)`.
 fn note_fault(
@@ -102,8 +109,9 @@ fn note_fault(
 
 /// A read of a random user's notifications: one to three pages, plain (some filtered by
 /// type) or grouped, each checked for safety over the time it was in flight. A seeded
-/// share of the plain reads go through `GET /api/v1/notifications` (`oracle::masto`),
-/// the same filters in Mastodon's names, mapped back and checked alike.
+/// share of the plain reads go through `GET /api/v1/notifications`, and of the grouped
+/// ones through `GET /api/v2/notifications` (`oracle::masto`, `notes/grouped.rs`), the
+/// same filters in Mastodon's names, mapped back and checked alike.
 pub async fn read(world: &World, rng: &mut Rng) {
     let user = any_user(world, rng);
     let target = world.pick(rng).await;
@@ -115,15 +123,16 @@ pub async fn read(world: &World, rng: &mut Rng) {
         _ => "",
     };
     let limit = rng.random_range(2..=8);
-    let api = match grouped {
-        true => Api::V1,
-        false => Api::pick(world, rng),
-    };
+    let api = Api::pick(world, rng);
     let token = api.token(world, &user);
     let via = masto::via(target.slot, api);
     let mut path = match (api, grouped) {
-        (Api::Masto, _) => format!(
+        (Api::Masto, false) => format!(
             "/api/v1/notifications?limit={limit}{}",
+            masto_filter(filter)
+        ),
+        (Api::Masto, true) => format!(
+            "/api/v2/notifications?limit={limit}{}",
             masto_filter(filter)
         ),
         (Api::V1, true) => {
@@ -132,71 +141,123 @@ pub async fn read(world: &World, rng: &mut Rng) {
         (Api::V1, false) => format!("/v1/users/{user}/notifications?limit={limit}{filter}"),
     };
     let mut last: Option<String> = None;
-    let field = if grouped { "groups" } else { "items" };
-    let map = |n: &Value| masto::notification_item(&user, n);
     for _ in 0..rng.random_range(1..=3) {
         let t0 = world.now();
-        let Some((page, _)) =
-            masto::read_page(world, &target, api, &path, &token, field, map).await
-        else {
+        let Some(page) = page(world, &target, api, &path, &token, &user, grouped).await else {
             return;
         };
         let t1 = world.now();
-        Stats::bump(&world.stats.reads_checked);
-        let mut model = world.model();
-        for item in &page.items {
-            let kind = item["type"].as_str().unwrap_or_default();
-            let post = item["post_id"].as_str();
-            let id = if grouped {
-                item["latest_id"].as_str()
-            } else {
-                item["id"].as_str()
-            };
-            let id = id.unwrap_or_default().to_owned();
-            if last.as_ref().is_some_and(|l| *l <= id) {
-                model.violation(format!(
-                    "{user}'s notifications via {via} [{t0}..{t1}]: {id} after {last:?} (not newest first, or twice): {path}"
-                ));
-            }
-            last = Some(id);
-            if !filter.is_empty() && !admitted(filter, api, kind) {
-                model.violation(format!("{user}'s notifications via {via} {path}: a {kind}"));
-            }
-            if let Some(fault) = status_fault(&mut model, item) {
-                model.violation(format!(
-                    "{user}'s notifications via {via} [{t0}..{t1}]: {fault}"
-                ));
-            }
-            let actors: Vec<&str> = if grouped {
-                item["actors"]
-                    .as_array()
-                    .into_iter()
-                    .flatten()
-                    .filter_map(|a| a["id"].as_str())
-                    .collect()
-            } else {
-                vec![item["actor"]["id"].as_str().unwrap_or_default()]
-            };
-            for actor in actors {
-                match note_fault(&mut model, &user, kind, actor, post, (t0, t1)) {
-                    Ok(false) => {}
-                    Ok(true) => {
-                        Stats::bump(&world.stats.stale_notifications);
-                        if !grouped {
-                            model.violation(format!(
-                                "{user}'s notifications via {via} [{t0}..{t1}]: a {kind} by {actor} ({post:?}) whose cause was undone before the read"
-                            ));
-                        }
-                    }
-                    Err(fault) => model.violation(format!(
-                        "{user}'s notifications via {via} [{t0}..{t1}]: {fault}"
-                    )),
-                }
-            }
-        }
+        let read = Read {
+            user: &user,
+            via: &via,
+            path: &path,
+            grouped,
+            filter,
+            api,
+            span: (t0, t1),
+        };
+        check_items(world, &read, &page.items, &mut last);
         match page.next {
             Some(next) => path = next,
             None => return,
+        }
+    }
+}
+
+/// One page of `user`'s notifications at `path` through `api`, plain or grouped, as
+/// `/v1` items or groups; `None` when the process was down or busy.
+pub async fn page(
+    world: &World,
+    target: &super::cluster::Target,
+    api: Api,
+    path: &str,
+    token: &str,
+    user: &str,
+    grouped: bool,
+) -> Option<masto::Page> {
+    if grouped && api == Api::Masto {
+        return grouped::read_v2(world, target, path, token, user).await;
+    }
+    let field = if grouped { "groups" } else { "items" };
+    let map = |n: &Value| masto::notification_item(user, n);
+    let read = masto::read_page(world, target, api, path, token, field, map).await;
+    read.map(|(page, _)| page)
+}
+
+/// One read of notifications, for [`check_items`].
+pub struct Read<'a> {
+    pub user: &'a str,
+    pub via: &'a str,
+    pub path: &'a str,
+    pub grouped: bool,
+    /// The `/v1` type filter (`""`: none).
+    pub filter: &'a str,
+    pub api: Api,
+    pub span: (i64, i64),
+}
+
+/// Checks one page of notifications (or groups), as `/v1` items, for safety over the
+/// read's span: newest first below `last`, admitted by the filter, each actor's cause
+/// written and not the reader's own, nothing surely hidden by a block or mute, nothing
+/// whose cause was undone (plain pages; counted in groups), nothing a dismissal or clear
+/// answered before the read surely took away (plain pages and groups: immediate).
+pub fn check_items(world: &World, r: &Read, items: &[Value], last: &mut Option<String>) {
+    let (user, via, path, (t0, t1)) = (r.user, r.via, r.path, r.span);
+    Stats::bump(&world.stats.reads_checked);
+    let mut model = world.model();
+    for item in items {
+        let kind = item["type"].as_str().unwrap_or_default();
+        let post = item["post_id"].as_str();
+        let id = if r.grouped {
+            item["latest_id"].as_str()
+        } else {
+            item["id"].as_str()
+        };
+        let id = id.unwrap_or_default().to_owned();
+        if last.as_ref().is_some_and(|l| *l <= id) {
+            model.violation(format!(
+                "{user}'s notifications via {via} [{t0}..{t1}]: {id} after {last:?} (not newest first, or twice): {path}"
+            ));
+        }
+        *last = Some(id);
+        if !r.filter.is_empty() && !admitted(r.filter, r.api, kind) {
+            model.violation(format!("{user}'s notifications via {via} {path}: a {kind}"));
+        }
+        if let Some(fault) = status_fault(&mut model, item) {
+            model.violation(format!(
+                "{user}'s notifications via {via} [{t0}..{t1}]: {fault}"
+            ));
+        }
+        let actors: Vec<&str> = if r.grouped {
+            item["actors"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|a| a["id"].as_str())
+                .collect()
+        } else {
+            vec![item["actor"]["id"].as_str().unwrap_or_default()]
+        };
+        for actor in actors {
+            if let Some(d) = model.surely_dismissed(user, kind, actor, post, t0) {
+                model.violation(format!(
+                    "{user}'s notifications via {via} [{t0}..{t1}]: a {kind} by {actor} ({post:?}) served after {d} was answered: {path}"
+                ));
+            }
+            match note_fault(&mut model, user, kind, actor, post, (t0, t1)) {
+                Ok(false) => {}
+                Ok(true) => {
+                    Stats::bump(&world.stats.stale_notifications);
+                    if !r.grouped {
+                        model.violation(format!(
+                            "{user}'s notifications via {via} [{t0}..{t1}]: a {kind} by {actor} ({post:?}) whose cause was undone before the read"
+                        ));
+                    }
+                }
+                Err(fault) => model.violation(format!(
+                    "{user}'s notifications via {via} [{t0}..{t1}]: {fault}"
+                )),
+            }
         }
     }
 }

@@ -16,7 +16,7 @@ use super::cluster::{Cluster, Topology};
 use super::converge::{self, WorkerTotals};
 use super::model::{Clock, Model, Span, UserM};
 use super::world::{Reply, Rng, Stats, World};
-use super::{logs, masto, notes, streams, threads};
+use super::{logs, masto, notes, paging, streams, threads};
 use crate::common::Kind;
 
 /// What a run did and found.
@@ -34,6 +34,9 @@ pub struct Outcome {
     pub reposts_served: u64,
     /// Home-timeline and notification reads served by the Mastodon view.
     pub masto_reads: u64,
+    pub dismissals: u64,
+    pub clears: u64,
+    pub newer_pages: u64,
     pub workers: WorkerTotals,
     pub violations: Vec<String>,
     pub report: String,
@@ -164,6 +167,9 @@ pub async fn run(seed: u64, kind: Kind, duration: Duration) -> Outcome {
     outcome.reposts = world.stats.reposts.load(Ordering::Relaxed);
     outcome.reposts_served = world.stats.reposts_served.load(Ordering::Relaxed);
     outcome.masto_reads = world.stats.masto_reads.load(Ordering::Relaxed);
+    outcome.dismissals = world.stats.dismissals.load(Ordering::Relaxed);
+    outcome.clears = world.stats.clears.load(Ordering::Relaxed);
+    outcome.newer_pages = world.stats.newer_pages.load(Ordering::Relaxed);
     outcome.violations = world.model().violations.clone();
     if !outcome.violations.is_empty() {
         outcome.report = report(&world, &outcome.violations);
@@ -196,6 +202,7 @@ async fn settle_and_check(world: &World) -> Outcome {
                 faults.extend(converge::derived(world, &sources).await);
                 let quiet = world.model().quiet_now.clone();
                 faults.extend(notes::converge(world, &sources, &quiet).await);
+                faults.extend(paging::converge(world).await);
                 faults.extend(threads::converge(world, &sources, 12).await);
                 faults.extend(logs::activity(world, &sources, rebuilt).await);
                 if let Some((more, log)) = logs::events(world, &sources, rebuilt).await {

@@ -52,6 +52,11 @@ pub struct Stats {
     /// Home-timeline walks and notification reads sent to the Mastodon view
     /// (`oracle::masto`), each checked like a `/v1` one.
     pub masto_reads: AtomicU64,
+    /// Dismissals and clears of notifications answered 2xx (`notes/dismiss.rs`), and
+    /// Mastodon `since_id`/`min_id` pages read and checked (`oracle::paging`).
+    pub dismissals: AtomicU64,
+    pub clears: AtomicU64,
+    pub newer_pages: AtomicU64,
 }
 
 impl Stats {

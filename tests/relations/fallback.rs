@@ -66,6 +66,23 @@ impl RelationStore for Counting {
     ) -> StoreResult<Vec<Relation>> {
         self.inner.mute_list(user, after, now_ms, limit).await
     }
+    async fn block_list_newer(
+        &self,
+        user: &str,
+        after: RelationCursor,
+        limit: usize,
+    ) -> StoreResult<Vec<Relation>> {
+        self.inner.block_list_newer(user, after, limit).await
+    }
+    async fn mute_list_newer(
+        &self,
+        user: &str,
+        after: RelationCursor,
+        now_ms: i64,
+        limit: usize,
+    ) -> StoreResult<Vec<Relation>> {
+        self.inner.mute_list_newer(user, after, now_ms, limit).await
+    }
     async fn hidden(&self, reader: &str, now_ms: i64) -> StoreResult<Hidden> {
         self.hidden.fetch_add(1, Ordering::SeqCst);
         self.inner.hidden(reader, now_ms).await

@@ -148,11 +148,12 @@ async fn follow_list(
     paging: AccountPaging,
     direction: Direction,
 ) -> Result<Response, MastoError> {
-    let (after, limit) = paging.parse()?;
     let id = account_id(&id)?;
+    // A cursor is a user id.
+    let (range, limit) = paging.parse(|c| validate_user_id(c).is_ok().then(|| c.to_owned()))?;
     let page = state
         .social
-        .follow_accounts(id, direction, after.as_deref(), limit)
+        .follow_accounts(id, direction, range, limit)
         .await?;
     let origin = Origin::of(&state.mastodon, &headers);
     let side = match direction {
@@ -160,7 +161,8 @@ async fn follow_list(
         Direction::Following => "following",
     };
     let path = format!("/api/v1/accounts/{id}/{side}");
-    let link = cursor_link(&origin, &path, limit, page.next.as_deref());
+    let (next, prev) = (page.next.as_deref(), page.prev.as_deref());
+    let link = cursor_link(&origin, &path, limit, next, prev);
     let accounts = page
         .items
         .iter()
@@ -169,14 +171,14 @@ async fn follow_list(
     Ok(account_page(accounts, link))
 }
 
-/// The account's followers, by id; `Link` names the next page. Public.
+/// The account's followers, by id; `Link` names the next page, then the previous. Public.
 #[utoipa::path(get, path = "/api/v1/accounts/{id}/followers", tag = "mastodon",
     params(("id" = String, Path, description = "The user id"), AccountPaging),
     responses(
         (status = 200, description = "A page of accounts", body = Vec<Account>,
-            headers(("Link" = String, description = "`<...>; rel=\"next\"` when more may follow"))),
+            headers(("Link" = String, description = "`<...max_id=X>; rel=\"next\"` when more may follow, then `<...min_id=Y>; rel=\"prev\"`"))),
         (status = 404, description = "No such account", body = MastoErrorBody),
-        (status = 422, description = "A bad limit or max_id", body = MastoErrorBody),
+        (status = 422, description = "A bad limit or cursor, or min_id with max_id", body = MastoErrorBody),
     ))]
 pub async fn followers(
     State(state): State<AppState>,
@@ -187,14 +189,15 @@ pub async fn followers(
     follow_list(state, headers, id, paging, Direction::Followers).await
 }
 
-/// The accounts the account follows, by id; `Link` names the next page. Public.
+/// The accounts the account follows, by id; `Link` names the next page, then the
+/// previous. Public.
 #[utoipa::path(get, path = "/api/v1/accounts/{id}/following", tag = "mastodon",
     params(("id" = String, Path, description = "The user id"), AccountPaging),
     responses(
         (status = 200, description = "A page of accounts", body = Vec<Account>,
-            headers(("Link" = String, description = "`<...>; rel=\"next\"` when more may follow"))),
+            headers(("Link" = String, description = "`<...max_id=X>; rel=\"next\"` when more may follow, then `<...min_id=Y>; rel=\"prev\"`"))),
         (status = 404, description = "No such account", body = MastoErrorBody),
-        (status = 422, description = "A bad limit or max_id", body = MastoErrorBody),
+        (status = 422, description = "A bad limit or cursor, or min_id with max_id", body = MastoErrorBody),
     ))]
 pub async fn following(
     State(state): State<AppState>,

@@ -1,6 +1,7 @@
 //! `GET /api/v1/statuses/:id/favourited_by` and `/reblogged_by`: who liked and who
-//! reposted a status, newest first, as accounts, paged by the opaque `max_id` the
-//! previous page's `Link` named (a like's `<ms>.<user>`, a repost's id). Readable
+//! reposted a status, newest first, as accounts, paged by the opaque cursors the
+//! `Link` header names (a like's `<ms>.<user>`, a repost's id) as `max_id`, `since_id`
+//! or `min_id`. Readable
 //! without a token; with one, it must hold `read:accounts`, and the accounts in a block
 //! with its user are left out.
 
@@ -20,23 +21,17 @@ use crate::http::AppState;
 use crate::http::error::Query;
 use crate::service::{liker_cursor, parse_liker_cursor};
 
-fn bad_cursor(raw: &str) -> MastoError {
-    MastoError::unprocessable(format!(
-        "max_id must be the cursor a previous page's Link named, got {raw:?}"
-    ))
-}
-
 /// The accounts that favourited the status, newest like first.
 #[utoipa::path(get, path = "/api/v1/statuses/{id}/favourited_by", tag = "mastodon",
     params(("id" = String, Path, description = "Status id"), AccountPaging),
     security((), ("bearer" = [])),
     responses(
         (status = 200, description = "A page of accounts", body = Vec<Account>,
-            headers(("Link" = String, description = "`<...max_id=X>; rel=\"next\"` when more may follow"))),
+            headers(("Link" = String, description = "`<...max_id=X>; rel=\"next\"` when more may follow, then `<...min_id=Y>; rel=\"prev\"`"))),
         (status = 401, description = "An invalid token (tokens are optional)", body = MastoErrorBody),
         (status = 403, description = "The token lacks read:accounts", body = MastoErrorBody),
         (status = 404, description = "Unknown or deleted, or its author blocks the caller", body = MastoErrorBody),
-        (status = 422, description = "A bad limit or max_id; since_id or min_id", body = MastoErrorBody),
+        (status = 422, description = "A bad limit or cursor, or min_id with max_id", body = MastoErrorBody),
     ))]
 pub async fn favourited_by(
     State(state): State<AppState>,
@@ -46,19 +41,16 @@ pub async fn favourited_by(
     Query(paging): Query<AccountPaging>,
 ) -> Result<Response, MastoError> {
     let id = status_id(&id)?;
-    let (cursor, limit) = paging.parse()?;
-    let before = match cursor.as_deref() {
-        None => None,
-        Some(raw) => Some(parse_liker_cursor(raw).ok_or_else(|| bad_cursor(raw))?),
-    };
+    let (range, limit) = paging.parse(parse_liker_cursor)?;
     let page = state
         .social
-        .liker_accounts(id, reader.viewer(), before, limit)
+        .liker_accounts(id, reader.viewer(), range, limit)
         .await?;
     let origin = Origin::of(&state.mastodon, &headers);
     let path = format!("/api/v1/statuses/{}/favourited_by", ids::render(id));
     let next = page.next.as_ref().map(liker_cursor);
-    let link = cursor_link(&origin, &path, limit, next.as_deref());
+    let prev = page.prev.as_ref().map(liker_cursor);
+    let link = cursor_link(&origin, &path, limit, next.as_deref(), prev.as_deref());
     let accounts = page
         .items
         .iter()
@@ -73,11 +65,11 @@ pub async fn favourited_by(
     security((), ("bearer" = [])),
     responses(
         (status = 200, description = "A page of accounts", body = Vec<Account>,
-            headers(("Link" = String, description = "`<...max_id=X>; rel=\"next\"` when more may follow"))),
+            headers(("Link" = String, description = "`<...max_id=X>; rel=\"next\"` when more may follow, then `<...min_id=Y>; rel=\"prev\"`"))),
         (status = 401, description = "An invalid token (tokens are optional)", body = MastoErrorBody),
         (status = 403, description = "The token lacks read:accounts", body = MastoErrorBody),
         (status = 404, description = "Unknown or deleted, or its author blocks the caller", body = MastoErrorBody),
-        (status = 422, description = "A bad limit or max_id; since_id or min_id", body = MastoErrorBody),
+        (status = 422, description = "A bad limit or cursor, or min_id with max_id", body = MastoErrorBody),
     ))]
 pub async fn reblogged_by(
     State(state): State<AppState>,
@@ -87,19 +79,16 @@ pub async fn reblogged_by(
     Query(paging): Query<AccountPaging>,
 ) -> Result<Response, MastoError> {
     let id = status_id(&id)?;
-    let (cursor, limit) = paging.parse()?;
-    let before = match cursor.as_deref() {
-        None => None,
-        Some(raw) => Some(ids::parse_cursor(raw).ok_or_else(|| bad_cursor(raw))?),
-    };
+    let (range, limit) = paging.parse(ids::parse_cursor)?;
     let page = state
         .social
-        .reposter_accounts(id, reader.viewer(), before, limit)
+        .reposter_accounts(id, reader.viewer(), range, limit)
         .await?;
     let origin = Origin::of(&state.mastodon, &headers);
     let path = format!("/api/v1/statuses/{}/reblogged_by", ids::render(id));
     let next = page.next.map(ids::render);
-    let link = cursor_link(&origin, &path, limit, next.as_deref());
+    let prev = page.prev.map(ids::render);
+    let link = cursor_link(&origin, &path, limit, next.as_deref(), prev.as_deref());
     let accounts = page
         .items
         .iter()

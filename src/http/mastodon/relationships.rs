@@ -1,6 +1,6 @@
 //! `GET /api/v1/accounts/relationships?id[]=` (batched: see
 //! `service::relationships`), and the token's user's blocks and mutes as accounts,
-//! newest first, with a `Link` to the next page.
+//! newest first, with a `Link` to the next page and the previous one.
 
 use axum::extract::State;
 use axum::http::HeaderMap;
@@ -69,18 +69,16 @@ pub async fn relationships(
 
 /// A blocks or mutes cursor: `{created_ms}_{user}`; the time is all digits, so the
 /// first `_` ends it.
-fn relation_cursor(raw: Option<String>) -> Result<Option<RelationCursor>, MastoError> {
-    let Some(raw) = raw else { return Ok(None) };
-    let parsed = raw
-        .split_once('_')
-        .and_then(|(ms, user)| Some((ms.parse::<i64>().ok()?, user)))
-        .filter(|(_, user)| validate_user_id(user).is_ok());
-    match parsed {
-        Some((ms, user)) => Ok(Some((ms, user.to_owned()))),
-        None => Err(MastoError::unprocessable(format!(
-            "max_id must be a cursor from a Link header, got {raw:?}"
-        ))),
-    }
+fn relation_cursor(raw: &str) -> Option<RelationCursor> {
+    let (ms, user) = raw.split_once('_')?;
+    let ms = ms.parse::<i64>().ok()?;
+    validate_user_id(user)
+        .is_ok()
+        .then(|| (ms, user.to_owned()))
+}
+
+fn render_cursor((ms, user): &RelationCursor) -> String {
+    format!("{ms}_{user}")
 }
 
 async fn relation_list(
@@ -90,10 +88,10 @@ async fn relation_list(
     paging: AccountPaging,
     mutes: bool,
 ) -> Result<Response, MastoError> {
-    let (cursor, limit) = paging.parse()?;
+    let (range, limit) = paging.parse(relation_cursor)?;
     let page = state
         .social
-        .relation_accounts(user, mutes, relation_cursor(cursor)?, limit)
+        .relation_accounts(user, mutes, range, limit)
         .await?;
     let origin = Origin::of(&state.mastodon, &headers);
     let path = if mutes {
@@ -101,8 +99,9 @@ async fn relation_list(
     } else {
         "/api/v1/blocks"
     };
-    let next = page.next.map(|(ms, user)| format!("{ms}_{user}"));
-    let link = cursor_link(&origin, path, limit, next.as_deref());
+    let next = page.next.as_ref().map(render_cursor);
+    let prev = page.prev.as_ref().map(render_cursor);
+    let link = cursor_link(&origin, path, limit, next.as_deref(), prev.as_deref());
     let accounts = page
         .items
         .iter()
@@ -117,10 +116,10 @@ async fn relation_list(
     params(AccountPaging),
     responses(
         (status = 200, description = "A page of accounts", body = Vec<Account>,
-            headers(("Link" = String, description = "`<...>; rel=\"next\"` when more may follow"))),
+            headers(("Link" = String, description = "`<...max_id=X>; rel=\"next\"` when more may follow, then `<...min_id=Y>; rel=\"prev\"`"))),
         (status = 401, description = "No valid token", body = MastoErrorBody),
         (status = 403, description = "The token lacks read:blocks", body = MastoErrorBody),
-        (status = 422, description = "A bad limit or cursor, or an app's own token", body = MastoErrorBody),
+        (status = 422, description = "A bad limit or cursor, min_id with max_id, or an app's own token", body = MastoErrorBody),
     ))]
 pub async fn blocks(
     State(state): State<AppState>,
@@ -137,10 +136,10 @@ pub async fn blocks(
     params(AccountPaging),
     responses(
         (status = 200, description = "A page of accounts", body = Vec<Account>,
-            headers(("Link" = String, description = "`<...>; rel=\"next\"` when more may follow"))),
+            headers(("Link" = String, description = "`<...max_id=X>; rel=\"next\"` when more may follow, then `<...min_id=Y>; rel=\"prev\"`"))),
         (status = 401, description = "No valid token", body = MastoErrorBody),
         (status = 403, description = "The token lacks read:mutes", body = MastoErrorBody),
-        (status = 422, description = "A bad limit or cursor, or an app's own token", body = MastoErrorBody),
+        (status = 422, description = "A bad limit or cursor, min_id with max_id, or an app's own token", body = MastoErrorBody),
     ))]
 pub async fn mutes(
     State(state): State<AppState>,
@@ -157,12 +156,10 @@ mod tests {
 
     #[test]
     fn cursors_read_back_and_bad_ones_are_refused() {
-        assert_eq!(
-            relation_cursor(Some("1795780800000_bob_2".to_owned())).unwrap(),
-            Some((1_795_780_800_000, "bob_2".to_owned()))
-        );
-        assert_eq!(relation_cursor(None).unwrap(), None);
-        assert!(relation_cursor(Some("bob".to_owned())).is_err());
-        assert!(relation_cursor(Some("12_".to_owned())).is_err());
+        let cursor = (1_795_780_800_000, "bob_2".to_owned());
+        assert_eq!(relation_cursor("1795780800000_bob_2"), Some(cursor.clone()));
+        assert_eq!(render_cursor(&cursor), "1795780800000_bob_2");
+        assert_eq!(relation_cursor("bob"), None);
+        assert_eq!(relation_cursor("12_"), None);
     }
 }

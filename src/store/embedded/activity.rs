@@ -7,7 +7,7 @@ use rusqlite::{Connection, OptionalExtension, params};
 
 use super::leases::check_fence;
 use super::rows::post_id_at;
-use super::{EmbeddedStore, record_change, user_exists};
+use super::{EmbeddedStore, likers, record_change, user_exists};
 use crate::domain::{
     Activity, ActivityLayout, ActivityLimits, ActivityPage, ActivityType, ChangeOp, Fence, PostId,
     Slot, window,
@@ -333,29 +333,23 @@ impl ActivityStore for EmbeddedStore {
         before: Option<&Liker>,
         limit: usize,
     ) -> StoreResult<Vec<Liker>> {
-        // Newest first from the cursor: a seek in the index, then its order.
-        let cursor = before.map(|b| (b.at_ms, b.user.clone()));
-        self.read_inline(move |conn| {
-            let liker = |row: &rusqlite::Row<'_>| {
-                Ok(Liker {
-                    user: row.get(0)?,
-                    at_ms: row.get(1)?,
-                })
-            };
-            let (post, limit) = (&post.bytes()[..], limit as i64);
-            let rows = match cursor {
-                Some((at, user)) => conn
-                    .prepare_cached(LIKERS_BEFORE)?
-                    .query_map(params![post, limit, at, user], liker)?
-                    .collect::<rusqlite::Result<_>>(),
-                None => conn
-                    .prepare_cached(LIKERS)?
-                    .query_map(params![post, limit], liker)?
-                    .collect::<rusqlite::Result<_>>(),
-            };
-            Ok(rows?)
-        })
-        .await
+        match before {
+            None => self.likers_page(likers::LIKERS, post, None, limit).await,
+            Some(b) => {
+                self.likers_page(likers::LIKERS_BEFORE, post, Some(b), limit)
+                    .await
+            }
+        }
+    }
+
+    async fn likers_newer(
+        &self,
+        post: PostId,
+        after: &Liker,
+        limit: usize,
+    ) -> StoreResult<Vec<Liker>> {
+        self.likers_page(likers::LIKERS_AFTER, post, Some(after), limit)
+            .await
     }
 
     async fn like_counts(&self, posts: &[PostId]) -> StoreResult<Vec<(PostId, u64)>> {
@@ -381,12 +375,6 @@ impl ActivityStore for EmbeddedStore {
 
 /// A post's likers, newest first (`ActivityStore::likers`), from the start and from a
 /// cursor: paged reads (`plans.rs`).
-pub(super) const LIKERS: &str = "SELECT user, created_at FROM likes INDEXED BY likes_by_post
-     WHERE post = ?1 ORDER BY created_at DESC, user DESC LIMIT ?2";
-pub(super) const LIKERS_BEFORE: &str = "SELECT user, created_at FROM likes INDEXED BY likes_by_post
-     WHERE post = ?1 AND (created_at, user) < (?3, ?4)
-     ORDER BY created_at DESC, user DESC LIMIT ?2";
-
 /// Format 11: the likes of a post by time, for its likers list
 /// (`ActivityStore::likers`).
 pub(super) fn likes_by_post_schema(conn: &Connection) -> rusqlite::Result<()> {

@@ -199,6 +199,26 @@ impl GraphStore for EmbeddedStore {
     ) -> StoreResult<Vec<String>> {
         self.neighbours(FOLLOWERS, user, after, limit).await
     }
+
+    async fn following_below(
+        &self,
+        user: &str,
+        below: &str,
+        limit: usize,
+    ) -> StoreResult<Vec<String>> {
+        self.neighbours(FOLLOWING_BELOW, user, Some(below), limit)
+            .await
+    }
+
+    async fn followers_below(
+        &self,
+        user: &str,
+        below: &str,
+        limit: usize,
+    ) -> StoreResult<Vec<String>> {
+        self.neighbours(FOLLOWERS_BELOW, user, Some(below), limit)
+            .await
+    }
 }
 
 /// Removes the edge `follower` → `followee` in `tx`, with what an unfollow does beside
@@ -231,13 +251,20 @@ pub(super) fn remove_edge(
 }
 
 /// One direction of the graph: the query for the ids on the far side of `user`'s edges.
-const FOLLOWING: &str = "SELECT followee FROM follows WHERE follower = ?1 AND followee > ?2
+pub(super) const FOLLOWING: &str =
+    "SELECT followee FROM follows WHERE follower = ?1 AND followee > ?2
                          ORDER BY followee LIMIT ?3";
-const FOLLOWERS: &str = "SELECT follower FROM follows WHERE followee = ?1 AND follower > ?2
+pub(super) const FOLLOWERS: &str =
+    "SELECT follower FROM follows WHERE followee = ?1 AND follower > ?2
                          ORDER BY follower LIMIT ?3";
+/// The same ranges read the other way: the ids just below `?2`, the nearest first.
+pub(super) const FOLLOWING_BELOW: &str = "SELECT followee FROM follows
+     WHERE follower = ?1 AND followee < ?2 ORDER BY followee DESC LIMIT ?3";
+pub(super) const FOLLOWERS_BELOW: &str = "SELECT follower FROM follows
+     WHERE followee = ?1 AND follower < ?2 ORDER BY follower DESC LIMIT ?3";
 
 impl EmbeddedStore {
-    /// Ids across `user`'s edges in one direction, ascending, strictly after `after`.
+    /// Ids across `user`'s edges in one direction, from `query` bounded by `after`.
     async fn neighbours(
         &self,
         query: &'static str,

@@ -21,6 +21,7 @@ mod events;
 mod graph;
 mod idempotency;
 mod leases;
+mod likers;
 pub mod lock;
 mod markers;
 mod name_words;

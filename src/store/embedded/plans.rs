@@ -7,7 +7,7 @@ use rusqlite::Connection;
 
 use super::bulk::activity::{LOG_FOLLOWS, LOG_LIKES, LOG_POSTS};
 use super::bulk::{CHUNK_USERS, ChunkRead};
-use super::{activity, audit, content, deliveries, reposts, timelines};
+use super::{activity, audit, content, deliveries, graph, likers, relations, reposts, timelines};
 
 /// The plan's lines.
 fn plan(conn: &Connection, sql: &str) -> Vec<String> {
@@ -46,8 +46,18 @@ fn every_paged_read_seeks_its_index() {
         audit::TAG_INDEX_AFTER.into(),
         audit::NOTIFICATION_HELD.into(),
         activity::LIKE_HELD.into(),
-        activity::LIKERS.into(),
-        activity::LIKERS_BEFORE.into(),
+        likers::LIKERS.into(),
+        likers::LIKERS_BEFORE.into(),
+        likers::LIKERS_AFTER.into(),
+        graph::FOLLOWING.into(),
+        graph::FOLLOWERS.into(),
+        graph::FOLLOWING_BELOW.into(),
+        graph::FOLLOWERS_BELOW.into(),
+        relations::BLOCKS_OLDER.into(),
+        relations::BLOCKS_NEWER.into(),
+        relations::MUTES_OLDER.into(),
+        relations::MUTES_NEWER.into(),
+        reposts::REPOSTS_OF_POST_NEWER.into(),
         reposts::REPOSTS_OF_POST.into(),
         reposts::MERGED_REPOSTERS.into(),
         reposts::REPOST_IDS_BY_USER.into(),

@@ -69,6 +69,52 @@ fn relation(row: &rusqlite::Row<'_>, mute: bool) -> rusqlite::Result<Relation> {
     })
 }
 
+/// A user's blocks or mutes from a cursor `(?2, ?3)`, at most `?4`: newest first below
+/// it, or oldest first above it (the page just before it), on `blocks_by_time` and
+/// `mutes_by_time`; mutes standing at `?5` only.
+pub(super) const BLOCKS_OLDER: &str = "SELECT other, created_ms FROM blocks
+     WHERE user = ?1 AND (created_ms, other) < (?2, ?3)
+     ORDER BY created_ms DESC, other DESC LIMIT ?4";
+pub(super) const BLOCKS_NEWER: &str = "SELECT other, created_ms FROM blocks
+     WHERE user = ?1 AND (created_ms, other) > (?2, ?3)
+     ORDER BY created_ms, other LIMIT ?4";
+pub(super) const MUTES_OLDER: &str = "SELECT other, created_ms, notifications, until_ms
+     FROM mutes WHERE user = ?1 AND (created_ms, other) < (?2, ?3)
+       AND (until_ms IS NULL OR until_ms > ?5)
+     ORDER BY created_ms DESC, other DESC LIMIT ?4";
+pub(super) const MUTES_NEWER: &str = "SELECT other, created_ms, notifications, until_ms
+     FROM mutes WHERE user = ?1 AND (created_ms, other) > (?2, ?3)
+       AND (until_ms IS NULL OR until_ms > ?5)
+     ORDER BY created_ms, other LIMIT ?4";
+
+impl EmbeddedStore {
+    /// One page of `sql` (one of the four above); `now_ms` for mutes only.
+    async fn relation_page(
+        &self,
+        sql: &'static str,
+        user: &str,
+        (ms, other): RelationCursor,
+        now_ms: Option<i64>,
+        limit: usize,
+    ) -> StoreResult<Vec<Relation>> {
+        let user = user.to_owned();
+        self.read(move |conn| {
+            let mut stmt = conn.prepare_cached(sql)?;
+            let limit = limit as i64;
+            let rows = match now_ms {
+                Some(now) => stmt
+                    .query_map(params![user, ms, other, limit, now], |r| relation(r, true))?
+                    .collect::<rusqlite::Result<_>>()?,
+                None => stmt
+                    .query_map(params![user, ms, other, limit], |r| relation(r, false))?
+                    .collect::<rusqlite::Result<_>>()?,
+            };
+            Ok(rows)
+        })
+        .await
+    }
+}
+
 #[async_trait]
 impl RelationStore for EmbeddedStore {
     async fn block(&self, user: &str, other: &str, now_ms: i64) -> StoreResult<Blocked> {
@@ -195,22 +241,9 @@ impl RelationStore for EmbeddedStore {
         after: Option<RelationCursor>,
         limit: usize,
     ) -> StoreResult<Vec<Relation>> {
-        let user = user.to_owned();
-        let (ms, other) = after.unwrap_or((i64::MAX, String::new()));
-        self.read(move |conn| {
-            let rows = conn
-                .prepare_cached(
-                    "SELECT other, created_ms FROM blocks
-                      WHERE user = ?1 AND (created_ms, other) < (?2, ?3)
-                      ORDER BY created_ms DESC, other DESC LIMIT ?4",
-                )?
-                .query_map(params![user, ms, other, limit as i64], |row| {
-                    relation(row, false)
-                })?
-                .collect::<rusqlite::Result<_>>()?;
-            Ok(rows)
-        })
-        .await
+        let after = after.unwrap_or((i64::MAX, String::new()));
+        self.relation_page(BLOCKS_OLDER, user, after, None, limit)
+            .await
     }
 
     async fn mute_list(
@@ -220,23 +253,30 @@ impl RelationStore for EmbeddedStore {
         now_ms: i64,
         limit: usize,
     ) -> StoreResult<Vec<Relation>> {
-        let user = user.to_owned();
-        let (ms, other) = after.unwrap_or((i64::MAX, String::new()));
-        self.read(move |conn| {
-            let rows = conn
-                .prepare_cached(
-                    "SELECT other, created_ms, notifications, until_ms FROM mutes
-                      WHERE user = ?1 AND (created_ms, other) < (?2, ?3)
-                        AND (until_ms IS NULL OR until_ms > ?5)
-                      ORDER BY created_ms DESC, other DESC LIMIT ?4",
-                )?
-                .query_map(params![user, ms, other, limit as i64, now_ms], |row| {
-                    relation(row, true)
-                })?
-                .collect::<rusqlite::Result<_>>()?;
-            Ok(rows)
-        })
-        .await
+        let after = after.unwrap_or((i64::MAX, String::new()));
+        self.relation_page(MUTES_OLDER, user, after, Some(now_ms), limit)
+            .await
+    }
+
+    async fn block_list_newer(
+        &self,
+        user: &str,
+        after: RelationCursor,
+        limit: usize,
+    ) -> StoreResult<Vec<Relation>> {
+        self.relation_page(BLOCKS_NEWER, user, after, None, limit)
+            .await
+    }
+
+    async fn mute_list_newer(
+        &self,
+        user: &str,
+        after: RelationCursor,
+        now_ms: i64,
+        limit: usize,
+    ) -> StoreResult<Vec<Relation>> {
+        self.relation_page(MUTES_NEWER, user, after, Some(now_ms), limit)
+            .await
     }
 
     /// One statement over three index seeks: the reader's blocks, the blocks of the

@@ -33,6 +33,9 @@ const COLUMNS: &str = "id, user, post, post_author";
 /// read (`plans.rs`).
 pub(super) const REPOSTS_OF_POST: &str = "SELECT id, user, post, post_author FROM reposts
      INDEXED BY reposts_by_post WHERE post = ?1 AND id < ?2 ORDER BY id DESC LIMIT ?3";
+/// The same range the other way: the reposts just above `?2`, the nearest first.
+pub(super) const REPOSTS_OF_POST_NEWER: &str = "SELECT id, user, post, post_author FROM reposts
+     INDEXED BY reposts_by_post WHERE post = ?1 AND id > ?2 ORDER BY id LIMIT ?3";
 
 /// Fanout on read: the newest reposts below `?2`, at most `?3`, by the user and
 /// everyone they follow, through the `(user, id)` index (as `content::HOME_POSTS`).
@@ -375,10 +378,35 @@ impl RepostStore for EmbeddedStore {
         limit: usize,
     ) -> StoreResult<Vec<Repost>> {
         let before = post_before(before);
+        self.reposts_of_post_page(REPOSTS_OF_POST, post, before, limit)
+            .await
+    }
+
+    async fn reposts_of_post_newer(
+        &self,
+        post: PostId,
+        after: PostId,
+        limit: usize,
+    ) -> StoreResult<Vec<Repost>> {
+        let after = after.bytes().to_vec();
+        self.reposts_of_post_page(REPOSTS_OF_POST_NEWER, post, after, limit)
+            .await
+    }
+}
+
+impl EmbeddedStore {
+    /// One page of a post's reposts by `sql`, from the id `bound`.
+    async fn reposts_of_post_page(
+        &self,
+        sql: &'static str,
+        post: PostId,
+        bound: Vec<u8>,
+        limit: usize,
+    ) -> StoreResult<Vec<Repost>> {
         self.read_inline(move |conn| {
-            let mut stmt = conn.prepare_cached(REPOSTS_OF_POST)?;
+            let mut stmt = conn.prepare_cached(sql)?;
             let rows = stmt.query_map(
-                params![&post.bytes()[..], before, limit as i64],
+                params![&post.bytes()[..], bound, limit as i64],
                 repost_from_row,
             )?;
             Ok(rows.collect::<rusqlite::Result<_>>()?)

@@ -185,7 +185,7 @@ impl ContentStore for MongoStore {
         limit: usize,
     ) -> StoreResult<Vec<Post>> {
         let mut authors = self
-            .neighbours(Side::Followees, user, None, usize::MAX >> 2)
+            .neighbours(Side::Followees, user, None, false, usize::MAX >> 2)
             .await?;
         authors.push(user.to_owned());
         self.posts_of_authors(&authors, before, limit).await
@@ -201,7 +201,7 @@ impl ContentStore for MongoStore {
         now_ms: i64,
     ) -> StoreResult<Vec<(Post, NameStamp)>> {
         let (mut authors, hidden) = tokio::try_join!(
-            self.neighbours(Side::Followees, user, None, usize::MAX >> 2),
+            self.neighbours(Side::Followees, user, None, false, usize::MAX >> 2),
             RelationStore::hidden(self, user, now_ms)
         )?;
         authors.retain(|a| !hidden.hides(a));

@@ -247,7 +247,8 @@ impl GraphStore for MongoStore {
         after: Option<&str>,
         limit: usize,
     ) -> StoreResult<Vec<String>> {
-        self.neighbours(Side::Followees, user, after, limit).await
+        self.neighbours(Side::Followees, user, after, false, limit)
+            .await
     }
 
     async fn followers(
@@ -256,7 +257,28 @@ impl GraphStore for MongoStore {
         after: Option<&str>,
         limit: usize,
     ) -> StoreResult<Vec<String>> {
-        self.neighbours(Side::Followers, user, after, limit).await
+        self.neighbours(Side::Followers, user, after, false, limit)
+            .await
+    }
+
+    async fn following_below(
+        &self,
+        user: &str,
+        below: &str,
+        limit: usize,
+    ) -> StoreResult<Vec<String>> {
+        self.neighbours(Side::Followees, user, Some(below), true, limit)
+            .await
+    }
+
+    async fn followers_below(
+        &self,
+        user: &str,
+        below: &str,
+        limit: usize,
+    ) -> StoreResult<Vec<String>> {
+        self.neighbours(Side::Followers, user, Some(below), true, limit)
+            .await
     }
 }
 

@@ -365,27 +365,30 @@ impl Health for MongoStore {
 }
 
 impl MongoStore {
-    /// Ids across `user`'s follow edges on one side, ascending, strictly after `after`,
-    /// read from the `{from, to}` or `{to, from}` index alone.
+    /// Ids across `user`'s follow edges on one side, ascending strictly after `after`
+    /// or, `below`, descending strictly below it, read from the `{from, to}` or `{to,
+    /// from}` index alone.
     pub(super) async fn neighbours(
         &self,
         side: Side,
         user: &str,
         after: Option<&str>,
+        below: bool,
         limit: usize,
     ) -> StoreResult<Vec<String>> {
         let (mine, theirs) = match side {
             Side::Followees => ("from", "to"),
             Side::Followers => ("to", "from"),
         };
+        let (op, order) = if below { ("$lt", -1) } else { ("$gt", 1) };
         let mut filter = doc! { mine: user };
         if let Some(after) = after {
-            filter.insert(theirs, doc! { "$gt": after });
+            filter.insert(theirs, doc! { op: after });
         }
         let docs = all(self
             .collection(graph::FOLLOWS)
             .find(filter)
-            .sort(doc! { mine: 1, theirs: 1 })
+            .sort(doc! { mine: order, theirs: order })
             .limit(limit as i64)
             .projection(doc! { theirs: 1, "_id": 0 }))
         .await?;

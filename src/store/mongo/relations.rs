@@ -49,13 +49,18 @@ pub(super) fn key(user: &str, other: &str) -> String {
 
 /// The filter of the keyset page after `after`, newest first.
 fn page_filter(user: &str, after: Option<RelationCursor>) -> Document {
+    cursor_filter(user, after, "$lt")
+}
+
+/// `user`'s relations beyond the cursor by `op`: `$lt` older, `$gt` newer.
+fn cursor_filter(user: &str, after: Option<RelationCursor>, op: &str) -> Document {
     let mut filter = doc! { "user": user };
     if let Some((ms, other)) = after {
         filter.insert(
             "$or",
             vec![
-                doc! { "created_ms": { "$lt": ms } },
-                doc! { "created_ms": ms, "other": { "$lt": other } },
+                doc! { "created_ms": { op: ms } },
+                doc! { "created_ms": ms, "other": { op: other } },
             ],
         );
     }
@@ -78,6 +83,33 @@ fn standing(now_ms: i64) -> Document {
 }
 
 impl MongoStore {
+    /// One page of blocks or mutes (`coll`) by `filter`, on the index `{user: 1,
+    /// created_ms: -1, other: -1}`: newest first (`order` -1) or oldest first (1).
+    async fn relation_page(
+        &self,
+        coll: &str,
+        filter: Document,
+        order: i32,
+        limit: usize,
+    ) -> StoreResult<Vec<Relation>> {
+        let docs = all(self
+            .collection(coll)
+            .find(filter)
+            .sort(doc! { "created_ms": order, "other": order })
+            .limit(limit as i64))
+        .await?;
+        Ok(docs
+            .iter()
+            .filter_map(|d| {
+                Some(Relation {
+                    other: d.get_str("other").ok()?.to_owned(),
+                    created_ms: int(d, "created_ms"),
+                    mute: (coll == MUTES).then(|| mute_settings(d)),
+                })
+            })
+            .collect())
+    }
+
     /// Whether a block stands between `a` and `b`, either way (two shard-targeted
     /// `_id` lookups in one find).
     pub(super) async fn blocked_between(&self, a: &str, b: &str) -> StoreResult<bool> {
@@ -199,22 +231,8 @@ impl RelationStore for MongoStore {
         after: Option<RelationCursor>,
         limit: usize,
     ) -> StoreResult<Vec<Relation>> {
-        let docs = all(self
-            .collection(BLOCKS)
-            .find(page_filter(user, after))
-            .sort(doc! { "created_ms": -1, "other": -1 })
-            .limit(limit as i64))
-        .await?;
-        Ok(docs
-            .iter()
-            .filter_map(|d| {
-                Some(Relation {
-                    other: d.get_str("other").ok()?.to_owned(),
-                    created_ms: int(d, "created_ms"),
-                    mute: None,
-                })
-            })
-            .collect())
+        self.relation_page(BLOCKS, page_filter(user, after), -1, limit)
+            .await
     }
 
     async fn mute_list(
@@ -225,22 +243,28 @@ impl RelationStore for MongoStore {
         limit: usize,
     ) -> StoreResult<Vec<Relation>> {
         let filter = doc! { "$and": [page_filter(user, after), standing(now_ms)] };
-        let docs = all(self
-            .collection(MUTES)
-            .find(filter)
-            .sort(doc! { "created_ms": -1, "other": -1 })
-            .limit(limit as i64))
-        .await?;
-        Ok(docs
-            .iter()
-            .filter_map(|d| {
-                Some(Relation {
-                    other: d.get_str("other").ok()?.to_owned(),
-                    created_ms: int(d, "created_ms"),
-                    mute: Some(mute_settings(d)),
-                })
-            })
-            .collect())
+        self.relation_page(MUTES, filter, -1, limit).await
+    }
+
+    async fn block_list_newer(
+        &self,
+        user: &str,
+        after: RelationCursor,
+        limit: usize,
+    ) -> StoreResult<Vec<Relation>> {
+        let filter = cursor_filter(user, Some(after), "$gt");
+        self.relation_page(BLOCKS, filter, 1, limit).await
+    }
+
+    async fn mute_list_newer(
+        &self,
+        user: &str,
+        after: RelationCursor,
+        now_ms: i64,
+        limit: usize,
+    ) -> StoreResult<Vec<Relation>> {
+        let filter = doc! { "$and": [cursor_filter(user, Some(after), "$gt"), standing(now_ms)] };
+        self.relation_page(MUTES, filter, 1, limit).await
     }
 
     /// Two finds at once: the blocks either way (`$or` over the `user` and `other`

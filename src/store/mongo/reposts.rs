@@ -299,7 +299,7 @@ impl RepostStore for MongoStore {
         limit: usize,
     ) -> StoreResult<Vec<Repost>> {
         let mut users = self
-            .neighbours(super::Side::Followees, user, None, usize::MAX >> 2)
+            .neighbours(super::Side::Followees, user, None, false, usize::MAX >> 2)
             .await?;
         users.push(user.to_owned());
         let mut found = Vec::new();
@@ -386,10 +386,32 @@ impl RepostStore for MongoStore {
         if let Some(before) = before {
             filter.insert("_id", doc! { "$lt": oid(before) });
         }
+        self.reposts_of_post_page(filter, -1, limit).await
+    }
+
+    async fn reposts_of_post_newer(
+        &self,
+        post: PostId,
+        after: PostId,
+        limit: usize,
+    ) -> StoreResult<Vec<Repost>> {
+        let filter = doc! { "post": oid(post), "_id": { "$gt": oid(after) } };
+        self.reposts_of_post_page(filter, 1, limit).await
+    }
+}
+
+impl MongoStore {
+    /// A post's reposts by `filter`, on `{post: 1, _id: 1}`, in `order` of ids.
+    async fn reposts_of_post_page(
+        &self,
+        filter: Document,
+        order: i32,
+        limit: usize,
+    ) -> StoreResult<Vec<Repost>> {
         let docs = all(self
             .reposts_coll()
             .find(filter)
-            .sort(doc! { "_id": -1 })
+            .sort(doc! { "_id": order })
             .limit(limit as i64))
         .await?;
         docs.iter().map(repost_from).collect()

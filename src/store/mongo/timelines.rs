@@ -6,6 +6,7 @@
 
 mod buckets;
 mod cache;
+mod entries;
 mod idle;
 mod names;
 
@@ -15,79 +16,16 @@ use mongodb::bson::{Document, doc};
 
 use super::{IndexSpec, MongoStore, all, db_error, index, int, oid, post_id};
 use crate::domain::{
-    Bucket, BucketKind, CacheState, NameStamp, PostId, ReplyTo, TimelineEntry, TimelineKind,
+    Bucket, BucketKind, CacheState, NameStamp, PostId, TimelineEntry, TimelineKind,
 };
 use crate::store::timelines::deliver_to_audience;
 use crate::store::timelines::{CacheMerge, CacheView};
 use crate::store::{StoreResult, TimelineStore};
 use buckets::Group;
+use entries::{entries_from, entry_doc, newest_below};
 
 /// Users written at once by one fan-out call.
 const FANOUT_CONCURRENCY: usize = 32;
-
-/// `{_id, a, m, n, v}` when embedding (`n`, `v`: the author's name stamp), `{_id, a}`
-/// when linking; a reply's entry adds `r`, the author of the post it answers; a
-/// repost's entry `o` and `oa`, its original post and that post's author.
-fn entry_doc(entry: &TimelineEntry) -> Document {
-    let mut doc = doc! { "_id": oid(entry.id), "a": &entry.author };
-    if let Some(text) = &entry.text {
-        doc.insert("m", text);
-    }
-    if let Some(name) = &entry.name {
-        doc.insert("n", &name.display_name);
-        doc.insert("v", name.version as i64);
-    }
-    if let Some(parent_author) = &entry.reply_to_author {
-        doc.insert("r", parent_author);
-    }
-    if let Some(original) = &entry.repost_of {
-        doc.insert("o", oid(original.post));
-        doc.insert("oa", &original.author);
-    }
-    doc
-}
-
-fn entries_from(doc: &Document) -> StoreResult<Vec<TimelineEntry>> {
-    let mut entries = Vec::new();
-    for item in doc.get_array("c").map(|a| a.as_slice()).unwrap_or_default() {
-        let Some(item) = item.as_document() else {
-            continue;
-        };
-        entries.push(TimelineEntry {
-            id: post_id(item.get("_id"))?,
-            author: item.get_str("a").unwrap_or_default().to_owned(),
-            text: item.get_str("m").ok().map(str::to_owned),
-            name: item.get_str("n").ok().map(|name| NameStamp {
-                display_name: name.to_owned(),
-                version: int(item, "v").max(0) as u64,
-            }),
-            reply_to_author: item.get_str("r").ok().map(str::to_owned),
-            repost_of: match item.get("o") {
-                Some(original) => Some(ReplyTo {
-                    post: post_id(Some(original))?,
-                    author: item.get_str("oa").unwrap_or_default().to_owned(),
-                }),
-                None => None,
-            },
-        });
-    }
-    entries.sort_unstable_by_key(|e| std::cmp::Reverse(e.id));
-    entries.dedup_by_key(|e| e.id);
-    Ok(entries)
-}
-
-/// The newest `limit` entries below `before` of distinct entries sorted newest first.
-fn newest_below(
-    mut entries: Vec<TimelineEntry>,
-    before: Option<PostId>,
-    limit: usize,
-) -> Vec<TimelineEntry> {
-    if let Some(before) = before {
-        entries.retain(|e| e.id < before);
-    }
-    entries.truncate(limit);
-    entries
-}
 
 /// Each read sort is the tail of an index whose head is the user, so no read sorts in
 /// memory; the `{"_id.u", "_id.t", "_id.p"}` and unique `{u, s}` indexes find a

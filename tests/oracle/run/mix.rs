@@ -6,7 +6,7 @@ use rand::RngExt;
 use super::super::focus::{self, Focus};
 use super::super::ops::{self, Relation};
 use super::super::world::{Rng, Stats, World};
-use super::super::{notes, reads, reposts, streams, threads, tokens};
+use super::super::{notes, paging, reads, reposts, streams, threads, tokens};
 
 /// The weighted operations a client draws from, per focus.
 fn weights(focus: Focus) -> &'static [(Op, u32)] {
@@ -38,6 +38,9 @@ fn weights(focus: Focus) -> &'static [(Op, u32)] {
             (Op::Repost, 4),
             (Op::Unrepost, 2),
             (Op::RepostRace, 2),
+            (Op::Dismiss, 3),
+            (Op::Clear, 1),
+            (Op::Newer, 3),
         ],
         Focus::LatePush => &[(Op::LatePush, 10)],
         Focus::Flip => &[
@@ -71,6 +74,8 @@ fn weights(focus: Focus) -> &'static [(Op, u32)] {
             (Op::Repost, 5),
             (Op::Unrepost, 2),
             (Op::RepostRace, 3),
+            (Op::Dismiss, 2),
+            (Op::Newer, 2),
         ],
         Focus::Hide => &[
             (Op::HideRace, 10),
@@ -89,6 +94,8 @@ fn weights(focus: Focus) -> &'static [(Op, u32)] {
             (Op::Repost, 4),
             (Op::Unrepost, 2),
             (Op::RepostRace, 10),
+            (Op::Dismiss, 3),
+            (Op::Clear, 1),
         ],
     }
 }
@@ -125,6 +132,9 @@ enum Op {
     Repost,
     Unrepost,
     RepostRace,
+    Dismiss,
+    Clear,
+    Newer,
 }
 
 /// One operation, drawn by the weights of the run's focus, done and checked.
@@ -172,6 +182,9 @@ pub async fn one(world: &World, rng: &mut Rng) {
         Op::Repost => reposts::repost(world, rng, true).await,
         Op::Unrepost => reposts::repost(world, rng, false).await,
         Op::RepostRace => focus::repost_race(world, rng).await,
+        Op::Dismiss => notes::dismiss(world, rng).await,
+        Op::Clear => notes::clear(world, rng).await,
+        Op::Newer => paging::read(world, rng).await,
     }
     Stats::bump(&world.stats.ops);
 }

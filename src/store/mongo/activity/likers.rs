@@ -1,5 +1,6 @@
 //! The likers of a post, newest first, by the index `{_id.p: 1, createdAt: -1, _id.u:
-//! -1}` on `likes`: one range from the cursor, in the index's order.
+//! -1}` on `likes`: one range from the cursor, in the index's order (or, for the page
+//! just newer than the cursor, against it).
 
 use futures::TryStreamExt;
 use mongodb::bson::{Document, doc};
@@ -19,13 +20,26 @@ impl MongoStore {
         before: Option<&Liker>,
         limit: usize,
     ) -> StoreResult<Vec<Liker>> {
+        self.likers_from(post, before, "$lt", -1, limit).await
+    }
+
+    /// Who likes `post` beyond `cursor` by `op` (`$lt`: older, `$gt`: newer), in
+    /// `order` (-1: newest first, 1: oldest first), one range of the index.
+    pub(super) async fn likers_from(
+        &self,
+        post: PostId,
+        cursor: Option<&Liker>,
+        op: &str,
+        order: i32,
+        limit: usize,
+    ) -> StoreResult<Vec<Liker>> {
         let mut filter = doc! { "_id.p": oid(post) };
-        if let Some(b) = before {
+        if let Some(b) = cursor {
             filter.insert(
                 "$or",
                 vec![
-                    doc! { "createdAt": { "$lt": b.at_ms } },
-                    doc! { "createdAt": b.at_ms, "_id.u": { "$lt": &b.user } },
+                    doc! { "createdAt": { op: b.at_ms } },
+                    doc! { "createdAt": b.at_ms, "_id.u": { op: &b.user } },
                 ],
             );
         }
@@ -33,7 +47,7 @@ impl MongoStore {
             .db
             .collection::<Document>("likes")
             .find(filter)
-            .sort(doc! { "createdAt": -1, "_id.u": -1 })
+            .sort(doc! { "createdAt": order, "_id.u": order })
             .limit(limit as i64)
             .await
             .map_err(db_error)?;

@@ -387,6 +387,15 @@ impl ActivityStore for MongoStore {
         self.likers_of(post, before, limit).await
     }
 
+    async fn likers_newer(
+        &self,
+        post: PostId,
+        after: &Liker,
+        limit: usize,
+    ) -> StoreResult<Vec<Liker>> {
+        self.likers_from(post, Some(after), "$gt", 1, limit).await
+    }
+
     async fn like_counts(&self, posts: &[PostId]) -> StoreResult<Vec<(PostId, u64)>> {
         self.like_counts_of(posts).await
     }

@@ -13,23 +13,25 @@
 //! taken out of its group exactly once, by whoever's conditional write turned it from
 //! standing into a tombstone (the filter `removed: {$ne: true}` lets one writer win):
 //! the worker's removal (`effects.rs`, its own `seq` on the tombstone) or a dismissal
-//! (here, the notification's `seq` kept and a `taken` token of its own, so that a clear,
-//! which takes many with one `update_many`, finds which ones it took). The worker's
-//! add owes its one to the group whether or not a dismissal took the notification since
-//! (its `seq` stays); a dismissal's `-1` may land first, and the group reads as empty
-//! (`count` not above 0) until the add's lands. So a group's count equals its standing
-//! notifications once the moves on their way have landed, in every interleaving. A
-//! dismissal or clear killed between its tombstone and its move leaves the group one
-//! high (its token stays on the tombstone) until the audit's repair or a rebuild.
+//! or clear (`takings.rs`: the notification's `seq` kept and a `taken` token of its own,
+//! the group moved under a claim kept on the group). The worker's add owes its one to
+//! the group whether or not a dismissal took the notification since (its `seq` stays);
+//! a dismissal's `-1` may land first, and the group reads as empty (`count` not above 0)
+//! until the add's lands. So a group's count equals its standing notifications once the
+//! moves on their way have landed, in every interleaving. A dismissal or clear killed
+//! part way leaves its claim on the group; the user's next dismissal or clear settles
+//! claims older than `TAKING_TAKEOVER_MS` before its own (`settle_takings`), and so may
+//! `NotificationStore::settle_notification_takings`.
 
 use std::collections::BTreeMap;
 
 use futures::TryStreamExt;
-use mongodb::bson::{Document, doc, oid::ObjectId};
+use mongodb::bson::doc;
 
-use super::{group_key, key, opt_post, post_bson};
-use crate::domain::{Dismissals, NotificationType, PostId};
-use crate::store::mongo::{IndexSpec, MongoStore, all, db_error, index, int, is_duplicate_key};
+use super::takings::TAKING_TAKEOVER_MS;
+use super::{key, opt_post, post_bson};
+use crate::domain::{Dismissals, NotificationType, PostId, now_ms};
+use crate::store::mongo::{IndexSpec, MongoStore, all, db_error, index, int};
 use crate::store::{StoreError, StoreResult};
 
 pub(super) const CLEARS: &str = "notification_clears";
@@ -88,42 +90,8 @@ impl MongoStore {
         Ok(out)
     }
 
-    /// Takes `n` notifications that a dismissal made tombstones out of their group, and
-    /// refreshes its latest few. Not a change of the feed: no watermark to keep to, and
-    /// none needed, as only the dismissal that took a notification moves it. The group
-    /// is made (empty, `seq` 0) if the add's own move has not landed yet.
-    async fn uncount(
-        &self,
-        user: &str,
-        kind: NotificationType,
-        post: Option<PostId>,
-        n: i64,
-    ) -> StoreResult<()> {
-        let filter = doc! { "_id": group_key(user, kind, post), "user": user };
-        let update = doc! {
-            "$inc": { "count": -n, "v": 1 },
-            "$setOnInsert": {
-                "type": kind.as_str(), "post": post_bson(post), "actors": [], "seq": 0_i64,
-            },
-        };
-        let groups = self.groups_coll();
-        if let Err(error) = groups
-            .update_one(filter.clone(), update.clone())
-            .upsert(true)
-            .await
-        {
-            // Two upserts of a missing group at once: one made it, the other moves it.
-            if !is_duplicate_key(&error) {
-                return Err(db_error(error));
-            }
-            groups.update_one(filter, update).await.map_err(db_error)?;
-        }
-        self.refresh_group(user, kind, post, i64::MAX as u64).await
-    }
-
     /// Makes `user`'s notification of this cause a tombstone if it stands, stored at or
-    /// before `upto_ms`, and, when this call's write is the one that did, takes it out of
-    /// its group.
+    /// before `upto_ms`, and takes it out of its group (see `takings`).
     pub(super) async fn take_away(
         &self,
         user: &str,
@@ -132,39 +100,8 @@ impl MongoStore {
         post: Option<PostId>,
         upto_ms: i64,
     ) -> StoreResult<()> {
-        let token = ObjectId::new();
-        let taken = self
-            .notifications_coll()
-            .update_one(
-                doc! {
-                    "_id": key(user, kind, actor, post), "user": user,
-                    "removed": { "$ne": true }, "at": { "$lte": upto_ms },
-                },
-                taken_by(token),
-            )
-            .await
-            .map_err(db_error)?;
-        if taken.modified_count == 1 {
-            crate::faults::gate("notification.taken", user).await;
-            self.uncount(user, kind, post, 1).await?;
-            self.settled(
-                doc! { "_id": key(user, kind, actor, post), "user": user },
-                token,
-            )
-            .await?;
-        }
-        Ok(())
-    }
-
-    /// Drops the token of a taking whose group moves have all landed, from the
-    /// notifications `filter` names.
-    async fn settled(&self, mut filter: Document, token: ObjectId) -> StoreResult<()> {
-        filter.insert("taken", token);
-        self.notifications_coll()
-            .update_many(filter, doc! { "$unset": { "taken": "" } })
-            .await
-            .map_err(db_error)?;
-        Ok(())
+        let filter = doc! { "_id": key(user, kind, actor, post), "at": { "$lte": upto_ms } };
+        self.take(user, filter).await
     }
 
     pub(super) async fn dismiss(
@@ -175,6 +112,8 @@ impl MongoStore {
         post: Option<PostId>,
         upto_ms: i64,
     ) -> StoreResult<()> {
+        self.settle_takings(user, now_ms() - TAKING_TAKEOVER_MS)
+            .await?;
         self.collection(DISMISSALS)
             .update_one(
                 doc! { "_id": key(user, kind, actor, post), "user": user },
@@ -190,6 +129,8 @@ impl MongoStore {
     }
 
     pub(super) async fn clear(&self, user: &str, upto_ms: i64) -> StoreResult<()> {
+        self.settle_takings(user, now_ms() - TAKING_TAKEOVER_MS)
+            .await?;
         self.collection(CLEARS)
             .update_one(doc! { "_id": user }, doc! { "$max": { "upto": upto_ms } })
             .upsert(true)
@@ -199,43 +140,6 @@ impl MongoStore {
             .delete_many(doc! { "user": user, "upto": { "$lte": upto_ms } })
             .await
             .map_err(db_error)?;
-        // Every standing one up to `upto_ms` made a tombstone with this clear's token in
-        // one write; then the ones that carry it are exactly those this clear took.
-        let token = ObjectId::new();
-        self.notifications_coll()
-            .update_many(
-                doc! { "user": user, "removed": { "$ne": true }, "at": { "$lte": upto_ms } },
-                taken_by(token),
-            )
-            .await
-            .map_err(db_error)?;
-        crate::faults::gate("notification.taken", user).await;
-        let taken = all(self
-            .notifications_coll()
-            .find(doc! { "user": user, "taken": token })
-            .projection(doc! { "type": 1, "post": 1 }))
-        .await?;
-        let mut moves: BTreeMap<(NotificationType, Option<PostId>), i64> = BTreeMap::new();
-        for d in &taken {
-            let kind = d.get_str("type").unwrap_or_default();
-            let kind = NotificationType::parse(kind).ok_or_else(|| {
-                StoreError::Backend(anyhow::anyhow!("unknown notification type {kind:?}"))
-            })?;
-            *moves.entry((kind, opt_post(d, "post"))).or_default() += 1;
-        }
-        for ((kind, post), n) in moves {
-            self.uncount(user, kind, post, n).await?;
-        }
-        self.settled(doc! { "user": user }, token).await
-    }
-}
-
-/// A notification taken away by a dismissal or clear: a tombstone that keeps the `seq` of
-/// the change that made it (that change still owes its group its one) and names the
-/// taking by `token`.
-fn taken_by(token: ObjectId) -> Document {
-    doc! {
-        "$set": { "removed": true, "taken": token },
-        "$unset": { "id": "", "at": "" },
+        self.take(user, doc! { "at": { "$lte": upto_ms } }).await
     }
 }

@@ -4,7 +4,8 @@
 //!   `{user, type, post, id}` (a group's latest few) and `{post, type, actor}` (an unlike
 //!   and a post's deletion, which do not know the notified user: they go to every shard);
 //! - `notification_groups` `{_id: "<user>/<type>/<post hex or ->", user, type, post, count,
-//!   actors, latest_id, latest_at, seq}`, indexed `{user, latest_id}`,
+//!   actors, latest_id, latest_at, seq, v, takings}` (`takings`: the claims of
+//!   dismissals and clears under way, see `takings.rs`), indexed `{user, latest_id}`,
 //!   `{user, type, latest_id}` and `{post}`.
 //!
 //! Effects (no multi-document transaction): the fence is checked just before each
@@ -44,6 +45,7 @@ mod effects;
 mod read;
 mod rebuild;
 mod spill;
+mod takings;
 
 use super::leases::LEASES;
 use super::{IndexSpec, MongoStore, db_error, index, int, oid};
@@ -264,5 +266,13 @@ impl NotificationStore for MongoStore {
 
     async fn clear_notifications(&self, user: &str, upto_ms: i64) -> StoreResult<()> {
         self.clear(user, upto_ms).await
+    }
+
+    async fn settle_notification_takings(
+        &self,
+        user: &str,
+        stale_before_ms: i64,
+    ) -> StoreResult<u64> {
+        self.settle_takings(user, stale_before_ms).await
     }
 }
