@@ -111,6 +111,8 @@ pub fn mongo_uri_with_database(base: &str, database: &str) -> String {
 pub struct TestStore {
     pub store: Store,
     pub kind: Kind,
+    /// The MongoDB database's URI, for tests that write what no port would.
+    pub mongo_uri: Option<String>,
     _dir: Option<tempfile::TempDir>,
 }
 
@@ -131,6 +133,7 @@ pub async fn fresh_store(kind: Kind) -> TestStore {
             TestStore {
                 store,
                 kind,
+                mongo_uri: None,
                 _dir: Some(dir),
             }
         }
@@ -143,6 +146,7 @@ pub async fn fresh_store(kind: Kind) -> TestStore {
             TestStore {
                 store,
                 kind,
+                mongo_uri: Some(uri),
                 _dir: None,
             }
         }

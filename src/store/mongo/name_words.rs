@@ -68,9 +68,11 @@ pub(super) async fn entries(
         Some(after) if after.word.as_str() >= prefix => (after.word.as_str(), after.user.as_str()),
         _ => (prefix, ""),
     };
+    // Both branches stay below the prefix's end: a cursor past the range finds nothing.
+    let end = word_prefix_end(prefix);
     let filter = doc! { "$or": [
-        { "w": from_word, "u": { "$gt": from_user } },
-        { "w": { "$gt": from_word, "$lt": word_prefix_end(prefix) } },
+        { "w": { "$eq": from_word, "$lt": &end }, "u": { "$gt": from_user } },
+        { "w": { "$gt": from_word, "$lt": &end } },
     ] };
     let docs = all(coll(db)
         .find(filter)
