@@ -7,13 +7,15 @@
 //! fields of timeline entries in `audit/entries.rs`, notifications, reply counts and
 //! blocked authors in `audit/social.rs`, the reposts a timeline must hold in
 //! `audit/reposts.rs`, what the audit refuses and that it only reads in
-//! `audit/readonly.rs`.
+//! `audit/readonly.rs`, the display-name word index in `audit/names.rs`.
 
 #[path = "audit/cli.rs"]
 mod cli;
 mod common;
 #[path = "audit/entries.rs"]
 mod entries;
+#[path = "audit/names.rs"]
+mod names;
 #[path = "audit/readonly.rs"]
 mod readonly;
 #[path = "audit/reposts.rs"]
