@@ -30,7 +30,9 @@ async fn raw(config: &Config, sql: &str, args: [&str; 2], mongo: Mongo<'_>) {
                     assert_eq!(done.deleted_count, 1);
                 }
                 Mongo::Insert(w, u) => {
-                    let entry = doc! { "_id": format!("{w}/{u}"), "w": w, "u": u, "v": 0_i64 };
+                    // Stamped older than any profile, as an entry of an earlier name is
+                    // (the sync removes only entries older than the profile it read).
+                    let entry = doc! { "_id": format!("{w}/{u}"), "w": w, "u": u, "v": -1_i64 };
                     coll.insert_one(entry).await.unwrap();
                 }
             }
