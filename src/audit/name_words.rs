@@ -33,7 +33,7 @@ pub(super) async fn check(
     let want: BTreeSet<String> = name_words(&user.display_name).into_iter().collect();
     let held: BTreeSet<String> = store
         .users
-        .name_words_of(&[user.id.clone()])
+        .name_words_of(std::slice::from_ref(&user.id))
         .await?
         .into_iter()
         .map(|e| e.word)
