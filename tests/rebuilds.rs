@@ -11,48 +11,18 @@ mod timelines;
 
 use std::sync::Arc;
 
-use common::{Kind, fresh_name, kinds, mongo_base_uri, mongo_uri_with_database};
+use common::{Kind, kinds};
 use mongodb::bson::{Document, Timestamp, doc, oid::ObjectId};
 use socialite::domain::{ActivityLimits, now_ms};
 use socialite::store::Store;
-use socialite::store::embedded::{EmbeddedStore, Synchronous};
 use socialite::workers::activity::ActivityWorker;
 use socialite::workers::counters::CountersWorker;
 use socialite::workers::{ManualClock, Runner, RunnerSettings, Step, Worker};
 
-struct Fixture {
-    store: Store,
-    /// The database behind the MongoDB store, to drop a collection in.
-    mongo: Option<mongodb::Database>,
-    file: Option<std::path::PathBuf>,
-    _dir: Option<tempfile::TempDir>,
-}
+use common::raw::{RawStore as Fixture, raw_store};
 
 async fn fixture(kind: Kind) -> Fixture {
-    match kind {
-        Kind::Embedded => {
-            let dir = tempfile::tempdir().unwrap();
-            let file = dir.path().join("t.db");
-            let adapter = EmbeddedStore::open(&file, Synchronous::Normal).unwrap();
-            Fixture {
-                store: Store::new(Arc::new(adapter)),
-                mongo: None,
-                file: Some(file),
-                _dir: Some(dir),
-            }
-        }
-        Kind::Mongo => {
-            let uri = mongo_uri_with_database(&mongo_base_uri().unwrap(), &fresh_name("rebuild"));
-            let store = socialite::store::mongo::connect(&uri).await.unwrap();
-            let client = mongodb::Client::with_uri_str(&uri).await.unwrap();
-            Fixture {
-                store,
-                mongo: Some(client.default_database().unwrap()),
-                file: None,
-                _dir: None,
-            }
-        }
-    }
+    raw_store(kind, "rebuild").await
 }
 
 impl Fixture {
@@ -60,7 +30,7 @@ impl Fixture {
     /// the feed. Embedded: the writes, then a trim past them. MongoDB: a dropped `likes`
     /// collection first, so the feed ends its history before the writes.
     async fn lose_history<F: std::future::Future<Output = ()>>(&self, writes: F) {
-        match &self.mongo {
+        match self.raw.mongo() {
             Some(db) => {
                 let likes = db.collection::<Document>("likes");
                 let like = doc! { "_id": { "u": "nobody", "p": ObjectId::new() } };
@@ -79,27 +49,6 @@ impl Fixture {
                     .unwrap();
                 assert!(dropped > 0);
             }
-        }
-    }
-
-    /// Every user's counters set to `n`, with no change of any source.
-    async fn drift(&self, n: i64) {
-        if let Some(db) = &self.mongo {
-            let set =
-                doc! { "$set": { "posts_count": n, "following_count": n, "followers_count": n } };
-            db.collection::<Document>("users")
-                .update_many(doc! {}, set)
-                .await
-                .unwrap();
-        }
-        if let Some(file) = &self.file {
-            rusqlite::Connection::open(file)
-                .unwrap()
-                .execute(
-                    "UPDATE users SET posts_count = ?1, following_count = ?1, followers_count = ?1",
-                    [n],
-                )
-                .unwrap();
         }
     }
 }
@@ -195,7 +144,7 @@ async fn the_counters_rebuild_recounts_every_user() {
         })
         .await;
         // Counters gone wrong with no change to tell: only a full recount finds them.
-        f.drift(7).await;
+        f.raw.set_counts(None, 7).await;
         until_rebuilt(&mut worker, kind).await;
         for user in users {
             let [shown, counted] = counts(store, user).await;
@@ -208,7 +157,7 @@ async fn the_counters_rebuild_recounts_every_user() {
             .insert_post("bob", "three", None, now_ms())
             .await
             .unwrap();
-        f.drift(7).await;
+        f.raw.set_counts(None, 7).await;
         catch_up(&mut worker).await;
         assert_eq!(counts(store, "bob").await[0], (1, 1, 0), "{kind:?}");
         assert_eq!(rebuilds(&worker), 1, "{kind:?}: no second rebuild");
@@ -306,7 +255,7 @@ async fn a_worker_that_never_committed_rebuilds_after_a_trim() {
                 .await
                 .unwrap();
         };
-        match &f.mongo {
+        match f.raw.mongo() {
             None => f.lose_history(writes).await,
             Some(db) => {
                 writes.await;

@@ -296,6 +296,15 @@ async fn the_tag_index_is_audited_against_the_posts_text_and_written_again() {
         let (store, ann, _) = social_world(&config).await;
         let state = build_state(&config, store.clone()).await.unwrap();
         let tagged = state.social.post("ann", "about #rust").await.unwrap();
+        // The post's derived effects (the author's activity log on MongoDB) are the
+        // workers'; skipping past an unprocessed change would leave them undone.
+        assert!(
+            state
+                .workers
+                .settle(Duration::from_secs(60))
+                .await
+                .is_some()
+        );
         state.workers.stop().await;
         skip_the_workers_past_it(&store).await;
         let report = audit_of(&store, &config).await;

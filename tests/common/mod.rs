@@ -7,7 +7,7 @@
 //! This file holds the backends, fresh stores and configurations, and which backends
 //! can keep an event log; servers (in process or the real binary) are in `server.rs`,
 //! the JSON client and the credentials it learns in `api.rs`, and port decorators that
-//! inject faults in `faults.rs`.
+//! inject faults in `faults.rs`, a store with the file or database behind it in `raw.rs`.
 
 #![allow(dead_code)]
 
@@ -22,6 +22,7 @@ use socialite::store::embedded::{EmbeddedStore, Synchronous};
 
 mod api;
 pub mod faults;
+pub mod raw;
 mod server;
 
 // Each test binary uses part of the harness (as `dead_code` above allows for items).

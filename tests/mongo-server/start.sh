@@ -2,12 +2,15 @@
 # Starts the MongoDB stand-in (mongo-java-server) in the background.
 # Usage: tests/mongo-server/start.sh PIDFILE
 # Prints the connection URI (mongodb://127.0.0.1:PORT/) on stdout; stop it with
-# `kill "$(cat PIDFILE)"`. Builds the launcher with Maven on first use.
+# `kill "$(cat PIDFILE)"`. Builds the launcher with Maven on first use and whenever
+# its source or pom.xml is newer than the build.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 pidfile="${1:?usage: start.sh PIDFILE}"
 cd "$here"
-if [[ ! -f target/classes/socialite/Launcher.class || ! -f target/classpath.txt ]]; then
+launcher=target/classes/socialite/Launcher.class
+if [[ ! -f "$launcher" || ! -f target/classpath.txt \
+      || src/main/java/socialite/Launcher.java -nt "$launcher" || pom.xml -nt target/classpath.txt ]]; then
   mvn -q -B compile dependency:build-classpath -Dmdep.outputFile=target/classpath.txt >&2
 fi
 portfile="$(mktemp -u "${TMPDIR:-/tmp}/mongo-stand-in.XXXXXX")"

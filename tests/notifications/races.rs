@@ -10,7 +10,7 @@ use socialite::domain::{NotificationFilter, NotificationType, PostId, now_ms};
 use socialite::faults::{self, Gate};
 use socialite::feed::FeedSettings;
 use socialite::store::{NotificationEffect, Recipient, Store, StoreError};
-use socialite::workers::ManualClock;
+use socialite::workers::{ManualClock, Runner};
 
 use super::common::{Kind, create_user, fresh_store, kinds};
 use super::{TTL, all_of, fence, post, runner, settle};
@@ -54,6 +54,43 @@ pub(super) async fn like_of(
         .into_iter()
         .find(|n| n.kind == NotificationType::Like && n.actor == actor && n.post == Some(post))
         .map(|n| n.id)
+}
+/// One more like of `al`'s post `p` by `dy` after a dismissal or clear, counted once:
+/// after a clear, dated a minute past it (a clear hides every like up to its instant,
+/// and a change's time may be the server's, to the second), applied as the worker
+/// would, under a lease of its own, past every change's `seq`; after a dismissal, a
+/// plain like the worker applies. The group then counts `left + 1` and as many stand.
+pub(super) async fn one_more_like(
+    store: &Store,
+    worker: &mut Runner,
+    (al, dy, p): (&str, &str, PostId),
+    clear: bool,
+    left: u64,
+    kind: Kind,
+) {
+    if clear {
+        let f = fence(store, "X", now_ms() + 10 * TTL).await;
+        let later = NotificationEffect::Add {
+            to: Recipient::User(al.to_owned()),
+            kind: NotificationType::Like,
+            actor: dy.to_owned(),
+            post: Some(p),
+            at_ms: now_ms() + 60_000,
+        };
+        let notifications = &store.notifications;
+        notifications
+            .apply_notification(&f, i64::MAX as u64 - 1, &later)
+            .await
+            .unwrap();
+    } else {
+        store.activity.like(dy, p, now_ms()).await.unwrap();
+        settle(worker).await;
+    }
+    assert_eq!(
+        count_and_standing(store, al, p).await,
+        (left + 1, left + 1),
+        "{kind:?}: after one more like"
+    );
 }
 
 /// Accepts `NotFound` on the embedded store only, where the unheld worker may have
@@ -113,32 +150,7 @@ async fn removal_held_while_taken(tag: &str, clear: bool) {
             "{kind:?}: the group's count is not its standing notifications"
         );
 
-        if clear {
-            // A like dated a minute past the clear, which hides every like up to its
-            // instant (a change's time may be the server's, to the second): applied as
-            // the worker would, under a lease of its own, past every change's `seq`.
-            let f = fence(store, "X", now_ms() + 10 * TTL).await;
-            let later = NotificationEffect::Add {
-                to: Recipient::User(al.clone()),
-                kind: NotificationType::Like,
-                actor: dy.clone(),
-                post: Some(p),
-                at_ms: now_ms() + 60_000,
-            };
-            store
-                .notifications
-                .apply_notification(&f, i64::MAX as u64 - 1, &later)
-                .await
-                .unwrap();
-        } else {
-            store.activity.like(&dy, p, now_ms()).await.unwrap();
-            settle(&mut worker).await;
-        }
-        assert_eq!(
-            count_and_standing(store, &al, p).await,
-            (left + 1, left + 1),
-            "{kind:?}: after one more like"
-        );
+        one_more_like(store, &mut worker, (&al, &dy, p), clear, left, kind).await;
     }
 }
 

@@ -7,14 +7,14 @@
 
 use std::sync::Arc;
 
-use socialite::domain::{NotificationType, PostId, now_ms};
+use socialite::domain::{PostId, now_ms};
 use socialite::feed::FeedSettings;
-use socialite::store::{NotificationEffect, Recipient, Store};
+use socialite::store::Store;
 use socialite::workers::{ManualClock, Runner};
 
 use super::common::{Kind, create_user, fresh_store, kinds};
-use super::races::{count_and_standing, held, like_of};
-use super::{TTL, fence, post, runner, settle};
+use super::races::{count_and_standing, held, like_of, one_more_like};
+use super::{post, runner, settle};
 
 /// `al`'s post liked by `bo` and `cy`, notified.
 async fn two_likes(store: &Store, tag: &str) -> ([String; 4], PostId, Runner) {
@@ -94,31 +94,7 @@ async fn taking_held(tag: &str, place: &'static str, clear: bool, kill: bool) {
         );
         assert_eq!(settle_all(store, &al).await, 0, "{kind:?}: settled twice");
 
-        if clear {
-            // Dated a minute past the clear, which hides every like up to its instant (a
-            // change's time may be the server's, to the second), as in `races.rs`.
-            let f = fence(store, "X", now_ms() + 10 * TTL).await;
-            let later = NotificationEffect::Add {
-                to: Recipient::User(al.clone()),
-                kind: NotificationType::Like,
-                actor: dy.clone(),
-                post: Some(p),
-                at_ms: now_ms() + 60_000,
-            };
-            let notifications = &store.notifications;
-            notifications
-                .apply_notification(&f, i64::MAX as u64 - 1, &later)
-                .await
-                .unwrap();
-        } else {
-            store.activity.like(&dy, p, now_ms()).await.unwrap();
-            settle(&mut worker).await;
-        }
-        assert_eq!(
-            count_and_standing(store, &al, p).await,
-            (left + 1, left + 1),
-            "{kind:?}: after one more like"
-        );
+        one_more_like(store, &mut worker, (&al, &dy, p), clear, left, kind).await;
     }
 }
 

@@ -4,13 +4,13 @@
 //! posts, counters never below what acknowledged writes imply. The reads of one user's
 //! profile and activity are in `reads/users.rs`.
 
+mod kept;
 mod users;
 
 use std::ops::RangeInclusive;
 
 use rand::RngExt;
 use serde_json::Value;
-use socialite::domain::PostId;
 
 use super::masto::{self, Api};
 use super::model::Model;
@@ -18,6 +18,7 @@ use super::ops::any_user;
 use super::reposts::{as_repost, repost_fault, repost_listed_fault, shown_post, surely_eligible};
 use super::world::{Rng, Stats, World};
 
+pub use kept::kept_heads;
 pub use users::{activity, activity_entries, profile, profile_of};
 
 /// Checks one served timeline item of `reader`'s read over `[t0, t1]`; `None` when it is
@@ -327,86 +328,4 @@ pub async fn own_posts(world: &World, rng: &mut Rng) {
             target.slot
         ));
     }
-}
-
-/// At quiescence: the first page of `user`'s timeline through `api` at every length a
-/// walk may ask for (walked on from its cursor while it is short), from every process
-/// up, is the head of `served` (the converged timeline, as a full walk read it). A
-/// process keeps rendered pages by owner, cursor and length (`service::pages`), so this
-/// serves every page kept during the run that its version still says stands: one a
-/// write should have moved shows here, whatever it lacks or holds. Returns what differs.
-pub async fn kept_heads(world: &World, api: Api, user: &str, served: &[PostId]) -> Vec<String> {
-    let mut faults = Vec::new();
-    let token = api.token(world, user);
-    // Items as `/v1` ones (Mastodon's decimal ids back to the engine's), and an id that
-    // is not one (a render the mapping does not know) a fault rather than left out.
-    let ids_of = |items: &[Value], faults: &mut Vec<String>| -> Vec<PostId> {
-        items
-            .iter()
-            .filter_map(|i| match i["id"].as_str().and_then(|id| id.parse().ok()) {
-                Some(id) => Some(id),
-                None => {
-                    faults.push(format!(
-                        "{user}'s first page via {api}: an item without an id: {i}"
-                    ));
-                    None
-                }
-            })
-            .collect()
-    };
-    for target in world.cluster.up() {
-        for limit in PAGE_LIMITS {
-            let path = masto::home_path(api, user, limit);
-            let read = masto::read_page(
-                world,
-                &target,
-                api,
-                &path,
-                &token,
-                "items",
-                masto::status_item,
-            );
-            let Some((page, _)) = read.await else {
-                continue;
-            };
-            let mut ids = ids_of(&page.items, &mut faults);
-            // A page may come back short with a cursor, when its read skipped many
-            // hidden entries in its rounds (docs/timelines.md, "Pages"): the walk goes
-            // on from the cursor, and what it finds must be the head all the same.
-            let mut next = page.next;
-            let mut more = 0;
-            while ids.len() < limit && more < 20 {
-                let Some(path) = next.take() else { break };
-                let read = masto::read_page(
-                    world,
-                    &target,
-                    api,
-                    &path,
-                    &token,
-                    "items",
-                    masto::status_item,
-                );
-                let Some((page, _)) = read.await else {
-                    break;
-                };
-                ids.extend(ids_of(&page.items, &mut faults));
-                next = page.next;
-                more += 1;
-            }
-            let via = masto::via(target.slot, api);
-            if more > 0 {
-                eprintln!(
-                    "oracle: {user}'s first page via {via} at limit {limit} came back short with a cursor; {more} more read"
-                );
-            }
-            ids.truncate(limit);
-            let head = &served[..limit.min(served.len())];
-            if ids.as_slice() != head {
-                faults.push(format!(
-                    "{user}'s first page via {via} at limit {limit}: {ids:?}, the converged head {head:?}"
-                ));
-            }
-        }
-    }
-    faults
 }

@@ -90,7 +90,7 @@ async fn the_timelines_rebuild_delivers_unmarked_posts_and_retracts_deleted_ones
         assert!(edge.backfilled, "{kind:?}: the backfill is marked");
         let left = social.timeline("quitter", None, 10).await.unwrap();
         assert!(left.items.is_empty(), "{kind:?}: {:?}", left.items);
-        if let Some(file) = &f.file {
+        if let Some(file) = f.raw.file() {
             // What the lost unfollow's removal would have done, the rebuild did.
             assert_eq!(common::pending_marks(file), (0, 0), "no retraction pending");
         }

@@ -59,8 +59,8 @@ fn every_paged_read_seeks_its_index() {
         relations::MUTES_NEWER.into(),
         reposts::REPOSTS_OF_POST_NEWER.into(),
         reposts::REPOSTS_OF_POST.into(),
-        reposts::MERGED_REPOSTERS.into(),
-        reposts::REPOST_IDS_BY_USER.into(),
+        reposts::merged::MERGED_REPOSTERS.into(),
+        reposts::merged::REPOST_IDS_BY_USER.into(),
         audit::REPLY_COUNT.into(),
         deliveries::UNDELIVERED.into(),
         deliveries::ORPHANED.into(),
@@ -129,7 +129,7 @@ fn a_kept_page_check_reads_its_rows_only_for_a_pending_rename() {
 fn a_hybrid_page_reads_only_the_flagged_edges() {
     let conn = Connection::open_in_memory().unwrap();
     super::set_up(&conn).unwrap();
-    for sql in [content::MERGED_FOLLOWEES, reposts::MERGED_REPOSTERS] {
+    for sql in [content::MERGED_FOLLOWEES, reposts::merged::MERGED_REPOSTERS] {
         let lines = plan(&conn, sql);
         assert!(
             lines

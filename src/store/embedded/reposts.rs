@@ -27,6 +27,10 @@ pub(super) fn reposts_schema(conn: &rusqlite::Connection) -> rusqlite::Result<()
     )
 }
 
+pub(super) mod merged;
+
+use merged::{REPOST_IDS_BY_USER, merged_reposters};
+
 const COLUMNS: &str = "id, user, post, post_author";
 
 /// A post's reposts, newest first, below `?2` (`RepostStore::reposts_of_post`): a paged
@@ -42,45 +46,6 @@ pub(super) const REPOSTS_OF_POST_NEWER: &str = "SELECT id, user, post, post_auth
 pub(super) const HOME_REPOSTS: &str = "SELECT id, user, post, post_author FROM reposts
      WHERE user IN (SELECT followee FROM follows WHERE follower = ?1 UNION ALL SELECT ?1)
        AND id < ?2 ORDER BY id DESC LIMIT ?3";
-
-/// `hybrid`: the followees whose edge is flagged merged, each with their newest repost
-/// id below `?2` (one seek of `reposts_by_user_id` each, inside this statement), the
-/// edges from the covering `follows_flagged` index alone, as `content::MERGED_FOLLOWEES`
-/// reads them for posts.
-pub(super) const MERGED_REPOSTERS: &str = "SELECT f.followee,
-        (SELECT id FROM reposts INDEXED BY reposts_by_user_id
-          WHERE user = f.followee AND id < ?2 ORDER BY id DESC LIMIT 1)
-     FROM follows AS f INDEXED BY follows_flagged
-     WHERE f.follower = ?1 AND f.merged";
-
-/// One reposter's repost ids below `?2` and above `?3`, newest first, at most `?4`,
-/// from the `(user, id)` index alone: the walk of `content::home::merge_newest_of`.
-pub(super) const REPOST_IDS_BY_USER: &str = "SELECT id FROM reposts
-     INDEXED BY reposts_by_user_id
-     WHERE user = ?1 AND id < ?2 AND id > ?3 ORDER BY id DESC LIMIT ?4";
-
-/// `hybrid`'s merged reposters with a repost between the page's bounds (`before` as a
-/// key; `above` exclusive), each with their newest repost id below `before`.
-fn merged_reposters(
-    conn: &rusqlite::Connection,
-    user: &str,
-    before: &[u8],
-    above: Option<PostId>,
-) -> StoreResult<Vec<(PostId, String)>> {
-    let mut reposters = Vec::new();
-    let mut stmt = conn.prepare_cached(MERGED_REPOSTERS)?;
-    let mut rows = stmt.query(params![user, before])?;
-    while let Some(row) = rows.next()? {
-        if row.get_ref(1)? == rusqlite::types::ValueRef::Null {
-            continue;
-        }
-        let newest = post_id_at(row, 1)?;
-        if above.is_none_or(|above| newest > above) {
-            reposters.push((newest, row.get(0)?));
-        }
-    }
-    Ok(reposters)
-}
 
 fn repost_from_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<Repost> {
     Ok(Repost {

@@ -21,6 +21,8 @@ use super::{IndexSpec, MongoStore, all, db_error, index, insert_new, int, oid, p
 use crate::domain::{Change, ChangeOp, NameStamp, PostId, REPOSTS, ReplyTo, Repost};
 use crate::store::{Counter, RepostStore, Reposted, StoreError, StoreResult};
 
+mod counts;
+
 pub(super) const REPOSTS_COUNT: &str = "reposts_count";
 const DELETED_REPOSTS: &str = "deleted_reposts";
 /// The reposts collection (the change-feed name, [`REPOSTS`]).
@@ -94,63 +96,6 @@ fn filter_of(repost: &Repost) -> Document {
 impl MongoStore {
     fn reposts_coll(&self) -> mongodb::Collection<Document> {
         self.collection(REPOSTS)
-    }
-
-    /// Moves the original's repost count by `delta`; nothing when it no longer exists.
-    pub(super) async fn move_reposts(&self, post: &ReplyTo, delta: i64) -> StoreResult<()> {
-        self.collection("content")
-            .update_one(
-                doc! { "_id": oid(post.post), "author": &post.author },
-                doc! { "$inc": { REPOSTS_COUNT: delta } },
-            )
-            .await
-            .map_err(db_error)?;
-        Ok(())
-    }
-
-    /// Sets the original's repost count from its reposts, after a takeover.
-    pub(super) async fn recount_reposts(&self, post: &ReplyTo) -> StoreResult<()> {
-        let count = self
-            .reposts_coll()
-            .count_documents(doc! { "post": oid(post.post) })
-            .await
-            .map_err(db_error)?;
-        self.collection("content")
-            .update_one(
-                doc! { "_id": oid(post.post), "author": &post.author },
-                doc! { "$set": { REPOSTS_COUNT: count as i64 } },
-            )
-            .await
-            .map_err(db_error)?;
-        Ok(())
-    }
-
-    /// How many reposts stand of each of `posts`, for those with any: one grouped query.
-    pub(super) async fn repost_counts_of(
-        &self,
-        posts: &[PostId],
-    ) -> StoreResult<std::collections::HashMap<PostId, u64>> {
-        let mut counts = std::collections::HashMap::new();
-        if posts.is_empty() {
-            return Ok(counts);
-        }
-        let ids: Vec<_> = posts.iter().map(|id| oid(*id)).collect();
-        let pipeline = [
-            doc! { "$match": { "post": { "$in": ids } } },
-            doc! { "$group": { "_id": "$post", "n": { "$sum": 1 } } },
-        ];
-        let mut cursor = self
-            .reposts_coll()
-            .aggregate(pipeline)
-            .await
-            .map_err(db_error)?;
-        while let Some(row) = futures::TryStreamExt::try_next(&mut cursor)
-            .await
-            .map_err(db_error)?
-        {
-            counts.insert(post_id(row.get("_id"))?, int(&row, "n").max(0) as u64);
-        }
-        Ok(counts)
     }
 
     async fn tombstone_repost(&self, repost: &Repost) -> StoreResult<()> {

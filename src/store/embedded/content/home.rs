@@ -86,7 +86,7 @@ pub(in crate::store::embedded) fn merge_newest<T>(
 
 /// [`merge_newest`] over the ids `ids_by_author` reads: a statement of one author's ids
 /// (`?1`) below `?2` and above `?3`, newest first, at most `?4`, from an index alone
-/// (`POST_IDS_BY_AUTHOR`, or `reposts::REPOST_IDS_BY_USER` for `hybrid`'s reposts).
+/// (`POST_IDS_BY_AUTHOR`, or `reposts::merged::REPOST_IDS_BY_USER` for `hybrid`'s reposts).
 pub(in crate::store::embedded) fn merge_newest_of<T>(
     conn: &Connection,
     ids_by_author: &str,

@@ -1,6 +1,7 @@
 //! The likers of a post, newest first, by the index `{_id.p: 1, createdAt: -1, _id.u:
 //! -1}` on `likes`: one range from the cursor, in the index's order (or, for the page
-//! just newer than the cursor, against it).
+//! just newer than the cursor, against it); and which of a set of likes still stand, by
+//! their `_id`s.
 
 use futures::TryStreamExt;
 use mongodb::bson::{Document, doc};
@@ -14,6 +15,36 @@ pub(super) fn index() -> Document {
 }
 
 impl MongoStore {
+    /// Which of `likes` stand, a thousand keys a query.
+    pub(super) async fn likes_standing_of(
+        &self,
+        likes: &[(String, PostId)],
+    ) -> StoreResult<Vec<(String, PostId)>> {
+        let mut standing = Vec::new();
+        for chunk in likes.chunks(1000) {
+            // `_id` is `{u, p}` in that order, so the keys match as whole documents.
+            let keys: Vec<Document> = chunk
+                .iter()
+                .map(|(user, post)| doc! { "u": user, "p": oid(*post) })
+                .collect();
+            let mut found = self
+                .db
+                .collection::<Document>("likes")
+                .find(doc! { "_id": { "$in": keys } })
+                .projection(doc! { "_id": 1 })
+                .await
+                .map_err(db_error)?;
+            while let Some(like) = found.try_next().await.map_err(db_error)? {
+                let Ok(key) = like.get_document("_id") else {
+                    continue;
+                };
+                let user = key.get_str("u").unwrap_or_default().to_owned();
+                standing.push((user, super::super::post_id(key.get("p"))?));
+            }
+        }
+        Ok(standing)
+    }
+
     pub(super) async fn likers_of(
         &self,
         post: PostId,

@@ -353,29 +353,7 @@ impl ActivityStore for MongoStore {
         &self,
         likes: &[(String, PostId)],
     ) -> StoreResult<Vec<(String, PostId)>> {
-        let mut standing = Vec::new();
-        for chunk in likes.chunks(1000) {
-            // `_id` is `{u, p}` in that order, so the keys match as whole documents.
-            let keys: Vec<Document> = chunk
-                .iter()
-                .map(|(user, post)| doc! { "u": user, "p": oid(*post) })
-                .collect();
-            let mut found = self
-                .db
-                .collection::<Document>("likes")
-                .find(doc! { "_id": { "$in": keys } })
-                .projection(doc! { "_id": 1 })
-                .await
-                .map_err(db_error)?;
-            while let Some(like) = found.try_next().await.map_err(db_error)? {
-                let Ok(key) = like.get_document("_id") else {
-                    continue;
-                };
-                let user = key.get_str("u").unwrap_or_default().to_owned();
-                standing.push((user, super::post_id(key.get("p"))?));
-            }
-        }
-        Ok(standing)
+        self.likes_standing_of(likes).await
     }
 
     async fn likers(

@@ -11,7 +11,11 @@ import java.util.concurrent.CountDownLatch;
 
 import de.bwaldvogel.mongo.MongoServer;
 import de.bwaldvogel.mongo.MongoVersion;
+import de.bwaldvogel.mongo.backend.CollectionOptions;
 import de.bwaldvogel.mongo.backend.memory.MemoryBackend;
+import de.bwaldvogel.mongo.backend.memory.MemoryCollection;
+import de.bwaldvogel.mongo.backend.memory.MemoryDatabase;
+import de.bwaldvogel.mongo.bson.Document;
 
 /**
  * Serves an in-memory MongoDB stand-in on 127.0.0.1 and a free port, with the oplog on
@@ -36,6 +40,34 @@ public final class Launcher {
         }
     };
 
+    /**
+     * The stand-in's findAndModify updates under the collection's lock but answers with the
+     * stored document itself, which is encoded after the lock is let go: a second
+     * findAndModify on the same document may change it first, and two callers then see
+     * the same version. MongoDB answers with the document as its own write left it, so
+     * this copies the answer while the lock is still held.
+     */
+    static final class AtomicAnswers extends MemoryBackend {
+        @Override
+        public MemoryDatabase openOrCreateDatabase(String databaseName) {
+            return new MemoryDatabase(databaseName, getCursorRegistry()) {
+                @Override
+                protected MemoryCollection openOrCreateCollection(String collectionName, CollectionOptions options) {
+                    return new MemoryCollection(this, collectionName, options, cursorRegistry) {
+                        @Override
+                        public synchronized Document findAndModify(Document query) {
+                            Document result = super.findAndModify(query);
+                            if (result.get("value") instanceof Document value) {
+                                result.put("value", value.cloneDeeply());
+                            }
+                            return result;
+                        }
+                    };
+                }
+            };
+        }
+    }
+
     public static void main(String[] args) throws IOException, InterruptedException {
         Path portFile = null;
         for (int i = 0; i < args.length; i++) {
@@ -43,7 +75,7 @@ public final class Launcher {
                 portFile = Path.of(args[++i]);
             }
         }
-        MemoryBackend backend = new MemoryBackend();
+        MemoryBackend backend = new AtomicAnswers();
         backend.version(REPORTED_VERSION);
         MongoServer server = new MongoServer(backend);
         server.enableOplog();
