@@ -75,7 +75,8 @@ pub trait UserStore: Send + Sync + 'static {
     /// profile's version, upserted, then the user's other entries older than it removed,
     /// then the version read again and the sync run again if it moved.
     async fn sync_name_words(&self, users: &[String]) -> StoreResult<u64>;
-    /// Every user's entries written again from the profiles, and every entry of no
+    /// Every user's entries written again from the profiles, every other entry of
+    /// theirs removed (on MongoDB whatever its version stamp), and every entry of no
     /// user removed (the counters worker's rebuild, the audit's repair); answers how
     /// many entries were written or removed.
     async fn rebuild_name_words(&self) -> StoreResult<u64>;

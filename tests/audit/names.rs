@@ -1,6 +1,8 @@
-//! The display-name word index: an entry taken out, a stale word and an entry of no
+//! The display-name word index: an entry taken out, a stale word (on MongoDB stamped
+//! older than the profile, and stamped with its current version), and an entry of no
 //! user, each written straight into the store, are named by the audit as `name_words`
-//! and mended by `--repair` (the counters' rebuild writes every user's words again).
+//! and mended by `--repair` (the counters' rebuild writes every user's words again and
+//! removes every other entry of theirs, whatever its stamp).
 
 use socialite::audit::{self, Kind as Audited};
 use socialite::config::{Backend, Config};
@@ -29,10 +31,24 @@ async fn raw(config: &Config, sql: &str, args: [&str; 2], mongo: Mongo<'_>) {
                     let done = coll.delete_one(doc! { "w": w, "u": u }).await.unwrap();
                     assert_eq!(done.deleted_count, 1);
                 }
-                Mongo::Insert(w, u) => {
-                    // Stamped older than any profile, as an entry of an earlier name is
-                    // (the sync removes only entries older than the profile it read).
-                    let entry = doc! { "_id": format!("{w}/{u}"), "w": w, "u": u, "v": -1_i64 };
+                Mongo::Insert(w, u, stamp) => {
+                    let v = match stamp {
+                        // As an entry of an earlier name is (the request's sync removes
+                        // only entries older than the profile it read).
+                        Stamp::Older => -1_i64,
+                        // As only a wrong write makes it: the guarded sync keeps it.
+                        Stamp::Current => {
+                            let users = client.default_database().unwrap();
+                            let user = users
+                                .collection::<Document>("users")
+                                .find_one(doc! { "_id": u })
+                                .await
+                                .unwrap()
+                                .unwrap();
+                            user.get_i64("version").unwrap()
+                        }
+                    };
+                    let entry = doc! { "_id": format!("{w}/{u}"), "w": w, "u": u, "v": v };
                     coll.insert_one(entry).await.unwrap();
                 }
             }
@@ -42,7 +58,13 @@ async fn raw(config: &Config, sql: &str, args: [&str; 2], mongo: Mongo<'_>) {
 
 enum Mongo<'a> {
     Delete(&'a str, &'a str),
-    Insert(&'a str, &'a str),
+    Insert(&'a str, &'a str, Stamp),
+}
+
+/// The version a planted MongoDB entry is stamped with.
+enum Stamp {
+    Older,
+    Current,
 }
 
 const DELETE: &str = "DELETE FROM name_words WHERE word = ?1 AND user = ?2";
@@ -77,14 +99,21 @@ async fn a_wrong_name_word_index_is_named_and_repaired() {
                 "a stale word",
                 INSERT,
                 ["zork", "bob"],
-                Mongo::Insert("zork", "bob"),
+                Mongo::Insert("zork", "bob", Stamp::Older),
                 "bob is indexed under \"zork\", not a word of their name",
+            ),
+            (
+                "a wrong word at the current stamp",
+                INSERT,
+                ["yak", "cat"],
+                Mongo::Insert("yak", "cat", Stamp::Current),
+                "cat is indexed under \"yak\", not a word of their name",
             ),
             (
                 "an entry of no user",
                 INSERT,
                 ["ghost", "nobody"],
-                Mongo::Insert("ghost", "nobody"),
+                Mongo::Insert("ghost", "nobody", Stamp::Older),
                 "the name word \"ghost\" names nobody, who does not exist",
             ),
         ] {

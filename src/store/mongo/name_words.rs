@@ -13,6 +13,13 @@
 //! it moved. A sync that read an older name and writes after a newer one's sync thus
 //! either sees the newer version when it reads again, or wrote before the newer
 //! name's sync read the entries. Reads check every hit against the profile.
+//!
+//! The rebuild (the counters worker's, and so the audit's repair) removes every entry of
+//! the user that is not a word of the name it read, whatever its stamp: an entry wrongly
+//! stamped with the current version or a later one is taken too. A newer name's entry
+//! it takes is written again: the version read after the delete has moved, so the sync
+//! runs again from the newer name; if it is still moving after the last attempt, the
+//! rebuild ends with the request's guarded sync, which upserts the name it reads.
 
 use std::future::IntoFuture;
 
@@ -134,9 +141,47 @@ async fn upsert(
     Ok(0)
 }
 
+/// Which of a user's entries that are not words of the name read a sync removes.
+#[derive(Clone, Copy, PartialEq)]
+enum Stale {
+    /// Those stamped older than the name's version (the request's and the worker's
+    /// sync: a newer sync's entries are never taken).
+    Older,
+    /// All of them (the rebuild).
+    AnyStamp,
+}
+
 /// Brings `user`'s entries in line with their profile (see the module comment); answers
 /// the entries written or removed.
 pub(super) async fn sync_user(db: &Database, user: &str) -> StoreResult<u64> {
+    sync(db, user, Stale::Older).await
+}
+
+/// The rebuild's sync of `user`: every entry not a word of the name removed; if the
+/// name is still moving after the last attempt, the guarded sync after it (see the
+/// module comment).
+async fn resync_user(db: &Database, user: &str) -> StoreResult<u64> {
+    let (changed, settled) = attempts(db, user, Stale::AnyStamp).await?;
+    if settled {
+        return Ok(changed);
+    }
+    Ok(changed + sync(db, user, Stale::Older).await?)
+}
+
+async fn sync(db: &Database, user: &str, stale: Stale) -> StoreResult<u64> {
+    let (changed, settled) = attempts(db, user, stale).await?;
+    if !settled {
+        tracing::debug!(
+            user,
+            "name kept changing during its word sync; its next change syncs it"
+        );
+    }
+    Ok(changed)
+}
+
+/// Up to [`SYNC_ATTEMPTS`] syncs of `user`, until the version read after one is the one
+/// it wrote from; answers the entries written or removed and whether it settled.
+async fn attempts(db: &Database, user: &str, mode: Stale) -> StoreResult<(u64, bool)> {
     let coll = coll(db);
     let mut changed = 0;
     let mut read = profile(db, user).await?;
@@ -154,30 +199,36 @@ pub(super) async fn sync_user(db: &Database, user: &str) -> StoreResult<u64> {
             .filter(|w| !words.iter().any(|word| word == w))
             .collect();
         if !stale.is_empty() {
-            let removed = coll
-                .delete_many(doc! { "w": { "$in": &stale }, "u": user, "v": { "$lt": version } })
-                .await
-                .map_err(db_error)?;
+            let mut filter = doc! { "w": { "$in": &stale }, "u": user };
+            if mode == Stale::Older {
+                filter.insert("v", doc! { "$lt": version });
+            }
+            let removed = coll.delete_many(filter).await.map_err(db_error)?;
             changed += removed.deleted_count;
         }
         let again = profile(db, user).await?;
         if again.as_ref().map(|(_, v)| *v) == read.as_ref().map(|(_, v)| *v) {
-            return Ok(changed);
+            return Ok((changed, true));
         }
         read = again;
     }
-    tracing::debug!(
-        user,
-        "name kept changing during its word sync; its next change syncs it"
-    );
-    Ok(changed)
+    Ok((changed, false))
 }
 
 /// Syncs each of `users`, a few at once.
 pub(super) async fn sync_users(db: &Database, users: &[String]) -> StoreResult<u64> {
+    each(db, users, Stale::Older).await
+}
+
+async fn each(db: &Database, users: &[String], mode: Stale) -> StoreResult<u64> {
     let syncs: Vec<_> = users
         .iter()
-        .map(|user| async move { sync_user(db, user).await })
+        .map(|user| async move {
+            match mode {
+                Stale::Older => sync_user(db, user).await,
+                Stale::AnyStamp => resync_user(db, user).await,
+            }
+        })
         .collect();
     let counts: Vec<u64> = futures::stream::iter(syncs)
         .buffer_unordered(IN_FLIGHT)
@@ -186,8 +237,9 @@ pub(super) async fn sync_users(db: &Database, users: &[String]) -> StoreResult<u
     Ok(counts.into_iter().sum())
 }
 
-/// Every user synced, in id order a page at a time, then every entry of no user
-/// removed (a walk of `{u: 1, w: 1}`, a page at a time).
+/// Every user synced, every entry not a word of their name removed whatever its stamp,
+/// in id order a page at a time; then every entry of no user removed (a walk of
+/// `{u: 1, w: 1}`, a page at a time).
 pub(super) async fn rebuild(db: &Database) -> StoreResult<u64> {
     let users = db.collection::<Document>("users");
     let mut changed = 0;
@@ -206,7 +258,7 @@ pub(super) async fn rebuild(db: &Database) -> StoreResult<u64> {
             .iter()
             .filter_map(|d| d.get_str("_id").ok().map(str::to_owned))
             .collect();
-        changed += sync_users(db, &ids).await?;
+        changed += each(db, &ids, Stale::AnyStamp).await?;
         if (ids.len() as i64) < PAGE {
             break;
         }
@@ -235,7 +287,7 @@ pub(super) async fn rebuild(db: &Database) -> StoreResult<u64> {
         .await?;
         let known: Vec<&str> = known.iter().filter_map(|d| d.get_str("_id").ok()).collect();
         for stray in owners.iter().filter(|u| !known.contains(&u.as_str())) {
-            changed += sync_user(db, stray).await?;
+            changed += resync_user(db, stray).await?;
         }
         if (page.len() as i64) < PAGE {
             break;
