@@ -2,18 +2,23 @@
 //! each derived datum corrupted directly in the store is named as exactly its kind, and
 //! `--repair` mends it; beside a live server under writes nothing is reported wrong.
 //!
-//! This file holds the world the audits run on and the in-process corruptions; the
-//! command line (exit statuses, repair) and the live server are in `audit/cli.rs`, the
-//! fields of timeline entries in `audit/entries.rs`, notifications, reply counts and
-//! blocked authors in `audit/social.rs`, the reposts a timeline must hold in
-//! `audit/reposts.rs`, what the audit refuses and that it only reads in
-//! `audit/readonly.rs`.
+//! This file holds the world the audits run on and the in-process corruptions (their
+//! writes past the ports in `audit/raw.rs`); the command line (exit statuses, repair)
+//! and the live server are in `audit/cli.rs`, the fields of timeline entries in
+//! `audit/entries.rs`, notifications, reply counts and blocked authors in
+//! `audit/social.rs`, the reposts a timeline must hold in `audit/reposts.rs`, what the
+//! audit refuses and that it only reads in `audit/readonly.rs`, the display-name word
+//! index in `audit/names.rs`.
 
 #[path = "audit/cli.rs"]
 mod cli;
 mod common;
 #[path = "audit/entries.rs"]
 mod entries;
+#[path = "audit/names.rs"]
+mod names;
+#[path = "audit/raw.rs"]
+mod raw;
 #[path = "audit/readonly.rs"]
 mod readonly;
 #[path = "audit/reposts.rs"]
@@ -28,10 +33,12 @@ use std::time::Duration;
 use common::{Kind, fresh_config, fresh_name, kinds, mongo_base_uri, mongo_uri_with_database};
 use socialite::app::{build_state, open_store};
 use socialite::audit::{self, Kind as Audited, Report, Settings};
-use socialite::config::{Backend, Config};
-use socialite::domain::{BucketKind, FeedStrategy, PostId, TimelineEntry, TimelineKind};
+use socialite::config::Config;
+use socialite::domain::{BucketKind, FeedStrategy, TimelineEntry, TimelineKind};
 use socialite::http::AppState;
 use socialite::store::Store;
+
+use raw::Raw;
 
 /// A configuration on a fresh store of `kind`, timelines built by `strategy`.
 pub fn config(kind: Kind, strategy: FeedStrategy) -> (Config, tempfile::TempDir) {
@@ -110,95 +117,6 @@ fn assert_clean(report: &Report, label: &str) {
     assert!(report.clean(), "{label}: {report}");
     for kind in Audited::ALL {
         assert_eq!(report.pending_count(kind), 0, "{label}: {report}");
-    }
-}
-
-/// A write no port makes: straight into the store's tables or collections.
-enum Raw {
-    Embedded(rusqlite::Connection),
-    Mongo(mongodb::Database),
-}
-
-impl Raw {
-    async fn open(config: &Config) -> Raw {
-        match config.storage.backend {
-            Backend::Embedded => {
-                Raw::Embedded(rusqlite::Connection::open(&config.storage.path).unwrap())
-            }
-            Backend::Mongodb => {
-                let uri = config.storage.mongodb_uri.as_deref().unwrap();
-                let client = mongodb::Client::with_uri_str(uri).await.unwrap();
-                Raw::Mongo(client.default_database().unwrap())
-            }
-        }
-    }
-
-    async fn bump_followers(&self, user: &str) {
-        use mongodb::bson::doc;
-        match self {
-            Raw::Embedded(conn) => {
-                let sql = "UPDATE users SET followers_count = followers_count + 1 WHERE id = ?1";
-                assert_eq!(conn.execute(sql, [user]).unwrap(), 1);
-            }
-            Raw::Mongo(db) => {
-                let users = db.collection::<mongodb::bson::Document>("users");
-                let done = users
-                    .update_one(
-                        doc! { "_id": user },
-                        doc! { "$inc": { "followers_count": 1 } },
-                    )
-                    .await
-                    .unwrap();
-                assert_eq!(done.modified_count, 1);
-            }
-        }
-    }
-
-    /// Takes `user`'s activity entry for `post` out of their log.
-    async fn drop_activity(&self, user: &str, post: PostId) {
-        use mongodb::bson::doc;
-        match self {
-            Raw::Embedded(conn) => {
-                let sql = "DELETE FROM activity_entries WHERE user = ?1 AND ref = ?2";
-                assert_eq!(conn.execute(sql, [user, &post.to_string()]).unwrap(), 1);
-            }
-            Raw::Mongo(db) => {
-                let logs = db.collection::<mongodb::bson::Document>("user_activity");
-                let done = logs
-                    .update_one(
-                        doc! { "_id": user },
-                        doc! { "$pull": { "activities": { "ref": post.to_string() } } },
-                    )
-                    .await
-                    .unwrap();
-                assert_eq!(done.modified_count, 1);
-            }
-        }
-    }
-
-    /// Deletes the fourth event of the log; returns its id.
-    fn drop_event(&self) -> i64 {
-        let Raw::Embedded(conn) = self else {
-            unreachable!("the event log runs on the embedded store here")
-        };
-        let id: i64 = conn
-            .query_row(
-                "SELECT id FROM events ORDER BY id LIMIT 1 OFFSET 3",
-                [],
-                |r| r.get(0),
-            )
-            .unwrap();
-        conn.execute("DELETE FROM events WHERE id = ?1", [id])
-            .unwrap();
-        id
-    }
-
-    fn bump_tag(&self, tag: &str) {
-        let Raw::Embedded(conn) = self else {
-            unreachable!("tags are kept only with an event log")
-        };
-        let sql = "UPDATE tags SET total = total + 1 WHERE tag = ?1";
-        assert_eq!(conn.execute(sql, [tag]).unwrap(), 1);
     }
 }
 

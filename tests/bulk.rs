@@ -6,7 +6,7 @@
 //! seeder's data set in `bulk/seed.rs`; serve and load excluding each other in
 //! `bulk/guard.rs`; the time range, post ids and repeated keys in `bulk/times.rs`;
 //! blocks, mutes, replies and the derived notifications in `bulk/social.rs`; reposts in
-//! `bulk/reposts.rs`.
+//! `bulk/reposts.rs`; imported users found by their name words in `bulk/names.rs`.
 
 mod common;
 
@@ -14,6 +14,8 @@ mod common;
 mod failures;
 #[path = "bulk/guard.rs"]
 mod guard;
+#[path = "bulk/names.rs"]
+mod names;
 #[path = "bulk/reposts.rs"]
 mod reposts;
 #[path = "bulk/seed.rs"]

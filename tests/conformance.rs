@@ -8,7 +8,8 @@
 //! content port's reads across authors in `conformance/content.rs` and the
 //! notifications port's reads both ways in `conformance/notifications.rs`, Mastodon's
 //! markers in `conformance/markers.rs`, the account lists read the other way from a
-//! cursor in `conformance/lists.rs`.
+//! cursor in `conformance/lists.rs`, the display-name word index in
+//! `conformance/name_words.rs`.
 
 #[path = "conformance/changes.rs"]
 mod changes;
@@ -23,6 +24,8 @@ mod counters;
 mod lists;
 #[path = "conformance/markers.rs"]
 mod markers;
+#[path = "conformance/name_words.rs"]
+mod name_words;
 #[path = "conformance/notifications.rs"]
 mod notifications;
 #[path = "conformance/oauth.rs"]

@@ -8,6 +8,8 @@ mod accounts;
 mod common;
 #[path = "mastodon_accounts/lists.rs"]
 mod lists;
+#[path = "mastodon_accounts/names.rs"]
+mod names;
 #[path = "mastodon_accounts/small.rs"]
 mod small;
 #[path = "mastodon_accounts/statuses.rs"]

@@ -22,11 +22,15 @@
 //!   unchanged (for a user: with no follow or like of theirs changed meanwhile), is
 //!   *wrong*; one that changed is checked again (three rounds at most);
 //!   one whose workers do not get there in time is *pending*.
+//! - **Name words** (`name_words.rs`): each user's entries of the display-name word
+//!   index against the words of their name (in the per-user pass), and, once, every
+//!   entry against the users that exist.
 //! - **Repair** (`repair.rs`): the workers' own rebuilds, under their leases.
 
 pub mod command;
 mod entries;
 mod events;
+mod name_words;
 mod notifications;
 pub mod repair;
 mod replies;
@@ -60,10 +64,11 @@ pub enum Kind {
     Replies,
     Reposts,
     TagIndex,
+    NameWords,
 }
 
 impl Kind {
-    pub const ALL: [Kind; 10] = [
+    pub const ALL: [Kind; 11] = [
         Kind::Counters,
         Kind::Activity,
         Kind::Timelines,
@@ -74,6 +79,7 @@ impl Kind {
         Kind::Replies,
         Kind::Reposts,
         Kind::TagIndex,
+        Kind::NameWords,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -88,6 +94,7 @@ impl Kind {
             Kind::Replies => "replies",
             Kind::Reposts => "reposts",
             Kind::TagIndex => "tag_index",
+            Kind::NameWords => "name_words",
         }
     }
 
@@ -108,6 +115,9 @@ impl Kind {
             // Written with the post itself (embedded: in its transaction; MongoDB: in
             // its document): nothing to wait for.
             Kind::TagIndex => &[],
+            // Embedded: written in the name's transaction. MongoDB: right after the name,
+            // and synced by the counters worker for every user change it applies.
+            Kind::NameWords => &["counters"],
         }
     }
 }
@@ -258,6 +268,8 @@ pub(crate) async fn recheck(
         Unit::User(id) => {
             if let Some(user) = store.users.user(id).await? {
                 users::check(store, settings, &user, &mut tally).await?;
+            } else {
+                name_words::check_missing(store, settings, id, &mut tally).await?;
             }
         }
         Unit::Post(id) => store::check_post(store, settings, *id, &mut tally).await?,

@@ -3,7 +3,8 @@
 //! (`Runner::rebuild_once`: acquire, rebuild under the fence, commit, release), by a
 //! holder named `audit/…` (`rebuild/audit-…` for the aggregates, a rebuild-type lock).
 //! `replies_count` is recounted by the counters' rebuild (`UserStore::recount_all`),
-//! notifications by the notifications worker's rebuild (all of them derived anew).
+//! the display-name word index by the counters' rebuild too
+//! (`UserStore::rebuild_name_words`), notifications by the notifications worker's rebuild (all of them derived anew).
 //! A timeline wrong beyond what the rebuild restores is mended first, under the same
 //! lease: a cache is dropped (its owner's next read builds it from the sources), a
 //! deleted post retracted, an edge's upkeep run again (which takes out the entries of an
@@ -51,13 +52,18 @@ pub async fn repair(
     if kinds.contains(&Kind::Counters)
         || kinds.contains(&Kind::Replies)
         || kinds.contains(&Kind::Reposts)
+        || kinds.contains(&Kind::NameWords)
     {
         let worker = Arc::new(CountersWorker::new(
             store.users.clone(),
             store.claims.clone(),
         ));
         rebuild(config, store, worker, &holder).await?;
-        done.push("counters: recounted every user and every post's replies and reposts".to_owned());
+        done.push(
+            "counters: recounted every user and every post's replies and reposts, and wrote \
+             every user's name words again"
+                .to_owned(),
+        );
     }
     if kinds.contains(&Kind::Notifications) {
         // The worker's rebuild after history lost: every notification derived from the

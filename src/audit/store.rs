@@ -30,6 +30,7 @@ pub(super) async fn pass(
         orphans(store, settings, &mut tally).await?;
     }
     compare_tag_index(store, settings, &totals, &mut tally).await?;
+    super::name_words::orphans(store, settings, &mut tally).await?;
     if has("aggregates") {
         compare_tags(store, settings, totals, &mut tally).await?;
     } else {

@@ -75,6 +75,7 @@ pub(super) async fn check(
     activity(store, settings, id, &sources, &mut mine).await?;
     super::notifications::check(store, settings, user, &sources, &mut mine).await?;
     timeline(store, settings, id, sources, &merged, &mut mine).await?;
+    super::name_words::check(store, settings, user, &mut mine).await?;
     // The sources were read before the derived data, and the home posts after it. A
     // follow undone and done again meanwhile, its removal applied before the derived
     // read and its backfill not yet, shows a post missing under an edge that looks

@@ -13,6 +13,7 @@ pub mod scopes;
 mod threads;
 mod time;
 mod validate;
+mod words;
 
 pub use activity::{
     Activity, ActivityLayout, ActivityLimits, ActivityPage, ActivityType, Slot, window,
@@ -32,6 +33,7 @@ pub use time::{
     format_time_ms,
 };
 pub use validate::{MAX_POST_CHARS, validate_display_name, validate_post_text, validate_user_id};
+pub use words::{MAX_NAME_WORDS, name_matches, name_words, word_prefix_end};
 
 use serde::{Deserialize, Serialize};
 

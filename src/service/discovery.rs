@@ -1,16 +1,22 @@
 //! What the Mastodon view's discovery endpoints read: the trending hashtags with their
-//! last week of counts, and search of accounts by id prefix (one range of the id index;
-//! display names are not indexed, so not searched) and of a hashtag by its name.
+//! last week of counts, search of accounts by id prefix (one range of the id index) and
+//! by the words of their display names (ranges of the name word index,
+//! `UserStore::name_word_entries`), and of a hashtag by its name.
 
 use futures::future::try_join_all;
 
 use super::Social;
-use crate::domain::{User, is_tag};
-use crate::store::StoreResult;
+use crate::domain::{User, is_tag, name_matches, name_words};
 use crate::store::trends::{HOUR_MS, HOURS_KEPT, TagCounts};
+use crate::store::{NameWord, StoreResult};
 
 /// Trends count posts over the last day (whole hours, as `/v1/trends?window=24h`).
 const TREND_HOURS: i64 = 24;
+
+/// Pages of the name word index one search reads at most: a page past the first is
+/// read only when hits of a multi-word query failed its other words, or when a name
+/// matched several times or was found by its id already.
+const NAME_PAGES: usize = 3;
 
 /// What a search found.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -46,12 +52,17 @@ impl Social {
 
     /// The first `limit` accounts whose id starts with `query` (a leading `@` and a
     /// trailing `@domain` are the caller's to strip), by id, so an exact match comes
-    /// first; and the hashtag `query` (without `#`, any case) when it has live posts.
+    /// first, then those whose display name has a word starting with each word of
+    /// `query` (`domain::name_words`), by (word, id) of the query's longest word; and the
+    /// hashtag `query` (without `#`, any case) when it has live posts.
     pub async fn search(&self, query: &str, what: SearchFor, limit: usize) -> StoreResult<Found> {
         let mut found = Found::default();
         let id = query.trim_start_matches('@');
         if what.accounts && crate::domain::validate_user_id(id).is_ok() {
             found.accounts = self.store.users.users_by_prefix(id, limit).await?;
+        }
+        if what.accounts && found.accounts.len() < limit {
+            self.search_names(query, limit, &mut found.accounts).await?;
         }
         let tag = query.trim_start_matches('#').to_lowercase();
         if what.hashtags && is_tag(&tag) {
@@ -65,5 +76,52 @@ impl Social {
             }
         }
         Ok(found)
+    }
+
+    /// Adds to `accounts`, up to `limit`, the users whose name has a word starting with
+    /// each word of `query`: pages of the index under the query's longest word, each at
+    /// most the accounts still wanted plus one entry, after the last entry read (a
+    /// keyset), [`NAME_PAGES`] at most. Each hit is checked against the profile as it
+    /// stands (on MongoDB an entry may briefly outlive a rename).
+    async fn search_names(
+        &self,
+        query: &str,
+        limit: usize,
+        accounts: &mut Vec<User>,
+    ) -> StoreResult<()> {
+        let terms = name_words(query);
+        let Some(longest) = terms.iter().max_by_key(|t| t.len()) else {
+            return Ok(());
+        };
+        let users = &self.store.users;
+        let mut after: Option<NameWord> = None;
+        for _ in 0..NAME_PAGES {
+            let wanted = limit - accounts.len();
+            let page = users
+                .name_word_entries(longest, after.as_ref(), wanted + 1)
+                .await?;
+            let mut ids: Vec<String> = Vec::with_capacity(page.len());
+            for entry in &page {
+                let known = accounts.iter().any(|u| u.id == entry.user);
+                if !known && !ids.contains(&entry.user) {
+                    ids.push(entry.user.clone());
+                }
+            }
+            let profiles = users.users(&ids).await?;
+            for id in &ids {
+                let profile = profiles.iter().find(|u| &u.id == id);
+                if let Some(user) = profile.filter(|u| name_matches(&u.display_name, &terms)) {
+                    accounts.push(user.clone());
+                    if accounts.len() == limit {
+                        return Ok(());
+                    }
+                }
+            }
+            if page.len() <= wanted {
+                return Ok(());
+            }
+            after = page.last().cloned();
+        }
+        Ok(())
     }
 }

@@ -57,7 +57,7 @@ pub use threads::ThreadStore;
 pub use timelines::TimelineStore;
 pub use tokens::{TokenHash, TokenRecord, TokenStore};
 pub use trends::TrendStore;
-pub use users::{Counted, Recount, UserStore};
+pub use users::{Counted, NameWord, Recount, UserStore};
 
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {

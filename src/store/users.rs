@@ -5,6 +5,14 @@ use async_trait::async_trait;
 use super::StoreResult;
 use crate::domain::{AuthorView, Fence, NewUser, User};
 
+/// One entry of the display-name word index: `user`'s name has the word `word`.
+/// Entries are ordered by (word, user), bytewise, on both stores.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct NameWord {
+    pub word: String,
+    pub user: String,
+}
+
 /// One user for the counters worker to recount from the sources.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Recount {
@@ -47,6 +55,31 @@ pub trait UserStore: Send + Sync + 'static {
     /// The users whose id starts with `prefix` (a valid user id), by id ascending, at
     /// most `limit`: one range of the id index, between `prefix` and [`prefix_end`].
     async fn users_by_prefix(&self, prefix: &str, limit: usize) -> StoreResult<Vec<User>>;
+    /// Up to `limit` entries of the display-name word index (`domain::name_words` of each
+    /// profile's name) whose word starts with `prefix` (a lower-cased word), in
+    /// (word, user) order, strictly after `after`: one range of the index, never a scan
+    /// of users. Embedded: written with the name, in its transaction. MongoDB: written
+    /// right after the name, so an entry may briefly lag its profile (see
+    /// `sync_name_words`); callers check each hit against the profile.
+    async fn name_word_entries(
+        &self,
+        prefix: &str,
+        after: Option<&NameWord>,
+        limit: usize,
+    ) -> StoreResult<Vec<NameWord>>;
+    /// The index entries held for each of `users`, in no order (the audit's read).
+    async fn name_words_of(&self, users: &[String]) -> StoreResult<Vec<NameWord>>;
+    /// Brings the index entries of each of `users` in line with their profile as it
+    /// stands; answers how many entries were written or removed. Idempotent. Embedded:
+    /// one transaction. MongoDB: the words of the name as read, stamped with the
+    /// profile's version, upserted, then the user's other entries older than it removed,
+    /// then the version read again and the sync run again if it moved.
+    async fn sync_name_words(&self, users: &[String]) -> StoreResult<u64>;
+    /// Every user's entries written again from the profiles, every other entry of
+    /// theirs removed (on MongoDB whatever its version stamp), and every entry of no
+    /// user removed (the counters worker's rebuild, the audit's repair); answers how
+    /// many entries were written or removed.
+    async fn rebuild_name_words(&self) -> StoreResult<u64>;
     /// `None` when the user is unknown.
     async fn rename_user(&self, id: &str, display_name: &str) -> StoreResult<Option<User>>;
     /// The existing users among `authors`, with their display names and whether `reader`

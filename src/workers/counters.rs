@@ -26,6 +26,12 @@
 //! writes (user updates on MongoDB) settle after one more round.
 //! The rebuild recounts every user; its fence is described at `UserStore::recount_all`.
 //!
+//! The display-name word index (`UserStore::sync_name_words`) is mended here too: for
+//! every user a batch created or updated, the user's words are synced with the profile
+//! as it stands (MongoDB writes them after the name, so a request that died in between
+//! left them behind; embedded, where they are written in the name's transaction, the
+//! sync finds nothing to do). The rebuild writes every user's words again.
+//!
 //! A reply moves its parent's `replies_count`, and a repost its original's
 //! `reposts_count`, the same way (embedded: in the write's transaction; MongoDB: an
 //! `$inc` under a claim mark on the reply or repost). For every reply or repost insert
@@ -197,7 +203,11 @@ impl Worker for CountersWorker {
         let mut users: BTreeMap<String, (u64, bool)> = BTreeMap::new();
         let mut sources = Vec::new();
         let mut inserted = Vec::new();
+        let mut profiles: Vec<String> = Vec::new();
         for change in changes {
+            if change.collection == "users" && change.op != ChangeOp::Delete {
+                profiles.push(change.key.clone());
+            }
             let asks = read(change)?;
             sources.extend(asks.claimed);
             inserted.extend(asks.inserted_post);
@@ -206,6 +216,11 @@ impl Worker for CountersWorker {
                 entry.0 = entry.0.max(change.seq);
                 entry.1 |= source;
             }
+        }
+        if !profiles.is_empty() {
+            profiles.sort_unstable();
+            profiles.dedup();
+            self.users.sync_name_words(&profiles).await?;
         }
         if !inserted.is_empty() {
             let deleted = self.claims.settle_deleted_posts(&inserted).await?;
@@ -247,10 +262,12 @@ impl Worker for CountersWorker {
         Ok(())
     }
 
-    /// Every user recounted from the sources.
+    /// Every user recounted from the sources, and every user's name words written again.
     async fn rebuild(&self, fence: &Fence) -> StoreResult<()> {
         let written = self.users.recount_all(fence).await?;
         tracing::info!(worker = NAME, written, "recounted every user");
+        let words = self.users.rebuild_name_words().await?;
+        tracing::info!(worker = NAME, words, "wrote every user's name words again");
         Ok(())
     }
 }

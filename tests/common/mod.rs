@@ -112,6 +112,8 @@ pub fn mongo_uri_with_database(base: &str, database: &str) -> String {
 pub struct TestStore {
     pub store: Store,
     pub kind: Kind,
+    /// The MongoDB database's URI, for tests that write what no port would.
+    pub mongo_uri: Option<String>,
     _dir: Option<tempfile::TempDir>,
 }
 
@@ -132,6 +134,7 @@ pub async fn fresh_store(kind: Kind) -> TestStore {
             TestStore {
                 store,
                 kind,
+                mongo_uri: None,
                 _dir: Some(dir),
             }
         }
@@ -144,6 +147,7 @@ pub async fn fresh_store(kind: Kind) -> TestStore {
             TestStore {
                 store,
                 kind,
+                mongo_uri: Some(uri),
                 _dir: None,
             }
         }

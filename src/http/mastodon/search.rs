@@ -1,7 +1,8 @@
 //! `GET /api/v2/search` and the trending hashtags (`/api/v1/trends/tags`, with
-//! `/api/v1/trends` its older name). Search finds accounts by id prefix (display names
-//! are not indexed) and a hashtag by its exact name; it finds no statuses. `resolve` is
-//! ignored: nothing federates.
+//! `/api/v1/trends` its older name). Search finds accounts by id prefix, then by the
+//! words of their display names (each word of `q` starting a word of the name), and a
+//! hashtag by its exact name; it finds no statuses. `resolve` is ignored: nothing
+//! federates.
 //!
 //! A Tag's `history` is its last seven days, newest first, from the hourly counts the
 //! aggregates worker keeps. `accounts` there is the day's posts: distinct authors are
@@ -123,8 +124,9 @@ pub async fn trends(
 #[derive(Debug, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
 pub struct SearchQuery {
-    /// The start of an account id (`ali`, `@alice`, `alice@` this domain) or a hashtag
-    /// (`rust`, `#rust`).
+    /// The start of an account id (`ali`, `@alice`, `alice@` this domain), the starts of
+    /// words of a display name (`lidd`, `alice lid`, any case), or a hashtag (`rust`,
+    /// `#rust`).
     pub q: String,
     /// `accounts`, `hashtags` or `statuses`; all when absent.
     #[param(value_type = Option<String>, pattern = "^(accounts|hashtags|statuses)$")]
@@ -150,8 +152,9 @@ pub struct SearchResults {
     pub hashtags: Vec<Tag>,
 }
 
-/// Search accounts by id prefix (by id, so an exact match first) and a hashtag by its
-/// name; statuses are not searched. Without a token, as on Mastodon, only without
+/// Search accounts by id prefix (by id, so an exact match first), then by display-name
+/// words (every word of `q` starts a word of the name; by word, then id), and a hashtag
+/// by its name; statuses are not searched. Without a token, as on Mastodon, only without
 /// `resolve` and `offset`.
 #[utoipa::path(get, path = "/api/v2/search", tag = "mastodon",
     security((), ("bearer" = [])),

@@ -219,11 +219,13 @@ impl BulkStore for EmbeddedStore {
             )?;
             let mut added = 0;
             for row in rows.rows() {
-                added += insert.execute(params![
-                    rows.str(row.id),
-                    rows.str(row.display_name),
-                    row.created_at_ms
-                ])?;
+                let (id, name) = (rows.str(row.id), rows.str(row.display_name));
+                let inserted = insert.execute(params![id, name, row.created_at_ms])?;
+                if inserted > 0 {
+                    // The name's words, in the transaction that writes the name.
+                    super::name_words::write_words(tx, id, name)?;
+                }
+                added += inserted;
             }
             Ok(added as u64)
         })

@@ -24,6 +24,7 @@ mod leases;
 mod likers;
 pub mod lock;
 mod markers;
+mod name_words;
 mod notifications;
 mod oauth;
 #[cfg(test)]

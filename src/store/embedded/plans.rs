@@ -38,6 +38,7 @@ fn every_paged_read_seeks_its_index() {
     let mut paged: Vec<String> = vec![
         audit::USERS_AFTER.clone(),
         super::users::USERS_BY_PREFIX.clone(),
+        super::name_words::ENTRIES.into(),
         audit::FOLLOW_EDGES.into(),
         audit::LIKES_OF.into(),
         audit::POSTS_AFTER.into(),

@@ -41,10 +41,13 @@ use super::timelines::{PART_BITS, idle, names, retractions, versions};
 /// dismissed and cleared of their notifications (`notifications::dismissals`), which an
 /// older worker or rebuild would bring back; and OAuth refresh tokens
 /// (`oauth::refresh_schema`).
+/// Version 12: the display-name word index the account search reads
+/// (`name_words::SCHEMA`), filled from the profiles at the upgrade, which an older
+/// writer would not keep, so a new or renamed user would not be found by name.
 /// Mastodon's markers (`markers::SCHEMA`) came without a new version: a table an older
 /// binary neither reads nor writes, so it misreads nothing (it answers no markers, and
 /// its backup copies the table with the rest of the file).
-pub const SCHEMA_VERSION: i64 = 11;
+pub const SCHEMA_VERSION: i64 = 12;
 
 /// The tables every socialite store has had since its first format: what tells a
 /// socialite store from another SQLite file.
@@ -263,6 +266,7 @@ pub fn migrate(conn: &Connection) -> anyhow::Result<()> {
     conn.execute_batch(super::notifications::dismissals::SCHEMA)?;
     super::oauth::refresh_schema(conn)?;
     conn.execute_batch(super::markers::SCHEMA)?;
+    super::name_words::migrate(conn)?;
     once(
         conn,
         "pending_renames",

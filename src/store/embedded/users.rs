@@ -5,11 +5,12 @@ use async_trait::async_trait;
 use rusqlite::{Connection, OptionalExtension, params};
 
 use super::leases::check_fence;
+use super::name_words;
 use super::timelines::{names, versions};
 use super::{EmbeddedStore, IN_CHUNK, placeholders, record_change};
 use crate::domain::{AuthorView, ChangeOp, Fence, NewUser, User};
 use crate::store::users::prefix_end;
-use crate::store::{Counted, Recount, StoreError, StoreResult, UserStore};
+use crate::store::{Counted, NameWord, Recount, StoreError, StoreResult, UserStore};
 
 /// One user's counters' version and counts from the sources, read in one statement (one
 /// snapshot), when the user needs a write: `counted_seq` below the recount's seq and,
@@ -87,6 +88,7 @@ impl UserStore for EmbeddedStore {
             }
             let created = get_user(tx, &user.id)?
                 .ok_or_else(|| StoreError::NotFound(format!("user {}", user.id)))?;
+            name_words::write_words(tx, &created.id, &created.display_name)?;
             record_change(tx, "users", ChangeOp::Insert, &created.id, Some(&created))?;
             Ok(created)
         })
@@ -131,6 +133,33 @@ impl UserStore for EmbeddedStore {
         .await
     }
 
+    async fn name_word_entries(
+        &self,
+        prefix: &str,
+        after: Option<&NameWord>,
+        limit: usize,
+    ) -> StoreResult<Vec<NameWord>> {
+        self.read_inline(|conn| Ok(name_words::entries(conn, prefix, after, limit)?))
+            .await
+    }
+
+    async fn name_words_of(&self, users: &[String]) -> StoreResult<Vec<NameWord>> {
+        self.read_inline(|conn| Ok(name_words::of_users(conn, users)?))
+            .await
+    }
+
+    /// Nothing to mend: every write of a name writes its words in its transaction; the
+    /// sync checks anyway, in one transaction.
+    async fn sync_name_words(&self, users: &[String]) -> StoreResult<u64> {
+        let users = users.to_vec();
+        self.write(move |tx| Ok(name_words::sync(tx, &users)?))
+            .await
+    }
+
+    async fn rebuild_name_words(&self) -> StoreResult<u64> {
+        self.write(|tx| Ok(name_words::rebuild(tx)?)).await
+    }
+
     async fn rename_user(&self, id: &str, display_name: &str) -> StoreResult<Option<User>> {
         let (id, name) = (id.to_owned(), display_name.to_owned());
         self.write(move |tx| {
@@ -142,6 +171,7 @@ impl UserStore for EmbeddedStore {
             if changed == 0 {
                 return Ok(None);
             }
+            name_words::write_words(tx, &id, &name)?;
             names::record_rename(tx, &id)?;
             versions::bump_merge_version(tx, &id)?;
             versions::bump_below_clock(tx)?;

@@ -162,7 +162,14 @@ impl BulkStore for MongoStore {
                 }
             })
             .collect();
-        insert_unordered(&self.users_coll(), docs).await
+        let added = insert_unordered(&self.users_coll(), docs).await?;
+        let ids: Vec<String> = rows
+            .rows()
+            .iter()
+            .map(|r| rows.str(r.id).to_owned())
+            .collect();
+        super::name_words::load(&self.db, &ids).await?;
+        Ok(added)
     }
 
     async fn insert_follows(&self, rows: Rows<FollowRow>) -> StoreResult<u64> {

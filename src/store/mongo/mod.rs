@@ -19,6 +19,7 @@ mod idempotency;
 mod intents;
 mod leases;
 mod markers;
+mod name_words;
 mod notifications;
 mod oauth;
 mod readonly;
@@ -280,6 +281,7 @@ impl MongoStore {
             reposts::indexes(),
             oauth::indexes(),
             idempotency::indexes(),
+            name_words::indexes(),
         ];
         graph::migrate(&db)
             .await
@@ -293,6 +295,9 @@ impl MongoStore {
         content::tags::backfill(&db)
             .await
             .context("indexing the hashtags of earlier posts")?;
+        name_words::backfill(&db)
+            .await
+            .context("indexing the display names of earlier users")?;
         changes::record_birth(&db)
             .await
             .context("recording the database's birth")?;

@@ -13,7 +13,7 @@ use mongodb::bson::{Bson, Document, doc};
 use super::{COUNTER_VERSION, MongoStore, all, db_error, insert_new, int, user_from};
 use crate::domain::{AuthorView, Fence, NewUser, User};
 use crate::store::users::prefix_end;
-use crate::store::{Counted, Counter, Recount, StoreError, StoreResult, UserStore};
+use crate::store::{Counted, Counter, NameWord, Recount, StoreError, StoreResult, UserStore};
 
 /// Users recounted at once.
 const RECOUNTS_IN_FLIGHT: usize = 8;
@@ -115,6 +115,15 @@ impl MongoStore {
         Ok(written.matched_count > 0)
     }
 
+    /// The name's words synced right after the name's write (see `name_words`). The
+    /// name is written: a failure here is logged, not answered, and the counters worker
+    /// syncs the user when it applies the change.
+    async fn sync_words_after_write(&self, user: &str) {
+        if let Err(error) = super::name_words::sync_user(&self.db, user).await {
+            tracing::warn!(user, %error, "name words not synced; the counters worker will");
+        }
+    }
+
     /// The users that exist among `ids`, in no particular order.
     pub(super) async fn users_among(&self, ids: &[String]) -> StoreResult<Vec<User>> {
         if ids.is_empty() {
@@ -154,6 +163,7 @@ impl UserStore for MongoStore {
             "created_at": user.created_at_ms, "version": 0_i64, COUNTER_VERSION: 0_i64,
         };
         if insert_new(&self.users_coll(), doc.clone(), &[]).await? {
+            self.sync_words_after_write(&user.id).await;
             user_from(&doc)
         } else {
             Err(StoreError::Conflict(format!("user {}", user.id)))
@@ -203,7 +213,29 @@ impl UserStore for MongoStore {
         if renamed.matched_count == 0 {
             return Ok(None);
         }
+        self.sync_words_after_write(id).await;
         self.user(id).await
+    }
+
+    async fn name_word_entries(
+        &self,
+        prefix: &str,
+        after: Option<&NameWord>,
+        limit: usize,
+    ) -> StoreResult<Vec<NameWord>> {
+        super::name_words::entries(&self.db, prefix, after, limit).await
+    }
+
+    async fn name_words_of(&self, users: &[String]) -> StoreResult<Vec<NameWord>> {
+        super::name_words::of_users(&self.db, users).await
+    }
+
+    async fn sync_name_words(&self, users: &[String]) -> StoreResult<u64> {
+        super::name_words::sync_users(&self.db, users).await
+    }
+
+    async fn rebuild_name_words(&self) -> StoreResult<u64> {
+        super::name_words::rebuild(&self.db).await
     }
 
     /// Two queries, run at once.

@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 use socialite::domain::{AuthorView, Fence, NewUser, User};
-use socialite::store::{Counted, Recount, StoreResult, UserStore};
+use socialite::store::{Counted, NameWord, Recount, StoreResult, UserStore};
 use tokio::sync::oneshot;
 
 use super::injected;
@@ -43,6 +43,27 @@ impl UserStore for FailingUsers {
     async fn users_by_prefix(&self, prefix: &str, limit: usize) -> StoreResult<Vec<User>> {
         self.check()?;
         self.inner.users_by_prefix(prefix, limit).await
+    }
+    async fn name_word_entries(
+        &self,
+        prefix: &str,
+        after: Option<&NameWord>,
+        limit: usize,
+    ) -> StoreResult<Vec<NameWord>> {
+        self.check()?;
+        self.inner.name_word_entries(prefix, after, limit).await
+    }
+    async fn name_words_of(&self, users: &[String]) -> StoreResult<Vec<NameWord>> {
+        self.check()?;
+        self.inner.name_words_of(users).await
+    }
+    async fn sync_name_words(&self, users: &[String]) -> StoreResult<u64> {
+        self.check()?;
+        self.inner.sync_name_words(users).await
+    }
+    async fn rebuild_name_words(&self) -> StoreResult<u64> {
+        self.check()?;
+        self.inner.rebuild_name_words().await
     }
     async fn rename_user(&self, id: &str, display_name: &str) -> StoreResult<Option<User>> {
         self.check()?;
@@ -105,6 +126,23 @@ impl UserStore for PausingUsers {
     }
     async fn users_by_prefix(&self, prefix: &str, limit: usize) -> StoreResult<Vec<User>> {
         self.inner.users_by_prefix(prefix, limit).await
+    }
+    async fn name_word_entries(
+        &self,
+        prefix: &str,
+        after: Option<&NameWord>,
+        limit: usize,
+    ) -> StoreResult<Vec<NameWord>> {
+        self.inner.name_word_entries(prefix, after, limit).await
+    }
+    async fn name_words_of(&self, users: &[String]) -> StoreResult<Vec<NameWord>> {
+        self.inner.name_words_of(users).await
+    }
+    async fn sync_name_words(&self, users: &[String]) -> StoreResult<u64> {
+        self.inner.sync_name_words(users).await
+    }
+    async fn rebuild_name_words(&self) -> StoreResult<u64> {
+        self.inner.rebuild_name_words().await
     }
     async fn rename_user(&self, id: &str, display_name: &str) -> StoreResult<Option<User>> {
         self.inner.rename_user(id, display_name).await
