@@ -15,6 +15,7 @@ mod derive;
 mod events;
 mod feed;
 pub(super) mod notifications;
+mod serving;
 mod sources;
 mod timelines;
 
@@ -22,6 +23,8 @@ use async_trait::async_trait;
 use rusqlite::{Connection, OptionalExtension, params};
 
 pub(super) use activity::build_logs;
+pub(super) use serving::Gate;
+use serving::held;
 
 use super::lock::{LockError, StoreLock};
 use super::{EmbeddedStore, Synchronous, run_blocking};
@@ -35,17 +38,6 @@ use crate::store::{StoreError, StoreResult};
 
 const MARK: &str = "bulk_load_started";
 
-/// The serve lock this handle holds (see `lock.rs`): shared while serving, with how many
-/// registrations hold it, or exclusive while loading.
-#[derive(Default)]
-pub(super) struct Gate {
-    serving: std::sync::Mutex<(usize, Option<StoreLock>)>,
-    loading: std::sync::Mutex<Option<StoreLock>>,
-}
-
-fn held<T>(mutex: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(|poison| poison.into_inner())
-}
 /// The writer's page cache while loading (the normal one is 64 MiB).
 const LOAD_CACHE_KIB: i64 = 1 << 20;
 
@@ -109,39 +101,12 @@ impl EmbeddedStore {
     }
 }
 
-/// How often, and how far apart, `enter_serving` tries a busy serve lock.
-const ENTER_ATTEMPTS: u32 = 5;
-const ENTER_RETRY: std::time::Duration = std::time::Duration::from_millis(40);
-
 #[async_trait]
 impl BulkStore for EmbeddedStore {
     /// Takes the serve lock shared, then checks the mark: a load holds the lock for its
     /// whole run, and one that ended early left its mark.
     async fn enter_serving(&self, _holder: &str) -> StoreResult<Result<(), Exclusion>> {
-        // A lock this process let go of stays held while a child it forked meanwhile has
-        // not yet exec'd (the child shares the open file until then): a load or switch
-        // that just finished here can look busy for that long, so a busy lock is tried
-        // a few more times before it is taken for a load.
-        let mut busy = true;
-        for attempt in 0..ENTER_ATTEMPTS {
-            if attempt > 0 {
-                tokio::time::sleep(ENTER_RETRY).await;
-            }
-            let mut serving = held(&self.inner.gate.serving);
-            let taken = match serving.1 {
-                Some(_) => Ok(()),
-                None => StoreLock::serving(&self.inner.path).map(|lock| serving.1 = Some(lock)),
-            };
-            match taken {
-                Ok(()) => {
-                    serving.0 += 1;
-                    busy = false;
-                    break;
-                }
-                Err(LockError::Busy(_)) => {}
-                Err(LockError::Io(error)) => return Err(StoreError::Backend(error)),
-            }
-        }
+        let busy = !self.share_serving_lock().await?;
         if busy {
             let since_ms = self.load_in_progress().await?;
             return Ok(Err(Exclusion::Loading { since_ms }));
@@ -160,11 +125,7 @@ impl BulkStore for EmbeddedStore {
     }
 
     async fn leave_serving(&self) -> StoreResult<()> {
-        let mut serving = held(&self.inner.gate.serving);
-        serving.0 = serving.0.saturating_sub(1);
-        if serving.0 == 0 {
-            serving.1 = None;
-        }
+        self.unshare_serving_lock();
         Ok(())
     }
 
