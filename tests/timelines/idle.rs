@@ -343,7 +343,7 @@ async fn an_upgraded_file_counts_its_caches_as_read_at_the_upgrade() {
     let version: i64 = conn
         .query_row("PRAGMA user_version", [], |row| row.get(0))
         .unwrap();
-    assert_eq!(version, 11, "the current format");
+    assert_eq!(version, 12, "the current format");
     let store = Store::new(Arc::new(reopened));
     let view = store
         .timelines
