@@ -205,9 +205,15 @@ impl Model {
         (surely, ops.iter().filter(|o| o.on == on).count())
     }
 
-    /// The window in which the edge as it stands (it exists now) was created.
+    /// The window in which the edge as it stands (it exists now) was created. An off
+    /// whose outcome is unknown (its request met a kill) may not have landed, and then
+    /// the edge is older than it: only an acknowledged off bounds the creation below.
     pub fn creation_window(ops: &[Toggle]) -> socialite::derived::Window {
-        let last_off = ops.iter().filter(|u| !u.on).map(|u| u.span.invoke).max();
+        let last_off = ops
+            .iter()
+            .filter(|u| !u.on && u.span.acked())
+            .map(|u| u.span.invoke)
+            .max();
         let candidates: Vec<&Toggle> = ops
             .iter()
             .filter(|f| f.on && last_off.is_none_or(|t| f.span.complete > t))
@@ -343,6 +349,10 @@ mod tests {
         assert_eq!((w.from, w.to), (0, 10));
         let w = Model::creation_window(&[t(false, 0, 10), t(true, 5, 30)]);
         assert_eq!((w.from, w.to), (5, 30));
+        // An unfollow that met a kill may not have landed: the follow before it may be
+        // the one that made the edge.
+        let w = Model::creation_window(&[t(true, 0, 10), t(false, 20, NEVER), t(true, 40, 50)]);
+        assert_eq!((w.from, w.to), (0, NEVER));
     }
 
     #[test]
