@@ -164,6 +164,18 @@ pub struct Finding {
     pub fix: Fix,
 }
 
+impl Finding {
+    /// A discrepancy in one user's data.
+    pub(crate) fn of_user(kind: Kind, user: &str, detail: String, fix: Fix) -> Finding {
+        Finding {
+            kind,
+            unit: Unit::User(user.to_owned()),
+            detail,
+            fix,
+        }
+    }
+}
+
 /// How an audit runs.
 #[derive(Debug, Clone)]
 pub struct Settings {

@@ -6,7 +6,7 @@
 
 use std::collections::BTreeSet;
 
-use super::{Finding, Fix, Kind, Settings, Tally, Unit};
+use super::{Finding, Fix, Kind, Settings, Tally};
 use crate::domain::{User, name_words};
 use crate::store::{NameWord, Store, StoreResult};
 
@@ -14,12 +14,7 @@ use crate::store::{NameWord, Store, StoreResult};
 const PAGE: usize = 1_000;
 
 fn finding(user: &str, detail: String) -> Finding {
-    Finding {
-        kind: Kind::NameWords,
-        unit: Unit::User(user.to_owned()),
-        detail,
-        fix: Fix::Rebuild,
-    }
+    Finding::of_user(Kind::NameWords, user, detail, Fix::Rebuild)
 }
 
 /// `user`'s entries against the words of their display name.

@@ -18,7 +18,7 @@
 use std::collections::BTreeSet;
 
 use super::slice::PAGE;
-use super::{Finding, Fix, Kind, Settings, Tally, Unit};
+use super::{Finding, Fix, Kind, Settings, Tally};
 use crate::derived::Sources;
 use crate::derived::notifications::{NotificationKey, expected, key_of};
 use crate::domain::{
@@ -28,12 +28,7 @@ use crate::domain::{
 use crate::store::{Store, StoreResult};
 
 fn finding(user: &str, detail: String) -> Finding {
-    Finding {
-        kind: Kind::Notifications,
-        unit: Unit::User(user.to_owned()),
-        detail,
-        fix: Fix::Rebuild,
-    }
+    Finding::of_user(Kind::Notifications, user, detail, Fix::Rebuild)
 }
 
 fn describe(key: &NotificationKey) -> String {

@@ -7,7 +7,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use futures::StreamExt;
 
 use super::slice::{PAGE, add_posts, existing, follows, home, slice};
-use super::{Finding, Fix, Kind, Progress, Settings, Tally, Unit};
+use super::{Finding, Fix, Kind, Progress, Settings, Tally};
 use crate::derived::{self, FollowSource, Shape, Sources, TimelineBounds, TimelineRules, Window};
 use crate::domain::{BucketKind, FeedStrategy, PostId, TimelineEntry, User, now_ms};
 use crate::store::{Store, StoreResult};
@@ -48,15 +48,6 @@ pub(super) async fn pass(
             return Ok(tally);
         }
         after = page.last().map(|u| u.id.clone());
-    }
-}
-
-fn finding(kind: Kind, user: &str, detail: String, fix: Fix) -> Finding {
-    Finding {
-        kind,
-        unit: Unit::User(user.to_owned()),
-        detail,
-        fix,
     }
 }
 
@@ -147,7 +138,7 @@ async fn counters(
         if held != expected {
             let detail = format!("{id}: {name} is {held}, the sources say {expected}");
             tally.found(
-                finding(Kind::Counters, id, detail, Fix::Rebuild),
+                Finding::of_user(Kind::Counters, id, detail, Fix::Rebuild),
                 settings.keep,
             );
         }
@@ -186,11 +177,17 @@ async fn activity(
     let keep = settings.keep;
     if let Some(fault) = derived::newest_first_once(&timed) {
         let detail = format!("{id}'s activity log: {fault}");
-        tally.found(finding(Kind::Activity, id, detail, Fix::Rebuild), keep);
+        tally.found(
+            Finding::of_user(Kind::Activity, id, detail, Fix::Rebuild),
+            keep,
+        );
     }
     for (kind, reference) in derived::activity_missing(sources, id, &log) {
         let detail = format!("{id}'s activity log has no {} {reference}", kind.as_str());
-        tally.found(finding(Kind::Activity, id, detail, Fix::Rebuild), keep);
+        tally.found(
+            Finding::of_user(Kind::Activity, id, detail, Fix::Rebuild),
+            keep,
+        );
     }
     Ok(())
 }
@@ -358,7 +355,10 @@ fn report_faults(
             fix
         };
         let detail = format!("{id}'s {what} holds {post} by {author}: {why}");
-        tally.found(finding(Kind::Timelines, id, detail, fix), settings.keep);
+        tally.found(
+            Finding::of_user(Kind::Timelines, id, detail, fix),
+            settings.keep,
+        );
     }
     for post in faults.missing {
         let author = sources.posts.get(&post).map_or("?", |p| p.author.as_str());
@@ -372,6 +372,9 @@ fn report_faults(
                 Fix::FanOut(post),
             ),
         };
-        tally.found(finding(Kind::Timelines, id, detail, fix), settings.keep);
+        tally.found(
+            Finding::of_user(Kind::Timelines, id, detail, fix),
+            settings.keep,
+        );
     }
 }
