@@ -101,7 +101,11 @@ async fn accounts_carry_the_newest_existing_post_or_repost() {
             ],
             "{kind:?}: the newest post, or repost"
         );
-        let profiles = store.users.accounts(&[ann.clone()]).await.unwrap();
+        let profiles = store
+            .users
+            .accounts(std::slice::from_ref(&ann))
+            .await
+            .unwrap();
         let user = store.users.user("ann").await.unwrap().unwrap();
         assert_eq!(profiles[0].user, user, "{kind:?}: the whole profile");
 
