@@ -1,11 +1,13 @@
 //! The Mastodon view of accounts (issue 36), against real servers on both stores: the
 //! endpoints that answer empty, the `X-RateLimit-*` headers, multipart forms, the
-//! accounts and their relationships, blocks, mutes and search, and an account's
-//! statuses. The shared client is here; the tests by topic in `mastodon_accounts/`.
+//! accounts and their relationships, blocks, mutes and search, an account's
+//! statuses and its last status date. The shared client is here; the tests by topic in `mastodon_accounts/`.
 
 #[path = "mastodon_accounts/accounts.rs"]
 mod accounts;
 mod common;
+#[path = "mastodon_accounts/last_status.rs"]
+mod last_status;
 #[path = "mastodon_accounts/lists.rs"]
 mod lists;
 #[path = "mastodon_accounts/names.rs"]

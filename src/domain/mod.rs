@@ -30,7 +30,7 @@ pub use reposts::{REPOSTS, Repost};
 pub use threads::{MAX_ANCESTORS, MAX_DESCENDANTS, ReplyTo, reply_visible};
 pub use time::{
     CLOCK_SKEW_MS, MAX_TIME_MS, MIN_TIME_MS, Rfc3339Ms, TimeError, check_time_at, check_time_ms,
-    format_time_ms,
+    format_date_ms, format_time_ms,
 };
 pub use validate::{MAX_POST_CHARS, validate_display_name, validate_post_text, validate_user_id};
 pub use words::{MAX_NAME_WORDS, name_matches, name_words, word_prefix_end};
@@ -110,6 +110,22 @@ impl User {
             display_name: self.display_name.clone(),
             version: self.version,
         }
+    }
+}
+
+/// A user as an account shows them: the profile, and the id of their newest post or
+/// repost that exists (`None` when they have neither). Ids carry their creation time,
+/// so the id dates the account's last status.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AccountView {
+    pub user: User,
+    pub last_status: Option<PostId>,
+}
+
+impl AccountView {
+    /// The UTC date (`YYYY-MM-DD`) of the account's last status.
+    pub fn last_status_date(&self) -> Option<String> {
+        self.last_status.map(|id| format_date_ms(id.timestamp_ms()))
     }
 }
 

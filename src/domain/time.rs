@@ -61,6 +61,16 @@ pub fn format_time_ms(ms: i64) -> String {
     Rfc3339Ms(ms).to_string()
 }
 
+/// The UTC date of `ms` since the Unix epoch, `YYYY-MM-DD` (the date part of
+/// [`format_time_ms`], expanded years included).
+pub fn format_date_ms(ms: i64) -> String {
+    let mut text = format_time_ms(ms);
+    if let Some(t) = text.find('T') {
+        text.truncate(t);
+    }
+    text
+}
+
 /// A time in milliseconds since the epoch, shown (and serialized, without an
 /// intermediate `String`) as RFC 3339 with milliseconds, in UTC. Never panics: see the
 /// module comment for years outside 0000..=9999.
@@ -171,6 +181,15 @@ mod tests {
             let text = format_time_ms(ms);
             assert!(text.ends_with('Z') && text.len() > 24, "{text}");
         }
+    }
+
+    #[test]
+    fn dates_are_the_utc_day() {
+        assert_eq!(format_date_ms(0), "1970-01-01");
+        assert_eq!(format_date_ms(86_399_999), "1970-01-01");
+        assert_eq!(format_date_ms(86_400_000), "1970-01-02");
+        assert_eq!(format_date_ms(951_782_400_000), "2000-02-29");
+        assert_eq!(format_date_ms(253_402_300_800_000), "+10000-01-01");
     }
 
     #[test]

@@ -1,12 +1,13 @@
 //! What the Mastodon view's discovery endpoints read: the trending hashtags with their
 //! last week of counts, search of accounts by id prefix (one range of the id index) and
 //! by the words of their display names (ranges of the name word index,
-//! `UserStore::name_word_entries`), and of a hashtag by its name.
+//! `UserStore::name_word_entries`), then the accounts found with their last statuses
+//! (`UserStore::accounts`, one read), and of a hashtag by its name.
 
 use futures::future::try_join_all;
 
 use super::Social;
-use crate::domain::{User, is_tag, name_matches, name_words};
+use crate::domain::{AccountView, User, is_tag, name_matches, name_words};
 use crate::store::trends::{HOUR_MS, HOURS_KEPT, TagCounts};
 use crate::store::{NameWord, StoreResult};
 
@@ -21,7 +22,7 @@ const NAME_PAGES: usize = 3;
 /// What a search found.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Found {
-    pub accounts: Vec<User>,
+    pub accounts: Vec<AccountView>,
     /// Hashtags with at least one live post, with their counts.
     pub tags: Vec<TagCounts>,
 }
@@ -58,11 +59,17 @@ impl Social {
     pub async fn search(&self, query: &str, what: SearchFor, limit: usize) -> StoreResult<Found> {
         let mut found = Found::default();
         let id = query.trim_start_matches('@');
+        let mut users = Vec::new();
         if what.accounts && crate::domain::validate_user_id(id).is_ok() {
-            found.accounts = self.store.users.users_by_prefix(id, limit).await?;
+            users = self.store.users.users_by_prefix(id, limit).await?;
         }
-        if what.accounts && found.accounts.len() < limit {
-            self.search_names(query, limit, &mut found.accounts).await?;
+        if what.accounts && users.len() < limit {
+            self.search_names(query, limit, &mut users).await?;
+        }
+        if !users.is_empty() {
+            // The found users' last statuses, with their profiles, in one more read.
+            let ids: Vec<&str> = users.iter().map(|u| u.id.as_str()).collect();
+            found.accounts = self.profiles_in_order(&ids).await?;
         }
         let tag = query.trim_start_matches('#').to_lowercase();
         if what.hashtags && is_tag(&tag) {

@@ -5,7 +5,7 @@
 use super::keyset::{ListPage, ListRange};
 use super::mastodon::{Entry, StatusPage};
 use super::{Page, Social};
-use crate::domain::{PostId, User};
+use crate::domain::{AccountView, PostId};
 use crate::store::{Liker, PostRange, StoreResult};
 
 impl Social {
@@ -16,7 +16,7 @@ impl Social {
         caller: Option<&str>,
         range: ListRange<Liker>,
         limit: usize,
-    ) -> StoreResult<ListPage<User, Liker>> {
+    ) -> StoreResult<ListPage<AccountView, Liker>> {
         let page = self.liker_range(post, caller, range, limit).await?;
         let ids: Vec<&str> = page.items.iter().map(|l| l.user.as_str()).collect();
         let users = self.profiles_in_order(&ids).await?;
@@ -30,7 +30,7 @@ impl Social {
         caller: Option<&str>,
         range: ListRange<PostId>,
         limit: usize,
-    ) -> StoreResult<ListPage<User, PostId>> {
+    ) -> StoreResult<ListPage<AccountView, PostId>> {
         let page = self.reposter_range(post, caller, range, limit).await?;
         let ids: Vec<&str> = page.items.iter().map(|r| r.user.as_str()).collect();
         let users = self.profiles_in_order(&ids).await?;

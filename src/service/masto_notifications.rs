@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use super::Social;
 use super::mastodon::{Entry, HomeRange, StatusView};
 use super::notifications::{GroupView, NotificationView};
-use crate::domain::{NotificationFilter, NotificationType, Post, PostId, User};
+use crate::domain::{AccountView, NotificationFilter, NotificationType, Post, PostId};
 use crate::store::{StoreError, StoreResult};
 
 /// A notification with its actor's profile and its post as the reader sees it.
@@ -16,7 +16,7 @@ pub struct NotificationItem {
     pub id: PostId,
     pub kind: NotificationType,
     pub at_ms: i64,
-    pub actor: User,
+    pub actor: AccountView,
     /// The post it is about; `None` for follows.
     pub status: Option<StatusView>,
 }
@@ -25,7 +25,7 @@ pub struct NotificationItem {
 #[derive(Debug, Clone)]
 pub struct GroupPage {
     pub groups: Vec<GroupView>,
-    pub actors: Vec<User>,
+    pub actors: Vec<AccountView>,
     pub statuses: Vec<StatusView>,
     pub next: Option<PostId>,
 }
@@ -168,8 +168,8 @@ impl Social {
             .filter(|g| g.post.is_none_or(|p| statuses.contains_key(&p)))
             .collect();
         let next = range.next_below(&mut groups, page.next, |g| g.latest_id);
-        let mut actors: Vec<User> = profiles.into_values().collect();
-        actors.sort_by(|a, b| a.id.cmp(&b.id));
+        let mut actors: Vec<AccountView> = profiles.into_values().collect();
+        actors.sort_by(|a, b| a.user.id.cmp(&b.user.id));
         let mut statuses: Vec<StatusView> = statuses.into_values().collect();
         statuses.sort_by_key(|s| std::cmp::Reverse(s.post.id));
         Ok(GroupPage {

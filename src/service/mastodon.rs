@@ -3,13 +3,14 @@
 //! reads that make its posts into statuses: the full posts, their authors' profiles,
 //! what the viewer did to them (liked, reposted) and their like counts. Those are
 //! batched per page: one read of the posts, one of the viewer's likes among them, one
-//! of the viewer's reposts among them, one grouped count of their likes, and one
-//! profile read per distinct author, run together, never a lookup per status.
+//! of the viewer's reposts among them, one grouped count of their likes, and one read
+//! of the accounts of the page's authors and reposters (their profiles and last
+//! statuses, `masto_accounts.rs`), run together, never a lookup per status.
 
 use std::collections::{HashMap, HashSet};
 
 use super::Social;
-use crate::domain::{Post, PostId, User, now_ms};
+use crate::domain::{AccountView, Post, PostId, now_ms};
 use crate::store::{PostRange, StoreError, StoreResult};
 
 /// What the viewer did to a post.
@@ -23,7 +24,7 @@ pub struct Viewed {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Reblog {
     pub id: PostId,
-    pub by: User,
+    pub by: AccountView,
 }
 
 /// A post as a viewer sees it, with everything a Status shows.
@@ -31,7 +32,7 @@ pub struct Reblog {
 pub struct StatusView {
     /// The post (a repost's original).
     pub post: Post,
-    pub author: User,
+    pub author: AccountView,
     /// Set when this is a repost of `post`.
     pub reblog: Option<Reblog>,
     pub viewed: Viewed,
@@ -131,15 +132,6 @@ pub fn cut_at_since<T, C>(
 }
 
 impl Social {
-    /// The profiles of `ids` (distinct), in one read.
-    pub(super) async fn profiles(&self, ids: &[&str]) -> StoreResult<HashMap<String, User>> {
-        let mut ids: Vec<String> = ids.iter().map(|id| (*id).to_owned()).collect();
-        ids.sort_unstable();
-        ids.dedup();
-        let users = self.store.users.users(&ids).await?;
-        Ok(users.into_iter().map(|u| (u.id.clone(), u)).collect())
-    }
-
     /// `entries` as `viewer` sees them, in order. An entry whose author (or reposter)
     /// is unknown is left out.
     pub(super) async fn views(

@@ -20,6 +20,7 @@ mod idempotency;
 mod keyset;
 mod listings;
 mod markers;
+mod masto_accounts;
 mod masto_listings;
 pub mod masto_notifications;
 mod masto_pages;

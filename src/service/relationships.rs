@@ -16,7 +16,7 @@ use futures::future::try_join_all;
 
 use super::keyset::{self, ListPage, ListRange};
 use super::{Direction, MuteRequest, Social};
-use crate::domain::User;
+use crate::domain::AccountView;
 use crate::domain::relations::{MuteSettings, Relation};
 use crate::store::StoreResult;
 use crate::store::relations::RelationCursor;
@@ -201,16 +201,6 @@ impl Social {
         self.relationship(user, other).await
     }
 
-    /// The profiles of `ids`, in order; a user deleted meanwhile is left out.
-    pub(super) async fn profiles_in_order(
-        &self,
-        ids: &[impl AsRef<str>],
-    ) -> StoreResult<Vec<User>> {
-        let wanted: Vec<&str> = ids.iter().map(AsRef::as_ref).collect();
-        let mut found = self.profiles(&wanted).await?;
-        Ok(wanted.iter().filter_map(|id| found.remove(*id)).collect())
-    }
-
     /// A page of `user`'s follow list (`direction`) in `range`, by user id ascending,
     /// with each listed user's profile. `NotFound` for an unknown user.
     pub async fn follow_accounts(
@@ -219,7 +209,7 @@ impl Social {
         direction: Direction,
         range: ListRange<String>,
         limit: usize,
-    ) -> StoreResult<ListPage<User, String>> {
+    ) -> StoreResult<ListPage<AccountView, String>> {
         self.user(user).await?;
         let (graph, size) = (&self.store.graph, keyset::read_size(&range, limit));
         let read = match (&range, direction) {
@@ -249,7 +239,7 @@ impl Social {
         mutes: bool,
         range: ListRange<RelationCursor>,
         limit: usize,
-    ) -> StoreResult<ListPage<(Relation, User), RelationCursor>> {
+    ) -> StoreResult<ListPage<(Relation, AccountView), RelationCursor>> {
         self.user(user).await?;
         let (relations, size) = (&self.store.relations, keyset::read_size(&range, limit));
         let now = self.timelines.now_ms();
@@ -275,7 +265,7 @@ impl Social {
         let page = keyset::shape(&range, read, limit, key, |a, b| a > b);
         let ids: Vec<&str> = page.items.iter().map(|r| r.other.as_str()).collect();
         let mut users = self.profiles(&ids).await?;
-        let items: Vec<(Relation, User)> = page
+        let items: Vec<(Relation, AccountView)> = page
             .items
             .iter()
             .filter_map(|r| users.remove(&r.other).map(|u| (r.clone(), u)))

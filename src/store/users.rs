@@ -3,7 +3,7 @@
 use async_trait::async_trait;
 
 use super::StoreResult;
-use crate::domain::{AuthorView, Fence, NewUser, User};
+use crate::domain::{AccountView, AuthorView, Fence, NewUser, User};
 
 /// One entry of the display-name word index: `user`'s name has the word `word`.
 /// Entries are ordered by (word, user), bytewise, on both stores.
@@ -52,6 +52,14 @@ pub trait UserStore: Send + Sync + 'static {
     async fn user(&self, id: &str) -> StoreResult<Option<User>>;
     /// The existing users among `ids`, in one read (any order; unknown ids left out).
     async fn users(&self, ids: &[String]) -> StoreResult<Vec<User>>;
+    /// The existing users among `ids` as accounts show them: each profile with the id of
+    /// the user's newest existing post or repost (any order; unknown ids left out). One
+    /// batched read, never a lookup per user: embedded, one statement per chunk of ids,
+    /// seeking `posts_by_author (author, id)` and `reposts_by_user_id (user, id)` once
+    /// per user; MongoDB, the profiles' `$in` and, beside it, one `$sort`/`$group`
+    /// (`$first`) aggregation over `{author: 1, _id: -1}` of the posts and one over
+    /// `{user: 1, _id: -1}` of the reposts.
+    async fn accounts(&self, ids: &[String]) -> StoreResult<Vec<AccountView>>;
     /// The users whose id starts with `prefix` (a valid user id), by id ascending, at
     /// most `limit`: one range of the id index, between `prefix` and [`prefix_end`].
     async fn users_by_prefix(&self, prefix: &str, limit: usize) -> StoreResult<Vec<User>>;

@@ -115,6 +115,15 @@ impl TestServer {
         TestServer::around(server, test)
     }
 
+    /// As [`TestServer::start`], over `store` (opened with `socialite::app::open_store`
+    /// on `test`'s config), which the test may have written to first.
+    pub async fn start_on(test: TestConfig, store: socialite::store::Store) -> TestServer {
+        let server = socialite::app::spawn_with_store(&test.config, store)
+            .await
+            .expect("server starts");
+        TestServer::around(server, test)
+    }
+
     fn around(server: RunningServer, test: TestConfig) -> TestServer {
         TestServer {
             base: format!("http://{}", server.addr),

@@ -1,5 +1,6 @@
 //! The users by id prefix (`users_by_prefix`, the Mastodon view's account search), held
-//! to one behaviour on every backend: a bytewise range of ids, by id, at most `limit`.
+//! to one behaviour on every backend: a bytewise range of ids, by id, at most `limit`;
+//! and the accounts (`accounts`): profiles with their newest existing post or repost.
 
 use socialite::domain::{NewUser, now_ms};
 
@@ -41,6 +42,86 @@ async fn users_by_prefix_are_a_range_of_ids_in_id_order() {
         assert_eq!(
             found[0].display_name, "alice's name",
             "{kind:?}: whole profiles"
+        );
+    }
+}
+
+/// `accounts`: each profile with its newest existing post or repost, lowered when the
+/// newest goes, on every backend.
+#[tokio::test]
+async fn accounts_carry_the_newest_existing_post_or_repost() {
+    for kind in kinds("accounts_carry_the_newest_existing_post_or_repost") {
+        let t = fresh_store(kind).await;
+        let store = &t.store;
+        for id in ["ann", "bob", "cat"] {
+            let user = NewUser {
+                id: id.into(),
+                display_name: format!("{id}'s name"),
+                created_at_ms: now_ms(),
+            };
+            store.users.create_user(&user).await.unwrap();
+        }
+        let post = |author: &'static str| async move {
+            let inserted = store.content.insert_post(author, "hi", None, now_ms());
+            inserted.await.unwrap().post.id
+        };
+        let last = |ids: &'static [&'static str]| async move {
+            let ids: Vec<String> = ids.iter().map(|id| (*id).to_owned()).collect();
+            let mut found = store.users.accounts(&ids).await.unwrap();
+            found.sort_by(|a, b| a.user.id.cmp(&b.user.id));
+            found
+                .into_iter()
+                .map(|a| (a.user.id, a.last_status))
+                .collect::<Vec<_>>()
+        };
+        let all: &[&str] = &["cat", "nobody", "bob", "ann", "ann"];
+        let none = last(all).await;
+        let (ann, bob, cat) = ("ann".to_owned(), "bob".to_owned(), "cat".to_owned());
+        assert_eq!(
+            none,
+            [
+                (ann.clone(), None),
+                (bob.clone(), None),
+                (cat.clone(), None)
+            ],
+            "{kind:?}: no posts yet; unknown ids left out"
+        );
+        let first = post("ann").await;
+        let bobs = post("bob").await;
+        let second = post("ann").await;
+        let repost = store.reposts.repost("bob", first, now_ms()).await.unwrap();
+        let reposted = repost.repost.id;
+        assert!(reposted > second && second > bobs, "{kind:?}: ids increase");
+        assert_eq!(
+            last(all).await,
+            [
+                (ann.clone(), Some(second)),
+                (bob.clone(), Some(reposted)),
+                (cat.clone(), None)
+            ],
+            "{kind:?}: the newest post, or repost"
+        );
+        let profiles = store
+            .users
+            .accounts(std::slice::from_ref(&ann))
+            .await
+            .unwrap();
+        let user = store.users.user("ann").await.unwrap().unwrap();
+        assert_eq!(profiles[0].user, user, "{kind:?}: the whole profile");
+
+        store.content.delete_post(second).await.unwrap();
+        store.reposts.unrepost("bob", first).await.unwrap();
+        assert_eq!(
+            last(&["ann", "bob"]).await,
+            [(ann.clone(), Some(first)), (bob.clone(), Some(bobs))],
+            "{kind:?}: lowered when the newest goes"
+        );
+        store.content.delete_post(first).await.unwrap();
+        store.content.delete_post(bobs).await.unwrap();
+        assert_eq!(
+            last(&["ann", "bob"]).await,
+            [(ann, None), (bob, None)],
+            "{kind:?}: none left"
         );
     }
 }

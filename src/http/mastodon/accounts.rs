@@ -40,10 +40,10 @@ pub async fn get_account(
     headers: HeaderMap,
     Path(id): Path<String>,
 ) -> Result<Json<Account>, MastoError> {
-    let user = state.social.user(account_id(&id)?).await?;
+    let account = state.social.account(account_id(&id)?).await?;
     Ok(Json(Account::new(
         &Origin::of(&state.mastodon, &headers),
-        &user,
+        &account,
     )))
 }
 
@@ -87,8 +87,8 @@ pub async fn lookup(
         // Another server's account: nothing federates here.
         Some(_) => return Err(MastoError::not_found()),
     };
-    let user = state.social.user(account_id(id)?).await?;
-    Ok(Json(Account::new(&origin, &user)))
+    let account = state.social.account(account_id(id)?).await?;
+    Ok(Json(Account::new(&origin, &account)))
 }
 
 /// What `update_credentials` reads. Every other field Mastodon takes (note, avatar,
@@ -119,17 +119,17 @@ pub async fn update_credentials(
     FormOrJson(form): FormOrJson<CredentialsForm>,
 ) -> Result<Json<Account>, MastoError> {
     let user = auth.user()?;
-    let user = match form.display_name {
-        Some(name) => {
-            validate_display_name(&name)
-                .map_err(|why| MastoError::unprocessable(format!("Validation failed: {why}")))?;
-            state.social.rename(user, &name).await?
-        }
-        None => state.social.user(user).await?,
-    };
+    if let Some(name) = &form.display_name {
+        validate_display_name(name)
+            .map_err(|why| MastoError::unprocessable(format!("Validation failed: {why}")))?;
+    }
+    let account = state
+        .social
+        .update_account(user, form.display_name.as_deref())
+        .await?;
     Ok(Json(Account::credential(
         &Origin::of(&state.mastodon, &headers),
-        &user,
+        &account,
     )))
 }
 

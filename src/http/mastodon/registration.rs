@@ -78,7 +78,7 @@ pub async fn verify_credentials(
     headers: HeaderMap,
     auth: Scoped<ReadProfile>,
 ) -> Result<Json<Account>, MastoError> {
-    let user = state.social.user(auth.user()?).await?;
+    let account = state.social.account(auth.user()?).await?;
     let origin = Origin::of(&state.mastodon, &headers);
-    Ok(Json(Account::credential(&origin, &user)))
+    Ok(Json(Account::credential(&origin, &account)))
 }

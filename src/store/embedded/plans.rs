@@ -74,6 +74,7 @@ fn every_paged_read_seeks_its_index() {
         timelines::BUCKET_ENTRIES.into(),
     ];
     paged.extend(timelines::names::CACHE_PAGE.iter().cloned());
+    paged.push(super::users::accounts_sql(3));
     let chunked: [&ChunkRead; 4] = [&CHUNK_USERS, &LOG_POSTS, &LOG_FOLLOWS, &LOG_LIKES];
     for read in chunked {
         // A chunk's range must end at its last user, or each chunk reads on to the end
@@ -138,4 +139,24 @@ fn a_hybrid_page_reads_only_the_flagged_edges() {
             "{lines:?}: {sql}"
         );
     }
+}
+
+/// An account's last status is one seek of each author index per user: no scan, no
+/// sort.
+#[test]
+fn an_accounts_last_status_seeks_the_author_indexes() {
+    let conn = Connection::open_in_memory().unwrap();
+    super::set_up(&conn).unwrap();
+    let sql = super::users::accounts_sql(2);
+    let lines = plan(&conn, &sql);
+    for index in [
+        "SEARCH posts USING COVERING INDEX posts_by_author (author=?)",
+        "SEARCH reposts USING COVERING INDEX reposts_by_user_id (user=?)",
+    ] {
+        assert!(lines.iter().any(|l| l == index), "{lines:?}: {sql}");
+    }
+    assert!(
+        !lines.iter().any(|l| l.contains("TEMP B-TREE")),
+        "{lines:?}: {sql}"
+    );
 }

@@ -7,8 +7,8 @@ use rusqlite::{Connection, OptionalExtension, params};
 use super::leases::check_fence;
 use super::name_words;
 use super::timelines::{names, versions};
-use super::{EmbeddedStore, IN_CHUNK, placeholders, record_change};
-use crate::domain::{AuthorView, ChangeOp, Fence, NewUser, User};
+use super::{EmbeddedStore, IN_CHUNK, placeholders, post_id_at, record_change};
+use crate::domain::{AccountView, AuthorView, ChangeOp, Fence, NewUser, PostId, User};
 use crate::store::users::prefix_end;
 use crate::store::{Counted, NameWord, Recount, StoreError, StoreResult, UserStore};
 
@@ -66,6 +66,34 @@ pub(super) static USERS_BY_PREFIX: std::sync::LazyLock<String> = std::sync::Lazy
     format!("SELECT {USER_COLUMNS} FROM users WHERE id >= ?1 AND id < ?2 ORDER BY id LIMIT ?3")
 });
 
+/// Each user's newest post and newest repost, one seek of `posts_by_author` and one of
+/// `reposts_by_user_id` per user (`plans.rs` checks that they seek); `{in}` is the ids.
+const ACCOUNTS: &str = "
+SELECT {columns},
+       (SELECT id FROM posts WHERE author = users.id ORDER BY id DESC LIMIT 1),
+       (SELECT id FROM reposts WHERE user = users.id ORDER BY id DESC LIMIT 1)
+FROM users WHERE id IN ({in})";
+
+/// [`ACCOUNTS`] for `n` ids.
+pub(super) fn accounts_sql(n: usize) -> String {
+    ACCOUNTS
+        .replace("{columns}", USER_COLUMNS)
+        .replace("{in}", &placeholders(n))
+}
+
+fn account_from_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<AccountView> {
+    let newest = |idx: usize| -> rusqlite::Result<Option<PostId>> {
+        match row.get_ref(idx)? {
+            rusqlite::types::ValueRef::Null => Ok(None),
+            _ => post_id_at(row, idx).map(Some),
+        }
+    };
+    Ok(AccountView {
+        user: user_from_row(row)?,
+        last_status: newest(7)?.max(newest(8)?),
+    })
+}
+
 fn get_user(conn: &Connection, id: &str) -> rusqlite::Result<Option<User>> {
     conn.prepare_cached(&format!("SELECT {USER_COLUMNS} FROM users WHERE id = ?1"))?
         .query_row([id], user_from_row)
@@ -114,6 +142,25 @@ impl UserStore for EmbeddedStore {
                 );
                 let mut stmt = conn.prepare_cached(&sql)?;
                 let rows = stmt.query_map(rusqlite::params_from_iter(chunk), user_from_row)?;
+                for row in rows {
+                    found.push(row?);
+                }
+            }
+            Ok(found)
+        })
+        .await
+    }
+
+    async fn accounts(&self, ids: &[String]) -> StoreResult<Vec<AccountView>> {
+        if ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let ids = ids.to_vec();
+        self.read_inline(move |conn| {
+            let mut found = Vec::with_capacity(ids.len());
+            for chunk in ids.chunks(IN_CHUNK) {
+                let mut stmt = conn.prepare_cached(&accounts_sql(chunk.len()))?;
+                let rows = stmt.query_map(rusqlite::params_from_iter(chunk), account_from_row)?;
                 for row in rows {
                     found.push(row?);
                 }

@@ -11,9 +11,11 @@ use futures::{StreamExt, TryStreamExt};
 use mongodb::bson::{Bson, Document, doc};
 
 use super::{COUNTER_VERSION, MongoStore, all, db_error, insert_new, int, user_from};
-use crate::domain::{AuthorView, Fence, NewUser, User};
+use crate::domain::{AccountView, AuthorView, Fence, NewUser, User};
 use crate::store::users::prefix_end;
 use crate::store::{Counted, Counter, NameWord, Recount, StoreError, StoreResult, UserStore};
+
+mod accounts;
 
 /// Users recounted at once.
 const RECOUNTS_IN_FLIGHT: usize = 8;
@@ -181,6 +183,10 @@ impl UserStore for MongoStore {
 
     async fn users(&self, ids: &[String]) -> StoreResult<Vec<User>> {
         self.users_among(ids).await
+    }
+
+    async fn accounts(&self, ids: &[String]) -> StoreResult<Vec<AccountView>> {
+        self.accounts_among(ids).await
     }
 
     /// A range of `_id` (bytewise, the default collation), sorted by it.

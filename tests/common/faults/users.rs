@@ -5,7 +5,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
-use socialite::domain::{AuthorView, Fence, NewUser, User};
+use socialite::domain::{AccountView, AuthorView, Fence, NewUser, User};
 use socialite::store::{Counted, NameWord, Recount, StoreResult, UserStore};
 use tokio::sync::oneshot;
 
@@ -39,6 +39,10 @@ impl UserStore for FailingUsers {
     async fn users(&self, ids: &[String]) -> StoreResult<Vec<User>> {
         self.check()?;
         self.inner.users(ids).await
+    }
+    async fn accounts(&self, ids: &[String]) -> StoreResult<Vec<AccountView>> {
+        self.check()?;
+        self.inner.accounts(ids).await
     }
     async fn users_by_prefix(&self, prefix: &str, limit: usize) -> StoreResult<Vec<User>> {
         self.check()?;
@@ -123,6 +127,9 @@ impl UserStore for PausingUsers {
     }
     async fn users(&self, ids: &[String]) -> StoreResult<Vec<User>> {
         self.inner.users(ids).await
+    }
+    async fn accounts(&self, ids: &[String]) -> StoreResult<Vec<AccountView>> {
+        self.inner.accounts(ids).await
     }
     async fn users_by_prefix(&self, prefix: &str, limit: usize) -> StoreResult<Vec<User>> {
         self.inner.users_by_prefix(prefix, limit).await

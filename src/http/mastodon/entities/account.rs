@@ -8,7 +8,7 @@ use serde::Serialize;
 use serde_json::Value;
 use utoipa::ToSchema;
 
-use crate::domain::{User, format_time_ms};
+use crate::domain::{AccountView, format_time_ms};
 use crate::http::mastodon::Origin;
 
 /// The placeholder avatar's path, as Mastodon names its own.
@@ -90,7 +90,9 @@ pub struct Account {
     pub followers_count: u64,
     pub following_count: u64,
     pub statuses_count: u64,
-    /// Always null (not tracked).
+    /// The UTC date of the account's newest post or repost that exists, `YYYY-MM-DD`;
+    /// null when it has none. As of the read that rendered it.
+    #[schema(example = "2026-11-22")]
     pub last_status_at: Option<String>,
     pub emojis: Vec<Value>,
     pub fields: Vec<Value>,
@@ -100,8 +102,9 @@ pub struct Account {
 }
 
 impl Account {
-    /// The Account entity of `user`, with the placeholder avatar and header.
-    pub fn new(origin: &Origin, user: &User) -> Account {
+    /// The Account entity of `account`, with the placeholder avatar and header.
+    pub fn new(origin: &Origin, account: &AccountView) -> Account {
+        let user = &account.user;
         let base = origin.base();
         let avatar = format!("{base}{AVATAR_PATH}");
         let header = format!("{base}{HEADER_PATH}");
@@ -124,7 +127,7 @@ impl Account {
             followers_count: user.followers_count,
             following_count: user.following_count,
             statuses_count: user.posts_count,
-            last_status_at: None,
+            last_status_at: account.last_status_date(),
             emojis: Vec::new(),
             fields: Vec::new(),
             source: None,
@@ -132,10 +135,10 @@ impl Account {
     }
 
     /// With `source`, as `verify_credentials` answers.
-    pub fn credential(origin: &Origin, user: &User) -> Account {
+    pub fn credential(origin: &Origin, account: &AccountView) -> Account {
         Account {
             source: Some(AccountSource::defaults()),
-            ..Account::new(origin, user)
+            ..Account::new(origin, account)
         }
     }
 }
