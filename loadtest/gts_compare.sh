@@ -4,8 +4,8 @@
 # authors with 3 posts each, a poster with 100 followers, authentication on for both,
 # rate limits off for both (all load comes from one address).
 #
-#   [ROUNDS=3] [DUR=10] [VUS=32] [AUTHORS=1000] [FOLLOWERS=100] [SOCIALITE_BIN=...]
-#   [SOCIALITE_BEFORE_BIN=...] loadtest/gts_compare.sh
+#   [ROUNDS=3] [DUR=10] [VUS=32] [AUTHORS=1000] [FOLLOWERS=100] [SETTLE=0]
+#   [SOCIALITE_BIN=...] [SOCIALITE_BEFORE_BIN=...] loadtest/gts_compare.sh
 #
 # Measures, under wrk, in alternating rounds (which server goes first alternates too):
 # GET /api/v1/timelines/home (default page, 20) throughput and p99; then POST
@@ -14,7 +14,9 @@
 # logs in target/gts-compare/ (removed first). Minutes, mostly GoToSocial's account
 # creation and sign-ins: not run in CI. With SOCIALITE_BEFORE_BIN, a second socialite
 # (that binary, its own file, the same data) reads in every round too, as "before":
-# two builds beside one GoToSocial set-up (its accounts take the longest).
+# two builds beside one GoToSocial set-up (its accounts take the longest). SETTLE:
+# seconds to wait, both servers idle, between loading the data and the first round, so
+# that neither is measured while still working through the load.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
@@ -160,6 +162,10 @@ s_bytes="$(wc -c < "$work/socialite-page.json")" g_bytes="$(wc -c < "$work/gts-p
 s_items="$(python3 -c 'import json,sys; print(len(json.load(open(sys.argv[1]))))' "$work/socialite-page.json")"
 g_items="$(python3 -c 'import json,sys; print(len(json.load(open(sys.argv[1]))))' "$work/gts-page.json")"
 
+if (( ${SETTLE:-0} > 0 )); then
+  echo "gts_compare: both servers idle for ${SETTLE} s before the rounds" >&2
+  sleep "$SETTLE"
+fi
 rows=()
 for ((r = 1; r <= rounds; r++)); do
   order=(socialite gotosocial)
@@ -206,7 +212,7 @@ load = open("/proc/loadavg").read().split()[:3]
 lines = [
     f"# socialite beside GoToSocial v0.19.2, {subprocess.check_output(['date', '-u', '+%Y-%m-%d %H:%M UTC']).decode().strip()}",
     "",
-    f"`loadtest/gts_compare.sh` (ROUNDS={rounds}), load average at the end {' '.join(load)}. "
+    f"`loadtest/gts_compare.sh` (ROUNDS={rounds}, SETTLE={os.environ.get('SETTLE', '0')}), load average at the end {' '.join(load)}. "
     f"Same data through the Mastodon API on both (a reader following {authors:,} authors "
     f"with 3 posts each, a poster with {followers:,} followers), SQLite on both, "
     "authentication on, rate limits off. Medians of the rounds; each round's figures below.",

@@ -92,14 +92,7 @@ pub async fn world(config: &Config) -> Store {
     for user in users {
         social.timeline(user, None, 20).await.unwrap();
     }
-    assert!(
-        state
-            .workers
-            .settle(Duration::from_secs(60))
-            .await
-            .is_some()
-    );
-    state.workers.stop().await;
+    settle_and_stop(&state).await;
     store
 }
 
@@ -150,14 +143,38 @@ pub async fn skip_the_workers_past_it(store: &Store) {
     }
 }
 
-/// After a corruption: the audit names exactly `kind`; the repair mends it; the audit
-/// after it is clean.
-async fn corrupted(store: &Store, config: &Config, kind: Audited, label: &str) {
+/// Lets the workers apply every change written so far (within a minute), then stops them.
+pub async fn settle_and_stop(state: &AppState) {
+    assert!(
+        state
+            .workers
+            .settle(Duration::from_secs(60))
+            .await
+            .is_some(),
+        "the workers did not settle within 60 s"
+    );
+    state.workers.stop().await;
+}
+
+/// After a corruption: the audit names exactly `kind` (with a detail holding `named`,
+/// when given); the repair mends it; the audit after it, past whatever changes the
+/// repair itself wrote to the change feed, is clean.
+async fn corrupted(
+    store: &Store,
+    config: &Config,
+    kind: Audited,
+    label: &str,
+    named: Option<&str>,
+) {
     skip_the_workers_past_it(store).await;
     let report = audit_of(store, config).await;
     assert_eq!(report.wrong_kinds(), [kind], "{label}: {report}");
+    if let Some(named) = named {
+        assert!(report.to_string().contains(named), "{label}: {report}");
+    }
     let done = audit::repair::repair(config, store, &report).await.unwrap();
     assert!(!done.is_empty(), "{label}");
+    skip_the_workers_past_it(store).await;
     assert_clean(
         &audit_of(store, config).await,
         &format!("{label}, repaired"),
@@ -196,6 +213,7 @@ async fn each_corrupted_datum_is_named_by_its_kind_and_repaired() {
                 &config,
                 Audited::Counters,
                 &format!("{label}: a counter"),
+                None,
             )
             .await;
 
@@ -210,6 +228,7 @@ async fn each_corrupted_datum_is_named_by_its_kind_and_repaired() {
                 &config,
                 Audited::Activity,
                 &format!("{label}: an activity entry"),
+                None,
             )
             .await;
 
@@ -219,6 +238,7 @@ async fn each_corrupted_datum_is_named_by_its_kind_and_repaired() {
                 &config,
                 Audited::Deliveries,
                 &format!("{label}: a marker"),
+                None,
             )
             .await;
 
@@ -245,6 +265,7 @@ async fn each_corrupted_datum_is_named_by_its_kind_and_repaired() {
                 &config,
                 Audited::Timelines,
                 &format!("{label}: a missing entry"),
+                None,
             )
             .await;
 
@@ -286,6 +307,7 @@ async fn each_corrupted_datum_is_named_by_its_kind_and_repaired() {
                 &config,
                 Audited::Timelines,
                 &format!("{label}: a stranger's entry"),
+                None,
             )
             .await;
 
@@ -296,6 +318,7 @@ async fn each_corrupted_datum_is_named_by_its_kind_and_repaired() {
                     &config,
                     Audited::Tags,
                     &format!("{label}: a tag count"),
+                    None,
                 )
                 .await;
 

@@ -10,7 +10,7 @@ use socialite::domain::{FeedStrategy, PostId};
 use socialite::store::Store;
 
 use super::common::kinds;
-use super::{Audited, Raw, audit_of, config, corrupted, world};
+use super::{Audited, Raw, audit_of, config, corrupted, settle_and_stop, world};
 
 /// Which field of an entry a corruption changes.
 #[derive(Debug, Clone, Copy)]
@@ -129,7 +129,7 @@ async fn a_wrong_text_or_name_in_an_entry_is_named_repaired_and_served_right_aga
                 );
                 assert!(text.contains(named), "{label}: {report}");
                 // The audit after the repair is clean (`corrupted` asserts it).
-                corrupted(&store, &config, Audited::Timelines, &label).await;
+                corrupted(&store, &config, Audited::Timelines, &label, None).await;
                 assert_eq!(served(&config, &store).await, right, "{label}");
             }
         }
@@ -168,15 +168,7 @@ async fn a_name_trailing_a_rename_not_yet_applied_is_pending_not_wrong() {
             "{label}: {report}"
         );
         let state = build_state(&config, store.clone()).await.unwrap();
-        assert!(
-            state
-                .workers
-                .settle(std::time::Duration::from_secs(60))
-                .await
-                .is_some(),
-            "{label}"
-        );
-        state.workers.stop().await;
+        settle_and_stop(&state).await;
         let report = audit_of(&store, &config).await;
         assert!(report.clean(), "{label}: {report}");
         assert_eq!(

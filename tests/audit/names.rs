@@ -4,12 +4,12 @@
 //! and mended by `--repair` (the counters' rebuild writes every user's words again and
 //! removes every other entry of theirs, whatever its stamp).
 
-use socialite::audit::{self, Kind as Audited};
+use socialite::audit::Kind as Audited;
 use socialite::config::{Backend, Config};
 use socialite::domain::FeedStrategy;
 
 use super::common::kinds;
-use super::{assert_clean, audit_of, config, skip_the_workers_past_it, world};
+use super::{assert_clean, audit_of, config, corrupted, skip_the_workers_past_it, world};
 
 /// Runs `sql` on the embedded file, or `mongo` on the `name_words` collection.
 async fn raw(config: &Config, sql: &str, args: [&str; 2], mongo: Mongo<'_>) {
@@ -119,23 +119,7 @@ async fn a_wrong_name_word_index_is_named_and_repaired() {
         ] {
             let label = format!("{label}: {what}");
             raw(&config, sql, args, mongo).await;
-            skip_the_workers_past_it(&store).await;
-            let report = audit_of(&store, &config).await;
-            assert_eq!(
-                report.wrong_kinds(),
-                [Audited::NameWords],
-                "{label}: {report}"
-            );
-            assert!(report.to_string().contains(named), "{label}: {report}");
-            let done = audit::repair::repair(&config, &store, &report)
-                .await
-                .unwrap();
-            assert!(!done.is_empty(), "{label}");
-            skip_the_workers_past_it(&store).await;
-            assert_clean(
-                &audit_of(&store, &config).await,
-                &format!("{label}, repaired"),
-            );
+            corrupted(&store, &config, Audited::NameWords, &label, Some(named)).await;
             let found = store
                 .users
                 .name_word_entries(args[0], None, 10)

@@ -3,8 +3,6 @@
 //! `--repair`; a repost that seen once drops for a reader (the original in their
 //! timeline, or an older repost of it) is never required, so its absence is no finding.
 
-use std::time::Duration;
-
 use socialite::app::build_state;
 use socialite::audit::{self, Kind as Audited};
 use socialite::config::Config;
@@ -12,7 +10,7 @@ use socialite::domain::{BucketKind, FeedStrategy, TimelineKind};
 use socialite::store::Store;
 
 use super::common::kinds;
-use super::{assert_clean, audit_of, config, skip_the_workers_past_it, world};
+use super::{assert_clean, audit_of, config, settle_and_stop, skip_the_workers_past_it, world};
 
 /// Reads `user`'s timeline through a fresh process state (its workers stopped after);
 /// the ids it serves.
@@ -44,14 +42,7 @@ async fn a_repost_missing_from_a_timeline_is_named_and_repaired() {
             let cat = social.post("cat", "worth passing on").await.unwrap();
             let first = social.repost("eve", cat.id).await.unwrap().0.repost;
             let later = social.repost("bob", cat.id).await.unwrap().0.repost;
-            assert!(
-                state
-                    .workers
-                    .settle(Duration::from_secs(60))
-                    .await
-                    .is_some()
-            );
-            state.workers.stop().await;
+            settle_and_stop(&state).await;
             skip_the_workers_past_it(&store).await;
             assert_clean(&audit_of(&store, &config).await, &label);
             let timeline = match strategy {

@@ -4,8 +4,6 @@
 //! reads. Each corrupted in the store, named by the audit as exactly
 //! its kind and what is wrong, and mended by `--repair`.
 
-use std::time::Duration;
-
 use mongodb::bson::{Document, doc, oid::ObjectId};
 use socialite::app::build_state;
 use socialite::audit::{self, Kind as Audited};
@@ -14,7 +12,10 @@ use socialite::domain::{FeedStrategy, Post, PostId, TimelineEntry};
 use socialite::store::Store;
 
 use super::common::kinds;
-use super::{Raw, assert_clean, audit_of, config, skip_the_workers_past_it, world};
+use super::{
+    Raw, assert_clean, audit_of, config, corrupted, settle_and_stop, skip_the_workers_past_it,
+    world,
+};
 
 /// `world`, plus bob's reply to ann's post mentioning cat, and dan blocking eve after
 /// eve followed dan; every timeline read again, the workers caught up and stopped.
@@ -34,30 +35,8 @@ async fn social_world(config: &Config) -> (Store, Post, Post) {
     for user in ["ann", "bob", "cat", "dan", "eve"] {
         social.timeline(user, None, 20).await.unwrap();
     }
-    assert!(
-        state
-            .workers
-            .settle(Duration::from_secs(60))
-            .await
-            .is_some()
-    );
-    state.workers.stop().await;
+    settle_and_stop(&state).await;
     (store, ann, dan)
-}
-
-/// After a corruption: the audit names exactly `kind`, with a detail holding `named`;
-/// the repair mends it; the audit after it is clean.
-async fn named_and_repaired(store: &Store, config: &Config, kind: Audited, named: &str) {
-    skip_the_workers_past_it(store).await;
-    let report = audit_of(store, config).await;
-    assert_eq!(report.wrong_kinds(), [kind], "{named}: {report}");
-    assert!(report.to_string().contains(named), "{named}: {report}");
-    let done = audit::repair::repair(config, store, &report).await.unwrap();
-    assert!(!done.is_empty(), "{named}");
-    assert_clean(
-        &audit_of(store, config).await,
-        &format!("{named}, repaired"),
-    );
 }
 
 impl Raw {
@@ -162,19 +141,33 @@ async fn notifications_reply_counts_and_blocked_authors_are_audited_and_repaired
             // A notification lost: named by its key, as missing.
             raw.drop_notification("ann", "reply", "bob", reply.id).await;
             let named = format!("ann's reply notification by bob of {} is missing", reply.id);
-            named_and_repaired(&store, &config, Audited::Notifications, &named).await;
+            corrupted(
+                &store,
+                &config,
+                Audited::Notifications,
+                &named,
+                Some(&named),
+            )
+            .await;
             raw.drop_notification("cat", "mention", "bob", reply.id)
                 .await;
             let named = format!(
                 "cat's mention notification by bob of {} is missing",
                 reply.id
             );
-            named_and_repaired(&store, &config, Audited::Notifications, &named).await;
+            corrupted(
+                &store,
+                &config,
+                Audited::Notifications,
+                &named,
+                Some(&named),
+            )
+            .await;
 
             // A notification whose cause never stood: named as held.
             raw.add_follow_notification("eve", "ann").await;
             let named = "eve's follow notification by ann is held: its cause does not stand";
-            named_and_repaired(&store, &config, Audited::Notifications, named).await;
+            corrupted(&store, &config, Audited::Notifications, named, Some(named)).await;
 
             // A reply count off by one.
             raw.bump(ann.id, "replies_count").await;
@@ -182,7 +175,7 @@ async fn notifications_reply_counts_and_blocked_authors_are_audited_and_repaired
                 "post {} by ann: replies_count is 2, the sources say 1",
                 ann.id
             );
-            named_and_repaired(&store, &config, Audited::Replies, &named).await;
+            corrupted(&store, &config, Audited::Replies, &named, Some(&named)).await;
 
             // A repost count off by one.
             raw.bump(ann.id, "reposts_count").await;
@@ -190,7 +183,7 @@ async fn notifications_reply_counts_and_blocked_authors_are_audited_and_repaired
                 "post {} by ann: reposts_count is 1, the sources say 0",
                 ann.id
             );
-            named_and_repaired(&store, &config, Audited::Reposts, &named).await;
+            corrupted(&store, &config, Audited::Reposts, &named, Some(&named)).await;
 
             // An entry of dan's in eve's timeline, though dan blocks eve.
             let entry = TimelineEntry {
@@ -226,7 +219,7 @@ async fn notifications_reply_counts_and_blocked_authors_are_audited_and_repaired
                 },
                 dan.id
             );
-            named_and_repaired(&store, &config, Audited::Timelines, &named).await;
+            corrupted(&store, &config, Audited::Timelines, &named, Some(&named)).await;
 
             // A repost stored whose fan-out never ran (a writer killed after the insert
             // and the workers' positions past it): no delivery marker. ann reposts her
@@ -241,7 +234,7 @@ async fn notifications_reply_counts_and_blocked_authors_are_audited_and_repaired
                 "repost {} by ann of {} by ann is not marked delivered",
                 repost.id, ann.id
             );
-            named_and_repaired(&store, &config, Audited::Deliveries, &named).await;
+            corrupted(&store, &config, Audited::Deliveries, &named, Some(&named)).await;
             let marked = store.deliveries.delivered(&[repost.id]).await.unwrap();
             assert_eq!(marked, vec![repost.id], "{label}: the repair fanned it out");
         }
@@ -298,14 +291,7 @@ async fn the_tag_index_is_audited_against_the_posts_text_and_written_again() {
         let tagged = state.social.post("ann", "about #rust").await.unwrap();
         // The post's derived effects (the author's activity log on MongoDB) are the
         // workers'; skipping past an unprocessed change would leave them undone.
-        assert!(
-            state
-                .workers
-                .settle(Duration::from_secs(60))
-                .await
-                .is_some()
-        );
-        state.workers.stop().await;
+        settle_and_stop(&state).await;
         skip_the_workers_past_it(&store).await;
         let report = audit_of(&store, &config).await;
         assert_clean(&report, &label);
