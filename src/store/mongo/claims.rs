@@ -99,31 +99,6 @@ pub(super) async fn settle(
 }
 
 impl MongoStore {
-    /// Moves `post`'s `counter` by `delta`; nothing when the post no longer exists.
-    pub(super) async fn move_post_count(
-        &self,
-        counter: Counter,
-        post: &ReplyTo,
-        delta: i64,
-    ) -> StoreResult<()> {
-        match counter {
-            Counter::Replies => self.move_replies(post, delta).await,
-            Counter::Reposts => self.move_reposts(post, delta).await,
-        }
-    }
-
-    /// Sets `post`'s `counter` from its sources, after a takeover.
-    pub(super) async fn recount_post_count(
-        &self,
-        counter: Counter,
-        post: &ReplyTo,
-    ) -> StoreResult<()> {
-        match counter {
-            Counter::Replies => self.recount_replies(post).await,
-            Counter::Reposts => self.recount_reposts(post).await,
-        }
-    }
-
     /// Moves every one of `counters` by `delta`.
     pub(super) async fn move_counters(
         &self,
@@ -177,18 +152,25 @@ impl MongoStore {
                 if let Some((counter, parent)) = parent {
                     self.move_post_count(counter, parent, -1).await?;
                 }
-                let owner = counters.first().map_or("", |(user, _)| *user);
+                // The gate's key: the first counter's user (a post's author, an edge's
+                // follower), else the document's user (a repost's reposter).
+                let owner = counters
+                    .first()
+                    .map(|(user, _)| *user)
+                    .or_else(|| filter.get_str("user").ok())
+                    .unwrap_or_default();
                 crate::faults::gate("claim.moved", owner).await;
                 let removed = coll.delete_one(holding(token)).await.map_err(db_error)?;
                 if removed.deleted_count == 0 {
                     // Taken over after a stall: the taker deleted and recounted, before
                     // or after this call's move down. Moving back up is right only in
                     // the first case; a recount from the sources (whose write fails on
-                    // any move since its read) is right in both.
+                    // any move since its read) is right in both, for the users and the
+                    // parent post alike.
                     let users: Vec<&str> = counters.iter().map(|(user, _)| *user).collect();
                     self.recount_now(&users).await?;
                     if let Some((counter, parent)) = parent {
-                        self.move_post_count(counter, parent, 1).await?;
+                        self.recount_post_count(counter, parent).await?;
                     }
                     return Ok(false);
                 }
@@ -290,10 +272,13 @@ impl MongoStore {
     async fn recount_source(&self, counter: Counter, found: &Document) -> StoreResult<()> {
         match counter {
             Counter::Replies => match reply_from(found)? {
-                Some(parent) => self.recount_replies(&parent).await,
+                Some(parent) => self.recount_post_count(counter, &parent).await,
                 None => Ok(()),
             },
-            Counter::Reposts => self.recount_reposts(&repost_from(found)?.post).await,
+            Counter::Reposts => {
+                self.recount_post_count(counter, &repost_from(found)?.post)
+                    .await
+            }
         }
     }
 
