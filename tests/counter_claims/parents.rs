@@ -27,7 +27,10 @@ async fn users(f: &Fixture, ids: &[&str]) {
 }
 
 async fn post(f: &Fixture, author: &str, reply_to: Option<PostId>) -> PostId {
-    let inserted = f.store.content.insert_post(author, "text", reply_to, now_ms());
+    let inserted = f
+        .store
+        .content
+        .insert_post(author, "text", reply_to, now_ms());
     inserted.await.unwrap().post.id
 }
 

@@ -12,11 +12,15 @@
 //! holder of that mark moves them. Any other call on the same document waits for the
 //! mark to go. A mark older than [`TAKEOVER_MS`] belongs to a call that died (or
 //! stalled that long): the waiting call takes the document over, finishes the change
-//! and recounts the users from the sources, which covers whatever part of the dead
-//! call's counter move did or did not land. A holder that comes back after a takeover
-//! finds its token gone and recounts its users again (the taker's recount may have
-//! come before the holder's move down) and moves a parent post's count back up; the
-//! counters worker settles any count left above the truth.
+//! and recounts the users (and the parent post, see below) from the sources, which
+//! covers whatever part of the dead call's counter move did or did not land. A holder
+//! that comes back after a takeover finds its token gone and recounts its users and its
+//! parent post again (the taker's recount may have come before the holder's move down,
+//! so moving back up would leave a count one above its sources). Every recount writes
+//! only where the document's `counter_version` is still the one it read (users:
+//! `users.rs`; posts: `post_counts.rs`), so it never overwrites a move that landed
+//! after its read, and reads and counts again; a user still refused after a few tries
+//! is left to the counters worker, a post to the counters' rebuild.
 
 use std::time::Duration;
 
@@ -114,13 +118,13 @@ impl MongoStore {
     /// Removes the document `filter` matches, moving `counters` down by one, if this
     /// call is the one that removes it; `before` runs first on each path that deletes
     /// (a post's tombstone). The claim's holder moves the counters down before its
-    /// delete, and back up if a takeover deleted first; a call that finds a fresh claim
-    /// waits for it, and one that finds a stale claim deletes and recounts. Returns
-    /// whether this call removed the document.
+    /// delete, and recounts them from the sources if a takeover deleted first; a call
+    /// that finds a fresh claim waits for it, and one that finds a stale claim deletes
+    /// and recounts. Returns whether this call removed the document.
     ///
     /// `parent`: the post whose count the removed document moves (a reply's parent's
-    /// `replies_count`, a repost's original's `reposts_count`), moved with `counters`
-    /// (and recounted where they are).
+    /// `replies_count`, a repost's original's `reposts_count`), moved and recounted with
+    /// `counters`.
     pub(super) async fn remove_claimed<F, Fut>(
         &self,
         coll: &Collection<Document>,

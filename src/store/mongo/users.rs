@@ -10,9 +10,7 @@ use async_trait::async_trait;
 use futures::{StreamExt, TryStreamExt};
 use mongodb::bson::{Document, doc};
 
-use super::{
-    COUNTER_VERSION, MongoStore, all, db_error, insert_new, int, user_from, version_is,
-};
+use super::{COUNTER_VERSION, MongoStore, all, db_error, insert_new, int, user_from, version_is};
 use crate::domain::{AuthorView, Fence, NewUser, User};
 use crate::store::users::prefix_end;
 use crate::store::{Counted, Counter, NameWord, Recount, StoreError, StoreResult, UserStore};
