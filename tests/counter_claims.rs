@@ -7,9 +7,13 @@
 //! The embedded store moves edges and counters in one transaction, so these states
 //! cannot occur there; MongoDB only. Edges and posts' authors here; the counts a post
 //! moves on another post, and deleted posts stored again, in `counter_claims/posts.rs`; a
-//! holder back from a stall after a takeover in `counter_claims/returns.rs`.
+//! holder back from a stall after a takeover in `counter_claims/returns.rs` (the users'
+//! counts) and `counter_claims/parents.rs` (the parent post's count, and a recount
+//! overtaken by a move).
 
 mod common;
+#[path = "counter_claims/parents.rs"]
+mod parents;
 #[path = "counter_claims/posts.rs"]
 mod posts;
 #[path = "counter_claims/removals.rs"]

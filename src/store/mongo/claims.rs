@@ -12,11 +12,15 @@
 //! holder of that mark moves them. Any other call on the same document waits for the
 //! mark to go. A mark older than [`TAKEOVER_MS`] belongs to a call that died (or
 //! stalled that long): the waiting call takes the document over, finishes the change
-//! and recounts the users from the sources, which covers whatever part of the dead
-//! call's counter move did or did not land. A holder that comes back after a takeover
-//! finds its token gone and recounts its users again (the taker's recount may have
-//! come before the holder's move down) and moves a parent post's count back up; the
-//! counters worker settles any count left above the truth.
+//! and recounts the users (and the parent post, see below) from the sources, which
+//! covers whatever part of the dead call's counter move did or did not land. A holder
+//! that comes back after a takeover finds its token gone and recounts its users and its
+//! parent post again (the taker's recount may have come before the holder's move down,
+//! so moving back up would leave a count one above its sources). Every recount writes
+//! only where the document's `counter_version` is still the one it read (users:
+//! `users.rs`; posts: `post_counts.rs`), so it never overwrites a move that landed
+//! after its read, and reads and counts again; a user still refused after a few tries
+//! is left to the counters worker, a post to the counters' rebuild.
 
 use std::time::Duration;
 
@@ -99,31 +103,6 @@ pub(super) async fn settle(
 }
 
 impl MongoStore {
-    /// Moves `post`'s `counter` by `delta`; nothing when the post no longer exists.
-    pub(super) async fn move_post_count(
-        &self,
-        counter: Counter,
-        post: &ReplyTo,
-        delta: i64,
-    ) -> StoreResult<()> {
-        match counter {
-            Counter::Replies => self.move_replies(post, delta).await,
-            Counter::Reposts => self.move_reposts(post, delta).await,
-        }
-    }
-
-    /// Sets `post`'s `counter` from its sources, after a takeover.
-    pub(super) async fn recount_post_count(
-        &self,
-        counter: Counter,
-        post: &ReplyTo,
-    ) -> StoreResult<()> {
-        match counter {
-            Counter::Replies => self.recount_replies(post).await,
-            Counter::Reposts => self.recount_reposts(post).await,
-        }
-    }
-
     /// Moves every one of `counters` by `delta`.
     pub(super) async fn move_counters(
         &self,
@@ -139,13 +118,13 @@ impl MongoStore {
     /// Removes the document `filter` matches, moving `counters` down by one, if this
     /// call is the one that removes it; `before` runs first on each path that deletes
     /// (a post's tombstone). The claim's holder moves the counters down before its
-    /// delete, and back up if a takeover deleted first; a call that finds a fresh claim
-    /// waits for it, and one that finds a stale claim deletes and recounts. Returns
-    /// whether this call removed the document.
+    /// delete, and recounts them from the sources if a takeover deleted first; a call
+    /// that finds a fresh claim waits for it, and one that finds a stale claim deletes
+    /// and recounts. Returns whether this call removed the document.
     ///
     /// `parent`: the post whose count the removed document moves (a reply's parent's
-    /// `replies_count`, a repost's original's `reposts_count`), moved with `counters`
-    /// (and recounted where they are).
+    /// `replies_count`, a repost's original's `reposts_count`), moved and recounted with
+    /// `counters`.
     pub(super) async fn remove_claimed<F, Fut>(
         &self,
         coll: &Collection<Document>,
@@ -177,18 +156,25 @@ impl MongoStore {
                 if let Some((counter, parent)) = parent {
                     self.move_post_count(counter, parent, -1).await?;
                 }
-                let owner = counters.first().map_or("", |(user, _)| *user);
+                // The gate's key: the first counter's user (a post's author, an edge's
+                // follower), else the document's user (a repost's reposter).
+                let owner = counters
+                    .first()
+                    .map(|(user, _)| *user)
+                    .or_else(|| filter.get_str("user").ok())
+                    .unwrap_or_default();
                 crate::faults::gate("claim.moved", owner).await;
                 let removed = coll.delete_one(holding(token)).await.map_err(db_error)?;
                 if removed.deleted_count == 0 {
                     // Taken over after a stall: the taker deleted and recounted, before
                     // or after this call's move down. Moving back up is right only in
                     // the first case; a recount from the sources (whose write fails on
-                    // any move since its read) is right in both.
+                    // any move since its read) is right in both, for the users and the
+                    // parent post alike.
                     let users: Vec<&str> = counters.iter().map(|(user, _)| *user).collect();
                     self.recount_now(&users).await?;
                     if let Some((counter, parent)) = parent {
-                        self.move_post_count(counter, parent, 1).await?;
+                        self.recount_post_count(counter, parent).await?;
                     }
                     return Ok(false);
                 }
@@ -290,10 +276,13 @@ impl MongoStore {
     async fn recount_source(&self, counter: Counter, found: &Document) -> StoreResult<()> {
         match counter {
             Counter::Replies => match reply_from(found)? {
-                Some(parent) => self.recount_replies(&parent).await,
+                Some(parent) => self.recount_post_count(counter, &parent).await,
                 None => Ok(()),
             },
-            Counter::Reposts => self.recount_reposts(&repost_from(found)?.post).await,
+            Counter::Reposts => {
+                self.recount_post_count(counter, &repost_from(found)?.post)
+                    .await
+            }
         }
     }
 

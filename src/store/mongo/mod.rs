@@ -23,6 +23,7 @@ mod markers;
 mod name_words;
 mod notifications;
 mod oauth;
+mod post_counts;
 mod readonly;
 mod relations;
 mod reposts;
@@ -59,9 +60,19 @@ pub struct MongoStore {
     serving: bulk::Registration,
 }
 
-/// The field of a user document that every write to its counters increments, so that a
-/// recount writes only where no counter moved since it read (see `Counted`).
+/// The field of a user document that every write to its counters increments, and of a
+/// post document every write to its `replies_count` or `reposts_count`, so that a
+/// recount writes only where no count moved since it read (see `Counted`,
+/// `post_counts.rs`). A document written before it existed has none, which counts as 0.
 pub(super) const COUNTER_VERSION: &str = "counter_version";
+
+/// A filter on [`COUNTER_VERSION`]: `version`, where a missing version counts as 0.
+pub(super) fn version_is(version: i64) -> Bson {
+    match version {
+        0 => Bson::Document(doc! { "$in": [0_i64, Bson::Null] }),
+        v => Bson::Int64(v),
+    }
+}
 
 /// A collection and one index on it.
 pub(super) type IndexSpec = (&'static str, IndexModel);

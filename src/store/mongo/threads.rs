@@ -1,7 +1,7 @@
 //! Replies on MongoDB: a reply's `content` document carries `reply_to: {post: ObjectId,
 //! author}` (the parent and its author, copied at creation) and every post its
-//! `replies_count`, moved by `$inc` like the author's `posts_count` (see `content.rs`
-//! and `claims.rs`). Indexed `{reply_to.post: 1, _id: 1}`, sparse, for the replies of a
+//! `replies_count`, moved by `$inc` like the author's `posts_count` (see `content.rs`,
+//! `claims.rs` and `post_counts.rs`, which keeps its `counter_version`). Indexed `{reply_to.post: 1, _id: 1}`, sparse, for the replies of a
 //! post. Under the documented shard key `{author: 1, _id: 1}` a read of replies by
 //! their parent names no author, so it goes to every shard (one scatter-gather query
 //! per level of a thread); the count's `$inc` names the parent's author (the reply
@@ -13,7 +13,7 @@ use async_trait::async_trait;
 use futures::TryStreamExt;
 use mongodb::bson::{Document, doc};
 
-use super::{IndexSpec, MongoStore, all, db_error, oid, post_from};
+use super::{COUNTER_VERSION, IndexSpec, MongoStore, all, db_error, oid, post_from};
 use crate::domain::{Post, PostId, ReplyTo};
 use crate::store::{Counter, StoreError, StoreResult, ThreadStore};
 
@@ -67,37 +67,6 @@ impl MongoStore {
             None => Err(StoreError::NotFound(format!("post {id}"))),
         }
     }
-
-    /// Moves the parent's reply count by `delta`; nothing when it no longer exists.
-    /// The filter carries the shard key.
-    pub(super) async fn move_replies(&self, parent: &ReplyTo, delta: i64) -> StoreResult<()> {
-        self.content_coll()
-            .update_one(
-                doc! { "_id": oid(parent.post), "author": &parent.author },
-                doc! { "$inc": { REPLIES_COUNT: delta } },
-            )
-            .await
-            .map_err(db_error)?;
-        Ok(())
-    }
-
-    /// Sets the parent's reply count from its replies: after a takeover (see
-    /// `claims::remove_claimed`), where the dead call's move may or may not have landed.
-    pub(super) async fn recount_replies(&self, parent: &ReplyTo) -> StoreResult<()> {
-        let count = self
-            .content_coll()
-            .count_documents(doc! { "reply_to.post": oid(parent.post) })
-            .await
-            .map_err(db_error)?;
-        self.content_coll()
-            .update_one(
-                doc! { "_id": oid(parent.post), "author": &parent.author },
-                doc! { "$set": { REPLIES_COUNT: count as i64 } },
-            )
-            .await
-            .map_err(db_error)?;
-        Ok(())
-    }
 }
 
 impl MongoStore {
@@ -128,14 +97,12 @@ impl MongoStore {
     }
 
     /// Sets every post's `counter` (`replies_count`, `reposts_count`) that differs from
-    /// its sources, a page of posts at a time, each write guarded by the count it
-    /// replaces (a reply's or repost's `$inc` landing in between leaves it for the next
-    /// recount); returns how many it wrote.
+    /// its sources, a page of posts at a time (each page's counts versions read before
+    /// its sources are counted), each write guarded by the version read (see
+    /// `post_counts.rs`: a reply's or repost's move landing in between leaves the post
+    /// for the next recount); returns how many it wrote.
     pub(super) async fn recount_every_post(&self, counter: Counter) -> StoreResult<u64> {
-        let field = match counter {
-            Counter::Replies => REPLIES_COUNT,
-            Counter::Reposts => super::reposts::REPOSTS_COUNT,
-        };
+        let field = super::post_counts::count_field(counter);
         let mut written = 0;
         let mut after: Option<PostId> = None;
         loop {
@@ -148,7 +115,7 @@ impl MongoStore {
                 .find(filter)
                 .sort(doc! { "_id": 1 })
                 .limit(RECOUNT_PAGE)
-                .projection(doc! { "_id": 1, "author": 1, field: 1 }))
+                .projection(doc! { "_id": 1, "author": 1, field: 1, COUNTER_VERSION: 1 }))
             .await?;
             let ids = page
                 .iter()
@@ -164,19 +131,14 @@ impl MongoStore {
                 if super::int(doc, field) == want {
                     continue;
                 }
-                let held = doc.get(field).cloned();
-                let mut guard =
-                    doc! { "_id": oid(*id), "author": doc.get_str("author").unwrap_or_default() };
-                match held {
-                    Some(value) => guard.insert(field, value),
-                    None => guard.insert(field, doc! { "$exists": false }),
+                let post = ReplyTo {
+                    post: *id,
+                    author: doc.get_str("author").unwrap_or_default().to_owned(),
                 };
-                let done = self
-                    .content_coll()
-                    .update_one(guard, doc! { "$set": { field: want } })
-                    .await
-                    .map_err(db_error)?;
-                written += done.modified_count;
+                let version = super::int(doc, COUNTER_VERSION);
+                if self.set_post_count(counter, &post, want, version).await? {
+                    written += 1;
+                }
             }
             if (page.len() as i64) < RECOUNT_PAGE {
                 return Ok(written);

@@ -8,9 +8,9 @@ use std::future::IntoFuture;
 
 use async_trait::async_trait;
 use futures::{StreamExt, TryStreamExt};
-use mongodb::bson::{Bson, Document, doc};
+use mongodb::bson::{Document, doc};
 
-use super::{COUNTER_VERSION, MongoStore, all, db_error, insert_new, int, user_from};
+use super::{COUNTER_VERSION, MongoStore, all, db_error, insert_new, int, user_from, version_is};
 use crate::domain::{AccountView, AuthorView, Fence, NewUser, User};
 use crate::store::users::prefix_end;
 use crate::store::{Counted, Counter, NameWord, Recount, StoreError, StoreResult, UserStore};
@@ -21,14 +21,6 @@ mod accounts;
 const RECOUNTS_IN_FLIGHT: usize = 8;
 /// Users read per page by a full recount.
 const RECOUNT_PAGE: i64 = 500;
-
-/// A filter on the counters' version: `version`, where a missing version counts as 0.
-fn version_is(version: i64) -> Bson {
-    match version {
-        0 => Bson::Document(doc! { "$in": [0_i64, Bson::Null] }),
-        v => Bson::Int64(v),
-    }
-}
 
 /// Recounts of one user by a request before it is left to the counters worker.
 const RECOUNT_NOW_ATTEMPTS: usize = 5;

@@ -2,7 +2,8 @@
 //! derived from them: blocks and mutes written, the follows beside a block removed (no
 //! follow stands beside a block), and replies completed (each loaded reply's parent
 //! author, every post's `replies_count`), reposts written with their originals' authors
-//! and every post's `reposts_count` counted. Every write carries its shard key.
+//! and every post's `reposts_count` counted. Every write carries its shard key, and every
+//! write of a post's count moves its `counter_version` (see `post_counts.rs`).
 
 use std::collections::HashMap;
 
@@ -17,7 +18,7 @@ use crate::store::bulk::{RelationRow, RepostRow, Rows};
 use crate::store::mongo::graph::FOLLOWS;
 use crate::store::mongo::relations::{BLOCKS, MUTES};
 use crate::store::mongo::threads::{REPLIES_COUNT, REPLY_TO, reply_from};
-use crate::store::mongo::{MongoStore, all, db_error, oid, post_id};
+use crate::store::mongo::{COUNTER_VERSION, MongoStore, all, db_error, oid, post_id};
 
 /// Parents read per `$in` query.
 const PARENTS_PER_READ: usize = 500;
@@ -116,7 +117,7 @@ pub(super) async fn complete_replies(store: &MongoStore) -> StoreResult<()> {
     content
         .update_many(
             doc! { REPLIES_COUNT: { "$gt": 0_i64 } },
-            doc! { "$set": { REPLIES_COUNT: 0_i64 } },
+            doc! { "$set": { REPLIES_COUNT: 0_i64 }, "$inc": { COUNTER_VERSION: 1_i64 } },
         )
         .await
         .map_err(db_error)?;
@@ -124,7 +125,7 @@ pub(super) async fn complete_replies(store: &MongoStore) -> StoreResult<()> {
         if let Some(author) = authors.get(parent) {
             statements.push(doc! {
                 "q": { "_id": oid(*parent), "author": author },
-                "u": { "$set": { REPLIES_COUNT: *n } },
+                "u": { "$set": { REPLIES_COUNT: *n }, "$inc": { COUNTER_VERSION: 1_i64 } },
             });
         }
     }
@@ -160,7 +161,7 @@ pub(super) async fn count_reposts(store: &MongoStore) -> StoreResult<()> {
         .content_coll()
         .update_many(
             doc! { COUNT: { "$gt": 0_i64 } },
-            doc! { "$set": { COUNT: 0_i64 } },
+            doc! { "$set": { COUNT: 0_i64 }, "$inc": { COUNTER_VERSION: 1_i64 } },
         )
         .await
         .map_err(db_error)?;
@@ -183,7 +184,10 @@ pub(super) async fn count_reposts(store: &MongoStore) -> StoreResult<()> {
         statements.push(doc! {
             "q": { "_id": key.get("post").cloned().unwrap_or(Bson::Null),
                    "author": key.get("author").cloned().unwrap_or(Bson::Null) },
-            "u": { "$set": { COUNT: crate::store::mongo::int(&group, "n") } },
+            "u": {
+                "$set": { COUNT: crate::store::mongo::int(&group, "n") },
+                "$inc": { COUNTER_VERSION: 1_i64 },
+            },
         });
         if statements.len() == super::WRITE_BATCH {
             store

@@ -10,7 +10,7 @@ use super::super::claims::{self, PENDING};
 use super::super::{MongoStore, db_error, insert_new, int, oid, threads};
 use super::tags;
 use crate::domain::{NameStamp, Post, PostId, ReplyTo};
-use crate::store::{Inserted, StoreError, StoreResult};
+use crate::store::{Counter, Inserted, StoreError, StoreResult};
 
 /// What an insert reads before it writes: the author's follower count and name (the
 /// existence check reads them too, for the fan-out's decision) and the parent.
@@ -81,14 +81,14 @@ impl MongoStore {
             self.inc_user(author, "posts_count", 1).await?;
             // The parent's count moves under the same claim as the author's.
             if let Some(parent) = reply_to {
-                self.move_replies(parent, 1).await?;
+                self.move_post_count(Counter::Replies, parent, 1).await?;
             }
             let filter = doc! { "_id": oid(id), "author": author };
             if !claims::settle(&self.content_coll(), &filter, token).await? {
                 // Taken over after a stall (see `store::claims`): the taker's recount
                 // may have run before this `$inc`; one more, after it, is exact.
                 if let Some(parent) = reply_to {
-                    self.recount_replies(parent).await?;
+                    self.recount_post_count(Counter::Replies, parent).await?;
                 }
             }
             Ok(Some(Inserted {
