@@ -9,8 +9,8 @@ use rusqlite::{OptionalExtension, params};
 
 use super::timelines::{retractions, versions};
 use super::{
-    EmbeddedStore, IN_CHUNK, add_to_counter, placeholders, post_before, post_from_row, post_id_at,
-    record_change,
+    EmbeddedStore, add_to_counter, placeholders, post_before, post_from_row, post_id_at,
+    record_change, rows_in,
 };
 use super::{POST_COLUMNS, threads};
 use crate::domain::{ChangeOp, NameStamp, Post, PostId};
@@ -84,19 +84,13 @@ impl ContentStore for EmbeddedStore {
     async fn posts_by_ids(&self, ids: &[PostId], _authors: &[String]) -> StoreResult<Vec<Post>> {
         let ids: Vec<Vec<u8>> = ids.iter().map(|id| id.bytes().to_vec()).collect();
         self.read(move |conn| {
-            let mut posts = Vec::with_capacity(ids.len());
-            for chunk in ids.chunks(IN_CHUNK) {
-                let sql = format!(
+            let sql = |n| {
+                format!(
                     "SELECT {POST_COLUMNS} FROM posts WHERE id IN ({})",
-                    placeholders(chunk.len())
-                );
-                let mut stmt = conn.prepare_cached(&sql)?;
-                let rows = stmt.query_map(rusqlite::params_from_iter(chunk), post_from_row)?;
-                for row in rows {
-                    posts.push(row?);
-                }
-            }
-            Ok(posts)
+                    placeholders(n)
+                )
+            };
+            Ok(rows_in(conn, &ids, sql, post_from_row)?)
         })
         .await
     }
@@ -108,21 +102,9 @@ impl ContentStore for EmbeddedStore {
     ) -> StoreResult<Vec<PostId>> {
         let ids: Vec<Vec<u8>> = ids.iter().map(|id| id.bytes().to_vec()).collect();
         self.read(move |conn| {
-            let mut found = Vec::with_capacity(ids.len());
-            for chunk in ids.chunks(IN_CHUNK) {
-                // One primary-key seek per id; the texts are not decoded.
-                let sql = format!(
-                    "SELECT id FROM posts WHERE id IN ({})",
-                    placeholders(chunk.len())
-                );
-                let mut stmt = conn.prepare_cached(&sql)?;
-                let rows =
-                    stmt.query_map(rusqlite::params_from_iter(chunk), |row| post_id_at(row, 0))?;
-                for row in rows {
-                    found.push(row?);
-                }
-            }
-            Ok(found)
+            // One primary-key seek per id; the texts are not decoded.
+            let sql = |n| format!("SELECT id FROM posts WHERE id IN ({})", placeholders(n));
+            Ok(rows_in(conn, &ids, sql, |row| post_id_at(row, 0))?)
         })
         .await
     }

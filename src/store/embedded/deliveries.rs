@@ -1,9 +1,9 @@
 //! Delivery markers on SQLite: one `deliveries` row per fanned-out post.
 
 use async_trait::async_trait;
-use rusqlite::{params, params_from_iter};
+use rusqlite::params;
 
-use super::{EmbeddedStore, IN_CHUNK, placeholders, post_after, post_id_at};
+use super::{EmbeddedStore, placeholders, post_after, post_id_at, rows_in};
 use crate::domain::PostId;
 use crate::store::{DeliveryStore, StoreResult};
 
@@ -41,18 +41,13 @@ impl DeliveryStore for EmbeddedStore {
     async fn delivered(&self, posts: &[PostId]) -> StoreResult<Vec<PostId>> {
         let ids: Vec<Vec<u8>> = posts.iter().map(|id| id.bytes().to_vec()).collect();
         self.read(move |conn| {
-            let mut found = Vec::new();
-            for chunk in ids.chunks(IN_CHUNK) {
-                let sql = format!(
+            let sql = |n| {
+                format!(
                     "SELECT post_id FROM deliveries WHERE post_id IN ({})",
-                    placeholders(chunk.len())
-                );
-                let mut stmt = conn.prepare_cached(&sql)?;
-                for row in stmt.query_map(params_from_iter(chunk), |row| post_id_at(row, 0))? {
-                    found.push(row?);
-                }
-            }
-            Ok(found)
+                    placeholders(n)
+                )
+            };
+            Ok(rows_in(conn, &ids, sql, |row| post_id_at(row, 0))?)
         })
         .await
     }

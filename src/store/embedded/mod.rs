@@ -54,7 +54,7 @@ use rusqlite::{Connection, OpenFlags, Transaction, TransactionBehavior};
 use super::{Health, StoreError, StoreResult};
 use rows::{
     POST_COLUMNS, add_to_counter, placeholders, post_after, post_before, post_from_row, post_id_at,
-    record_change, text_after, text_at, user_exists,
+    record_change, rows_in, text_after, text_at, user_exists,
 };
 
 /// How hard SQLite works to make a commit durable.

@@ -7,7 +7,9 @@
 use async_trait::async_trait;
 use rusqlite::{OptionalExtension, Transaction, params};
 
-use super::{EmbeddedStore, IN_CHUNK, placeholders, post_before, post_id_at, record_change};
+use super::{
+    EmbeddedStore, IN_CHUNK, placeholders, post_before, post_id_at, record_change, rows_in,
+};
 use crate::domain::{ChangeOp, NameStamp, PostId, REPOSTS, ReplyTo, Repost};
 use crate::store::{RepostStore, Reposted, StoreError, StoreResult};
 
@@ -277,19 +279,13 @@ impl RepostStore for EmbeddedStore {
     async fn reposts_by_ids(&self, ids: &[PostId]) -> StoreResult<Vec<Repost>> {
         let ids: Vec<Vec<u8>> = ids.iter().map(|id| id.bytes().to_vec()).collect();
         self.read(move |conn| {
-            let mut found = Vec::with_capacity(ids.len());
-            for chunk in ids.chunks(IN_CHUNK) {
-                let sql = format!(
+            let sql = |n| {
+                format!(
                     "SELECT {COLUMNS} FROM reposts WHERE id IN ({})",
-                    placeholders(chunk.len())
-                );
-                let mut stmt = conn.prepare_cached(&sql)?;
-                let rows = stmt.query_map(rusqlite::params_from_iter(chunk), repost_from_row)?;
-                for row in rows {
-                    found.push(row?);
-                }
-            }
-            Ok(found)
+                    placeholders(n)
+                )
+            };
+            Ok(rows_in(conn, &ids, sql, repost_from_row)?)
         })
         .await
     }

@@ -82,6 +82,28 @@ pub(super) fn placeholders(n: usize) -> String {
     text
 }
 
+/// Every row `sql(n)` answers for `ids`, read with `from_row`: `sql` gets the
+/// [`placeholders`] of `n` ids for its `IN (...)`, and runs once per chunk of at most
+/// `IN_CHUNK` ids (SQLite bounds a statement's parameters), from the statement cache.
+pub(super) fn rows_in<P, T>(
+    conn: &Connection,
+    ids: &[P],
+    sql: impl Fn(usize) -> String,
+    from_row: impl Fn(&rusqlite::Row<'_>) -> rusqlite::Result<T>,
+) -> rusqlite::Result<Vec<T>>
+where
+    P: rusqlite::ToSql,
+{
+    let mut found = Vec::with_capacity(ids.len());
+    for chunk in ids.chunks(super::IN_CHUNK) {
+        let mut stmt = conn.prepare_cached(&sql(chunk.len()))?;
+        for row in stmt.query_map(rusqlite::params_from_iter(chunk), &from_row)? {
+            found.push(row?);
+        }
+    }
+    Ok(found)
+}
+
 pub(super) fn user_exists(conn: &Connection, id: &str) -> rusqlite::Result<bool> {
     conn.prepare_cached("SELECT 1 FROM users WHERE id = ?1")?
         .exists([id])

@@ -7,7 +7,7 @@ use rusqlite::{Connection, OptionalExtension, params};
 use super::leases::check_fence;
 use super::name_words;
 use super::timelines::{names, versions};
-use super::{EmbeddedStore, IN_CHUNK, placeholders, post_id_at, record_change};
+use super::{EmbeddedStore, IN_CHUNK, placeholders, post_id_at, record_change, rows_in};
 use crate::domain::{AccountView, AuthorView, ChangeOp, Fence, NewUser, PostId, User};
 use crate::store::users::prefix_end;
 use crate::store::{Counted, NameWord, Recount, StoreError, StoreResult, UserStore};
@@ -134,19 +134,13 @@ impl UserStore for EmbeddedStore {
         }
         let ids = ids.to_vec();
         self.read_inline(move |conn| {
-            let mut found = Vec::with_capacity(ids.len());
-            for chunk in ids.chunks(IN_CHUNK) {
-                let sql = format!(
+            let sql = |n| {
+                format!(
                     "SELECT {USER_COLUMNS} FROM users WHERE id IN ({})",
-                    placeholders(chunk.len())
-                );
-                let mut stmt = conn.prepare_cached(&sql)?;
-                let rows = stmt.query_map(rusqlite::params_from_iter(chunk), user_from_row)?;
-                for row in rows {
-                    found.push(row?);
-                }
-            }
-            Ok(found)
+                    placeholders(n)
+                )
+            };
+            Ok(rows_in(conn, &ids, sql, user_from_row)?)
         })
         .await
     }
@@ -156,18 +150,8 @@ impl UserStore for EmbeddedStore {
             return Ok(Vec::new());
         }
         let ids = ids.to_vec();
-        self.read_inline(move |conn| {
-            let mut found = Vec::with_capacity(ids.len());
-            for chunk in ids.chunks(IN_CHUNK) {
-                let mut stmt = conn.prepare_cached(&accounts_sql(chunk.len()))?;
-                let rows = stmt.query_map(rusqlite::params_from_iter(chunk), account_from_row)?;
-                for row in rows {
-                    found.push(row?);
-                }
-            }
-            Ok(found)
-        })
-        .await
+        self.read_inline(move |conn| Ok(rows_in(conn, &ids, accounts_sql, account_from_row)?))
+            .await
     }
 
     async fn users_by_prefix(&self, prefix: &str, limit: usize) -> StoreResult<Vec<User>> {
