@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Usage: [VIEW=v1|mastodon] [STRATEGY=cache|hybrid] [THRESHOLD=N] [HIDDEN=N] loadtest/read_cost.sh [ROUNDS] [NAME=BINARY ...]
+# Usage: [VIEW=v1|mastodon] [STRATEGY=cache|hybrid] [THRESHOLD=N] [HIDDEN=N] [ENCODING=gzip] loadtest/read_cost.sh [ROUNDS] [NAME=BINARY ...]
 # What a warm timeline read costs the server, for comparing builds on a noisy machine:
 # for each binary in turn (default: this tree's release build), ROUNDS times (2), a
 # server over a fresh copy of one seeded data set (10,000 users, max-follows 200, 20
@@ -17,7 +17,9 @@
 # before the reads: N/2 blocks of accounts they do not follow and N/2 mutes, a tenth of
 # those of accounts they follow (so that pages lose entries to the filter), written
 # into the seeded file directly, as a load of blocks and mutes would (where one
-# collides with a block or mute the seed made itself, the seed's stands).
+# collides with a block or mute the seed made itself, the seed's stands). With
+# ENCODING=E, every request (warm-up, /healthz and reads) says `Accept-Encoding: E`, as
+# browsers and the clients' HTTP libraries do (`gzip, deflate, br` is typical).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
@@ -50,6 +52,7 @@ if [[ -n "${HIDDEN:-}" ]]; then
 fi
 export SOCIALITE_RATE__IP_PER_MIN=100000000 SOCIALITE_RATE__READS_PER_MIN=100000000
 export SOCIALITE_RATE__WRITES_PER_MIN=100000000
+export ACCEPT_ENCODING="${ENCODING:-}"
 if [[ ! -f "$dir/seed.db" || ! -f "$dir/users" ]]; then
   rm -f "$dir"/seed.db*
   SOCIALITE_STORAGE__PATH="$dir/seed.db" NO_COLOR=1 "${1#*=}" seed --users 10000 \
@@ -99,14 +102,16 @@ for round in $(seq 1 "$rounds"); do
       "$bin" serve --listen 127.0.0.1:0 > "$dir/server.log" 2>&1 &
     pid=$!
     base="$(await_listening "$dir/server.log" "$pid")"
-    python3 - "$base" "$dir/users" "$view" <<'PY'
+    python3 - "$base" "$dir/users" "$view" "${ENCODING:-}" <<'PY'
 import sys, urllib.request
 for line in open(sys.argv[2]):
     user, token = line.split()
     path = {"v1": f"/v1/users/{user}/timeline?limit=20",
             "mastodon": "/api/v1/timelines/home?limit=20"}[sys.argv[3]]
-    request = urllib.request.Request(f"{sys.argv[1]}{path}",
-                                     headers={"Authorization": "Bearer " + token})
+    headers = {"Authorization": "Bearer " + token}
+    if sys.argv[4]:
+        headers["Accept-Encoding"] = sys.argv[4]
+    request = urllib.request.Request(f"{sys.argv[1]}{path}", headers=headers)
     for _ in range(2):  # builds the cache, then keeps the rendered page
         urllib.request.urlopen(request).read()
 PY

@@ -8,8 +8,19 @@
 -- Every request is formatted once, in init(): request() only picks one, in both modes,
 -- so the generator's Lua costs the shared cores the same small amount per request
 -- whichever arm runs (wrk's scripting guide advises this for fast servers).
+-- With ACCEPT_ENCODING set (read_cost.sh's ENCODING), every request, /healthz's too,
+-- carries it as `Accept-Encoding`.
 -- done() prints one JSON line: requests, duration, socket errors, non-2xx, p50/p99 (us).
 local requests = {}
+
+-- The request's headers: `token`'s bearer, if any, and ACCEPT_ENCODING's.
+local function headers(token)
+  local h = {}
+  if token then h["Authorization"] = "Bearer " .. token end
+  local encoding = os.getenv("ACCEPT_ENCODING")
+  if encoding and encoding ~= "" then h["Accept-Encoding"] = encoding end
+  return h
+end
 
 function init(args)
   local mode = args[1] or "healthz"
@@ -17,18 +28,18 @@ function init(args)
     for line in io.lines(args[2]) do
       local id, token = line:match("^(%S+) (%S+)$")
       requests[#requests + 1] = wrk.format("GET", "/v1/users/" .. id .. "/timeline?limit=20",
-        { ["Authorization"] = "Bearer " .. token })
+        headers(token))
     end
   elseif mode == "masto" then
     for line in io.lines(args[2]) do
       local _, token = line:match("^(%S+) (%S+)$")
       requests[#requests + 1] = wrk.format("GET", "/api/v1/timelines/home?limit=20",
-        { ["Authorization"] = "Bearer " .. token })
+        headers(token))
     end
   elseif mode == "get" then
-    requests[1] = wrk.format("GET", args[2], { ["Authorization"] = "Bearer " .. args[3] })
+    requests[1] = wrk.format("GET", args[2], headers(args[3]))
   else
-    requests[1] = wrk.format("GET", "/healthz")
+    requests[1] = wrk.format("GET", "/healthz", headers(nil))
   end
   math.randomseed(os.time() + math.floor(os.clock() * 1000000))
 end

@@ -6,6 +6,7 @@ mod engagement;
 pub mod error;
 mod events;
 mod follows;
+mod gzip;
 mod listings;
 pub mod mastodon;
 mod notifications;

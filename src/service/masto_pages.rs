@@ -100,14 +100,15 @@ impl Social {
     }
 
     /// The home page of `user` below `before` (the newest without), as `render` writes
-    /// it for `origin` (the address the page's links name, part of the key). A page the
-    /// store gives a version is kept and served again, as the module says.
+    /// it in the `form` it stands for (part of the key: whatever else the bytes depend
+    /// on, such as the address the page's links name and the body's encoding). A page
+    /// the store gives a version is kept and served again, as the module says.
     pub async fn rendered_home_statuses(
         &self,
         user: &str,
         before: Option<PostId>,
         limit: usize,
-        origin: &str,
+        form: &str,
         render: impl FnOnce(StatusPage) -> anyhow::Result<Bytes>,
     ) -> StoreResult<Bytes> {
         let memo = &self.masto_pages.memo;
@@ -122,7 +123,7 @@ impl Social {
         // The epoch before any read: a like landing after it moves it, so the page
         // read below is never kept under a key a later read finds.
         let epoch = self.activity.epochs().of(user);
-        let owner = format!("{user}\n{epoch}\n{origin}");
+        let owner = format!("{user}\n{epoch}\n{form}");
         let key = pages::PageKey(&owner, before, limit);
         if let Some(kept) = memo.get(&key)
             && kept.unexpired(self.timelines.now_ms())

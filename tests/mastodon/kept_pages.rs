@@ -244,3 +244,82 @@ async fn the_readers_own_unrepost_below_the_cache_shows_on_the_next_read() {
         }
     }
 }
+
+/// A client that accepts gzip is served the home page gzipped (kept pages compressed
+/// once, when kept), one that does not is served it plain, whichever was kept first:
+/// the two are kept apart, both say `Vary: Accept-Encoding`, and they decode to the
+/// same page with the same `Link`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_home_page_is_gzipped_for_the_clients_that_accept_it() {
+    use std::io::Read;
+    for kind in kinds("a_home_page_is_gzipped_for_the_clients_that_accept_it") {
+        let server = TestServer::start(fresh_config(kind)).await;
+        let api = server.api();
+        for u in ["al", "bo"] {
+            api.user(u).await;
+        }
+        let (status, _) = api.put("/v1/users/al/following/bo").await;
+        assert_eq!(status, StatusCode::NO_CONTENT);
+        let (al, bo) = (api.token("al"), api.token("bo"));
+        let masto = Masto::of(&server);
+        for i in 0..6 {
+            masto.toot(&bo, &format!("bo {i}")).await;
+        }
+        server.settle().await;
+        let http = reqwest::Client::new();
+        let read = |encoding: Option<&'static str>| {
+            let mut request = http.get(format!("{}{HOME}", server.base)).bearer_auth(&al);
+            if let Some(encoding) = encoding {
+                request = request.header("accept-encoding", encoding);
+            }
+            async move {
+                let response = request.send().await.unwrap();
+                assert_eq!(response.status(), StatusCode::OK);
+                let headers = response.headers().clone();
+                let bytes = response.bytes().await.unwrap();
+                let header = |name: &str| headers.get(name).map(|v| v.to_str().unwrap().to_owned());
+                assert_eq!(
+                    header("vary").as_deref(),
+                    Some("Accept-Encoding"),
+                    "{kind:?}"
+                );
+                let json = match header("content-encoding").as_deref() {
+                    Some("gzip") => {
+                        let mut plain = Vec::new();
+                        flate2::read::GzDecoder::new(&bytes[..])
+                            .read_to_end(&mut plain)
+                            .unwrap();
+                        assert!(bytes.len() < plain.len(), "{kind:?}: compressed");
+                        plain
+                    }
+                    None => bytes.to_vec(),
+                    Some(other) => panic!("{kind:?}: encoded as {other}"),
+                };
+                let page: Value = serde_json::from_slice(&json)
+                    .unwrap_or_else(|e| panic!("{kind:?}: {encoding:?} not JSON: {e}"));
+                (header("content-encoding"), header("link"), page)
+            }
+        };
+        let mut pages = Vec::new();
+        // Each form twice (the second read is a kept page on the embedded store), the
+        // gzipped one first and last, so either is read beside the other kept.
+        for (encoding, gzipped) in [
+            (Some("gzip, deflate, br"), true),
+            (Some("gzip, deflate, br"), true),
+            (None, false),
+            (None, false),
+            (Some("gzip;q=0, br"), false),
+            (Some("GZIP"), true),
+        ] {
+            let (encoded, link, page) = read(encoding).await;
+            assert_eq!(encoded.is_some(), gzipped, "{kind:?}: {encoding:?}");
+            assert!(
+                link.is_some_and(|l| l.contains("max_id")),
+                "{kind:?}: a next link"
+            );
+            pages.push(page);
+        }
+        assert_eq!(pages[0].as_array().unwrap().len(), 4, "{kind:?}");
+        assert!(pages.iter().all(|p| *p == pages[0]), "{kind:?}: one page");
+    }
+}

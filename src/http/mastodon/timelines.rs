@@ -4,9 +4,11 @@
 //! token, as Mastodon's are by default; with one, the authors hidden from its user are
 //! left out.
 
+use std::borrow::Cow;
+
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, HeaderValue, header};
-use axum::response::{IntoResponse, Response};
+use axum::response::{AppendHeaders, IntoResponse, Response};
 use bytes::Bytes;
 
 use super::Origin;
@@ -17,8 +19,8 @@ use super::auth::{MaybeScoped, ReadStatuses, Scoped};
 use super::entities::{Status, status::statuses};
 use super::error::{MastoError, MastoErrorBody};
 use super::link::{PageParams, link_header, linked};
-use crate::http::AppState;
 use crate::http::error::{Json, Query};
+use crate::http::{AppState, gzip};
 use crate::service::mastodon::{HomeRange, StatusPage, cut_at_since};
 use crate::store::PostRange;
 
@@ -30,7 +32,10 @@ use crate::store::PostRange;
     security(("bearer" = [])),
     responses(
         (status = 200, description = "A page of statuses; `Link` has the next page first, then the previous",
-            body = Vec<Status>, headers(("Link" = String, description = "`<...max_id=X>; rel=\"next\", <...min_id=Y>; rel=\"prev\"`"))),
+            body = Vec<Status>, headers(
+                ("Link" = String, description = "`<...max_id=X>; rel=\"next\", <...min_id=Y>; rel=\"prev\"`"),
+                ("Content-Encoding" = String, description = "`gzip` on a page without `since_id` and `min_id` when `Accept-Encoding` admits gzip; absent otherwise"),
+                ("Vary" = String, description = "`Accept-Encoding` on a page without `since_id` and `min_id`"))),
         (status = 401, description = "No valid token", body = MastoErrorBody),
         (status = 403, description = "The token lacks read:statuses", body = MastoErrorBody),
         (status = 422, description = "A bad limit or id, min_id with max_id, or an app's token", body = MastoErrorBody),
@@ -49,13 +54,18 @@ pub async fn home(
         since: None,
     } = range
     {
+        let gzip = gzip::accepts_gzip(&headers);
+        let form = match gzip {
+            true => Cow::Owned(format!("{}\ngzip", origin.base())),
+            false => Cow::Borrowed(origin.base()),
+        };
         let kept = state
             .social
-            .rendered_home_statuses(user, before, limit, origin.base(), |page| {
-                kept_body(&origin, limit, &page)
+            .rendered_home_statuses(user, before, limit, &form, |page| {
+                kept_body(&origin, limit, &page, gzip)
             })
             .await?;
-        return Ok(kept_response(kept));
+        return Ok(kept_response(kept, gzip));
     }
     let page = state.social.home_statuses(user, range, limit).await?;
     let link = link_header(
@@ -70,8 +80,13 @@ pub async fn home(
 }
 
 /// A home page as it is kept: its `Link` value, a newline, then its JSON (which has no
-/// raw newline), so that a kept page answers with both.
-fn kept_body(origin: &Origin, limit: usize, page: &StatusPage) -> anyhow::Result<Bytes> {
+/// raw newline), gzipped when `gzip`, so that a kept page answers with both.
+fn kept_body(
+    origin: &Origin,
+    limit: usize,
+    page: &StatusPage,
+    gzip: bool,
+) -> anyhow::Result<Bytes> {
     let link = link_header(
         origin,
         "/api/v1/timelines/home",
@@ -82,18 +97,28 @@ fn kept_body(origin: &Origin, limit: usize, page: &StatusPage) -> anyhow::Result
     );
     let mut body = link.map_or_else(Vec::new, |l| l.as_bytes().to_vec());
     body.push(b'\n');
-    serde_json::to_writer(&mut body, &statuses(origin, &page.items))?;
+    let json = serde_json::to_vec(&statuses(origin, &page.items))?;
+    match gzip {
+        true => body.extend_from_slice(&gzip::gzip(&json)?),
+        false => body.extend_from_slice(&json),
+    }
     Ok(body.into())
 }
 
-/// The response of a [`kept_body`].
-fn kept_response(kept: Bytes) -> Response {
+/// The response of a [`kept_body`]. It names `Accept-Encoding` in `Vary` either way,
+/// since the body depends on it.
+fn kept_response(kept: Bytes, gzip: bool) -> Response {
     let split = kept.iter().position(|b| *b == b'\n').unwrap_or(0);
-    let json = kept.slice((split + 1).min(kept.len())..);
+    let body = kept.slice((split + 1).min(kept.len())..);
     let link = HeaderValue::from_maybe_shared(kept.slice(..split))
         .ok()
         .filter(|l| !l.is_empty());
-    linked(([(header::CONTENT_TYPE, "application/json")], json), link)
+    let encoding = gzip.then_some((header::CONTENT_ENCODING, "gzip"));
+    let headers = [
+        (header::CONTENT_TYPE, "application/json"),
+        (header::VARY, "Accept-Encoding"),
+    ];
+    linked((headers, AppendHeaders(encoding), body), link)
 }
 
 /// What the public timeline takes besides paging.
@@ -158,7 +183,10 @@ fn listing_response(
     security((), ("bearer" = [])),
     responses(
         (status = 200, description = "A page of statuses; `Link` has the next page first, then the previous",
-            body = Vec<Status>, headers(("Link" = String, description = "`<...max_id=X>; rel=\"next\", <...min_id=Y>; rel=\"prev\"`"))),
+            body = Vec<Status>, headers(
+                ("Link" = String, description = "`<...max_id=X>; rel=\"next\", <...min_id=Y>; rel=\"prev\"`"),
+                ("Content-Encoding" = String, description = "`gzip` on a page without `since_id` and `min_id` when `Accept-Encoding` admits gzip; absent otherwise"),
+                ("Vary" = String, description = "`Accept-Encoding` on a page without `since_id` and `min_id`"))),
         (status = 401, description = "An invalid token (tokens are optional)", body = MastoErrorBody),
         (status = 403, description = "The token lacks read:statuses", body = MastoErrorBody),
         (status = 422, description = "A bad limit or id, or min_id with max_id", body = MastoErrorBody),
@@ -196,7 +224,10 @@ pub async fn public(
     security((), ("bearer" = [])),
     responses(
         (status = 200, description = "A page of statuses; `Link` has the next page first, then the previous",
-            body = Vec<Status>, headers(("Link" = String, description = "`<...max_id=X>; rel=\"next\", <...min_id=Y>; rel=\"prev\"`"))),
+            body = Vec<Status>, headers(
+                ("Link" = String, description = "`<...max_id=X>; rel=\"next\", <...min_id=Y>; rel=\"prev\"`"),
+                ("Content-Encoding" = String, description = "`gzip` on a page without `since_id` and `min_id` when `Accept-Encoding` admits gzip; absent otherwise"),
+                ("Vary" = String, description = "`Accept-Encoding` on a page without `since_id` and `min_id`"))),
         (status = 401, description = "An invalid token (tokens are optional)", body = MastoErrorBody),
         (status = 403, description = "The token lacks read:statuses", body = MastoErrorBody),
         (status = 422, description = "Not a tag (1 to 64 letters, digits or _), a bad limit or id, or min_id with max_id", body = MastoErrorBody),
