@@ -44,7 +44,7 @@ pub(super) const PENDING: &str = "pending";
 /// A mark this old belongs to a call that died: requests finish well within it.
 pub(super) const TAKEOVER_MS: i64 = 2_000;
 /// How often a waiting call looks at the mark again.
-const POLL: Duration = Duration::from_millis(10);
+pub(super) const POLL: Duration = Duration::from_millis(10);
 
 /// A fresh mark for `op`, and its token.
 pub(super) fn mark(op: &str) -> (Document, i64) {
@@ -174,7 +174,7 @@ impl MongoStore {
                     let users: Vec<&str> = counters.iter().map(|(user, _)| *user).collect();
                     self.recount_now(&users).await?;
                     if let Some((counter, parent)) = parent {
-                        self.recount_post_count(counter, parent).await?;
+                        self.recount_post_count(counter, parent, None).await?;
                     }
                     return Ok(false);
                 }
@@ -190,7 +190,7 @@ impl MongoStore {
                         let users: Vec<&str> = counters.iter().map(|(user, _)| *user).collect();
                         self.recount_now(&users).await?;
                         if let Some((counter, parent)) = parent {
-                            self.recount_post_count(counter, parent).await?;
+                            self.recount_post_count(counter, parent, None).await?;
                         }
                         return Ok(true);
                     }
@@ -272,18 +272,25 @@ impl ClaimStore for MongoStore {
 }
 
 impl MongoStore {
-    /// Sets the count that the source `found` moves from its sources.
+    /// Sets the count that the source `found` moves from its sources, never waiting for
+    /// `found`'s own mark (stale: this call is taking it over). An error when the recount
+    /// was deferred (see `recount_post_count`): the caller leaves the mark, and the
+    /// counters worker, retrying its batch, takes it over again.
     async fn recount_source(&self, counter: Counter, found: &Document) -> StoreResult<()> {
-        match counter {
+        let post = match counter {
             Counter::Replies => match reply_from(found)? {
-                Some(parent) => self.recount_post_count(counter, &parent).await,
-                None => Ok(()),
+                Some(parent) => parent,
+                None => return Ok(()),
             },
-            Counter::Reposts => {
-                self.recount_post_count(counter, &repost_from(found)?.post)
-                    .await
-            }
+            Counter::Reposts => repost_from(found)?.post,
+        };
+        if self
+            .recount_post_count(counter, &post, found.get("_id"))
+            .await?
+        {
+            return Ok(());
         }
+        Err(anyhow::anyhow!("the recount of post {} was deferred", post.post).into())
     }
 
     /// Settles the mark on one source (see [`ClaimStore::settle_claims`]), the one

@@ -10,17 +10,24 @@
 //! worker can all recount the same post, in any order with its moves, and the last
 //! write stands on a count that saw every move before it.
 
-use mongodb::bson::doc;
+use mongodb::bson::{Bson, doc};
 
+use super::claims::{POLL, TAKEOVER_MS};
 use super::reposts::{REPOSTS_COLL, REPOSTS_COUNT};
 use super::threads::REPLIES_COUNT;
 use super::{COUNTER_VERSION, MongoStore, db_error, int, oid, version_is};
-use crate::domain::ReplyTo;
+use crate::domain::{ReplyTo, now_ms};
 use crate::store::StoreResult;
 use crate::store::claims::Counter;
 
-/// Recounts of one post by a call before it is left to the counters' rebuild.
+/// Refused writes of one recount before it gives up (see `recount_post_count`).
 const RECOUNT_ATTEMPTS: usize = 8;
+/// How long one recount waits for its sources' fresh marks to go: a mark settles or
+/// turns stale within [`TAKEOVER_MS`], so only marks made again and again (a post
+/// answered or reposted without pause) outlast it.
+const MARKS_WAIT_MS: i64 = TAKEOVER_MS + 500;
+/// The time a source's mark was made.
+const MARKED_AT: &str = "pending.at";
 
 /// The field of a post document that holds `counter`.
 pub(super) fn count_field(counter: Counter) -> &'static str {
@@ -93,17 +100,53 @@ impl MongoStore {
         Ok(written.matched_count > 0)
     }
 
-    /// Sets `post`'s `counter` from its sources: read the version, count, write where
-    /// the version is unchanged, again when a move landed in between (see the module's
-    /// description). Nothing when the post no longer exists. After a few refusals in a
-    /// row (a post whose count moves without pause) it logs and leaves the count to the
-    /// counters' rebuild (`audit --repair`).
+    /// Whether a source of `post`'s `counter` other than `except` carries a fresh claim
+    /// mark (younger than [`TAKEOVER_MS`]): a writer between its insert and its `$inc`,
+    /// or between its claim of a removal and its delete.
+    async fn fresh_mark_on_sources(
+        &self,
+        counter: Counter,
+        post: &ReplyTo,
+        except: Option<&Bson>,
+    ) -> StoreResult<bool> {
+        let (coll, mut filter) = match counter {
+            Counter::Replies => (
+                self.content_coll(),
+                doc! { "reply_to.post": oid(post.post) },
+            ),
+            Counter::Reposts => (
+                self.collection(REPOSTS_COLL),
+                doc! { "post": oid(post.post) },
+            ),
+        };
+        filter.insert(MARKED_AT, doc! { "$gt": now_ms() - TAKEOVER_MS });
+        if let Some(except) = except {
+            filter.insert("_id", doc! { "$ne": except.clone() });
+        }
+        let found = coll
+            .find_one(filter)
+            .projection(doc! { "_id": 1 })
+            .await
+            .map_err(db_error)?;
+        Ok(found.is_some())
+    }
+
+    /// Sets `post`'s `counter` from its sources: read the version, look for fresh marks,
+    /// count, look again, write where the version is unchanged; again when a move landed
+    /// in between or a source was marked (see the module's description). `except`: the
+    /// source whose stale mark the caller is taking over (never waited for). `true` once
+    /// written, or when the post no longer exists; `false` when the count kept moving, or
+    /// its sources kept carrying fresh marks, for longer than the recount waits: logged,
+    /// counted (`socialite_post_recounts_deferred_total`), nothing written.
     pub(super) async fn recount_post_count(
         &self,
         counter: Counter,
         post: &ReplyTo,
-    ) -> StoreResult<()> {
-        for _ in 0..RECOUNT_ATTEMPTS {
+        except: Option<&Bson>,
+    ) -> StoreResult<bool> {
+        let until = now_ms() + MARKS_WAIT_MS;
+        let mut refused = 0;
+        loop {
             let found = self
                 .content_coll()
                 .find_one(doc! { "_id": oid(post.post), "author": &post.author })
@@ -111,20 +154,38 @@ impl MongoStore {
                 .await
                 .map_err(db_error)?;
             let Some(found) = found else {
-                return Ok(());
+                return Ok(true);
             };
             let version = int(&found, COUNTER_VERSION);
-            let count = self.count_sources(counter, post).await?;
-            crate::faults::gate("post_count.counted", &post.author).await;
-            if self.set_post_count(counter, post, count, version).await? {
-                return Ok(());
+            // Before the count: a removal whose `-1` landed before the version read and
+            // whose delete lands after the count. After it: an insert counted whose
+            // `+1` lands after the write.
+            if !self.fresh_mark_on_sources(counter, post, except).await? {
+                let count = self.count_sources(counter, post).await?;
+                crate::faults::gate("post_count.counted", &post.author).await;
+                if !self.fresh_mark_on_sources(counter, post, except).await? {
+                    if self.set_post_count(counter, post, count, version).await? {
+                        return Ok(true);
+                    }
+                    refused += 1;
+                    if refused < RECOUNT_ATTEMPTS {
+                        continue;
+                    }
+                    return Ok(deferred(post, counter, "moved on during every recount"));
+                }
             }
+            if now_ms() >= until {
+                return Ok(deferred(post, counter, "carried fresh marks throughout"));
+            }
+            crate::faults::gate("post_count.marked", &post.author).await;
+            tokio::time::sleep(POLL).await;
         }
-        tracing::warn!(
-            post = %post.post,
-            ?counter,
-            "a post's count moved on during every recount; left to the counters' rebuild"
-        );
-        Ok(())
     }
+}
+
+/// Logs and counts a recount that wrote nothing; `false`.
+fn deferred(post: &ReplyTo, counter: Counter, why: &str) -> bool {
+    metrics::counter!("socialite_post_recounts_deferred_total").increment(1);
+    tracing::warn!(post = %post.post, ?counter, "a post's recount deferred: its sources {why}");
+    false
 }

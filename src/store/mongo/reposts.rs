@@ -181,12 +181,13 @@ impl RepostStore for MongoStore {
                 "post_author": &repost.post.author, PENDING: pending,
             };
             if insert_new(&self.reposts_coll(), doc, &["user"]).await? {
+                crate::faults::gate("repost.stored", user).await;
                 self.move_post_count(Counter::Reposts, &repost.post, 1)
                     .await?;
                 if !claims::settle(&self.reposts_coll(), &filter_of(&repost), token).await? {
                     // Taken over after a stall (see `store::claims`): the taker's recount
                     // may have run before this `$inc`; one more, after it, is exact.
-                    self.recount_post_count(Counter::Reposts, &repost.post)
+                    self.recount_post_count(Counter::Reposts, &repost.post, None)
                         .await?;
                 }
                 return Ok(answer(repost, true));

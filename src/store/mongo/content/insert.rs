@@ -78,6 +78,7 @@ impl MongoStore {
         if insert_new(&self.content_coll(), doc, &["author"]).await? {
             // Where a crash here leaves the post counted by no `$inc` (see above).
             crate::faults::point("post.stored").await;
+            crate::faults::gate("post.stored", author).await;
             self.inc_user(author, "posts_count", 1).await?;
             // The parent's count moves under the same claim as the author's.
             if let Some(parent) = reply_to {
@@ -88,7 +89,8 @@ impl MongoStore {
                 // Taken over after a stall (see `store::claims`): the taker's recount
                 // may have run before this `$inc`; one more, after it, is exact.
                 if let Some(parent) = reply_to {
-                    self.recount_post_count(Counter::Replies, parent).await?;
+                    self.recount_post_count(Counter::Replies, parent, None)
+                        .await?;
                 }
             }
             Ok(Some(Inserted {
