@@ -161,6 +161,7 @@ impl MongoStore {
             // whose delete lands after the count. After it: an insert counted whose
             // `+1` lands after the write.
             if !self.fresh_mark_on_sources(counter, post, except).await? {
+                crate::faults::gate("post_count.looked", &post.author).await;
                 let count = self.count_sources(counter, post).await?;
                 crate::faults::gate("post_count.counted", &post.author).await;
                 if !self.fresh_mark_on_sources(counter, post, except).await? {
