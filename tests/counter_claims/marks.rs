@@ -17,7 +17,7 @@ use super::parents::users;
 use super::posts::post_counts;
 use super::{Fixture, fixture, mark};
 
-fn oid(id: PostId) -> ObjectId {
+pub(super) fn oid(id: PostId) -> ObjectId {
     ObjectId::from_bytes(id.bytes())
 }
 
@@ -40,7 +40,7 @@ async fn reached_before_done<T>(gate: &Gate, call: &tokio::task::JoinHandle<T>) 
         .expect("the recount waits for the mark or finishes")
 }
 
-async fn held(gate: &Arc<Gate>, what: &str) {
+pub(super) async fn held(gate: &Arc<Gate>, what: &str) {
     tokio::time::timeout(Duration::from_secs(10), gate.reached.notified())
         .await
         .unwrap_or_else(|_| panic!("{what} reaches its gate"));
@@ -48,7 +48,7 @@ async fn held(gate: &Arc<Gate>, what: &str) {
 
 /// `author`'s post, and a reply to it by `b` whose writer died between its insert and
 /// its parent's `$inc` (a stale insert mark): the source a takeover settles.
-async fn parent_with_dead_reply(f: &Fixture, author: &str) -> (PostId, Claimed) {
+pub(super) async fn parent_with_dead_reply(f: &Fixture, author: &str) -> (PostId, Claimed) {
     let parent = f
         .store
         .content
@@ -69,7 +69,7 @@ async fn parent_with_dead_reply(f: &Fixture, author: &str) -> (PostId, Claimed) 
     (parent, claimed)
 }
 
-async fn replies_of(f: &Fixture, parent: PostId) -> u64 {
+pub(super) async fn replies_of(f: &Fixture, parent: PostId) -> u64 {
     let filter = doc! { "reply_to.post": oid(parent) };
     f.coll("content").count_documents(filter).await.unwrap()
 }

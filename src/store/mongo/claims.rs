@@ -52,6 +52,15 @@ pub(super) fn mark(op: &str) -> (Document, i64) {
     (doc! { "op": op, "token": token, "at": now_ms() }, token)
 }
 
+/// Whether a holder whose mark was made at `marked_at` held it long enough for another
+/// call to find it stale: a recount of the count it moves (`post_counts.rs`) ignores
+/// stale marks and may have counted the source before this holder's move, so the
+/// holder, even when still holding its mark, recounts after its move. Half the takeover
+/// age: a margin for clocks that differ between processes.
+pub(super) fn outlived(marked_at: i64) -> bool {
+    now_ms() - marked_at >= TAKEOVER_MS / 2
+}
+
 /// The filter field that matches the mark `token`.
 pub(super) const TOKEN: &str = "pending.token";
 
@@ -144,6 +153,7 @@ impl MongoStore {
         };
         loop {
             let (pending, token) = mark("remove");
+            let marked_at = int(&pending, "at");
             let mut unclaimed = filter.clone();
             unclaimed.insert(PENDING, doc! { "$exists": false });
             let claimed = coll
@@ -177,6 +187,11 @@ impl MongoStore {
                         self.recount_post_count(counter, parent, None).await?;
                     }
                     return Ok(false);
+                }
+                if let Some((counter, parent)) = parent
+                    && outlived(marked_at)
+                {
+                    self.recount_post_count(counter, parent, None).await?;
                 }
                 return Ok(true);
             }
