@@ -297,3 +297,52 @@ async fn a_recount_looks_for_marks_again_after_its_count() {
         "the parent's replies_count equals its replies (the recount waited: {waited})"
     );
 }
+
+/// The counters' rebuild (`recount_all`, as `audit --repair` runs it) meets a reply whose
+/// `$inc` is in flight: it recounts that parent alone, waiting for the mark.
+#[tokio::test]
+async fn the_counters_rebuild_waits_for_a_reply_whose_increment_is_in_flight() {
+    let Some(f) = fixture("the_counters_rebuild_waits_for_a_reply_in_flight").await else {
+        return;
+    };
+    let (author, replier) = ("marked_r", "in_flight_b");
+    users(&f, &[author, replier]).await;
+    let parent = f
+        .store
+        .content
+        .insert_post(author, "parent", None, now_ms());
+    let parent = parent.await.unwrap().post.id;
+    let writer_gate = socialite::faults::hold("post.stored", replier);
+    let writer = {
+        let content = f.store.content.clone();
+        tokio::spawn(async move {
+            content
+                .insert_post(replier, "live", Some(parent), now_ms())
+                .await
+        })
+    };
+    held(&writer_gate, "the reply's insert").await;
+
+    let marked = socialite::faults::hold("post_count.marked", author);
+    let rebuild = {
+        let users = f.store.users.clone();
+        let fence = socialite::domain::Fence {
+            lease: "counters".into(),
+            holder: "test".into(),
+            version: 1,
+        };
+        tokio::spawn(async move { users.recount_all(&fence).await })
+    };
+    let waited = reached_before_done(&marked, &rebuild).await;
+    marked.release.notify_one();
+    writer_gate.release.notify_one();
+    writer.await.unwrap().unwrap();
+    rebuild.await.unwrap().unwrap();
+
+    assert_eq!(replies_of(&f, parent).await, 1);
+    assert_eq!(
+        post_counts(&f, parent).await,
+        (1, 0),
+        "the parent's replies_count equals its replies (the rebuild waited: {waited})"
+    );
+}

@@ -10,13 +10,15 @@
 //! worker can all recount the same post, in any order with its moves, and the last
 //! write stands on a count that saw every move before it.
 
+use std::collections::HashSet;
+
 use mongodb::bson::{Bson, doc};
 
 use super::claims::{POLL, TAKEOVER_MS};
 use super::reposts::{REPOSTS_COLL, REPOSTS_COUNT};
-use super::threads::REPLIES_COUNT;
-use super::{COUNTER_VERSION, MongoStore, db_error, int, oid, version_is};
-use crate::domain::{ReplyTo, now_ms};
+use super::threads::{REPLIES_COUNT, REPLY_TO};
+use super::{COUNTER_VERSION, MongoStore, all, db_error, int, oid, post_id, version_is};
+use crate::domain::{PostId, ReplyTo, now_ms};
 use crate::store::StoreResult;
 use crate::store::claims::Counter;
 
@@ -129,6 +131,37 @@ impl MongoStore {
             .await
             .map_err(db_error)?;
         Ok(found.is_some())
+    }
+
+    /// Those of `posts` a source of whose `counter` carries a fresh claim mark (see
+    /// `fresh_mark_on_sources`): one query.
+    pub(super) async fn fresh_marked_among(
+        &self,
+        counter: Counter,
+        posts: &[PostId],
+    ) -> StoreResult<HashSet<PostId>> {
+        let ids: Vec<_> = posts.iter().map(|id| oid(*id)).collect();
+        let (coll, field) = match counter {
+            Counter::Replies => (self.content_coll(), "reply_to.post"),
+            Counter::Reposts => (self.collection(REPOSTS_COLL), "post"),
+        };
+        let filter = doc! {
+            field: { "$in": ids }, MARKED_AT: { "$gt": now_ms() - TAKEOVER_MS },
+        };
+        let marked = all(coll.find(filter).projection(doc! { field: 1 })).await?;
+        marked
+            .iter()
+            .map(|source| {
+                let parent = match counter {
+                    Counter::Replies => source
+                        .get_document(REPLY_TO)
+                        .ok()
+                        .and_then(|r| r.get("post")),
+                    Counter::Reposts => source.get("post"),
+                };
+                post_id(parent)
+            })
+            .collect()
     }
 
     /// Sets `post`'s `counter` from its sources: read the version, look for fresh marks,
