@@ -20,7 +20,11 @@
 //! only where the document's `counter_version` is still the one it read (users:
 //! `users.rs`; posts: `post_counts.rs`), so it never overwrites a move that landed
 //! after its read, and reads and counts again; a user still refused after a few tries
-//! is left to the counters worker, a post to the counters' rebuild.
+//! is left to the counters worker. A post's recount also waits while another of its
+//! sources carries a fresh mark (its move may land after the write) and ignores stale
+//! ones; so a holder that held its mark for half the takeover age or more ([`outlived`])
+//! recounts the parent after its move even when its mark was still its own, since a
+//! recount in the meantime may have counted its source before that move.
 
 use std::time::Duration;
 

@@ -6,9 +6,28 @@
 //! 0), as a user's counters do. A recount from the sources reads the version, counts,
 //! and writes only where the version is still the one it read: a move that lands in
 //! between is never overwritten by the older count (a lost update), and the recount
-//! reads and counts again. So a takeover, a holder back from a stall and the counters
-//! worker can all recount the same post, in any order with its moves, and the last
-//! write stands on a count that saw every move before it.
+//! reads and counts again.
+//!
+//! A source under a fresh claim mark (younger than `TAKEOVER_MS`) is one whose writer
+//! is between its insert and its `+1`, or between its `-1` and its delete: a count that
+//! saw it could be one off once the move or the delete lands after the write, and the
+//! version cannot tell. So a recount looks for fresh marks on the post's sources after
+//! its version read and before its count (a removal whose `-1` already landed, deleted
+//! before the write), and again after its count (an insert counted whose `+1` lands
+//! after the write), and while it finds one, waits and starts over. It never waits for
+//! the source its caller is taking over (`except`), and it ignores stale marks: their
+//! settler takes them over and recounts, and a holder that comes back having held its
+//! mark for half the takeover age or more recounts after its own move (`claims.rs`).
+//! A recount still refused, or still finding fresh marks, after `MARKS_WAIT_MS` (a mark
+//! settles or turns stale within `TAKEOVER_MS`, so only a post answered or reposted
+//! without pause gets there) writes nothing, logs, and counts it in
+//! `socialite_post_recounts_deferred_total`; the counters worker's takeover then fails
+//! its batch, leaving the stale mark for its retry to recount, and the other callers
+//! leave the count to the counters' rebuild (`audit --repair`), which recounts a post
+//! with fresh marks on its sources the same way. So a takeover, a holder back from a
+//! stall and the counters worker can all recount the same post, in any order with its
+//! moves, and the last write stands on a count that saw every move before it and no
+//! source whose move was still to come.
 
 use std::collections::HashSet;
 
