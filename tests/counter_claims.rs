@@ -9,9 +9,13 @@
 //! moves on another post, and deleted posts stored again, in `counter_claims/posts.rs`; a
 //! holder back from a stall after a takeover in `counter_claims/returns.rs` (the users'
 //! counts) and `counter_claims/parents.rs` (the parent post's count, and a recount
-//! overtaken by a move).
+//! overtaken by a move); a recount that meets a source still being written in
+//! `counter_claims/marks.rs`, and one that counted a source whose holder comes back from
+//! a stall still holding its mark in `counter_claims/stalls.rs`.
 
 mod common;
+#[path = "counter_claims/marks.rs"]
+mod marks;
 #[path = "counter_claims/parents.rs"]
 mod parents;
 #[path = "counter_claims/posts.rs"]
@@ -20,6 +24,8 @@ mod posts;
 mod removals;
 #[path = "counter_claims/returns.rs"]
 mod returns;
+#[path = "counter_claims/stalls.rs"]
+mod stalls;
 
 use std::time::Duration;
 

@@ -15,7 +15,7 @@ use super::posts::post_counts;
 use super::{Fixture, fixture, mark};
 
 /// Creates users of one test alone (gates are keyed by a user, and tests run at once).
-async fn users(f: &Fixture, ids: &[&str]) {
+pub(super) async fn users(f: &Fixture, ids: &[&str]) {
     for id in ids {
         let user = NewUser {
             id: (*id).into(),

@@ -20,7 +20,11 @@
 //! only where the document's `counter_version` is still the one it read (users:
 //! `users.rs`; posts: `post_counts.rs`), so it never overwrites a move that landed
 //! after its read, and reads and counts again; a user still refused after a few tries
-//! is left to the counters worker, a post to the counters' rebuild.
+//! is left to the counters worker. A post's recount also waits while another of its
+//! sources carries a fresh mark (its move may land after the write) and ignores stale
+//! ones; so a holder that held its mark for half the takeover age or more ([`outlived`])
+//! recounts the parent after its move even when its mark was still its own, since a
+//! recount in the meantime may have counted its source before that move.
 
 use std::time::Duration;
 
@@ -44,12 +48,21 @@ pub(super) const PENDING: &str = "pending";
 /// A mark this old belongs to a call that died: requests finish well within it.
 pub(super) const TAKEOVER_MS: i64 = 2_000;
 /// How often a waiting call looks at the mark again.
-const POLL: Duration = Duration::from_millis(10);
+pub(super) const POLL: Duration = Duration::from_millis(10);
 
 /// A fresh mark for `op`, and its token.
 pub(super) fn mark(op: &str) -> (Document, i64) {
     let token = rand::random::<i64>();
     (doc! { "op": op, "token": token, "at": now_ms() }, token)
+}
+
+/// Whether a holder whose mark was made at `marked_at` held it long enough for another
+/// call to find it stale: a recount of the count it moves (`post_counts.rs`) ignores
+/// stale marks and may have counted the source before this holder's move, so the
+/// holder, even when still holding its mark, recounts after its move. Half the takeover
+/// age: a margin for clocks that differ between processes.
+pub(super) fn outlived(marked_at: i64) -> bool {
+    now_ms() - marked_at >= TAKEOVER_MS / 2
 }
 
 /// The filter field that matches the mark `token`.
@@ -144,6 +157,7 @@ impl MongoStore {
         };
         loop {
             let (pending, token) = mark("remove");
+            let marked_at = int(&pending, "at");
             let mut unclaimed = filter.clone();
             unclaimed.insert(PENDING, doc! { "$exists": false });
             let claimed = coll
@@ -174,9 +188,14 @@ impl MongoStore {
                     let users: Vec<&str> = counters.iter().map(|(user, _)| *user).collect();
                     self.recount_now(&users).await?;
                     if let Some((counter, parent)) = parent {
-                        self.recount_post_count(counter, parent).await?;
+                        self.recount_post_count(counter, parent, None).await?;
                     }
                     return Ok(false);
+                }
+                if let Some((counter, parent)) = parent
+                    && outlived(marked_at)
+                {
+                    self.recount_post_count(counter, parent, None).await?;
                 }
                 return Ok(true);
             }
@@ -190,7 +209,7 @@ impl MongoStore {
                         let users: Vec<&str> = counters.iter().map(|(user, _)| *user).collect();
                         self.recount_now(&users).await?;
                         if let Some((counter, parent)) = parent {
-                            self.recount_post_count(counter, parent).await?;
+                            self.recount_post_count(counter, parent, None).await?;
                         }
                         return Ok(true);
                     }
@@ -272,18 +291,25 @@ impl ClaimStore for MongoStore {
 }
 
 impl MongoStore {
-    /// Sets the count that the source `found` moves from its sources.
+    /// Sets the count that the source `found` moves from its sources, never waiting for
+    /// `found`'s own mark (stale: this call is taking it over). An error when the recount
+    /// was deferred (see `recount_post_count`): the caller leaves the mark, and the
+    /// counters worker, retrying its batch, takes it over again.
     async fn recount_source(&self, counter: Counter, found: &Document) -> StoreResult<()> {
-        match counter {
+        let post = match counter {
             Counter::Replies => match reply_from(found)? {
-                Some(parent) => self.recount_post_count(counter, &parent).await,
-                None => Ok(()),
+                Some(parent) => parent,
+                None => return Ok(()),
             },
-            Counter::Reposts => {
-                self.recount_post_count(counter, &repost_from(found)?.post)
-                    .await
-            }
+            Counter::Reposts => repost_from(found)?.post,
+        };
+        if self
+            .recount_post_count(counter, &post, found.get("_id"))
+            .await?
+        {
+            return Ok(());
         }
+        Err(anyhow::anyhow!("the recount of post {} was deferred", post.post).into())
     }
 
     /// Settles the mark on one source (see [`ClaimStore::settle_claims`]), the one

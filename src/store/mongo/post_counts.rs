@@ -6,21 +6,49 @@
 //! 0), as a user's counters do. A recount from the sources reads the version, counts,
 //! and writes only where the version is still the one it read: a move that lands in
 //! between is never overwritten by the older count (a lost update), and the recount
-//! reads and counts again. So a takeover, a holder back from a stall and the counters
-//! worker can all recount the same post, in any order with its moves, and the last
-//! write stands on a count that saw every move before it.
+//! reads and counts again.
+//!
+//! A source under a fresh claim mark (younger than `TAKEOVER_MS`) is one whose writer
+//! is between its insert and its `+1`, or between its `-1` and its delete: a count that
+//! saw it could be one off once the move or the delete lands after the write, and the
+//! version cannot tell. So a recount looks for fresh marks on the post's sources after
+//! its version read and before its count (a removal whose `-1` already landed, deleted
+//! before the write), and again after its count (an insert counted whose `+1` lands
+//! after the write), and while it finds one, waits and starts over. It never waits for
+//! the source its caller is taking over (`except`), and it ignores stale marks: their
+//! settler takes them over and recounts, and a holder that comes back having held its
+//! mark for half the takeover age or more recounts after its own move (`claims.rs`).
+//! A recount still refused, or still finding fresh marks, after `MARKS_WAIT_MS` (a mark
+//! settles or turns stale within `TAKEOVER_MS`, so only a post answered or reposted
+//! without pause gets there) writes nothing, logs, and counts it in
+//! `socialite_post_recounts_deferred_total`; the counters worker's takeover then fails
+//! its batch, leaving the stale mark for its retry to recount, and the other callers
+//! leave the count to the counters' rebuild (`audit --repair`), which recounts a post
+//! with fresh marks on its sources the same way. So a takeover, a holder back from a
+//! stall and the counters worker can all recount the same post, in any order with its
+//! moves, and the last write stands on a count that saw every move before it and no
+//! source whose move was still to come.
 
-use mongodb::bson::doc;
+use std::collections::HashSet;
 
+use mongodb::bson::{Bson, doc};
+
+use super::claims::{POLL, TAKEOVER_MS};
 use super::reposts::{REPOSTS_COLL, REPOSTS_COUNT};
-use super::threads::REPLIES_COUNT;
-use super::{COUNTER_VERSION, MongoStore, db_error, int, oid, version_is};
-use crate::domain::ReplyTo;
+use super::threads::{REPLIES_COUNT, REPLY_TO};
+use super::{COUNTER_VERSION, MongoStore, all, db_error, int, oid, post_id, version_is};
+use crate::domain::{PostId, ReplyTo, now_ms};
 use crate::store::StoreResult;
 use crate::store::claims::Counter;
 
-/// Recounts of one post by a call before it is left to the counters' rebuild.
+/// Refused writes of one recount before it gives up (see `recount_post_count`).
 const RECOUNT_ATTEMPTS: usize = 8;
+/// How long one recount waits for its sources' fresh marks to go: a mark settles or
+/// turns stale within [`TAKEOVER_MS`], so only marks made again and again (a post
+/// answered or reposted without pause) outlast it.
+const MARKS_WAIT_MS: i64 = TAKEOVER_MS + 500;
+/// The time a source's mark was made.
+const MARKED_AT: &str = "pending.at";
 
 /// The field of a post document that holds `counter`.
 pub(super) fn count_field(counter: Counter) -> &'static str {
@@ -93,17 +121,84 @@ impl MongoStore {
         Ok(written.matched_count > 0)
     }
 
-    /// Sets `post`'s `counter` from its sources: read the version, count, write where
-    /// the version is unchanged, again when a move landed in between (see the module's
-    /// description). Nothing when the post no longer exists. After a few refusals in a
-    /// row (a post whose count moves without pause) it logs and leaves the count to the
-    /// counters' rebuild (`audit --repair`).
+    /// Whether a source of `post`'s `counter` other than `except` carries a fresh claim
+    /// mark (younger than [`TAKEOVER_MS`]): a writer between its insert and its `$inc`,
+    /// or between its claim of a removal and its delete.
+    async fn fresh_mark_on_sources(
+        &self,
+        counter: Counter,
+        post: &ReplyTo,
+        except: Option<&Bson>,
+    ) -> StoreResult<bool> {
+        let (coll, mut filter) = match counter {
+            Counter::Replies => (
+                self.content_coll(),
+                doc! { "reply_to.post": oid(post.post) },
+            ),
+            Counter::Reposts => (
+                self.collection(REPOSTS_COLL),
+                doc! { "post": oid(post.post) },
+            ),
+        };
+        filter.insert(MARKED_AT, doc! { "$gt": now_ms() - TAKEOVER_MS });
+        if let Some(except) = except {
+            filter.insert("_id", doc! { "$ne": except.clone() });
+        }
+        let found = coll
+            .find_one(filter)
+            .projection(doc! { "_id": 1 })
+            .await
+            .map_err(db_error)?;
+        Ok(found.is_some())
+    }
+
+    /// Those of `posts` a source of whose `counter` carries a fresh claim mark (see
+    /// `fresh_mark_on_sources`): one query.
+    pub(super) async fn fresh_marked_among(
+        &self,
+        counter: Counter,
+        posts: &[PostId],
+    ) -> StoreResult<HashSet<PostId>> {
+        let ids: Vec<_> = posts.iter().map(|id| oid(*id)).collect();
+        let (coll, field) = match counter {
+            Counter::Replies => (self.content_coll(), "reply_to.post"),
+            Counter::Reposts => (self.collection(REPOSTS_COLL), "post"),
+        };
+        let filter = doc! {
+            field: { "$in": ids }, MARKED_AT: { "$gt": now_ms() - TAKEOVER_MS },
+        };
+        let marked = all(coll.find(filter).projection(doc! { field: 1 })).await?;
+        marked
+            .iter()
+            .map(|source| {
+                let parent = match counter {
+                    Counter::Replies => source
+                        .get_document(REPLY_TO)
+                        .ok()
+                        .and_then(|r| r.get("post")),
+                    Counter::Reposts => source.get("post"),
+                };
+                post_id(parent)
+            })
+            .collect()
+    }
+
+    /// Sets `post`'s `counter` from its sources: read the version, look for fresh marks,
+    /// count, look again, write where the version is unchanged; again when a move landed
+    /// in between or a source was marked (see the module's description). `except`: the
+    /// source whose stale mark the caller is taking over (never waited for). `true` once
+    /// written, or when the post no longer exists; `false` when the count kept moving, or
+    /// its sources kept carrying fresh marks, for longer than the recount waits: logged,
+    /// counted (`socialite_post_recounts_deferred_total`), nothing written.
     pub(super) async fn recount_post_count(
         &self,
         counter: Counter,
         post: &ReplyTo,
-    ) -> StoreResult<()> {
-        for _ in 0..RECOUNT_ATTEMPTS {
+        except: Option<&Bson>,
+    ) -> StoreResult<bool> {
+        let until = now_ms() + MARKS_WAIT_MS;
+        let mut refused = 0;
+        loop {
             let found = self
                 .content_coll()
                 .find_one(doc! { "_id": oid(post.post), "author": &post.author })
@@ -111,20 +206,39 @@ impl MongoStore {
                 .await
                 .map_err(db_error)?;
             let Some(found) = found else {
-                return Ok(());
+                return Ok(true);
             };
             let version = int(&found, COUNTER_VERSION);
-            let count = self.count_sources(counter, post).await?;
-            crate::faults::gate("post_count.counted", &post.author).await;
-            if self.set_post_count(counter, post, count, version).await? {
-                return Ok(());
+            // Before the count: a removal whose `-1` landed before the version read and
+            // whose delete lands after the count. After it: an insert counted whose
+            // `+1` lands after the write.
+            if !self.fresh_mark_on_sources(counter, post, except).await? {
+                crate::faults::gate("post_count.looked", &post.author).await;
+                let count = self.count_sources(counter, post).await?;
+                crate::faults::gate("post_count.counted", &post.author).await;
+                if !self.fresh_mark_on_sources(counter, post, except).await? {
+                    if self.set_post_count(counter, post, count, version).await? {
+                        return Ok(true);
+                    }
+                    refused += 1;
+                    if refused < RECOUNT_ATTEMPTS {
+                        continue;
+                    }
+                    return Ok(deferred(post, counter, "moved on during every recount"));
+                }
             }
+            if now_ms() >= until {
+                return Ok(deferred(post, counter, "carried fresh marks throughout"));
+            }
+            crate::faults::gate("post_count.marked", &post.author).await;
+            tokio::time::sleep(POLL).await;
         }
-        tracing::warn!(
-            post = %post.post,
-            ?counter,
-            "a post's count moved on during every recount; left to the counters' rebuild"
-        );
-        Ok(())
     }
+}
+
+/// Logs and counts a recount that wrote nothing; `false`.
+fn deferred(post: &ReplyTo, counter: Counter, why: &str) -> bool {
+    metrics::counter!("socialite_post_recounts_deferred_total").increment(1);
+    tracing::warn!(post = %post.post, ?counter, "a post's recount deferred: its sources {why}");
+    false
 }

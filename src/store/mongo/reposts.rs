@@ -176,17 +176,22 @@ impl RepostStore for MongoStore {
                 post: original,
             };
             let (pending, token) = claims::mark("insert");
+            let marked_at = int(&pending, "at");
             let doc = doc! {
                 "_id": oid(id), "user": user, "post": oid(post),
                 "post_author": &repost.post.author, PENDING: pending,
             };
             if insert_new(&self.reposts_coll(), doc, &["user"]).await? {
+                crate::faults::gate("repost.stored", user).await;
                 self.move_post_count(Counter::Reposts, &repost.post, 1)
                     .await?;
-                if !claims::settle(&self.reposts_coll(), &filter_of(&repost), token).await? {
-                    // Taken over after a stall (see `store::claims`): the taker's recount
-                    // may have run before this `$inc`; one more, after it, is exact.
-                    self.recount_post_count(Counter::Reposts, &repost.post)
+                let (coll, filter) = (self.reposts_coll(), filter_of(&repost));
+                let settled = claims::settle(&coll, &filter, token).await?;
+                if !settled || claims::outlived(marked_at) {
+                    // Taken over after a stall (see `store::claims`), or held so long that
+                    // a recount took the mark for stale: that recount may have run before
+                    // this `$inc`; one more, after it, is exact.
+                    self.recount_post_count(Counter::Reposts, &repost.post, None)
                         .await?;
                 }
                 return Ok(answer(repost, true));

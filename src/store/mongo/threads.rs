@@ -100,7 +100,9 @@ impl MongoStore {
     /// its sources, a page of posts at a time (each page's counts versions read before
     /// its sources are counted), each write guarded by the version read (see
     /// `post_counts.rs`: a reply's or repost's move landing in between leaves the post
-    /// for the next recount); returns how many it wrote.
+    /// for the next recount); a post with a source under a fresh claim mark (its move
+    /// maybe not landed) is recounted alone, as a takeover recounts it; returns how many
+    /// it wrote.
     pub(super) async fn recount_every_post(&self, counter: Counter) -> StoreResult<u64> {
         let field = super::post_counts::count_field(counter);
         let mut written = 0;
@@ -121,23 +123,29 @@ impl MongoStore {
                 .iter()
                 .map(|d| super::post_id(d.get("_id")))
                 .collect::<StoreResult<Vec<_>>>()?;
+            // Posts with a source still being written (a fresh claim mark) before or
+            // after the count: each recounted alone, waiting for the marks.
+            let mut marked = self.fresh_marked_among(counter, &ids).await?;
             let counts = match counter {
                 Counter::Replies => self.reply_counts_of(&ids).await?,
                 Counter::Reposts => self.repost_counts_of(&ids).await?,
             };
+            marked.extend(self.fresh_marked_among(counter, &ids).await?);
             for (doc, id) in page.iter().zip(&ids) {
                 let want = counts.get(id).copied().unwrap_or(0) as i64;
-                // No field reads as 0, as `post_from` reads it.
-                if super::int(doc, field) == want {
-                    continue;
-                }
-                let post = ReplyTo {
+                let post = || ReplyTo {
                     post: *id,
                     author: doc.get_str("author").unwrap_or_default().to_owned(),
                 };
-                let version = super::int(doc, COUNTER_VERSION);
-                if self.set_post_count(counter, &post, want, version).await? {
-                    written += 1;
+                // A post with a source being written is recounted alone, else one whose
+                // count differs (no field reads as 0, as `post_from` reads it) is set.
+                if marked.contains(id) {
+                    let recounted = self.recount_post_count(counter, &post(), None).await?;
+                    written += u64::from(recounted);
+                } else if super::int(doc, field) != want {
+                    let version = super::int(doc, COUNTER_VERSION);
+                    written +=
+                        u64::from(self.set_post_count(counter, &post(), want, version).await?);
                 }
             }
             if (page.len() as i64) < RECOUNT_PAGE {

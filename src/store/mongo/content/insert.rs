@@ -70,6 +70,7 @@ impl MongoStore {
             reposts_count: 0,
         };
         let (pending, token) = claims::mark("insert");
+        let marked_at = int(&pending, "at");
         let mut doc = doc! { "_id": oid(id), "author": author, "text": text, PENDING: pending };
         if let Some(parent) = reply_to {
             doc.insert(threads::REPLY_TO, threads::reply_doc(parent));
@@ -78,17 +79,21 @@ impl MongoStore {
         if insert_new(&self.content_coll(), doc, &["author"]).await? {
             // Where a crash here leaves the post counted by no `$inc` (see above).
             crate::faults::point("post.stored").await;
+            crate::faults::gate("post.stored", author).await;
             self.inc_user(author, "posts_count", 1).await?;
             // The parent's count moves under the same claim as the author's.
             if let Some(parent) = reply_to {
                 self.move_post_count(Counter::Replies, parent, 1).await?;
             }
             let filter = doc! { "_id": oid(id), "author": author };
-            if !claims::settle(&self.content_coll(), &filter, token).await? {
-                // Taken over after a stall (see `store::claims`): the taker's recount
-                // may have run before this `$inc`; one more, after it, is exact.
+            let settled = claims::settle(&self.content_coll(), &filter, token).await?;
+            if !settled || claims::outlived(marked_at) {
+                // Taken over after a stall (see `store::claims`), or held so long that a
+                // recount took the mark for stale: that recount may have run before this
+                // `$inc`; one more, after it, is exact.
                 if let Some(parent) = reply_to {
-                    self.recount_post_count(Counter::Replies, parent).await?;
+                    self.recount_post_count(Counter::Replies, parent, None)
+                        .await?;
                 }
             }
             Ok(Some(Inserted {
