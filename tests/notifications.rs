@@ -30,6 +30,8 @@ mod rebuild;
 mod sse;
 #[path = "notifications/sweep.rs"]
 mod sweep;
+#[path = "notifications/sweep_batches.rs"]
+mod sweep_batches;
 #[path = "notifications/takings.rs"]
 mod takings;
 

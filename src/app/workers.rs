@@ -115,7 +115,8 @@ pub(super) fn start_workers(
         ));
         let notifications = Arc::new(
             NotificationsWorker::new(store.notifications.clone())
-                .settling_takings_after(config.workers.settle_takings_after.0.as_millis() as i64),
+                .settling_takings_after(config.workers.settle_takings_after.0.as_millis() as i64)
+                .sweeping_in_batches_of(config.workers.batch_size),
         );
         let mut workers = vec![
             activity as Arc<dyn Worker>,

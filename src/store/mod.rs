@@ -49,7 +49,9 @@ pub use graph::{EdgeState, GraphStore, in_follower_batches};
 pub use idempotency::{IdempotencyStore, KeyedInsert, PostKey};
 pub use leases::{Lease, LeaseStore};
 pub use markers::MarkerStore;
-pub use notifications::{NotificationEffect, NotificationStore, RebuildBounds, Recipient};
+pub use notifications::{
+    NotificationEffect, NotificationStore, RebuildBounds, Recipient, SweptTakings,
+};
 pub use oauth::{AccessRecord, AppRecord, CodeRecord, OAuthStore, RefreshRecord};
 pub use relations::{Blocked, RelationStore};
 pub use reposts::{RepostStore, Reposted};

@@ -197,11 +197,26 @@ pub trait NotificationStore: Send + Sync + 'static {
     /// [`NotificationStore::settle_notification_takings`] for every user: the claims
     /// older than `stale_before_ms`, wherever they are, settled the same way and as
     /// safely beside any other settler or the writer itself; and an empty claim field
-    /// left on a group removed. The notifications worker's upkeep runs it (the sweep),
-    /// so a dismissal killed part way is finished without anyone dismissing again.
-    /// MongoDB only; nothing to do on the embedded store. Returns how many claims it
-    /// settled.
-    async fn sweep_notification_takings(&self, _stale_before_ms: i64) -> StoreResult<u64> {
-        Ok(0)
+    /// left on a group removed. One batch: at most `limit` groups read, the oldest
+    /// claims first; a group it settles is not read again, so the caller calls again
+    /// while [`SweptTakings::more`] and the backlog drains whole. The notifications
+    /// worker's upkeep runs it (the sweep), so a dismissal killed part way is finished
+    /// without anyone dismissing again. MongoDB only; nothing to do on the embedded
+    /// store.
+    async fn sweep_notification_takings(
+        &self,
+        _stale_before_ms: i64,
+        _limit: usize,
+    ) -> StoreResult<SweptTakings> {
+        Ok(SweptTakings::default())
     }
+}
+
+/// One batch of the takings sweep ([`NotificationStore::sweep_notification_takings`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SweptTakings {
+    /// How many claims it settled.
+    pub settled: u64,
+    /// The batch was full: more groups with old claims may be waiting.
+    pub more: bool,
 }

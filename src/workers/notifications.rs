@@ -13,7 +13,9 @@
 //! Its upkeep is the takings sweep (MongoDB): a dismissal's or clear's claim on a group
 //! older than `workers.settle_takings_after` belongs to a request that died part way,
 //! and is finished (`NotificationStore::sweep_notification_takings`), at most once per
-//! that age, by the lease holder. The lease only spaces the sweeps out: each claim is
+//! that age, by the lease holder, a batch of at most `workers.batch_size` groups at a
+//! time, asking again while a batch comes back full, so a backlog drains whole in
+//! bounded reads. The lease only spaces the sweeps out: each claim is
 //! settled by a write conditional on the claim itself, so a stale holder, a second
 //! sweeper or the user's own next dismissal settling it at the same time moves the
 //! group once.
@@ -41,10 +43,15 @@ pub const NAME: &str = "notifications";
 /// `workers.settle_takings_after`'s default, for a worker built without the setting.
 pub const SETTLE_TAKINGS_AFTER_MS: i64 = 5_000;
 
+/// `workers.batch_size`'s default, the sweep's batch for a worker built without it.
+pub const SWEEP_BATCH: usize = 500;
+
 pub struct NotificationsWorker {
     store: Arc<dyn NotificationStore>,
     /// How old a claim must be for the sweep to settle it; also the sweep's period.
     settle_after_ms: i64,
+    /// How many groups one batch of the sweep reads, at most.
+    sweep_batch: usize,
     /// The clock time from which the next sweep is due; 0 at start, so a new holder
     /// sweeps at its first step.
     next_sweep_ms: AtomicI64,
@@ -55,6 +62,7 @@ impl NotificationsWorker {
         NotificationsWorker {
             store,
             settle_after_ms: SETTLE_TAKINGS_AFTER_MS,
+            sweep_batch: SWEEP_BATCH,
             next_sweep_ms: AtomicI64::new(0),
         }
     }
@@ -62,6 +70,12 @@ impl NotificationsWorker {
     /// Sweeps claims older than `after_ms` (`workers.settle_takings_after`).
     pub fn settling_takings_after(mut self, after_ms: i64) -> Self {
         self.settle_after_ms = after_ms.max(1);
+        self
+    }
+
+    /// Sweeps at most `groups` groups per batch (`workers.batch_size`).
+    pub fn sweeping_in_batches_of(mut self, groups: usize) -> Self {
+        self.sweep_batch = groups.max(1);
         self
     }
 }
@@ -226,15 +240,24 @@ impl Worker for NotificationsWorker {
         Ok(())
     }
 
-    /// The takings sweep, when due: claims older than `settle_after_ms` settled.
+    /// The takings sweep, when due: claims older than `settle_after_ms` settled, a
+    /// batch at a time until one comes back short.
     async fn upkeep(&self, now_ms: i64) -> StoreResult<()> {
         if now_ms < self.next_sweep_ms.load(Ordering::SeqCst) {
             return Ok(());
         }
-        let settled = self
-            .store
-            .sweep_notification_takings(now_ms.saturating_sub(self.settle_after_ms))
-            .await?;
+        let cutoff = now_ms.saturating_sub(self.settle_after_ms);
+        let mut settled = 0;
+        loop {
+            let batch = self
+                .store
+                .sweep_notification_takings(cutoff, self.sweep_batch)
+                .await?;
+            settled += batch.settled;
+            if !batch.more {
+                break;
+            }
+        }
         self.next_sweep_ms.store(
             now_ms.saturating_add(self.settle_after_ms),
             Ordering::SeqCst,

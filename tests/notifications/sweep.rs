@@ -21,14 +21,18 @@ use super::races::{count_and_standing, held, like_of, one_more_like};
 use super::settle;
 use super::takings::two_likes_on;
 
-/// How many of `user`'s groups carry a `takings` field (MongoDB; 0 on the embedded
-/// store, which keeps no claims).
-async fn groups_with_takings(t: &RawStore, user: &str) -> u64 {
+/// How many of `user`'s groups carry a `takings` or a `taking_at` field (MongoDB; 0 on
+/// the embedded store, which keeps no claims).
+pub(super) async fn groups_with_takings(t: &RawStore, user: &str) -> u64 {
     let Some(db) = t.raw.mongo() else {
         return 0;
     };
+    let either = [
+        doc! { "takings": { "$exists": true } },
+        doc! { "taking_at": { "$exists": true } },
+    ];
     db.collection::<Document>("notification_groups")
-        .count_documents(doc! { "user": user, "takings": { "$exists": true } })
+        .count_documents(doc! { "user": user, "$or": either.to_vec() })
         .await
         .unwrap()
 }
@@ -101,8 +105,10 @@ async fn killed_then_swept(tag: &str, place: &'static str, clear: bool) {
             0,
             "{kind:?}: the sweep left a claim, or an empty takings field, on the group"
         );
-        let again = store.notifications.sweep_notification_takings(now_ms() + 1);
-        assert_eq!(again.await.unwrap(), 0, "{kind:?}: swept twice");
+        let again = store
+            .notifications
+            .sweep_notification_takings(now_ms() + 1, 100);
+        assert_eq!(again.await.unwrap().settled, 0, "{kind:?}: swept twice");
 
         one_more_like(store, &mut worker, (&al, &dy, p), clear, left, kind).await;
     }
@@ -148,9 +154,13 @@ async fn two_sweeps_at_once_move_the_group_once() {
             false,
         )
         .await;
-        let sweep = || store.notifications.sweep_notification_takings(now_ms() + 1);
+        let sweep = || {
+            store
+                .notifications
+                .sweep_notification_takings(now_ms() + 1, 100)
+        };
         let (a, b) = tokio::join!(sweep(), sweep());
-        let swept = a.unwrap() + b.unwrap();
+        let swept = a.unwrap().settled + b.unwrap().settled;
         assert!(
             swept <= u64::from(kind == Kind::Mongo) * 2,
             "{kind:?}: swept {swept}"
@@ -169,7 +179,8 @@ async fn two_sweeps_at_once_move_the_group_once() {
 }
 
 /// A dismissal run whole leaves no empty `takings` on its group, and an empty one left
-/// behind (by a move killed before its tidy) is removed by the sweep.
+/// behind (by a move killed before its tidy: the last claim gone, its `taking_at` kept)
+/// is removed by the sweep, with `taking_at`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn no_empty_takings_field_is_left_on_a_group() {
     for kind in kinds("swem") {
@@ -188,12 +199,17 @@ async fn no_empty_takings_field_is_left_on_a_group() {
         };
         let groups = db.collection::<Document>("notification_groups");
         groups
-            .update_many(doc! { "user": &al }, doc! { "$set": { "takings": {} } })
+            .update_many(
+                doc! { "user": &al },
+                doc! { "$set": { "takings": {}, "taking_at": now_ms() - 60_000 } },
+            )
             .await
             .unwrap();
         assert_eq!(groups_with_takings(&t, &al).await, 1);
-        let swept = store.notifications.sweep_notification_takings(now_ms());
-        assert_eq!(swept.await.unwrap(), 0);
+        let swept = store
+            .notifications
+            .sweep_notification_takings(now_ms(), 100);
+        assert_eq!(swept.await.unwrap().settled, 0);
         assert_eq!(
             groups_with_takings(&t, &al).await,
             0,

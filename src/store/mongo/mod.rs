@@ -219,6 +219,9 @@ impl MongoStore {
         graph::migrate(&db)
             .await
             .context("migrating the follow graph")?;
+        notifications::migrate(&db)
+            .await
+            .context("migrating the notification takings")?;
         for (collection, model) in indexes.into_iter().flatten() {
             db.collection::<Document>(collection)
                 .create_index(model)

@@ -4,10 +4,11 @@
 //!   `{user, type, post, id}` (a group's latest few) and `{post, type, actor}` (an unlike
 //!   and a post's deletion, which do not know the notified user: they go to every shard);
 //! - `notification_groups` `{_id: "<user>/<type>/<post hex or ->", user, type, post, count,
-//!   actors, latest_id, latest_at, seq, v, takings}` (`takings`: the claims of
-//!   dismissals and clears under way, see `takings.rs`; absent when there are none),
-//!   indexed `{user, latest_id}`, `{user, type, latest_id}`, `{post}` and, sparse,
-//!   `{takings}` (the groups with a claim, for the sweep).
+//!   actors, latest_id, latest_at, seq, v, takings, taking_at}` (`takings`: the claims
+//!   of dismissals and clears under way, see `takings.rs`; `taking_at` no later than
+//!   the oldest one's time; both absent when there are none), indexed `{user,
+//!   latest_id}`, `{user, type, latest_id}`, `{post}` and, sparse, `{taking_at}` (the
+//!   groups with a claim, oldest first, for the sweep).
 //!
 //! Effects (no multi-document transaction): the fence is checked just before each
 //! effect, as the event log's appends do. That check is an optimisation; the guarantee
@@ -48,13 +49,17 @@ mod rebuild;
 mod spill;
 mod takings;
 
+pub(super) use takings::migrate;
+
 use super::leases::LEASES;
 use super::{IndexSpec, MongoStore, db_error, index, int, oid};
 use crate::domain::{
     Dismissals, Fence, Notification, NotificationFilter, NotificationGroup, NotificationType,
     NotifySources, PostId,
 };
-use crate::store::notifications::{NotificationEffect, NotificationStore, RebuildBounds};
+use crate::store::notifications::{
+    NotificationEffect, NotificationStore, RebuildBounds, SweptTakings,
+};
 use crate::store::{PostRange, StoreError, StoreResult};
 
 const NOTIFICATIONS: &str = "notifications";
@@ -278,7 +283,11 @@ impl NotificationStore for MongoStore {
         self.settle_takings(user, stale_before_ms).await
     }
 
-    async fn sweep_notification_takings(&self, stale_before_ms: i64) -> StoreResult<u64> {
-        self.sweep_takings(stale_before_ms).await
+    async fn sweep_notification_takings(
+        &self,
+        stale_before_ms: i64,
+        limit: usize,
+    ) -> StoreResult<SweptTakings> {
+        self.sweep_takings(stale_before_ms, limit).await
     }
 }

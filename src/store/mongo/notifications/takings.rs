@@ -4,19 +4,31 @@
 //!
 //! 1. the intent: on each group, `takings.<token>: {ids, at}`, the ids (`id`, unique to
 //!    one making of a notification: a notification made again gets another) of the
-//!    standing notifications it takes there;
+//!    standing notifications it takes there, and in the same write `taking_at` lowered
+//!    to `at` (`$min`);
 //! 2. the take: those ids made tombstones carrying `taken: token`, where they still
 //!    stand (one write; a tombstone has no `id`, so it can never match again);
 //! 3. the move, per group: how many of its notifications carry the token, then
 //!    `$inc count -n` and `$unset takings.<token>` in one write that matches only while
-//!    the intent is there; then `takings` removed if that left it empty (a filtered
-//!    `$unset` matching only `takings: {}`, so a claim written meanwhile keeps it), and
-//!    the token dropped from those notifications.
+//!    the intent is there; then `takings` and `taking_at` removed if that left it empty
+//!    (a filtered `$unset` matching only `takings: {}`, so a claim written meanwhile
+//!    keeps them), and the token dropped from those notifications.
+//!
+//! So `taking_at` is on a group exactly while `takings` holds a claim, and is never
+//! later than the oldest claim's `at` (a move leaves it as it was: older than the
+//! claims left, until a settler sets it to their oldest `at`, conditional on `takings`
+//! being what it read).
 //!
 //! A settler finds intents older than a cutoff and runs 2 and 3 for them: one user's
 //! (`settle_takings`, run first by each dismissal or clear) or everyone's
-//! (`sweep_takings`, the notifications worker's upkeep), the latter through a sparse
-//! index on `takings`, which holds only the groups with a claim. Step 2 by a settler and by the writer are the same write, so after the
+//! (`sweep_takings`, the notifications worker's upkeep), the latter a bounded batch at
+//! a time through the sparse index on `taking_at` (small, and only the groups with a
+//! claim), as a range below the cutoff, oldest first: each group it settles leaves the
+//! range (its `taking_at` removed, or set to a claim younger than the cutoff), so the
+//! next batch reads the ones after, and the worker asks again while a batch comes back
+//! full. A database written by an earlier version (claims without `taking_at`, the
+//! sparse index on `takings` itself) is brought to this at connect ([`migrate`]).
+//! Step 2 by a settler and by the writer are the same write, so after the
 //! settler's no later one can take anything more under the token; step 3 moves the
 //! group only together with removing the intent, so of the writer and the settler only
 //! the first moves it. A writer paused anywhere and resumed after a settler finds its
@@ -27,14 +39,14 @@ use std::collections::BTreeMap;
 
 use futures::TryStreamExt;
 
-use mongodb::IndexModel;
 use mongodb::bson::{Bson, Document, doc, oid::ObjectId};
 use mongodb::options::IndexOptions;
+use mongodb::{Database, IndexModel};
 
-use super::{group_key, opt_post, post_bson};
+use super::{GROUPS, group_key, opt_post, post_bson};
 use crate::domain::{NotificationType, PostId, now_ms};
 use crate::store::mongo::{MongoStore, all, db_error, int, is_duplicate_key};
-use crate::store::{StoreError, StoreResult};
+use crate::store::{StoreError, StoreResult, SweptTakings};
 
 /// A taking in flight on one group: its notifications' ids.
 pub(super) type Taking = BTreeMap<(NotificationType, Option<PostId>), Vec<Bson>>;
@@ -43,12 +55,65 @@ pub(super) type Taking = BTreeMap<(NotificationType, Option<PostId>), Vec<Bson>>
 /// well within it.
 pub(super) const TAKING_TAKEOVER_MS: i64 = 2_000;
 
-/// The sparse index on `takings`: only the groups with a claim, which the sweep reads.
+/// On a group while it holds a claim: no later than the oldest claim's `at`.
+const TAKING_AT: &str = "taking_at";
+
+/// The index an earlier version kept on the whole `takings` field.
+const OLD_INDEX: &str = "takings_1";
+
+/// The sparse index on `taking_at`: only the groups with a claim, which the sweep reads
+/// oldest first.
 pub(super) fn index() -> IndexModel {
     IndexModel::builder()
-        .keys(doc! { "takings": 1 })
+        .keys(doc! { TAKING_AT: 1 })
         .options(IndexOptions::builder().sparse(true).build())
         .build()
+}
+
+/// Brings a database an earlier version wrote to the claims' current shape, at connect:
+/// while the earlier index on `takings` is there, every group with `takings` and no
+/// `taking_at` gets `taking_at: 0` (no later than any claim's `at`, so the next sweep
+/// reads it and sets the real oldest), found through that index; then the index is
+/// dropped. Idempotent: killed between the two, the next connect does both again.
+/// A process of the earlier version still writing claims after this leaves them
+/// without `taking_at`, for the user's next dismissal or clear to settle: stop those
+/// before starting this one.
+pub(in crate::store::mongo) async fn migrate(db: &Database) -> anyhow::Result<()> {
+    if !db
+        .list_collection_names()
+        .await?
+        .iter()
+        .any(|c| c == GROUPS)
+    {
+        return Ok(());
+    }
+    let groups = db.collection::<Document>(GROUPS);
+    if !groups
+        .list_index_names()
+        .await?
+        .iter()
+        .any(|i| i == OLD_INDEX)
+    {
+        return Ok(());
+    }
+    let marked = groups
+        .update_many(
+            doc! { "takings": { "$exists": true }, TAKING_AT: { "$exists": false } },
+            doc! { "$set": { TAKING_AT: 0_i64 } },
+        )
+        .await?
+        .modified_count;
+    groups.drop_index(OLD_INDEX).await?;
+    tracing::warn!(
+        marked,
+        "notification takings: groups with a claim marked for the sweep, the index on takings dropped"
+    );
+    Ok(())
+}
+
+/// What a settler reads of a group.
+fn projection() -> Document {
+    doc! { "_id": 1, "user": 1, "type": 1, "post": 1, "takings": 1, TAKING_AT: 1 }
 }
 
 fn field(token: ObjectId) -> String {
@@ -109,8 +174,10 @@ impl MongoStore {
         ids: &[Bson],
     ) -> StoreResult<()> {
         let filter = doc! { "_id": group_key(user, kind, post), "user": user };
+        let at = now_ms();
         let update = doc! {
-            "$set": { field(token): { "ids": ids, "at": now_ms() } },
+            "$set": { field(token): { "ids": ids, "at": at } },
+            "$min": { TAKING_AT: at },
             "$setOnInsert": {
                 "type": kind.as_str(), "post": post_bson(post), "actors": [], "seq": 0_i64,
                 "count": 0_i64,
@@ -199,19 +266,39 @@ impl MongoStore {
     }
 
     /// Every user's takings older than `stale_before_ms`, finished as
-    /// [`MongoStore::settle_takings`] does: the sweep. The groups carrying a claim are
-    /// found through the sparse index on `takings`, which holds only them (the last
-    /// claim's removal removes the field). Returns how many group intents it settled.
-    pub(super) async fn sweep_takings(&self, stale_before_ms: i64) -> StoreResult<u64> {
-        self.settle_found(doc! { "takings": { "$exists": true } }, stale_before_ms)
-            .await
+    /// [`MongoStore::settle_takings`] does, on at most `limit` groups: one batch of the
+    /// sweep. The groups are the oldest with `taking_at` below the cutoff, a range of
+    /// the sparse index on it; each one settled leaves that range, so the next call
+    /// reads the ones after. Returns how many group intents it settled, and whether the
+    /// batch was full (more may be waiting).
+    pub(super) async fn sweep_takings(
+        &self,
+        stale_before_ms: i64,
+        limit: usize,
+    ) -> StoreResult<SweptTakings> {
+        let limit = limit.max(1);
+        let groups = all(self
+            .groups_coll()
+            .find(doc! { TAKING_AT: { "$lt": stale_before_ms } })
+            .sort(doc! { TAKING_AT: 1 })
+            .limit(limit as i64)
+            .projection(projection()))
+        .await?;
+        let mut settled = 0;
+        for g in &groups {
+            settled += self.settle_group(g, stale_before_ms).await?;
+        }
+        Ok(SweptTakings {
+            settled,
+            more: groups.len() >= limit,
+        })
     }
 
     async fn settle_found(&self, filter: Document, stale_before_ms: i64) -> StoreResult<u64> {
         let mut groups = self
             .groups_coll()
             .find(filter)
-            .projection(doc! { "user": 1, "type": 1, "post": 1, "takings": 1 })
+            .projection(projection())
             .await
             .map_err(db_error)?;
         let mut settled = 0;
@@ -227,6 +314,15 @@ impl MongoStore {
         let user = g.get_str("user").unwrap_or_default();
         let (kind, post) = (kind_of(g)?, opt_post(g, "post"));
         let Ok(takings) = g.get_document("takings") else {
+            if g.contains_key(TAKING_AT) {
+                self.groups_coll()
+                    .update_one(
+                        doc! { "_id": g.get("_id"), "takings": { "$exists": false } },
+                        doc! { "$unset": { TAKING_AT: "" } },
+                    )
+                    .await
+                    .map_err(db_error)?;
+            }
             return Ok(0);
         };
         if takings.is_empty() {
@@ -234,26 +330,65 @@ impl MongoStore {
             return Ok(0);
         }
         let mut settled = 0;
-        for (token, taking) in takings {
-            let (Ok(token), Some(taking)) = (ObjectId::parse_str(token), taking.as_document())
-            else {
+        let mut left = Document::new();
+        let mut oldest = None::<i64>;
+        for (name, taking) in takings {
+            let (Ok(token), Some(claim)) = (ObjectId::parse_str(name), taking.as_document()) else {
+                tracing::warn!(
+                    user,
+                    name,
+                    "a notification taking that is not a claim, left"
+                );
+                left.insert(name, taking.clone());
                 continue;
             };
-            if int(taking, "at") >= stale_before_ms {
+            let at = int(claim, "at");
+            if at >= stale_before_ms {
+                left.insert(name, taking.clone());
+                oldest = Some(oldest.map_or(at, |o| o.min(at)));
                 continue;
             }
-            let ids = taking.get_array("ids").cloned().unwrap_or_default();
+            let ids = claim.get_array("ids").cloned().unwrap_or_default();
             tracing::warn!(user, token = %token, "settling a notification taking left unfinished");
             self.take_ids(user, token, ids).await?;
             self.move_taken(user, kind, post, token).await?;
             settled += 1;
         }
+        if !left.is_empty() && g.get(TAKING_AT).and_then(Bson::as_i64) != oldest {
+            self.set_taking_at(user, kind, post, left, oldest).await?;
+        }
         Ok(settled)
     }
 
-    /// Removes the group's `takings` if no claim is left in it: the filter matches only
-    /// the empty document, so a claim written meanwhile keeps the field (and this
-    /// matches nothing).
+    /// Sets the group's `taking_at` to `oldest`, the oldest `at` of the claims `left`
+    /// (removed if none of them is a claim, so a sweep does not read it again), only
+    /// while `takings` is still `left`: a claim written or settled meanwhile makes it
+    /// miss, and `taking_at` stays no later than every claim's `at`.
+    async fn set_taking_at(
+        &self,
+        user: &str,
+        kind: NotificationType,
+        post: Option<PostId>,
+        left: Document,
+        oldest: Option<i64>,
+    ) -> StoreResult<()> {
+        let update = match oldest {
+            Some(at) => doc! { "$set": { TAKING_AT: at } },
+            None => doc! { "$unset": { TAKING_AT: "" } },
+        };
+        self.groups_coll()
+            .update_one(
+                doc! { "_id": group_key(user, kind, post), "user": user, "takings": left },
+                update,
+            )
+            .await
+            .map_err(db_error)?;
+        Ok(())
+    }
+
+    /// Removes the group's `takings` and `taking_at` if no claim is left in it: the
+    /// filter matches only the empty document, so a claim written meanwhile keeps both
+    /// (and this matches nothing).
     async fn drop_empty_takings(
         &self,
         user: &str,
@@ -263,7 +398,7 @@ impl MongoStore {
         self.groups_coll()
             .update_one(
                 doc! { "_id": group_key(user, kind, post), "user": user, "takings": {} },
-                doc! { "$unset": { "takings": "" } },
+                doc! { "$unset": { "takings": "", TAKING_AT: "" } },
             )
             .await
             .map_err(db_error)?;
