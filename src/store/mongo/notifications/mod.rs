@@ -47,9 +47,10 @@ mod effects;
 mod read;
 mod rebuild;
 mod spill;
+mod taking_index;
 mod takings;
 
-pub(super) use takings::migrate;
+pub(super) use taking_index::migrate;
 
 use super::leases::LEASES;
 use super::{IndexSpec, MongoStore, db_error, index, int, oid};
@@ -81,7 +82,7 @@ pub(super) fn indexes() -> Vec<IndexSpec> {
         (GROUPS, desc(doc! { "user": 1, "latest_id": -1 })),
         (GROUPS, desc(doc! { "user": 1, "type": 1, "latest_id": -1 })),
         (GROUPS, desc(doc! { "post": 1 })),
-        (GROUPS, takings::index()),
+        (GROUPS, taking_index::index()),
     ]
     .into_iter()
     .chain(dismissals::indexes())
