@@ -31,7 +31,8 @@
 
 use std::collections::HashSet;
 
-use mongodb::bson::{Bson, doc};
+use mongodb::Collection;
+use mongodb::bson::{Bson, Document, doc};
 
 use super::claims::{POLL, TAKEOVER_MS};
 use super::reposts::{REPOSTS_COLL, REPOSTS_COUNT};
@@ -77,21 +78,19 @@ impl MongoStore {
         Ok(())
     }
 
-    /// How many sources of `counter` `post` has now: the posts answering it, or the
-    /// reposts standing of it.
+    /// Where `counter`'s sources are, and their field naming the post they count toward:
+    /// the posts answering it, or the reposts standing of it.
+    fn sources_of(&self, counter: Counter) -> (Collection<Document>, &'static str) {
+        match counter {
+            Counter::Replies => (self.content_coll(), "reply_to.post"),
+            Counter::Reposts => (self.collection(REPOSTS_COLL), "post"),
+        }
+    }
+
+    /// How many sources of `counter` `post` has now.
     async fn count_sources(&self, counter: Counter, post: &ReplyTo) -> StoreResult<i64> {
-        let counted = match counter {
-            Counter::Replies => {
-                self.content_coll()
-                    .count_documents(doc! { "reply_to.post": oid(post.post) })
-                    .await
-            }
-            Counter::Reposts => {
-                self.collection(REPOSTS_COLL)
-                    .count_documents(doc! { "post": oid(post.post) })
-                    .await
-            }
-        };
+        let (coll, field) = self.sources_of(counter);
+        let counted = coll.count_documents(doc! { field: oid(post.post) }).await;
         Ok(counted.map_err(db_error)? as i64)
     }
 
@@ -130,17 +129,10 @@ impl MongoStore {
         post: &ReplyTo,
         except: Option<&Bson>,
     ) -> StoreResult<bool> {
-        let (coll, mut filter) = match counter {
-            Counter::Replies => (
-                self.content_coll(),
-                doc! { "reply_to.post": oid(post.post) },
-            ),
-            Counter::Reposts => (
-                self.collection(REPOSTS_COLL),
-                doc! { "post": oid(post.post) },
-            ),
+        let (coll, field) = self.sources_of(counter);
+        let mut filter = doc! {
+            field: oid(post.post), MARKED_AT: { "$gt": now_ms() - TAKEOVER_MS },
         };
-        filter.insert(MARKED_AT, doc! { "$gt": now_ms() - TAKEOVER_MS });
         if let Some(except) = except {
             filter.insert("_id", doc! { "$ne": except.clone() });
         }
@@ -160,10 +152,7 @@ impl MongoStore {
         posts: &[PostId],
     ) -> StoreResult<HashSet<PostId>> {
         let ids: Vec<_> = posts.iter().map(|id| oid(*id)).collect();
-        let (coll, field) = match counter {
-            Counter::Replies => (self.content_coll(), "reply_to.post"),
-            Counter::Reposts => (self.collection(REPOSTS_COLL), "post"),
-        };
+        let (coll, field) = self.sources_of(counter);
         let filter = doc! {
             field: { "$in": ids }, MARKED_AT: { "$gt": now_ms() - TAKEOVER_MS },
         };
