@@ -11,9 +11,12 @@
 //! counts) and `counter_claims/parents.rs` (the parent post's count, and a recount
 //! overtaken by a move); a recount that meets a source still being written in
 //! `counter_claims/marks.rs`, and one that counted a source whose holder comes back from
-//! a stall still holding its mark in `counter_claims/stalls.rs`.
+//! a stall still holding its mark in `counter_claims/stalls.rs`. The writers these hold
+//! at a gate mid-way are set up in `counter_claims/held.rs`.
 
 mod common;
+#[path = "counter_claims/held.rs"]
+mod held;
 #[path = "counter_claims/marks.rs"]
 mod marks;
 #[path = "counter_claims/parents.rs"]

@@ -5,14 +5,15 @@
 //! source and writing before its `$inc` left the count one above its sources for good,
 //! as did counting the removed source as standing after its `-1`.
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use mongodb::bson::{doc, oid::ObjectId};
 use socialite::domain::{PostId, now_ms};
 use socialite::faults::Gate;
-use socialite::store::{Claimed, Counter};
+use socialite::store::{Claimed, Counter, StoreResult};
+use tokio::task::JoinHandle;
 
+use super::held::{held, held_delete, held_reply, held_repost};
 use super::parents::users;
 use super::posts::post_counts;
 use super::{Fixture, fixture, mark};
@@ -23,7 +24,7 @@ pub(super) fn oid(id: PostId) -> ObjectId {
 
 /// Waits until `gate` is reached, or until `call` has finished (the recount did not
 /// wait): whether the gate was reached.
-async fn reached_before_done<T>(gate: &Gate, call: &tokio::task::JoinHandle<T>) -> bool {
+async fn reached_before_done<T>(gate: &Gate, call: &JoinHandle<T>) -> bool {
     let done = async {
         while !call.is_finished() {
             tokio::time::sleep(Duration::from_millis(5)).await;
@@ -38,12 +39,6 @@ async fn reached_before_done<T>(gate: &Gate, call: &tokio::task::JoinHandle<T>) 
     reached
         .await
         .expect("the recount waits for the mark or finishes")
-}
-
-pub(super) async fn held(gate: &Arc<Gate>, what: &str) {
-    tokio::time::timeout(Duration::from_secs(10), gate.reached.notified())
-        .await
-        .unwrap_or_else(|_| panic!("{what} reaches its gate"));
 }
 
 /// `author`'s post, and a reply to it by `b` whose writer died between its insert and
@@ -69,6 +64,44 @@ pub(super) async fn parent_with_dead_reply(f: &Fixture, author: &str) -> (PostId
     (parent, claimed)
 }
 
+/// As [`parent_with_dead_reply`], with a standing reply by `replier` too, counted: its
+/// id last.
+pub(super) async fn parent_with_dead_and_standing_replies(
+    f: &Fixture,
+    author: &str,
+    replier: &str,
+) -> (PostId, Claimed, PostId) {
+    let (parent, dead) = parent_with_dead_reply(f, author).await;
+    let content = &f.store.content;
+    let reply = content.insert_post(replier, "gone", Some(parent), now_ms());
+    let reply = reply.await.unwrap().post.id;
+    assert_eq!(post_counts(f, parent).await, (1, 0));
+    (parent, dead, reply)
+}
+
+/// The counters worker's takeover of the dead reply `dead`, spawned: how many it took.
+fn takeover(f: &Fixture, dead: Claimed) -> JoinHandle<StoreResult<u64>> {
+    let claims = f.store.claims.clone();
+    tokio::spawn(async move { claims.settle_claims(&[dead]).await })
+}
+
+/// The takeover `taker` took the dead reply over.
+async fn taken_over(taker: JoinHandle<StoreResult<u64>>) {
+    let taken = taker.await.unwrap().unwrap();
+    assert_eq!(taken, 1, "the dead reply taken over");
+}
+
+/// `parent` has `n` replies, and its `replies_count` equals them after the `who`'s
+/// recount (which `waited` for the mark, or not).
+async fn counts_its_replies(f: &Fixture, parent: PostId, n: u64, who: &str, waited: bool) {
+    assert_eq!(replies_of(f, parent).await, n);
+    assert_eq!(
+        post_counts(f, parent).await,
+        (n, 0),
+        "the parent's replies_count equals its replies (the {who} waited: {waited})"
+    );
+}
+
 pub(super) async fn replies_of(f: &Fixture, parent: PostId) -> u64 {
     let filter = doc! { "reply_to.post": oid(parent) };
     f.coll("content").count_documents(filter).await.unwrap()
@@ -86,39 +119,17 @@ async fn a_takeovers_recount_waits_for_a_reply_whose_increment_is_in_flight() {
     assert_eq!(post_counts(&f, parent).await, (0, 0));
 
     // A live reply, held between its insert (under a fresh mark) and its `$inc`.
-    let writer_gate = socialite::faults::hold("post.stored", replier);
-    let writer = {
-        let content = f.store.content.clone();
-        tokio::spawn(async move {
-            content
-                .insert_post(replier, "live", Some(parent), now_ms())
-                .await
-        })
-    };
-    held(&writer_gate, "the reply's insert").await;
+    let (writer_gate, writer) = held_reply(&f, replier, parent).await;
 
     // The counters worker takes the dead reply over and recounts the parent.
     let marked = socialite::faults::hold("post_count.marked", author);
-    let taker = {
-        let claims = f.store.claims.clone();
-        tokio::spawn(async move { claims.settle_claims(&[dead]).await })
-    };
+    let taker = takeover(&f, dead);
     let waited = reached_before_done(&marked, &taker).await;
     marked.release.notify_one();
     writer_gate.release.notify_one();
     writer.await.unwrap().unwrap();
-    assert_eq!(
-        taker.await.unwrap().unwrap(),
-        1,
-        "the dead reply taken over"
-    );
-
-    assert_eq!(replies_of(&f, parent).await, 2);
-    assert_eq!(
-        post_counts(&f, parent).await,
-        (2, 0),
-        "the parent's replies_count equals its replies (the recount waited: {waited})"
-    );
+    taken_over(taker).await;
+    counts_its_replies(&f, parent, 2, "recount", waited).await;
 }
 
 #[tokio::test]
@@ -156,12 +167,7 @@ async fn a_takeovers_recount_waits_for_a_repost_whose_increment_is_in_flight() {
     assert_eq!(post_counts(&f, original).await, (0, 0));
 
     // A live repost, held between its insert (under a fresh mark) and its `$inc`.
-    let writer_gate = socialite::faults::hold("repost.stored", reposter);
-    let writer = {
-        let reposts = f.store.reposts.clone();
-        tokio::spawn(async move { reposts.repost(reposter, original, now_ms()).await })
-    };
-    held(&writer_gate, "the repost's insert").await;
+    let (writer_gate, writer) = held_repost(&f, reposter, original).await;
 
     // A second unrepost takes the dead one over: deletes it and recounts the original.
     let marked = socialite::faults::hold("post_count.marked", author);
@@ -198,31 +204,17 @@ async fn a_takeovers_recount_waits_for_a_reply_delete_whose_decrement_has_landed
     };
     let (author, deleter) = ("marked_q", "deleting_d");
     users(&f, &[author, deleter]).await;
-    let (parent, dead) = parent_with_dead_reply(&f, author).await;
-    let reply = f
-        .store
-        .content
-        .insert_post(deleter, "gone", Some(parent), now_ms());
-    let reply = reply.await.unwrap().post.id;
-    assert_eq!(post_counts(&f, parent).await, (1, 0));
+    let (parent, dead, reply) = parent_with_dead_and_standing_replies(&f, author, deleter).await;
 
     // The delete claims the reply, moves the parent down, and is held before its delete.
-    let deleter_gate = socialite::faults::hold("claim.moved", deleter);
-    let deleting = {
-        let content = f.store.content.clone();
-        tokio::spawn(async move { content.delete_post(reply).await })
-    };
-    held(&deleter_gate, "the reply's delete").await;
+    let (deleter_gate, deleting) = held_delete(&f, deleter, reply).await;
     assert_eq!(post_counts(&f, parent).await, (0, 0));
 
     // The takeover's recount: held where it waits for the mark, or (had it not looked
     // for marks before counting) between its count and its write.
     let marked = socialite::faults::hold("post_count.marked", author);
     let counted = socialite::faults::hold("post_count.counted", author);
-    let taker = {
-        let claims = f.store.claims.clone();
-        tokio::spawn(async move { claims.settle_claims(&[dead]).await })
-    };
+    let taker = takeover(&f, dead);
     let waited = tokio::time::timeout(Duration::from_secs(10), async {
         tokio::select! {
             _ = marked.reached.notified() => true,
@@ -235,18 +227,8 @@ async fn a_takeovers_recount_waits_for_a_reply_delete_whose_decrement_has_landed
     assert_eq!(deleted.map(|p| p.id), Some(reply));
     marked.release.notify_one();
     counted.release.notify_one();
-    assert_eq!(
-        taker.await.unwrap().unwrap(),
-        1,
-        "the dead reply taken over"
-    );
-
-    assert_eq!(replies_of(&f, parent).await, 1);
-    assert_eq!(
-        post_counts(&f, parent).await,
-        (1, 0),
-        "the parent's replies_count equals its replies (the recount waited: {waited})"
-    );
+    taken_over(taker).await;
+    counts_its_replies(&f, parent, 1, "recount", waited).await;
 }
 
 /// A reply inserted after the recount looked for marks and before it counted: counted,
@@ -263,39 +245,17 @@ async fn a_recount_looks_for_marks_again_after_its_count() {
     // The takeover's recount, held after its first look for marks (none), before its count.
     let looked = socialite::faults::hold("post_count.looked", author);
     let marked = socialite::faults::hold("post_count.marked", author);
-    let taker = {
-        let claims = f.store.claims.clone();
-        tokio::spawn(async move { claims.settle_claims(&[dead]).await })
-    };
+    let taker = takeover(&f, dead);
     held(&looked, "the recount").await;
     // A live reply, held between its insert and its `$inc`.
-    let writer_gate = socialite::faults::hold("post.stored", replier);
-    let writer = {
-        let content = f.store.content.clone();
-        tokio::spawn(async move {
-            content
-                .insert_post(replier, "live", Some(parent), now_ms())
-                .await
-        })
-    };
-    held(&writer_gate, "the reply's insert").await;
+    let (writer_gate, writer) = held_reply(&f, replier, parent).await;
     looked.release.notify_one();
     let waited = reached_before_done(&marked, &taker).await;
     marked.release.notify_one();
     writer_gate.release.notify_one();
     writer.await.unwrap().unwrap();
-    assert_eq!(
-        taker.await.unwrap().unwrap(),
-        1,
-        "the dead reply taken over"
-    );
-
-    assert_eq!(replies_of(&f, parent).await, 2);
-    assert_eq!(
-        post_counts(&f, parent).await,
-        (2, 0),
-        "the parent's replies_count equals its replies (the recount waited: {waited})"
-    );
+    taken_over(taker).await;
+    counts_its_replies(&f, parent, 2, "recount", waited).await;
 }
 
 /// The counters' rebuild (`recount_all`, as `audit --repair` runs it) meets a reply whose
@@ -312,16 +272,7 @@ async fn the_counters_rebuild_waits_for_a_reply_whose_increment_is_in_flight() {
         .content
         .insert_post(author, "parent", None, now_ms());
     let parent = parent.await.unwrap().post.id;
-    let writer_gate = socialite::faults::hold("post.stored", replier);
-    let writer = {
-        let content = f.store.content.clone();
-        tokio::spawn(async move {
-            content
-                .insert_post(replier, "live", Some(parent), now_ms())
-                .await
-        })
-    };
-    held(&writer_gate, "the reply's insert").await;
+    let (writer_gate, writer) = held_reply(&f, replier, parent).await;
 
     let marked = socialite::faults::hold("post_count.marked", author);
     let rebuild = {
@@ -339,10 +290,5 @@ async fn the_counters_rebuild_waits_for_a_reply_whose_increment_is_in_flight() {
     writer.await.unwrap().unwrap();
     rebuild.await.unwrap().unwrap();
 
-    assert_eq!(replies_of(&f, parent).await, 1);
-    assert_eq!(
-        post_counts(&f, parent).await,
-        (1, 0),
-        "the parent's replies_count equals its replies (the rebuild waited: {waited})"
-    );
+    counts_its_replies(&f, parent, 1, "rebuild", waited).await;
 }

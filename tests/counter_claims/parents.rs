@@ -6,11 +6,10 @@
 //! recounts it instead. And a recount that a move overtakes between its count and its
 //! write: the write is refused (the post's `counter_version` moved) and it counts again.
 
-use std::time::Duration;
-
 use mongodb::bson::{Document, doc, oid::ObjectId};
 use socialite::domain::{NewUser, PostId, now_ms};
 
+use super::held::{held, held_delete, held_unrepost};
 use super::posts::post_counts;
 use super::{Fixture, fixture, mark};
 
@@ -62,14 +61,7 @@ async fn a_reply_delete_back_from_a_stall_after_a_takeover_leaves_the_parent_at_
     assert_eq!(post_counts(&f, parent).await, (2, 0));
 
     // The holder claims the reply, moves the counts down, and stalls before its delete.
-    let gate = socialite::faults::hold("claim.moved", replier);
-    let holder = {
-        let content = f.store.content.clone();
-        tokio::spawn(async move { content.delete_post(reply).await })
-    };
-    tokio::time::timeout(Duration::from_secs(10), gate.reached.notified())
-        .await
-        .expect("the delete reaches the gate");
+    let (gate, holder) = held_delete(&f, replier, reply).await;
     assert_eq!(post_counts(&f, parent).await, (1, 0));
     age_mark(&f, "content", doc! { "_id": oid(reply) }).await;
     // A second delete takes it over: deletes the reply and recounts, after the move.
@@ -103,14 +95,7 @@ async fn an_unrepost_back_from_a_stall_after_a_takeover_leaves_the_original_at_i
     assert_eq!(post_counts(&f, original).await, (0, 2));
 
     // The holder claims the repost, moves the count down, and stalls before its delete.
-    let gate = socialite::faults::hold("claim.moved", reposter);
-    let holder = {
-        let reposts = f.store.reposts.clone();
-        tokio::spawn(async move { reposts.unrepost(reposter, original).await })
-    };
-    tokio::time::timeout(Duration::from_secs(10), gate.reached.notified())
-        .await
-        .expect("the unrepost reaches the gate");
+    let (gate, holder) = held_unrepost(&f, reposter, original).await;
     assert_eq!(post_counts(&f, original).await, (0, 1));
     age_mark(&f, "reposts", doc! { "_id": oid(repost.repost.id) }).await;
     // A second unrepost takes it over: deletes the repost and recounts, after the move.
@@ -166,9 +151,7 @@ async fn a_recount_overtaken_by_a_move_counts_again() {
         let content = f.store.content.clone();
         tokio::spawn(async move { content.delete_post(dead).await })
     };
-    tokio::time::timeout(Duration::from_secs(10), gate.reached.notified())
-        .await
-        .expect("the recount reaches the gate");
+    held(&gate, "the recount").await;
     // A new reply lands, and moves the count, in between.
     post(&f, "c", Some(parent)).await;
     assert_eq!(post_counts(&f, parent).await, (2, 0));

@@ -7,6 +7,7 @@ use std::time::Duration;
 use mongodb::bson::{doc, oid::ObjectId};
 use socialite::domain::{PostId, now_ms};
 
+use super::held::held;
 use super::{Fixture, fixture, mark};
 
 /// The counters worker over `f`'s store, stepped until it finds nothing to apply.
@@ -182,9 +183,7 @@ async fn a_settler_killed_mid_takeover_leaves_the_mark_for_the_next_one() {
         let claimed = claimed.clone();
         tokio::spawn(async move { claims.settle_claims(&claimed).await })
     };
-    tokio::time::timeout(Duration::from_secs(10), gate.reached.notified())
-        .await
-        .expect("the settler reaches the gate");
+    held(&gate, "the settler").await;
     // Killed there, as a kill -9 of its process would.
     settler.abort();
     assert!(settler.await.unwrap_err().is_cancelled());

@@ -9,7 +9,10 @@ use std::time::Duration;
 use mongodb::bson::doc;
 use socialite::domain::now_ms;
 
-use super::marks::{held, oid, parent_with_dead_reply, replies_of};
+use super::held::{held_delete, held_reply};
+use super::marks::{
+    oid, parent_with_dead_and_standing_replies, parent_with_dead_reply, replies_of,
+};
 use super::parents::users;
 use super::posts::post_counts;
 use super::{Fixture, fixture};
@@ -40,16 +43,7 @@ async fn a_reply_writer_back_from_a_stall_recounts_the_parent_a_recount_counted_
     let (parent, dead) = parent_with_dead_reply(&f, author).await;
 
     // A reply held between its insert and its `$inc`, for longer than the takeover age.
-    let writer_gate = socialite::faults::hold("post.stored", replier);
-    let writer = {
-        let content = f.store.content.clone();
-        tokio::spawn(async move {
-            content
-                .insert_post(replier, "slow", Some(parent), now_ms())
-                .await
-        })
-    };
-    held(&writer_gate, "the reply's insert").await;
+    let (writer_gate, writer) = held_reply(&f, replier, parent).await;
     let reply = f.coll("content").find_one(doc! { "author": replier }).await;
     stall(&f, reply.unwrap().unwrap().get_object_id("_id").unwrap()).await;
 
@@ -76,22 +70,11 @@ async fn a_reply_delete_back_from_a_stall_recounts_the_parent_a_recount_counted_
     };
     let (author, deleter) = ("stalled_q", "stalled_d");
     users(&f, &[author, deleter]).await;
-    let (parent, dead) = parent_with_dead_reply(&f, author).await;
-    let reply = f
-        .store
-        .content
-        .insert_post(deleter, "gone", Some(parent), now_ms());
-    let reply = reply.await.unwrap().post.id;
-    assert_eq!(post_counts(&f, parent).await, (1, 0));
+    let (parent, dead, reply) = parent_with_dead_and_standing_replies(&f, author, deleter).await;
 
     // The delete moves the parent down and is held before its delete, for longer than
     // the takeover age, and no call takes it over.
-    let deleter_gate = socialite::faults::hold("claim.moved", deleter);
-    let deleting = {
-        let content = f.store.content.clone();
-        tokio::spawn(async move { content.delete_post(reply).await })
-    };
-    held(&deleter_gate, "the reply's delete").await;
+    let (deleter_gate, deleting) = held_delete(&f, deleter, reply).await;
     stall(&f, oid(reply)).await;
 
     // A takeover of another reply recounts the parent: both replies standing, the
