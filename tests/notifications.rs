@@ -7,7 +7,9 @@
 //! (`notifications/http.rs`); the rebuild in small bounds (`notifications/rebuild.rs`);
 //! dismissals and clears killed or paused part way, then settled
 //! (`notifications/takings.rs`), or killed and finished by the worker's sweep with no
-//! one dismissing again (`notifications/sweep.rs`).
+//! one dismissing again (`notifications/sweep.rs`), in bounded batches
+//! (`notifications/sweep_batches.rs`), and past a claim written while the sweep was
+//! between its read of a group and its write of `taking_at` (`notifications/sweep_race.rs`).
 
 mod common;
 #[path = "notifications/dismiss.rs"]
@@ -32,6 +34,8 @@ mod sse;
 mod sweep;
 #[path = "notifications/sweep_batches.rs"]
 mod sweep_batches;
+#[path = "notifications/sweep_race.rs"]
+mod sweep_race;
 #[path = "notifications/takings.rs"]
 mod takings;
 

@@ -300,6 +300,9 @@ impl MongoStore {
             settled += 1;
         }
         if !left.is_empty() && g.get(TAKING_AT).and_then(Bson::as_i64) != oldest {
+            // Between the read of the group and the write resting on it: a claim written
+            // here (a new intent) must make the write miss.
+            crate::faults::gate("notification.settled", user).await;
             self.set_taking_at(user, kind, post, left, oldest).await?;
         }
         Ok(settled)
@@ -308,7 +311,9 @@ impl MongoStore {
     /// Sets the group's `taking_at` to `oldest`, the oldest `at` of the claims `left`
     /// (removed if none of them is a claim, so a sweep does not read it again), only
     /// while `takings` is still `left`: a claim written or settled meanwhile makes it
-    /// miss, and `taking_at` stays no later than every claim's `at`.
+    /// miss, and `taking_at` stays no later than every claim's `at` (claims' `at` come
+    /// from their writers' clocks, so a claim left may be later than one written after
+    /// the read). Gate `notification.settled`, keyed by user, holds a settler just before.
     async fn set_taking_at(
         &self,
         user: &str,
