@@ -11,7 +11,9 @@
 //! counts) and `counter_claims/parents.rs` (the parent post's count, and a recount
 //! overtaken by a move); a recount that meets a source still being written in
 //! `counter_claims/marks.rs`, and one that counted a source whose holder comes back from
-//! a stall still holding its mark in `counter_claims/stalls.rs`.
+//! a stall still holding its mark in `counter_claims/stalls.rs`; a user's recount that
+//! counted a source whose move landed after it, mended by the counters worker, in
+//! `counter_claims/users.rs`.
 
 mod common;
 #[path = "counter_claims/marks.rs"]
@@ -26,6 +28,8 @@ mod removals;
 mod returns;
 #[path = "counter_claims/stalls.rs"]
 mod stalls;
+#[path = "counter_claims/users.rs"]
+mod users;
 
 use std::time::Duration;
 

@@ -349,6 +349,8 @@ impl MongoStore {
                 .await
                 .map_err(db_error)?;
         }
+        // Where a test holds a follow between its edge and its counters' move.
+        crate::faults::gate("follow.inserted", follower).await;
         self.move_counters(&counters, 1).await?;
         claims::settle(&follows, &filter, token).await?;
         Ok(true)
