@@ -11,8 +11,10 @@
 //! counts) and `counter_claims/parents.rs` (the parent post's count, and a recount
 //! overtaken by a move); a recount that meets a source still being written in
 //! `counter_claims/marks.rs`, and one that counted a source whose holder comes back from
-//! a stall still holding its mark in `counter_claims/stalls.rs`. The writers these hold
-//! at a gate mid-way are set up in `counter_claims/held.rs`.
+//! a stall still holding its mark in `counter_claims/stalls.rs`; a user's recount that
+//! counted a source whose move landed after it, mended by the counters worker, in
+//! `counter_claims/users.rs`. The writers these hold at a gate mid-way are set up in
+//! `counter_claims/held.rs`.
 
 mod common;
 #[path = "counter_claims/held.rs"]
@@ -29,6 +31,8 @@ mod removals;
 mod returns;
 #[path = "counter_claims/stalls.rs"]
 mod stalls;
+#[path = "counter_claims/users.rs"]
+mod users;
 
 use std::time::Duration;
 

@@ -1,6 +1,6 @@
 //! The follow graph on MongoDB: one document per edge in `follows`
-//! `{_id: "a/b", from: a, to: b, created_at, pending?}` (see `claims`), unique on `{from, to}` and indexed
-//! `{to, from}` for the followers' side.
+//! `{_id: "a/b", from: a, to: b, created_at, pending?}` (see `claims`), unique on
+//! `{from, to}` and indexed `{to, from}` for the followers' side.
 //!
 //! One document per pair means the two directions can never disagree: there is no twin
 //! to keep in step, so no interleaving of follows and unfollows can leave a "following"
@@ -349,6 +349,8 @@ impl MongoStore {
                 .await
                 .map_err(db_error)?;
         }
+        // Where a test holds a follow between its edge and its counters' move.
+        crate::faults::gate("follow.inserted", follower).await;
         self.move_counters(&counters, 1).await?;
         claims::settle(&follows, &filter, token).await?;
         Ok(true)

@@ -52,13 +52,19 @@ impl MongoStore {
         })
     }
 
-    /// Sets `user`'s counts (and `counted_seq`, when given) where its counters' version
-    /// is still `version`, moving the version on; returns whether it wrote.
     /// Recounts `users` from the sources now, for a call that took over a change whose
     /// counter move may be half done (see `claims`). Each write is conditional on the
     /// version read before the count, so a counter moved meanwhile is never overwritten;
     /// after a few refusals the user is left to the counters worker, which recounts the
     /// change that moved it.
+    ///
+    /// Unlike a post's recount (`post_counts.rs`) it does not wait for fresh marks on the
+    /// user's sources: a count that saw an edge or post whose `+1` lands after the write
+    /// (or whose delete lands after, its `-1` before) is one above the sources until the
+    /// counters worker applies that late move's own change (a counter update, or the
+    /// edge's or post's delete), which it recounts after; every write of a user's
+    /// counters is such a change, so the last one is always recounted after it
+    /// (`tests/counter_claims/users.rs`).
     pub(super) async fn recount_now(&self, users: &[&str]) -> StoreResult<()> {
         for user in users {
             for _ in 0..RECOUNT_NOW_ATTEMPTS {
@@ -83,6 +89,8 @@ impl MongoStore {
         Ok(())
     }
 
+    /// Sets `user`'s counts (and `counted_seq`, when given) where its counters' version
+    /// is still `version`, moving the version on; returns whether it wrote.
     async fn set_counts(
         &self,
         user: &str,
