@@ -1,6 +1,6 @@
 //! The follow graph on MongoDB: one document per edge in `follows`
-//! `{_id: "a/b", from: a, to: b, created_at, pending?}` (see `claims`), unique on `{from, to}` and indexed
-//! `{to, from}` for the followers' side.
+//! `{_id: "a/b", from: a, to: b, created_at, pending?}` (see `claims`), unique on `{from, to}` and
+//! indexed `{to, from}` for the followers' side.
 //!
 //! One document per pair means the two directions can never disagree: there is no twin
 //! to keep in step, so no interleaving of follows and unfollows can leave a "following"
