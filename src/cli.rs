@@ -52,7 +52,7 @@ pub enum Command {
     },
     /// Load users, follows, posts (replies too), likes, blocks, mutes and reposts from JSON Lines
     /// files in bulk, then build every derived datum, notifications included (the service
-    /// must be stopped; see docs/operations.md for the formats).
+    /// must be stopped; see docs/operations-bulk.md for the formats).
     Import {
         /// Users: {"id", "display_name"?, "created_at"?} per line; `-` for standard input.
         #[arg(long, value_name = "FILE")]

@@ -1,7 +1,8 @@
 //! The Mastodon view of accounts (issue 36), against real servers on both stores: the
 //! endpoints that answer empty, the `X-RateLimit-*` headers, multipart forms, the
 //! accounts and their relationships, blocks, mutes and search, an account's
-//! statuses and its last status date. The shared client is here; the tests by topic in `mastodon_accounts/`.
+//! statuses and its last status date. The shared client is here; the tests by topic in
+//! `mastodon_accounts/`.
 
 #[path = "mastodon_accounts/accounts.rs"]
 mod accounts;

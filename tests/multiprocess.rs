@@ -1,6 +1,6 @@
-//! Several real server processes on one store (an embedded file, or one MongoDB): the lease makes one of them run
-//! each worker; `kill -9` of that holder hands the work to another within about a lease
-//! period, and after catch-up nothing is lost or doubled.
+//! Several real server processes on one store (an embedded file, or one MongoDB): the lease makes
+//! one of them run each worker; `kill -9` of that holder hands the work to another within about a
+//! lease period, and after catch-up nothing is lost or doubled.
 
 mod common;
 

@@ -12,11 +12,11 @@
 //! Budget: `SOCIALITE_ORACLE_BUDGET` (default `75s` per backend: the fixed seeds, then
 //! fresh ones, each printed); `SOCIALITE_ORACLE_SEED=N` replays one seed;
 //! `SOCIALITE_ORACLE_RUN` is each run's length of random operations (default `6s`);
-//! `SOCIALITE_ORACLE_FRESH=1` skips the fixed seeds and goes on past a divergence; `SOCIALITE_ORACLE_CLIENTS=N` sets
-//! the virtual clients per run; `SOCIALITE_ORACLE_KILLS=1` `kill -9`s in every run, more
-//! often (the last three are the soak's). Fixed seeds 1 to 6 each take one focus (see
-//! `oracle::focus`). Each run prints an `oracle summary:` line; `scripts/soak.sh` adds
-//! them up.
+//! `SOCIALITE_ORACLE_FRESH=1` skips the fixed seeds and goes on past a divergence;
+//! `SOCIALITE_ORACLE_CLIENTS=N` sets the virtual clients per run; `SOCIALITE_ORACLE_KILLS=1`
+//! `kill -9`s in every run, more often (the last three are the soak's). Fixed seeds 1 to 6 each
+//! take one focus (see `oracle::focus`). Each run prints an `oracle summary:` line;
+//! `scripts/soak.sh` adds them up.
 
 mod common;
 mod oracle {

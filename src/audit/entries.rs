@@ -16,9 +16,10 @@ use crate::store::{Store, StoreResult};
 /// Authors whose profiles are read at once.
 const AUTHORS_PER_READ: usize = 500;
 
-/// Checks `entries`, `owner`'s timeline (a cache, or buckets of `kind`), whose posts `sources` holds where they exist. A cache that holds a wrong entry is dropped
-/// by the repair (its owner's next read builds it again from the sources); a bucketed
-/// timeline's wrong entry is delivered again, made anew from the post and its author.
+/// Checks `entries`, `owner`'s timeline (a cache, or buckets of `kind`), whose posts `sources`
+/// holds where they exist. A cache that holds a wrong entry is dropped by the repair (its owner's
+/// next read builds it again from the sources); a bucketed timeline's wrong entry is delivered
+/// again, made anew from the post and its author.
 pub(super) async fn check(
     store: &Store,
     settings: &Settings,

@@ -3,8 +3,8 @@
 //! (`Runner::rebuild_once`: acquire, rebuild under the fence, commit, release), by a
 //! holder named `audit/…` (`rebuild/audit-…` for the aggregates, a rebuild-type lock).
 //! `replies_count` is recounted by the counters' rebuild (`UserStore::recount_all`),
-//! the display-name word index by the counters' rebuild too
-//! (`UserStore::rebuild_name_words`), notifications by the notifications worker's rebuild (all of them derived anew).
+//! the display-name word index by the counters' rebuild too (`UserStore::rebuild_name_words`),
+//! notifications by the notifications worker's rebuild (all of them derived anew).
 //! A timeline wrong beyond what the rebuild restores is mended first, under the same
 //! lease: a cache is dropped (its owner's next read builds it from the sources), a
 //! deleted post retracted, an edge's upkeep run again (which takes out the entries of an

@@ -1,6 +1,6 @@
 //! `socialite import --users FILE --follows FILE --posts FILE --likes FILE --blocks FILE
-//! --mutes FILE --reposts FILE`: JSON Lines files (formats in `lines.rs`; `-` reads one of them from
-//! standard input) loaded in bulk.
+//! --mutes FILE --reposts FILE`: JSON Lines files (formats in `lines.rs`; `-` reads one of them
+//! from standard input) loaded in bulk.
 //!
 //! **Validate first, then write.** Every file is read twice: first every line is parsed
 //! and checked (the API's rules for ids and texts, no self-follows, and every user and

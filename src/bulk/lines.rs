@@ -1,16 +1,39 @@
 //! The JSON Lines formats of `socialite import`: one JSON object per line, unknown
 //! fields refused, every id and text held to the rules the API applies.
 //!
-//! | file | a line | |
-//! |---|---|---|
-//! | users | `{"id": "u1", "display_name": "Ann", "created_at": 1700000000000}` | `display_name` defaults to the id |
-//! | follows | `{"follower": "u2", "followee": "u1", "created_at": 1700000000000}` | no self-follows |
-//! | posts | `{"id": "65a1...", "author": "u1", "text": "hello"}` | `id`: 24 hex digits; its first 6 bytes are the time |
-//! | likes | `{"user": "u2", "post": "65a1...", "created_at": 1700000000000}` | |
-//! | posts (a reply) | `{"id": "65a2...", "author": "u2", "text": "yes", "in_reply_to": "65a1..."}` | the parent is an earlier post |
-//! | blocks | `{"user": "u1", "other": "u2", "created_at": 1700000000000}` | no self-blocks |
-//! | mutes | `{"user": "u1", "other": "u2", "created_at": 1700000000000, "notifications": false, "until": 1700003600000}` | `notifications` defaults to true; no `until`: for ever |
-//! | reposts | `{"user": "u2", "post": "65a1...", "created_at": 1700000000000}` | or with `"id": "65a3..."`, the repost's own id; the post is an earlier one |
+//! - **users**: `display_name` defaults to the id.
+//!   ```text
+//!   {"id": "u1", "display_name": "Ann", "created_at": 1700000000000}
+//!   ```
+//! - **follows**: no self-follows.
+//!   ```text
+//!   {"follower": "u2", "followee": "u1", "created_at": 1700000000000}
+//!   ```
+//! - **posts**: `id`: 24 hex digits; its first 6 bytes are the time.
+//!   ```text
+//!   {"id": "65a1...", "author": "u1", "text": "hello"}
+//!   ```
+//! - **likes**
+//!   ```text
+//!   {"user": "u2", "post": "65a1...", "created_at": 1700000000000}
+//!   ```
+//! - **posts (a reply)**: the parent is an earlier post.
+//!   ```text
+//!   {"id": "65a2...", "author": "u2", "text": "yes", "in_reply_to": "65a1..."}
+//!   ```
+//! - **blocks**: no self-blocks.
+//!   ```text
+//!   {"user": "u1", "other": "u2", "created_at": 1700000000000}
+//!   ```
+//! - **mutes**: `notifications` defaults to true; no `until`: for ever. Two lines:
+//!   ```text
+//!   {"user": "u1", "other": "u2", "created_at": 1700000000000, "notifications": false}
+//!   {"user": "u1", "other": "u2", "created_at": 1700000000000, "until": 1700003600000}
+//!   ```
+//! - **reposts**: or with `"id": "65a3..."`, the repost's own id; the post is an earlier one.
+//!   ```text
+//!   {"user": "u2", "post": "65a1...", "created_at": 1700000000000}
+//!   ```
 //!
 //! `created_at` (milliseconds since the epoch) is optional and defaults to the time the
 //! import started. A post's time is its id's, as for posts made through the API: 4 bytes

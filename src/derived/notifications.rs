@@ -1,8 +1,8 @@
 //! What a store's notifications should be, given the sources as they stand: one
-//! notification per standing cause (a follow edge, a like or a repost of someone else's live post, a
-//! live reply to someone else's post, a live post mentioning a user who existed when it
-//! was made), never of one's own act; and the grouped view over them. The worker's rebuild
-//! writes exactly this; tests, the audit and the history checker compare against it.
+//! notification per standing cause (a follow edge, a like or a repost of someone else's live post,
+//! a live reply to someone else's post, a live post mentioning a user who existed when it was
+//! made), never of one's own act; and the grouped view over them. The worker's rebuild writes
+//! exactly this; tests, the audit and the history checker compare against it.
 //!
 //! Times are those the sources record (an edge's or like's `created_at`, a post's id);
 //! the worker dates a notification by its change instead, so comparisons use

@@ -1,6 +1,6 @@
-//! Activity log types and slot math. The log is kept with the outlier pattern: the first `primary_limit`
-//! entries live in the user's primary activity document, later ones in overflow pages of
-//! `page_size` entries.
+//! Activity log types and slot math. The log is kept with the outlier pattern: the first
+//! `primary_limit` entries live in the user's primary activity document, later ones in overflow
+//! pages of `page_size` entries.
 //!
 //! Every entry gets its sequence number atomically, and the number alone decides where
 //! the entry goes. Two writers can therefore never pick the same slot, the primary

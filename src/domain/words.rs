@@ -1,8 +1,8 @@
 //! The words of a display name, as the account search indexes them: maximal runs of
 //! alphanumeric characters (Unicode's `Alphabetic` and `Numeric`), each lower-cased
-//! (Unicode's full lower-casing, which may add a combining mark: `İ` becomes `i̇`). "Alice Liddell" has `alice` and `liddell`;
-//! "Jean-Luc O'Brien" `jean`, `luc`, `o`, `brien`; "Zoë Ünal" `zoë`, `ünal`. A search
-//! term matches a word it starts (a prefix of the word, compared bytewise on the
+//! (Unicode's full lower-casing, which may add a combining mark: `İ` becomes `i̇`). "Alice Liddell"
+//! has `alice` and `liddell`; "Jean-Luc O'Brien" `jean`, `luc`, `o`, `brien`; "Zoë Ünal" `zoë`,
+//! `ünal`. A search term matches a word it starts (a prefix of the word, compared bytewise on the
 //! lower-cased text, as both stores compare strings).
 
 /// The most words one name indexes: a display name has at most 100 characters, so at

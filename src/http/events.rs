@@ -221,8 +221,9 @@ fn events(stream: TimelineStream) -> impl Stream<Item = Result<SseEvent, Infalli
 /// (follows, likes of their posts, replies, mentions; after the `item` of the same
 /// event, if any), each with its event-log `id`. Reconnecting with
 /// `Last-Event-ID` sends everything after it, or a `reset` event (reload the timeline)
-/// when the log does not hold it: trimmed, or never issued (past the newest event). A comment is sent at least every 15 s. A client that
-/// falls `events.stream_buffer` messages behind is disconnected.
+/// when the log does not hold it: trimmed, or never issued (past the newest event). A comment is
+/// sent at least every 15 s. A client that falls `events.stream_buffer` messages behind is
+/// disconnected.
 #[utoipa::path(
     get, path = "/v1/users/{id}/timeline/stream", tag = "timeline",
     params(

@@ -81,10 +81,10 @@ impl Listed {
 impl Social {
     /// One page of `author`'s post list as `caller` sees it: their posts and their
     /// reposts, newest first by entry id. Empty when `author` blocks the caller (their
-    /// posts do not exist for them; the user still exists); a repost of a post whose author is in a block with the
-    /// caller (either way), or whose original is gone (a delete whose removal of its
-    /// reposts has not run yet), is left out. Three reads (the posts, the reposts, the
-    /// originals) and, with a caller, one of what is hidden from them.
+    /// posts do not exist for them; the user still exists); a repost of a post whose author is in a
+    /// block with the caller (either way), or whose original is gone (a delete whose removal of its
+    /// reposts has not run yet), is left out. Three reads (the posts, the reposts, the originals)
+    /// and, with a caller, one of what is hidden from them.
     pub async fn post_list(
         &self,
         author: &str,

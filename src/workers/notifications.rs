@@ -271,9 +271,9 @@ impl Worker for NotificationsWorker {
 
     /// Every notification recomputed from the sources as they stand
     /// (`derived::notifications::rebuilt`) and written in place of the old ones, a range
-    /// of recipients at a time in bounded memory (`NotificationStore::rebuild_notifications`). Changes after the head the runner noted are applied afterwards;
-    /// each is idempotent against the rebuilt state (an add finds its key, a removal
-    /// removes what the sources no longer hold).
+    /// of recipients at a time in bounded memory (`NotificationStore::rebuild_notifications`).
+    /// Changes after the head the runner noted are applied afterwards; each is idempotent against
+    /// the rebuilt state (an add finds its key, a removal removes what the sources no longer hold).
     async fn rebuild(&self, fence: &Fence) -> StoreResult<()> {
         let notifications = self
             .store

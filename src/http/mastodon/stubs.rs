@@ -1,6 +1,6 @@
 //! Endpoints this server answers with nothing, so that web clients which read them at
-//! start (Phanpy, Elk, toot's TUI) go on: custom emojis, lists, followed tags, filters (v1 and v2), announcements,
-//! and the preferences (Mastodon's keys with their defaults). Each still checks the
+//! start (Phanpy, Elk, toot's TUI) go on: custom emojis, lists, followed tags, filters (v1 and v2),
+//! announcements, and the preferences (Mastodon's keys with their defaults). Each still checks the
 //! scope Mastodon asks for, so a client learns of a missing scope here as it would there.
 //! docs/mastodon.md lists them as "answers empty".
 

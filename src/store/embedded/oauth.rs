@@ -1,7 +1,7 @@
 //! Sign-in on SQLite: `users.password_hash` (an Argon2id PHC string, or NULL), and the
-//! OAuth tables `oauth_apps`, `oauth_codes`, `oauth_tokens` and `oauth_refresh`, keyed by client id or by
-//! the SHA-256 of the secret value. None of it is a source the workers derive from, so
-//! no write here appends to the change feed.
+//! OAuth tables `oauth_apps`, `oauth_codes`, `oauth_tokens` and `oauth_refresh`, keyed by client id
+//! or by the SHA-256 of the secret value. None of it is a source the workers derive from, so no
+//! write here appends to the change feed.
 
 use async_trait::async_trait;
 use rusqlite::{Connection, OptionalExtension, params};

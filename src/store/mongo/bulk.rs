@@ -2,8 +2,8 @@
 //! keys (rows a re-run finds) are skipped; derived data is written with unordered
 //! `insert_many` and with batched unordered `update` commands (the wire protocol's bulk
 //! write: many statements in one round trip; the driver's `Client::bulk_write` needs a
-//! MongoDB 8.0 server). The load's mark, and the servers registered, are the `bulk_load` collection's one
-//! document (`bulk/gate.rs`).
+//! MongoDB 8.0 server). The load's mark, and the servers registered, are the `bulk_load`
+//! collection's one document (`bulk/gate.rs`).
 //!
 //! Sources written in bulk still reach the oplog, and so the change streams; moving
 //! every worker's position to the head afterwards is what keeps the workers from

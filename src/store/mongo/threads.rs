@@ -1,11 +1,11 @@
 //! Replies on MongoDB: a reply's `content` document carries `reply_to: {post: ObjectId,
 //! author}` (the parent and its author, copied at creation) and every post its
 //! `replies_count`, moved by `$inc` like the author's `posts_count` (see `content.rs`,
-//! `claims.rs` and `post_counts.rs`, which keeps its `counter_version`). Indexed `{reply_to.post: 1, _id: 1}`, sparse, for the replies of a
-//! post. Under the documented shard key `{author: 1, _id: 1}` a read of replies by
-//! their parent names no author, so it goes to every shard (one scatter-gather query
-//! per level of a thread); the count's `$inc` names the parent's author (the reply
-//! carries it), so it targets one shard.
+//! `claims.rs` and `post_counts.rs`, which keeps its `counter_version`). Indexed
+//! `{reply_to.post: 1, _id: 1}`, sparse, for the replies of a post. Under the documented shard key
+//! `{author: 1, _id: 1}` a read of replies by their parent names no author, so it goes to every
+//! shard (one scatter-gather query per level of a thread); the count's `$inc` names the parent's
+//! author (the reply carries it), so it targets one shard.
 
 use std::collections::HashMap;
 

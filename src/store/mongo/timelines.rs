@@ -1,8 +1,8 @@
 //! Materialised timelines on MongoDB: `timed_buckets` `{_id: {u, t, p}, n, mn, mx, pmx,
 //! c}` (part `p` of period `t`), `sized_buckets` `{_id, u, s, n, mn, mx, pmx, c}` and
-//! `timeline_cache` `{_id: user, ready, started, read, complete, c}`, where each entry of `c` is `{_id,
-//! a, m}` embedded or `{_id, a}` linked. `pmx` bounds the ids of the group's older
-//! documents (see `buckets.rs`).
+//! `timeline_cache` `{_id: user, ready, started, read, complete, c}`, where each entry of `c` is
+//! `{_id, a, m}` embedded or `{_id, a}` linked. `pmx` bounds the ids of the group's older documents
+//! (see `buckets.rs`).
 
 mod buckets;
 mod cache;
