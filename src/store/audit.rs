@@ -15,7 +15,7 @@ use crate::domain::{NotificationType, Post, PostId, User};
 pub const UPGRADE_HINT: &str = "upgrade it first: start this socialite's server on it once \
      (`socialite serve`; stop it once it listens), which brings the store to this format in \
      place, after a backup, since older binaries refuse it afterwards (see \
-     docs/operations.md#upgrading-an-existing-store), then audit again";
+     docs/operations-upgrade.md#upgrading-an-existing-store), then audit again";
 
 /// What identifies a notification: (user, type, actor, post).
 pub type NotificationKey = (String, NotificationType, String, Option<PostId>);

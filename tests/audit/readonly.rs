@@ -101,7 +101,7 @@ fn a_store_of_an_earlier_format_is_refused_and_left_as_it_was() {
                 // The current format, whichever it is (format bumps leave this test be).
                 "this socialite audits format ".to_owned(),
                 "socialite serve".to_owned(),
-                "docs/operations.md#upgrading-an-existing-store".to_owned(),
+                "docs/operations-upgrade.md#upgrading-an-existing-store".to_owned(),
             ] {
                 assert!(out.contains(&said), "{label}: {said:?} in {out}");
             }
