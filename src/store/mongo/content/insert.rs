@@ -87,6 +87,11 @@ impl MongoStore {
             }
             let filter = doc! { "_id": oid(id), "author": author };
             let settled = claims::settle(&self.content_coll(), &filter, token).await?;
+            if !settled {
+                // Taken over after a stall: the taker's recount of the author may have
+                // come before this `$inc`; one more, after it, is exact.
+                self.recount_now(&[author]).await?;
+            }
             if !settled || claims::outlived(marked_at) {
                 // Taken over after a stall (see `store::claims`), or held so long that a
                 // recount took the mark for stale: that recount may have run before this
