@@ -9,8 +9,12 @@
 //! notifications port's reads both ways in `conformance/notifications.rs`, Mastodon's
 //! markers in `conformance/markers.rs`, the account lists read the other way from a
 //! cursor in `conformance/lists.rs`, the display-name word index in
-//! `conformance/name_words.rs`.
+//! `conformance/name_words.rs`, the accounts by id prefix and by ids in
+//! `conformance/users.rs`, and (real MongoDB only) the account reads' plans in
+//! `conformance/account_plans.rs`.
 
+#[path = "conformance/account_plans.rs"]
+mod account_plans;
 #[path = "conformance/changes.rs"]
 mod changes;
 mod common;

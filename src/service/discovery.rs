@@ -1,13 +1,14 @@
 //! What the Mastodon view's discovery endpoints read: the trending hashtags with their
-//! last week of counts, search of accounts by id prefix (one range of the id index) and
-//! by the words of their display names (ranges of the name word index,
-//! `UserStore::name_word_entries`), then the accounts found with their last statuses
-//! (`UserStore::accounts`, one read), and of a hashtag by its name.
+//! last week of counts, search of accounts by id prefix (one range of the id index,
+//! `UserStore::accounts_by_prefix`) and by the words of their display names (ranges of
+//! the name word index, `UserStore::name_word_entries`, then the candidates' accounts,
+//! `UserStore::accounts`), each account read once with its last status, and of a hashtag
+//! by its name.
 
 use futures::future::try_join_all;
 
 use super::Social;
-use crate::domain::{AccountView, User, is_tag, name_matches, name_words};
+use crate::domain::{AccountView, is_tag, name_matches, name_words};
 use crate::store::trends::{HOUR_MS, HOURS_KEPT, TagCounts};
 use crate::store::{NameWord, StoreResult};
 
@@ -59,17 +60,11 @@ impl Social {
     pub async fn search(&self, query: &str, what: SearchFor, limit: usize) -> StoreResult<Found> {
         let mut found = Found::default();
         let id = query.trim_start_matches('@');
-        let mut users = Vec::new();
         if what.accounts && crate::domain::validate_user_id(id).is_ok() {
-            users = self.store.users.users_by_prefix(id, limit).await?;
+            found.accounts = self.store.users.accounts_by_prefix(id, limit).await?;
         }
-        if what.accounts && users.len() < limit {
-            self.search_names(query, limit, &mut users).await?;
-        }
-        if !users.is_empty() {
-            // The found users' last statuses, with their profiles, in one more read.
-            let ids: Vec<&str> = users.iter().map(|u| u.id.as_str()).collect();
-            found.accounts = self.profiles_in_order(&ids).await?;
+        if what.accounts && found.accounts.len() < limit {
+            self.search_names(query, limit, &mut found.accounts).await?;
         }
         let tag = query.trim_start_matches('#').to_lowercase();
         if what.hashtags && is_tag(&tag) {
@@ -88,13 +83,14 @@ impl Social {
     /// Adds to `accounts`, up to `limit`, the users whose name has a word starting with
     /// each word of `query`: pages of the index under the query's longest word, each at
     /// most the accounts still wanted plus one entry, after the last entry read (a
-    /// keyset), [`NAME_PAGES`] at most. Each hit is checked against the profile as it
+    /// keyset), [`NAME_PAGES`] at most, each page's new candidates read as accounts
+    /// (`UserStore::accounts`, one read). Each hit is checked against the profile as it
     /// stands (on MongoDB an entry may briefly outlive a rename).
     async fn search_names(
         &self,
         query: &str,
         limit: usize,
-        accounts: &mut Vec<User>,
+        accounts: &mut Vec<AccountView>,
     ) -> StoreResult<()> {
         let terms = name_words(query);
         let Some(longest) = terms.iter().max_by_key(|t| t.len()) else {
@@ -109,16 +105,19 @@ impl Social {
                 .await?;
             let mut ids: Vec<String> = Vec::with_capacity(page.len());
             for entry in &page {
-                let known = accounts.iter().any(|u| u.id == entry.user);
+                let known = accounts.iter().any(|a| a.user.id == entry.user);
                 if !known && !ids.contains(&entry.user) {
                     ids.push(entry.user.clone());
                 }
             }
-            let profiles = users.users(&ids).await?;
+            let mut candidates = users.accounts(&ids).await?;
             for id in &ids {
-                let profile = profiles.iter().find(|u| &u.id == id);
-                if let Some(user) = profile.filter(|u| name_matches(&u.display_name, &terms)) {
-                    accounts.push(user.clone());
+                let Some(at) = candidates.iter().position(|a| &a.user.id == id) else {
+                    continue;
+                };
+                let account = candidates.swap_remove(at);
+                if name_matches(&account.user.display_name, &terms) {
+                    accounts.push(account);
                     if accounts.len() == limit {
                         return Ok(());
                     }

@@ -60,9 +60,13 @@ pub trait UserStore: Send + Sync + 'static {
     /// (`$first`) aggregation over `{author: 1, _id: -1}` of the posts and one over
     /// `{user: 1, _id: -1}` of the reposts.
     async fn accounts(&self, ids: &[String]) -> StoreResult<Vec<AccountView>>;
-    /// The users whose id starts with `prefix` (a valid user id), by id ascending, at
-    /// most `limit`: one range of the id index, between `prefix` and [`prefix_end`].
-    async fn users_by_prefix(&self, prefix: &str, limit: usize) -> StoreResult<Vec<User>>;
+    /// The accounts (as [`UserStore::accounts`] reads them) of the users whose id starts
+    /// with `prefix` (a valid user id), by id ascending, at most `limit`: one range of the
+    /// id index, between `prefix` and [`prefix_end`], each profile read once. Embedded:
+    /// one statement, the range with each user's two seeks; MongoDB: the `_id` range
+    /// (sorted, limited), then the two aggregations of `accounts` over the ids found.
+    async fn accounts_by_prefix(&self, prefix: &str, limit: usize)
+    -> StoreResult<Vec<AccountView>>;
     /// Up to `limit` entries of the display-name word index (`domain::name_words` of each
     /// profile's name) whose word starts with `prefix` (a lower-cased word), in
     /// (word, user) order, strictly after `after`: one range of the index, never a scan

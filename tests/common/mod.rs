@@ -80,6 +80,20 @@ pub fn mongo_base_uri() -> Option<String> {
         .filter(|uri| !uri.trim().is_empty())
 }
 
+/// Why this run has no real MongoDB (a query planner, a profiler), if it has none.
+pub async fn no_real_mongodb(db: Option<&mongodb::Database>) -> Option<String> {
+    let Some(db) = db else {
+        return Some(format!("{MONGO_ENV} is not set"));
+    };
+    let info = db
+        .run_command(mongodb::bson::doc! { "buildInfo": 1 })
+        .await
+        .unwrap();
+    // The stand-in answers buildInfo without the server's git revision.
+    (!info.contains_key("gitVersion"))
+        .then(|| "the mongo-java-server stand-in has no query planner to explain".into())
+}
+
 /// A unique database name per test, so tests never share state.
 pub fn fresh_name(prefix: &str) -> String {
     static NEXT: AtomicU64 = AtomicU64::new(0);

@@ -1,14 +1,15 @@
-//! The users by id prefix (`users_by_prefix`, the Mastodon view's account search), held
-//! to one behaviour on every backend: a bytewise range of ids, by id, at most `limit`;
-//! and the accounts (`accounts`): profiles with their newest existing post or repost.
+//! The accounts by id prefix (`accounts_by_prefix`, the Mastodon view's account search),
+//! held to one behaviour on every backend: a bytewise range of ids, by id, at most
+//! `limit`, each with its last status; and the accounts (`accounts`): profiles with their
+//! newest existing post or repost.
 
 use socialite::domain::{NewUser, now_ms};
 
 use crate::common::{fresh_store, kinds};
 
 #[tokio::test]
-async fn users_by_prefix_are_a_range_of_ids_in_id_order() {
-    for kind in kinds("users_by_prefix_are_a_range_of_ids_in_id_order") {
+async fn accounts_by_prefix_are_a_range_of_ids_in_id_order() {
+    for kind in kinds("accounts_by_prefix_are_a_range_of_ids_in_id_order") {
         let t = fresh_store(kind).await;
         let store = &t.store;
         // `_` sorts between upper and lower case letters; `Bo` is another prefix.
@@ -21,8 +22,8 @@ async fn users_by_prefix_are_a_range_of_ids_in_id_order() {
             store.users.create_user(&user).await.unwrap();
         }
         let ids = |prefix: &'static str, limit: usize| async move {
-            let found = store.users.users_by_prefix(prefix, limit).await.unwrap();
-            found.into_iter().map(|u| u.id).collect::<Vec<_>>()
+            let found = store.users.accounts_by_prefix(prefix, limit).await.unwrap();
+            found.into_iter().map(|a| a.user.id).collect::<Vec<_>>()
         };
         assert_eq!(
             ids("bo", 10).await,
@@ -38,10 +39,37 @@ async fn users_by_prefix_are_a_range_of_ids_in_id_order() {
             "{kind:?}: ids are case-sensitive"
         );
         assert!(ids("c", 10).await.is_empty(), "{kind:?}");
-        let found = store.users.users_by_prefix("alice", 1).await.unwrap();
+        assert!(ids("bo", 0).await.is_empty(), "{kind:?}: a limit of 0");
+        let found = store.users.accounts_by_prefix("alice", 1).await.unwrap();
+        let alice = store.users.user("alice").await.unwrap().unwrap();
+        assert_eq!(found[0].user, alice, "{kind:?}: whole profiles");
+
+        // `bob` posts; `bobby` posts, then reposts bob's post (a newer id); `bo_` and
+        // `bo9` have none.
+        let post = |author: &'static str| async move {
+            let inserted = store.content.insert_post(author, "hi", None, now_ms());
+            inserted.await.unwrap().post.id
+        };
+        let bobs = post("bob").await;
+        let bobbys = post("bobby").await;
+        let repost = store.reposts.repost("bobby", bobs, now_ms()).await;
+        let reposted = repost.unwrap().repost.id;
+        assert!(reposted > bobbys, "{kind:?}: ids increase");
+        let found = store.users.accounts_by_prefix("bo", 10).await.unwrap();
+        let last: Vec<_> = found
+            .into_iter()
+            .map(|a| (a.user.id, a.last_status))
+            .collect();
+        let last: Vec<(&str, _)> = last.iter().map(|(id, l)| (id.as_str(), *l)).collect();
         assert_eq!(
-            found[0].display_name, "alice's name",
-            "{kind:?}: whole profiles"
+            last,
+            [
+                ("bo9", None),
+                ("bo_", None),
+                ("bob", Some(bobs)),
+                ("bobby", Some(reposted))
+            ],
+            "{kind:?}: each with its newest post or repost"
         );
     }
 }

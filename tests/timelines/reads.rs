@@ -42,20 +42,6 @@ async fn fanout_on_read_merges_more_than_300_followees() {
     }
 }
 
-/// Why this run has no real MongoDB, if it has none.
-async fn no_real_mongodb(db: Option<&mongodb::Database>) -> Option<String> {
-    let Some(db) = db else {
-        return Some(format!("{} is not set", common::MONGO_ENV));
-    };
-    let info = db
-        .run_command(mongodb::bson::doc! { "buildInfo": 1 })
-        .await
-        .unwrap();
-    // The stand-in answers buildInfo without the server's git revision.
-    (!info.contains_key("gitVersion"))
-        .then(|| "the mongo-java-server stand-in has no query planner to explain".into())
-}
-
 /// Real MongoDB only. The profiler records the plans of the adapter's own operations:
 /// no bucket read sorts in memory, and a rollover past five full buckets examines at
 /// most two documents per operation.
@@ -69,7 +55,7 @@ async fn bucket_reads_and_rollovers_use_indexes_on_real_mongodb() {
         None => None,
     };
     let db = client.as_ref().map(|c| c.database(&name));
-    if let Some(why) = no_real_mongodb(db.as_ref()).await {
+    if let Some(why) = common::no_real_mongodb(db.as_ref()).await {
         use std::io::Write;
         // Written past the test harness's capture, so that the run's log shows it.
         let line = format!("SKIPPED: needs a real MongoDB (explain checks: {why})\n");

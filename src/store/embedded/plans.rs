@@ -37,7 +37,7 @@ fn every_paged_read_seeks_its_index() {
     super::set_up(&conn).unwrap();
     let mut paged: Vec<String> = vec![
         audit::USERS_AFTER.clone(),
-        super::users::USERS_BY_PREFIX.clone(),
+        super::users::ACCOUNTS_BY_PREFIX.clone(),
         super::name_words::ENTRIES.into(),
         audit::FOLLOW_EDGES.into(),
         audit::LIKES_OF.into(),
@@ -142,21 +142,26 @@ fn a_hybrid_page_reads_only_the_flagged_edges() {
 }
 
 /// An account's last status is one seek of each author index per user: no scan, no
-/// sort.
+/// sort; by ids or by a range of ids (in id order, from the index).
 #[test]
 fn an_accounts_last_status_seeks_the_author_indexes() {
     let conn = Connection::open_in_memory().unwrap();
     super::set_up(&conn).unwrap();
-    let sql = super::users::accounts_sql(2);
-    let lines = plan(&conn, &sql);
-    for index in [
-        "SEARCH posts USING COVERING INDEX posts_by_author (author=?)",
-        "SEARCH reposts USING COVERING INDEX reposts_by_user_id (user=?)",
-    ] {
-        assert!(lines.iter().any(|l| l == index), "{lines:?}: {sql}");
+    let by_prefix = super::users::ACCOUNTS_BY_PREFIX.clone();
+    for sql in [super::users::accounts_sql(2), by_prefix.clone()] {
+        let lines = plan(&conn, &sql);
+        for index in [
+            "SEARCH posts USING COVERING INDEX posts_by_author (author=?)",
+            "SEARCH reposts USING COVERING INDEX reposts_by_user_id (user=?)",
+        ] {
+            assert!(lines.iter().any(|l| l == index), "{lines:?}: {sql}");
+        }
+        assert!(
+            !lines.iter().any(|l| l.contains("TEMP B-TREE")),
+            "{lines:?}: {sql}"
+        );
     }
-    assert!(
-        !lines.iter().any(|l| l.contains("TEMP B-TREE")),
-        "{lines:?}: {sql}"
-    );
+    let lines = plan(&conn, &by_prefix);
+    let range = "SEARCH users USING PRIMARY KEY (id>? AND id<?)";
+    assert!(lines.iter().any(|l| l == range), "{lines:?}: {by_prefix}");
 }

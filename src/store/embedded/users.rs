@@ -61,25 +61,34 @@ pub(super) fn user_from_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<User> {
 pub(super) const USER_COLUMNS: &str =
     "id, display_name, followers_count, following_count, posts_count, created_at, version";
 
-/// A range of the id index (`plans.rs` checks that it seeks).
-pub(super) static USERS_BY_PREFIX: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
-    format!("SELECT {USER_COLUMNS} FROM users WHERE id >= ?1 AND id < ?2 ORDER BY id LIMIT ?3")
+/// A user's profile, then the id of their newest post and of their newest repost: one
+/// seek of `posts_by_author` and one of `reposts_by_user_id` per user (`plans.rs` checks
+/// that they seek).
+static ACCOUNT_COLUMNS: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+    format!(
+        "{USER_COLUMNS},
+         (SELECT id FROM posts WHERE author = users.id ORDER BY id DESC LIMIT 1),
+         (SELECT id FROM reposts WHERE user = users.id ORDER BY id DESC LIMIT 1)"
+    )
 });
 
-/// Each user's newest post and newest repost, one seek of `posts_by_author` and one of
-/// `reposts_by_user_id` per user (`plans.rs` checks that they seek); `{in}` is the ids.
-const ACCOUNTS: &str = "
-SELECT {columns},
-       (SELECT id FROM posts WHERE author = users.id ORDER BY id DESC LIMIT 1),
-       (SELECT id FROM reposts WHERE user = users.id ORDER BY id DESC LIMIT 1)
-FROM users WHERE id IN ({in})";
-
-/// [`ACCOUNTS`] for `n` ids.
+/// The accounts of `n` ids.
 pub(super) fn accounts_sql(n: usize) -> String {
-    ACCOUNTS
-        .replace("{columns}", USER_COLUMNS)
-        .replace("{in}", &placeholders(n))
+    format!(
+        "SELECT {} FROM users WHERE id IN ({})",
+        *ACCOUNT_COLUMNS,
+        placeholders(n)
+    )
 }
+
+/// The accounts in a range of the id index, by id (`plans.rs` checks that it seeks).
+pub(super) static ACCOUNTS_BY_PREFIX: std::sync::LazyLock<String> =
+    std::sync::LazyLock::new(|| {
+        format!(
+            "SELECT {} FROM users WHERE id >= ?1 AND id < ?2 ORDER BY id LIMIT ?3",
+            *ACCOUNT_COLUMNS
+        )
+    });
 
 fn account_from_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<AccountView> {
     let newest = |idx: usize| -> rusqlite::Result<Option<PostId>> {
@@ -154,11 +163,15 @@ impl UserStore for EmbeddedStore {
             .await
     }
 
-    async fn users_by_prefix(&self, prefix: &str, limit: usize) -> StoreResult<Vec<User>> {
+    async fn accounts_by_prefix(
+        &self,
+        prefix: &str,
+        limit: usize,
+    ) -> StoreResult<Vec<AccountView>> {
         let (from, to) = (prefix.to_owned(), prefix_end(prefix));
         self.read_inline(move |conn| {
-            let mut stmt = conn.prepare_cached(&USERS_BY_PREFIX)?;
-            let rows = stmt.query_map(params![from, to, limit as i64], user_from_row)?;
+            let mut stmt = conn.prepare_cached(&ACCOUNTS_BY_PREFIX)?;
+            let rows = stmt.query_map(params![from, to, limit as i64], account_from_row)?;
             Ok(rows.collect::<rusqlite::Result<_>>()?)
         })
         .await

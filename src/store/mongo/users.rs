@@ -12,7 +12,6 @@ use mongodb::bson::{Document, doc};
 
 use super::{COUNTER_VERSION, MongoStore, all, db_error, insert_new, int, user_from, version_is};
 use crate::domain::{AccountView, AuthorView, Fence, NewUser, User};
-use crate::store::users::prefix_end;
 use crate::store::{Counted, Counter, NameWord, Recount, StoreError, StoreResult, UserStore};
 
 mod accounts;
@@ -189,16 +188,12 @@ impl UserStore for MongoStore {
         self.accounts_among(ids).await
     }
 
-    /// A range of `_id` (bytewise, the default collation), sorted by it.
-    async fn users_by_prefix(&self, prefix: &str, limit: usize) -> StoreResult<Vec<User>> {
-        let range = doc! { "$gte": prefix, "$lt": prefix_end(prefix) };
-        let docs = all(self
-            .users_coll()
-            .find(doc! { "_id": range })
-            .sort(doc! { "_id": 1 })
-            .limit(i64::try_from(limit).unwrap_or(i64::MAX)))
-        .await?;
-        docs.iter().map(user_from).collect()
+    async fn accounts_by_prefix(
+        &self,
+        prefix: &str,
+        limit: usize,
+    ) -> StoreResult<Vec<AccountView>> {
+        self.accounts_by_prefix_of(prefix, limit).await
     }
 
     /// One `update_one` that sets the name and bumps the version, so no counter `$inc`

@@ -44,9 +44,13 @@ impl UserStore for FailingUsers {
         self.check()?;
         self.inner.accounts(ids).await
     }
-    async fn users_by_prefix(&self, prefix: &str, limit: usize) -> StoreResult<Vec<User>> {
+    async fn accounts_by_prefix(
+        &self,
+        prefix: &str,
+        limit: usize,
+    ) -> StoreResult<Vec<AccountView>> {
         self.check()?;
-        self.inner.users_by_prefix(prefix, limit).await
+        self.inner.accounts_by_prefix(prefix, limit).await
     }
     async fn name_word_entries(
         &self,
@@ -131,8 +135,12 @@ impl UserStore for PausingUsers {
     async fn accounts(&self, ids: &[String]) -> StoreResult<Vec<AccountView>> {
         self.inner.accounts(ids).await
     }
-    async fn users_by_prefix(&self, prefix: &str, limit: usize) -> StoreResult<Vec<User>> {
-        self.inner.users_by_prefix(prefix, limit).await
+    async fn accounts_by_prefix(
+        &self,
+        prefix: &str,
+        limit: usize,
+    ) -> StoreResult<Vec<AccountView>> {
+        self.inner.accounts_by_prefix(prefix, limit).await
     }
     async fn name_word_entries(
         &self,
