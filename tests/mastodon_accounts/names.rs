@@ -53,6 +53,20 @@ async fn search_finds_accounts_by_display_name_words_and_forgets_old_names() {
             ["ann"],
             "{kind:?}: every word"
         );
+        // Found under its longest word (`alison`, zed's), a hit must match every word.
+        assert!(
+            ids(&search("alison%20lidd").await).is_empty(),
+            "{kind:?}: every word, checked against the name"
+        );
+        // A name hit is rendered with its last status, from the same read.
+        let hi = client.post("/api/v1/statuses", Some(&zed), &[("status", "hi")]);
+        hi.await.expect(StatusCode::OK);
+        let found = search("alis").await;
+        assert_eq!(ids(&found), ["zed"], "{kind:?}");
+        assert!(
+            found["accounts"][0]["last_status_at"].is_string(),
+            "{kind:?}: {found}"
+        );
         let one = client.get("/api/v2/search?type=accounts&q=ali&limit=1", Some(&ann));
         assert_eq!(ids(&one.await.expect(StatusCode::OK)), ["ann"], "{kind:?}");
 
