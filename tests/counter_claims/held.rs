@@ -9,12 +9,24 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
-use socialite::domain::{Post, PostId, Repost, now_ms};
+use socialite::domain::{NewUser, Post, PostId, Repost, now_ms};
 use socialite::faults::Gate;
 use socialite::store::{Inserted, Reposted, StoreResult};
 use tokio::task::JoinHandle;
 
 use super::Fixture;
+
+/// Creates users of one test alone (gates are keyed by a user, and tests run at once).
+pub(super) async fn users(f: &Fixture, ids: &[&str]) {
+    for id in ids {
+        let user = NewUser {
+            id: (*id).into(),
+            display_name: (*id).into(),
+            created_at_ms: now_ms(),
+        };
+        f.store.users.create_user(&user).await.unwrap();
+    }
+}
 
 /// A call held at its gate, and its handle.
 pub(super) type Held<T> = (Arc<Gate>, JoinHandle<StoreResult<T>>);
@@ -74,4 +86,32 @@ pub(super) async fn held_unrepost(
     let (reposts, reposter_owned) = (f.store.reposts.clone(), reposter.to_owned());
     let call = async move { reposts.unrepost(&reposter_owned, original).await };
     hold_at("claim.moved", reposter, "the unrepost", call).await
+}
+
+/// `follower`'s follow of `followee`, held after its edge's insert (under a fresh claim
+/// mark), before its counters move (`follow.inserted`).
+pub(super) async fn held_follow(f: &Fixture, follower: &str, followee: &str) -> Held<bool> {
+    let graph = f.store.graph.clone();
+    let (from, to) = (follower.to_owned(), followee.to_owned());
+    let call = async move { graph.follow(&from, &to, now_ms()).await };
+    hold_at("follow.inserted", follower, "the follow", call).await
+}
+
+/// `follower`'s unfollow of `followee`, held after its counters' `-1`, before its delete.
+pub(super) async fn held_unfollow(f: &Fixture, follower: &str, followee: &str) -> Held<bool> {
+    let graph = f.store.graph.clone();
+    let (from, to) = (follower.to_owned(), followee.to_owned());
+    let call = async move { graph.unfollow(&from, &to).await };
+    hold_at("claim.moved", follower, "the unfollow", call).await
+}
+
+/// `author`'s post (not a reply), held before its `posts_count` `$inc`.
+pub(super) async fn held_post(f: &Fixture, author: &str) -> Held<Inserted> {
+    let (content, author_owned) = (f.store.content.clone(), author.to_owned());
+    let call = async move {
+        content
+            .insert_post(&author_owned, "held", None, now_ms())
+            .await
+    };
+    hold_at("post.stored", author, "the post's insert", call).await
 }

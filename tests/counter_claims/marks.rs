@@ -13,8 +13,8 @@ use socialite::faults::Gate;
 use socialite::store::{Claimed, Counter, StoreResult};
 use tokio::task::JoinHandle;
 
+use super::held::users;
 use super::held::{held, held_delete, held_reply, held_repost};
-use super::parents::users;
 use super::posts::post_counts;
 use super::{Fixture, fixture, mark};
 

@@ -7,23 +7,11 @@
 //! write: the write is refused (the post's `counter_version` moved) and it counts again.
 
 use mongodb::bson::{Document, doc, oid::ObjectId};
-use socialite::domain::{NewUser, PostId, now_ms};
+use socialite::domain::{PostId, now_ms};
 
-use super::held::{held, held_delete, held_unrepost};
+use super::held::{held, held_delete, held_unrepost, users};
 use super::posts::post_counts;
 use super::{Fixture, fixture, mark};
-
-/// Creates users of one test alone (gates are keyed by a user, and tests run at once).
-pub(super) async fn users(f: &Fixture, ids: &[&str]) {
-    for id in ids {
-        let user = NewUser {
-            id: (*id).into(),
-            display_name: (*id).into(),
-            created_at_ms: now_ms(),
-        };
-        f.store.users.create_user(&user).await.unwrap();
-    }
-}
 
 async fn post(f: &Fixture, author: &str, reply_to: Option<PostId>) -> PostId {
     let inserted = f

@@ -9,11 +9,11 @@ use std::time::Duration;
 use mongodb::bson::doc;
 use socialite::domain::now_ms;
 
+use super::held::users;
 use super::held::{held_delete, held_reply};
 use super::marks::{
     oid, parent_with_dead_and_standing_replies, parent_with_dead_reply, replies_of,
 };
-use super::parents::users;
 use super::posts::post_counts;
 use super::{Fixture, fixture};
 

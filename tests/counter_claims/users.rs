@@ -9,26 +9,12 @@
 //! held (it has applied every change before the move), releases the move, and reads the
 //! profile before and after the worker applies what is left.
 
-use std::time::Duration;
-
 use mongodb::bson::{doc, oid::ObjectId};
-use socialite::domain::{NewUser, PostId, now_ms};
-use socialite::faults::Gate;
+use socialite::domain::{PostId, now_ms};
 
+use super::held::{held_follow, held_post, held_unfollow, users};
 use super::posts::counters_catch_up;
 use super::{Fixture, fixture, mark};
-
-/// Users of one test alone: the gates are keyed by user, and tests run at once.
-async fn users(f: &Fixture, ids: &[&str]) {
-    for id in ids {
-        let user = NewUser {
-            id: (*id).into(),
-            display_name: (*id).into(),
-            created_at_ms: now_ms(),
-        };
-        f.store.users.create_user(&user).await.unwrap();
-    }
-}
 
 /// (posts, following, followers) as `user`'s profile shows them.
 async fn shown(f: &Fixture, user: &str) -> (u64, u64, u64) {
@@ -58,12 +44,6 @@ async fn dead_follow(f: &Fixture, from: &str, to: &str) {
     f.coll("follows").insert_one(edge).await.unwrap();
 }
 
-async fn reached(gate: &Gate, what: &str) {
-    tokio::time::timeout(Duration::from_secs(10), gate.reached.notified())
-        .await
-        .unwrap_or_else(|_| panic!("{what} reaches its gate"));
-}
-
 #[tokio::test]
 async fn a_recount_that_counted_a_follow_before_its_increment_is_mended_by_the_worker() {
     let Some(f) = fixture("a_recount_that_counted_a_follow_before_its_increment").await else {
@@ -73,12 +53,7 @@ async fn a_recount_that_counted_a_follow_before_its_increment_is_mended_by_the_w
     users(&f, &[x, y, z]).await;
     dead_follow(&f, x, z).await;
     // x follows y: the edge is in, under its fresh mark; the increments are held.
-    let gate = socialite::faults::hold("follow.inserted", x);
-    let holder = {
-        let graph = f.store.graph.clone();
-        tokio::spawn(async move { graph.follow(x, y, now_ms()).await })
-    };
-    reached(&gate, "the follow of y").await;
+    let (gate, holder) = held_follow(&f, x, y).await;
     // A second follow of z takes the dead one over and recounts x from the edges,
     // counting the edge to y whose increment is still to come.
     assert!(!f.store.graph.follow(x, z, now_ms()).await.unwrap());
@@ -112,12 +87,7 @@ async fn a_recount_that_counted_an_unfollow_after_its_decrement_is_mended_by_the
     assert!(f.store.graph.follow(x, y, now_ms()).await.unwrap());
     dead_follow(&f, x, z).await;
     // x unfollows y: the edge is claimed and the counters moved down; the delete is held.
-    let gate = socialite::faults::hold("claim.moved", x);
-    let holder = {
-        let graph = f.store.graph.clone();
-        tokio::spawn(async move { graph.unfollow(x, y).await })
-    };
-    reached(&gate, "the unfollow of y").await;
+    let (gate, holder) = held_unfollow(&f, x, y).await;
     assert_eq!(shown(&f, x).await, (0, 0, 0));
     // The takeover's recount counts the edge to y, whose decrement has landed.
     assert!(!f.store.graph.follow(x, z, now_ms()).await.unwrap());
@@ -168,12 +138,7 @@ async fn a_recount_that_counted_a_post_before_its_increment_is_mended_by_the_wor
         .unwrap();
     f.inc(author, "posts_count", -1).await;
     // A new post is in, under its fresh mark; its increment is held.
-    let gate = socialite::faults::hold("post.stored", author);
-    let holder = {
-        let content = f.store.content.clone();
-        tokio::spawn(async move { content.insert_post(author, "new", None, now_ms()).await })
-    };
-    reached(&gate, "the new post").await;
+    let (gate, holder) = held_post(&f, author).await;
     // A second delete takes the dead one over and recounts the author, counting the
     // new post whose increment is still to come.
     assert!(content.delete_post(dead).await.unwrap().is_some());
