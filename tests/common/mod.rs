@@ -80,18 +80,33 @@ pub fn mongo_base_uri() -> Option<String> {
         .filter(|uri| !uri.trim().is_empty())
 }
 
-/// Why this run has no real MongoDB (a query planner, a profiler), if it has none.
-pub async fn no_real_mongodb(db: Option<&mongodb::Database>) -> Option<String> {
-    let Some(db) = db else {
-        return Some(format!("{MONGO_ENV} is not set"));
+/// A fresh database on a real MongoDB (one with a query planner and a profiler) and its
+/// URI; `None` after printing `SKIPPED: needs a real MongoDB (<checks>: why)` past the
+/// test harness's capture, so that the run's log shows it, when `MONGO_ENV` is unset or
+/// names the mongo-java-server stand-in (which answers `buildInfo` without the server's
+/// git revision).
+pub async fn real_mongodb(prefix: &str, checks: &str) -> Option<(mongodb::Database, String)> {
+    let name = fresh_name(prefix);
+    let why = match mongo_base_uri() {
+        None => format!("{MONGO_ENV} is not set"),
+        Some(base) => {
+            let uri = mongo_uri_with_database(&base, &name);
+            let client = mongodb::Client::with_uri_str(&uri).await.unwrap();
+            let db = client.database(&name);
+            let info = db
+                .run_command(mongodb::bson::doc! { "buildInfo": 1 })
+                .await
+                .unwrap();
+            if info.contains_key("gitVersion") {
+                return Some((db, uri));
+            }
+            "the mongo-java-server stand-in has no query planner to explain".into()
+        }
     };
-    let info = db
-        .run_command(mongodb::bson::doc! { "buildInfo": 1 })
-        .await
-        .unwrap();
-    // The stand-in answers buildInfo without the server's git revision.
-    (!info.contains_key("gitVersion"))
-        .then(|| "the mongo-java-server stand-in has no query planner to explain".into())
+    use std::io::Write;
+    let line = format!("SKIPPED: needs a real MongoDB ({checks}: {why})\n");
+    std::io::stderr().write_all(line.as_bytes()).unwrap();
+    None
 }
 
 /// A unique database name per test, so tests never share state.

@@ -56,24 +56,10 @@ fn read_of(op: &Document) -> (String, &'static str) {
 /// at most one document per user asked about and a few keys per user.
 #[tokio::test]
 async fn account_reads_use_indexes_on_real_mongodb() {
-    let name = common::fresh_name("account_plans");
-    let uri = common::mongo_base_uri().map(|b| common::mongo_uri_with_database(&b, &name));
-    let client = match &uri {
-        Some(uri) => Some(mongodb::Client::with_uri_str(uri).await.unwrap()),
-        None => None,
-    };
-    let db = client.as_ref().map(|c| c.database(&name));
-    if let Some(why) = common::no_real_mongodb(db.as_ref()).await {
-        use std::io::Write;
-        // Written past the test harness's capture, so that the run's log shows it.
-        let line = format!("SKIPPED: needs a real MongoDB (profiler checks: {why})\n");
-        std::io::stderr().write_all(line.as_bytes()).unwrap();
+    let Some((db, uri)) = common::real_mongodb("account_plans", "profiler checks").await else {
         return;
-    }
-    let db = db.unwrap();
-    let store = socialite::store::mongo::connect(&uri.unwrap())
-        .await
-        .unwrap();
+    };
+    let store = socialite::store::mongo::connect(&uri).await.unwrap();
     for id in ["pa", "pb", "pc", "pd", "qa"] {
         common::create_user(&store, id).await;
     }
@@ -125,7 +111,7 @@ async fn account_reads_use_indexes_on_real_mongodb() {
 
     let read: Vec<String> = ["users", "content", "reposts"]
         .iter()
-        .map(|coll| format!("{name}.{coll}"))
+        .map(|coll| format!("{}.{coll}", db.name()))
         .collect();
     let ops: Vec<Document> = db
         .collection::<Document>("system.profile")

@@ -48,24 +48,10 @@ async fn fanout_on_read_merges_more_than_300_followees() {
 #[tokio::test]
 async fn bucket_reads_and_rollovers_use_indexes_on_real_mongodb() {
     use mongodb::bson::{Bson, Document, doc};
-    let name = common::fresh_name("explain");
-    let uri = common::mongo_base_uri().map(|b| common::mongo_uri_with_database(&b, &name));
-    let client = match &uri {
-        Some(uri) => Some(mongodb::Client::with_uri_str(uri).await.unwrap()),
-        None => None,
-    };
-    let db = client.as_ref().map(|c| c.database(&name));
-    if let Some(why) = common::no_real_mongodb(db.as_ref()).await {
-        use std::io::Write;
-        // Written past the test harness's capture, so that the run's log shows it.
-        let line = format!("SKIPPED: needs a real MongoDB (explain checks: {why})\n");
-        std::io::stderr().write_all(line.as_bytes()).unwrap();
+    let Some((db, uri)) = common::real_mongodb("explain", "explain checks").await else {
         return;
-    }
-    let (db, store) = (
-        db.unwrap(),
-        socialite::store::mongo::connect(&uri.unwrap()).await,
-    );
+    };
+    let store = socialite::store::mongo::connect(&uri).await;
     let (timelines, u) = (&store.unwrap().timelines, vec!["u".to_owned()]);
     let e = entries(1_700_000_000_000, 11);
     for entry in &e[..10] {
