@@ -87,7 +87,7 @@ pub struct Event {
     pub kind: EventType,
     /// When the change behind it was committed, in milliseconds since the Unix epoch.
     pub at_ms: i64,
-    /// A small JSON object; its fields depend on the type (see docs/api.md).
+    /// A small JSON object; its fields depend on the type (see docs/api-events.md).
     pub payload: serde_json::Value,
 }
 

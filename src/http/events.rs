@@ -46,7 +46,7 @@ pub struct EventBody {
     pub kind: String,
     #[schema(example = "2026-11-22T14:00:00.012Z")]
     pub time: String,
-    /// Fields by type, as docs/api.md lists them.
+    /// Fields by type, as docs/api-events.md lists them.
     #[schema(value_type = Object)]
     pub payload: serde_json::Value,
 }

@@ -24,7 +24,7 @@ pub struct CreateUser {
         pattern = "[^\\t\\n\\u000b\\f\\r \\u0085\\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000]"
     )]
     pub display_name: Option<String>,
-    /// Optional: 8–128 characters, for signing in to the Mastodon API (docs/mastodon.md).
+    /// Optional: 8–128 characters, for signing in to the Mastodon API (docs/mastodon-signin.md).
     /// Stored as an Argon2id hash only.
     #[schema(example = "correct horse battery", min_length = 8, max_length = 128, format = Password)]
     pub password: Option<String>,

@@ -1,12 +1,12 @@
-//! Dismissals and clears of notifications, asked of the history ([the API](../../../docs/api.md),
-//! "Dismissing and clearing"). A dismissal records its notification's cause (type, actor,
-//! post) up to the server's instant (at or after the request was sent), a clear every
-//! notification of the user up to its instant; both are immediate: the write that records
-//! them removes what they hide and moves the groups, and every page reads them. A
-//! notification's time is its cause's write (or that write's change), so a cause made
-//! before the dismissal was sent is hidden for good, and one made again after the
-//! dismissal was answered notifies again: past the answer by more than the store's time
-//! grain (`slack`: the MongoDB stand-in dates changes to the second).
+//! Dismissals and clears of notifications, asked of the history ([the
+//! API](../../../docs/api-personal.md), "Dismissing and clearing"). A dismissal records its
+//! notification's cause (type, actor, post) up to the server's instant (at or after the
+//! request was sent), a clear every notification of the user up to its instant; both are
+//! immediate: the write that records them removes what they hide and moves the groups, and
+//! every page reads them. A notification's time is its cause's write (or that write's
+//! change), so a cause made before the dismissal was sent is hidden for good, and one made
+//! again after the dismissal was answered notifies again: past the answer by more than the
+//! store's time grain (`slack`: the MongoDB stand-in dates changes to the second).
 
 use super::{Model, NEVER, Span};
 

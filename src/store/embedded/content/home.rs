@@ -6,7 +6,7 @@
 //! One `IN (...) ORDER BY id DESC` over the authors instead reads every post of every
 //! author below the cursor and sorts them in a temporary B-tree: for a reader who hides
 //! most of whom they follow, 416 us per read below the cache on `read_cost.sh`'s data
-//! set (2026-11-27, see docs/performance.md). The walk reads at most a page of ids per
+//! set (2026-11-27, see docs/performance-reads.md). The walk reads at most a page of ids per
 //! author, newest author first, and stops at the first author whose newest post would
 //! not make the page; only the page's rows are read.
 
