@@ -5,7 +5,8 @@
 //! the grouped view with hundreds of likers, type filters and paging
 //! (`notifications/grouped.rs`); the HTTP API on a real server
 //! (`notifications/http.rs`); the rebuild in small bounds (`notifications/rebuild.rs`);
-//! dismissals and clears killed or paused part way, then settled
+//! an add killed before its group's move whose notification is dismissed before the replay
+//! (`notifications/killed.rs`); dismissals and clears killed or paused part way, then settled
 //! (`notifications/takings.rs`), or killed and finished by the worker's sweep with no
 //! one dismissing again (`notifications/sweep.rs`), in bounded batches
 //! (`notifications/sweep_batches.rs`), and past a claim written while the sweep was
@@ -20,6 +21,8 @@ mod exactly_once;
 mod grouped;
 #[path = "notifications/http.rs"]
 mod http;
+#[path = "notifications/killed.rs"]
+mod killed;
 #[path = "notifications/late.rs"]
 mod late;
 #[path = "notifications/live.rs"]

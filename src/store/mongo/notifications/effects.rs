@@ -178,14 +178,12 @@ impl MongoStore {
         if !notifies(&user, actor) {
             return Ok(());
         }
-        // A dismissed or cleared cause is not notified again (see `dismissals`).
-        if self
+        // A dismissed or cleared cause is not notified again (see `dismissals`): not
+        // made, though a making by this change before a crash is still moved (below).
+        let hidden = self
             .dismissals_of(&user)
             .await?
-            .hides(kind, actor, post, at_ms)
-        {
-            return Ok(());
-        }
+            .hides(kind, actor, post, at_ms);
         let n = Notification {
             id: notification_id(at_ms, seq),
             user: user.clone(),
@@ -195,30 +193,12 @@ impl MongoStore {
             at_ms,
         };
         let id = key(&user, kind, actor, post);
-        // Made where no notification stands: new, or over the tombstone of an earlier
-        // change's removal. A key that stands, or that a later change touched, is taken.
-        let made = self
-            .notifications_coll()
-            .update_one(
-                doc! {
-                    "_id": &id, "user": &user, "removed": true, "seq": { "$lt": seq as i64 },
-                },
-                doc! { "$set": {
-                    "type": kind.as_str(), "actor": actor, "post": post_bson(post),
-                    "id": oid(n.id), "at": at_ms, "seq": seq as i64, "removed": false,
-                } },
-            )
-            .upsert(true)
-            .await;
-        let made_now = match made {
-            Ok(result) => result.upserted_id.is_some() || result.modified_count == 1,
-            Err(error) if is_duplicate_key(&error) => false,
-            Err(error) => return Err(db_error(error)),
-        };
+        let made_now = !hidden && self.make(&id, &n, seq).await?;
         // Made by this change (now, or before a crash that this is the replay of), and
         // perhaps dismissed since: a dismissal keeps the `seq` of the change that made
         // the notification and takes its own one away from the group, so this change
-        // owes its one all the same (moved once, by the group's watermark).
+        // owes its one all the same (moved once, by the group's watermark), even when
+        // that dismissal now hides it from being made again.
         let made_here = made_now || self.marked_by(&id, &user, seq).await?;
         if made_here {
             crate::faults::gate("notification.made", &user).await;
@@ -234,6 +214,30 @@ impl MongoStore {
             }
         }
         Ok(())
+    }
+
+    /// Makes notification `n` under key `id` for change `seq` where none stands: new, or
+    /// over the tombstone of an earlier change's removal (a key that stands, or that a
+    /// later change touched, is taken). Whether this write made it.
+    async fn make(&self, id: &str, n: &Notification, seq: u64) -> StoreResult<bool> {
+        let made = self
+            .notifications_coll()
+            .update_one(
+                doc! {
+                    "_id": id, "user": &n.user, "removed": true, "seq": { "$lt": seq as i64 },
+                },
+                doc! { "$set": {
+                    "type": n.kind.as_str(), "actor": &n.actor, "post": post_bson(n.post),
+                    "id": oid(n.id), "at": n.at_ms, "seq": seq as i64, "removed": false,
+                } },
+            )
+            .upsert(true)
+            .await;
+        match made {
+            Ok(result) => Ok(result.upserted_id.is_some() || result.modified_count == 1),
+            Err(error) if is_duplicate_key(&error) => Ok(false),
+            Err(error) => Err(db_error(error)),
+        }
     }
 
     /// Whether notification `id` carries change `seq`'s mark: made by it (standing or
